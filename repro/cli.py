@@ -1,0 +1,34 @@
+"""The `repro` command line: one sub-command group per stage of the data flow."""
+
+from __future__ import annotations
+
+import typer
+
+from repro import __version__
+from repro.commands import doctor as doctor_commands
+from repro.commands import matrix as matrix_commands
+
+app = typer.Typer(
+    name="repro",
+    help="Clean-room reproducibility for agent benchmarks of local LLMs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"repro {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Clean-room reproducibility for agent benchmarks of local LLMs."""
+
+
+app.add_typer(matrix_commands.app, name="matrix")
+app.command("doctor")(doctor_commands.doctor)

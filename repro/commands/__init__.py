@@ -1,0 +1,1 @@
+"""CLI commands, one module per stage; each module's functions only parse flags and print."""

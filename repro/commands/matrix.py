@@ -1,0 +1,98 @@
+"""`repro matrix validate | schema | plan`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from repro.errors import BadInput
+from repro.matrix import load_matrix, matrix_json_schema
+from repro.plan import Plan, make_plan
+from repro.profiles import is_profiles_file, load_profiles
+
+app = typer.Typer(help="Validate, describe and plan matrix files.", no_args_is_help=True)
+console = Console()
+
+
+@app.command()
+def validate(files: list[Path] = typer.Argument(..., help="Matrix files to validate.")) -> None:
+    """Validate matrix files: one `FILE:LINE field: reason` line per problem, exit 2 if any."""
+    problems: list[str] = []
+    for path in files:
+        try:
+            console.print(f"[green]OK[/] {path} ({_validate_one(path)})")
+        except BadInput as error:
+            problems += error.lines
+    if problems:
+        raise BadInput(problems[0], lines=problems)
+
+
+def _validate_one(path: Path) -> str:
+    """Validate a matrix file, or the profiles file (matrix/profiles.yaml) that sits beside them."""
+    if is_profiles_file(path):
+        profiles = load_profiles(path)
+        return f"profiles: {', '.join(profiles.profiles)}"
+    loaded = load_matrix(path)
+    return f"{len(loaded.matrix.models)} models, {len(loaded.matrix.engines)} engines, sha256 {loaded.sha256[:12]}"
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the matrix format (for editor completion)."""
+    typer.echo(json.dumps(matrix_json_schema(), indent=2))
+
+
+@app.command()
+def plan(
+    file: Path = typer.Argument(..., help="Matrix file."),
+    profile: str = typer.Option(..., "--profile", "-p", help="Hardware profile (see matrix/profiles.yaml)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """List the cells a matrix runs on a profile, and the excluded ones with their reason."""
+    the_plan = plan_for(file, profile)
+    if as_json:
+        typer.echo(json.dumps(plan_summary(the_plan), indent=2))
+        return
+    print_plan(the_plan)
+
+
+def plan_for(file: Path, profile: str) -> Plan:
+    profiles = load_profiles()
+    chosen = profiles.get(profile)
+    loaded = load_matrix(file, set(profiles.profiles))
+    return make_plan(loaded, profile, chosen)
+
+
+def plan_summary(the_plan: Plan) -> dict:
+    def row(cell) -> dict:
+        entry = {
+            "id": cell.id,
+            "model": cell.model.id,
+            "engine": cell.engine.id,
+            "protocol": cell.protocol,
+            "suite": cell.suite.id,
+            "repeat": cell.repeat,
+        }
+        if cell.excluded:
+            entry["reason"] = cell.excluded
+        return entry
+
+    return {
+        "matrix": the_plan.matrix_path,
+        "matrix_sha256": the_plan.matrix_sha256,
+        "profile": the_plan.profile,
+        "cells": [row(c) for c in the_plan.cells],
+        "excluded": [row(c) for c in the_plan.excluded],
+    }
+
+
+def print_plan(the_plan: Plan) -> None:
+    console.print(f"[bold]{the_plan.matrix_name}[/] on profile [bold]{the_plan.profile}[/] (matrix sha256 {the_plan.matrix_sha256[:12]})")
+    for cell in the_plan.cells:
+        console.print(f"[green]RUN [/] {cell.id}", soft_wrap=True)
+    for cell in the_plan.excluded:
+        console.print(f"[yellow]EXCL[/] {cell.id}: {cell.excluded}", soft_wrap=True)
+    console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")

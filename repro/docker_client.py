@@ -1,0 +1,36 @@
+"""One Docker client for the orchestrator: every call has a timeout; no daemon is a one-line error."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import docker
+from docker.errors import DockerException
+
+from repro.errors import DockerUnavailable
+
+DEFAULT_TIMEOUT_S = 120
+START_HINT = "start one with: dockerd --bridge=none --iptables=false --ip-forward=false (see README)"
+
+
+def docker_host() -> str:
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+@lru_cache(maxsize=1)
+def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
+    """A client that has answered a ping, or DockerUnavailable."""
+    try:
+        client = docker.DockerClient(base_url=docker_host(), timeout=timeout)
+        client.ping()
+    except DockerException as error:
+        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {_short(error)}; {START_HINT}") from None
+    except Exception as error:  # requests' connection errors surface here
+        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {_short(error)}; {START_HINT}") from None
+    return client
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text[:200]

@@ -1,0 +1,25 @@
+"""Errors the CLI turns into one-line messages and exit codes (never tracebacks)."""
+
+from __future__ import annotations
+
+
+class ReproError(Exception):
+    """A failure the user should read as one line. `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, lines: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.lines = lines or [message]
+
+
+class BadInput(ReproError):
+    """The user's input (a file, a flag, a reference) is wrong: exit status 2."""
+
+    exit_code = 2
+
+
+class DockerUnavailable(ReproError):
+    """The Docker daemon does not answer."""
+
+    exit_code = 1

@@ -1,0 +1,116 @@
+"""Plan: the cells of a matrix on one profile (model x engine x protocol x suite x repeat).
+
+Cells are ordered deterministically (matrix order) and their ids are stable: a readable slug
+plus a short hash of everything the cell's number depends on. A cell that cannot run on the
+profile is kept in the plan as excluded, with its reason; nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from itertools import product
+
+from pydantic import BaseModel, ConfigDict
+
+from repro.matrix import Decoding, EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
+from repro.profiles import Profile
+
+GIB = 1024**3
+
+
+class Cell(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    model: ModelSpec
+    engine: EngineSpec
+    protocol: Protocol
+    suite: Suite
+    repeat: int
+    profile: str
+    decoding: Decoding
+    excluded: str | None = None
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """Cells of one (engine, model) group share one engine boot."""
+        return (self.engine.id, self.model.id)
+
+
+class Plan(BaseModel):
+    matrix_path: str
+    matrix_sha256: str
+    matrix_name: str
+    profile: str
+    cells: list[Cell]
+    excluded: list[Cell]
+
+    def groups(self) -> list[tuple[tuple[str, str], list[Cell]]]:
+        ordered: dict[tuple[str, str], list[Cell]] = {}
+        for cell in self.cells:
+            ordered.setdefault(cell.group, []).append(cell)
+        return list(ordered.items())
+
+
+def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile) -> Plan:
+    matrix = loaded.matrix
+    runnable, excluded = [], []
+    combos = product(matrix.models, matrix.engines, matrix.protocols, matrix.suites, range(1, matrix.repeats + 1))
+    for model, engine, protocol, suite, repeat in combos:
+        cell = _cell(matrix, model, engine, protocol, suite, repeat, profile_name)
+        reason = exclusion_reason(matrix, cell, profile_name, profile)
+        if reason:
+            excluded.append(cell.model_copy(update={"excluded": reason}))
+        else:
+            runnable.append(cell)
+    return Plan(
+        matrix_path=str(loaded.path),
+        matrix_sha256=loaded.sha256,
+        matrix_name=matrix.name,
+        profile=profile_name,
+        cells=runnable,
+        excluded=excluded,
+    )
+
+
+def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protocol, suite: Suite, repeat: int, profile: str) -> Cell:
+    identity = {
+        "model": model.sha256,
+        "engine": engine.model_dump(mode="json"),
+        "protocol": protocol,
+        "suite": suite.model_dump(mode="json"),
+        "decoding": matrix.decoding.model_dump(mode="json"),
+        "repeat": repeat,
+        "profile": profile,
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+    slug = f"{model.id}__{engine.id}__{protocol}__{suite.id}__r{repeat}"
+    return Cell(
+        id=f"{slug}-{digest}",
+        model=model,
+        engine=engine,
+        protocol=protocol,
+        suite=suite,
+        repeat=repeat,
+        profile=profile,
+        decoding=matrix.decoding,
+    )
+
+
+def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Profile) -> str | None:
+    if profile_name not in matrix.profiles:
+        return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})"
+    if not cell.engine.serves(profile.engine_variant):
+        return f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}"
+    size_gb = cell.model.file_size / GIB
+    if size_gb > profile.max_model_gb:
+        return f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile {profile_name} takes"
+    for rule in matrix.exclude:
+        if _rule_matches(rule.model, cell.model.id) and _rule_matches(rule.engine, cell.engine.id) and _rule_matches(rule.protocol, cell.protocol):
+            return rule.reason
+    return None
+
+
+def _rule_matches(wanted: str | None, actual: str) -> bool:
+    return wanted is None or wanted == actual
