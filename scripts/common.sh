@@ -1,0 +1,50 @@
+# Shared setup steps for scripts/up, scripts/test and .ci/run. Source it; do not run it.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${REPRO_VENV:-$REPO_ROOT/.venv}"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+docker_answers() { docker info >/dev/null 2>&1; }
+
+# A Docker engine that answers: install docker.io (and debootstrap, for the offline base image)
+# on Debian or Ubuntu as root, and start the daemon without bridge or iptables when none runs.
+ensure_docker() {
+    if docker_answers; then return 0; fi
+    if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
+        [ "$(id -u)" = 0 ] || die "no Docker engine answers; install Docker (https://docs.docker.com/engine/install/) and debootstrap, then rerun"
+        command -v apt-get >/dev/null 2>&1 || die "no Docker engine answers and this is not Debian/Ubuntu: install Docker and debootstrap, start dockerd, then rerun"
+        say "installing docker.io and debootstrap (apt-get)"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null
+    fi
+    if docker_answers; then return 0; fi
+    [ "$(id -u)" = 0 ] || die "no Docker engine answers; start it (sudo systemctl start docker) and rerun"
+    say "starting dockerd (--bridge=none --iptables=false --ip-forward=false), log in /var/log/repro-dockerd.log"
+    nohup dockerd --bridge=none --iptables=false --ip-forward=false >/var/log/repro-dockerd.log 2>&1 &
+    for _ in $(seq 1 60); do
+        if docker_answers; then return 0; fi
+        sleep 1
+    done
+    tail -n 20 /var/log/repro-dockerd.log >&2 || true
+    die "dockerd did not answer within 60 s"
+}
+
+# The project's virtual environment with the host extra (and the test extra when asked).
+ensure_venv() {
+    local extras="${1:-host}"
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "creating $VENV"
+        python3 -m venv "$VENV"
+    fi
+    local stamp="$VENV/.repro-installed-$extras"
+    if [ ! -f "$stamp" ] || [ "$REPO_ROOT/pyproject.toml" -nt "$stamp" ]; then
+        say "installing repro[$extras] into $VENV"
+        "$VENV/bin/python" -m pip install -q --upgrade pip
+        "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[$extras]"
+        touch "$stamp"
+    fi
+    export PATH="$VENV/bin:$PATH"
+}
