@@ -113,9 +113,11 @@ def check_cell(run: RunRecord, cell_dir: Path, cell_id: str, reasons: list[str],
     if not cell_dir.is_dir():
         return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="INVALID", reasons=reasons + ["cell missing from the bundle"])
     integrity = verify_cell(cell_dir)
-    if integrity:
-        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="INVALID", reasons=reasons + integrity)
-    record = load_cell(cell_dir)
+    reasons += [f"cells/{cell_id}: {problem}" for problem in integrity]
+    try:
+        record = load_cell(cell_dir)
+    except (OSError, ValueError):
+        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="INVALID", reasons=reasons)
     reasons += cell_rules(run, record)
     reasons += [f"host identity left in cells/{cell_id}/{line}" for line in find_leaks(cell_dir, redactor)][:5]
     if record.status == "excluded" and not reasons:

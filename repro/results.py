@@ -222,3 +222,15 @@ def read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def latest_run(results_dir: Path) -> Path:
+    """The run named in results/LATEST, else the results folder itself."""
+    pointer = results_dir / "LATEST"
+    if pointer.is_file():
+        return results_dir / pointer.read_text().strip()
+    return results_dir
+
+
+def mark_latest(results_dir: Path, run_dir: Path) -> None:
+    atomic_write(results_dir / "LATEST", (run_dir.name + "\n").encode())

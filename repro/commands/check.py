@@ -1,0 +1,42 @@
+"""`repro check [RESULTS]`: VALID / EXCLUDED / INVALID per cell, with every reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from repro.check import check_run, find_runs
+from repro.results import latest_run
+
+COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
+
+
+def check(
+    results: Path = typer.Argument(None, help="A run folder, or a results folder of runs (default: the latest run in results/)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+) -> None:
+    """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID."""
+    target = results if results is not None else latest_run(Path("results"))
+    verdicts = [check_run(run_dir) for run_dir in find_runs(target)]
+    if as_json:
+        typer.echo(json.dumps([v.model_dump(mode="json") for v in verdicts], indent=2))
+    else:
+        print_verdicts(verdicts)
+    if any(v.invalid for v in verdicts):
+        raise typer.Exit(1)
+
+
+def print_verdicts(verdicts) -> None:
+    console = Console()
+    for run in verdicts:
+        console.print(f"[bold]run {run.run_id}[/]")
+        for cell in run.cells:
+            colour = COLOURS[cell.verdict]
+            console.print(f"  [{colour}]{cell.verdict:<8}[/] {cell.cell_id}", soft_wrap=True)
+            for reason in cell.reasons if cell.verdict != "VALID" else []:
+                console.print(f"             - {reason}", soft_wrap=True)
+        counts = {name: sum(c.verdict == name for c in run.cells) for name in COLOURS}
+        console.print("  " + ", ".join(f"{n} {name}" for name, n in counts.items()))

@@ -1,0 +1,26 @@
+"""`repro paper render RESULTS... [--out paper/tables]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from repro.paper import collect, render as render_tables
+
+app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
+
+
+@app.command()
+def render(
+    results: list[Path] = typer.Argument(..., help="Run folders or results folders."),
+    out: Path = typer.Option(Path("paper/tables"), "--out", help="Where results.md and results.tex go."),
+) -> None:
+    """Render LaTeX (booktabs) and Markdown tables from VALID cells; the rest are listed as excluded."""
+    tables = collect(results)
+    written = render_tables(tables, out)
+    console = Console()
+    console.print(f"{len(tables.rows)} table rows from VALID cells, {len(tables.exclusions)} exclusions")
+    for path in written:
+        console.print(f"wrote {path}")

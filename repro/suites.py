@@ -1,0 +1,61 @@
+"""Scenario suites as the orchestrator sees them: files in `<folder>/<category>/<id>.json`.
+
+The orchestrator knows only this layout, never what a scenario holds: it selects ids, hashes
+the selected files (so a bundle records exactly which scenario bytes were run) and hands the
+folder and the ids to the harness container.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from repro.config import PROJECT_ROOT
+from repro.errors import BadInput
+from repro.matrix import Suite
+
+
+class SuiteSelection(BaseModel):
+    folder: Path
+    ids: list[str]
+    categories: dict[str, str]  # id -> category
+    sha256: str
+
+
+def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
+    folder = (root / suite.path).resolve()
+    if not folder.is_dir():
+        raise BadInput(f"suite {suite.id}: scenario folder {suite.path} does not exist")
+    files = sorted(folder.glob("*/*.json"), key=lambda p: (p.parent.name, p.stem))
+    if suite.categories:
+        files = [f for f in files if f.parent.name in suite.categories]
+    if suite.ids:
+        missing = sorted(set(suite.ids) - {f.stem for f in files})
+        if missing:
+            raise BadInput(f"suite {suite.id}: unknown scenario ids {', '.join(missing)}")
+        files = [f for f in files if f.stem in suite.ids]
+    if suite.per_category:
+        files = _first_per_category(files, suite.per_category)
+    if not files:
+        raise BadInput(f"suite {suite.id}: no scenario selected from {suite.path}")
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return SuiteSelection(
+        folder=folder,
+        ids=[f.stem for f in files],
+        categories={f.stem: f.parent.name for f in files},
+        sha256=digest.hexdigest(),
+    )
+
+
+def _first_per_category(files: list[Path], count: int) -> list[Path]:
+    taken: dict[str, int] = {}
+    chosen = []
+    for path in files:
+        if taken.get(path.parent.name, 0) < count:
+            chosen.append(path)
+            taken[path.parent.name] = taken.get(path.parent.name, 0) + 1
+    return chosen

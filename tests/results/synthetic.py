@@ -1,0 +1,79 @@
+"""A synthetic bundle, written with the real Bundle writer, for validator and table tests.
+
+It stands in for a real run only where the validator's rules are under test; the end-to-end
+tests in tests/e2e check real bundles from real runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repro.matrix import load_matrix
+from repro.plan import make_plan
+from repro.profiles import load_profiles
+from repro.provenance import SourceState, SystemDescription
+from repro.redact import HostIdentity, Redactor
+from repro.results import Bundle, CellRecord, CellSummary, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, utc_now
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS_DIGEST = "d" * 64
+CANARY = HostIdentity(project_root="/srv/canary-project", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
+
+HARNESS_SANDBOX = {
+    "user": "10001:10001",
+    "read_only": True,
+    "no_new_privileges": True,
+    "cap_drop": ["ALL"],
+    "network_mode": "container:abc",
+    "pids_limit": 256,
+    "mem_limit": 2147483648,
+    "nano_cpus": 2000000000,
+}
+ENGINE_SANDBOX = {"network_mode": "none", "read_only": True, "cap_drop": ["ALL"]}
+
+
+def write_bundle(run_dir: Path, *, tree_clean: bool = True, identity_ok: bool = True, gate_passed: bool = True) -> Path:
+    profiles = load_profiles()
+    plan = make_plan(load_matrix(ROOT / "matrix" / "smoke.yaml"), "cpu", profiles.get("cpu"))
+    bundle = Bundle(run_dir, Redactor(CANARY))
+    record = RunRecord(
+        run_id=run_dir.name,
+        status="complete",
+        matrix=MatrixInfo(path="matrix/smoke.yaml", name="smoke", sha256=plan.matrix_sha256),
+        profile="cpu",
+        profile_settings=profiles.get("cpu").model_dump(mode="json"),
+        source=SourceState(commit="a" * 40, tree_clean=tree_clean, dirty_files=[] if tree_clean else ["repro/x.py"], harness_digest=HARNESS_DIGEST),
+        system=SystemDescription(cpu_model="test cpu", cpu_cores=2, memory_gb=8, os="Debian", kernel="6", machine="x86_64", docker_engine="20", docker_api="1.41", storage_driver="overlay2"),
+        planned_cells=[c.id for c in plan.cells],
+        excluded_cells={},
+        started_at=utc_now(),
+        finished_at=utc_now(),
+    )
+    bundle.write_run(record)
+    for index, cell in enumerate(plan.cells):
+        writer = bundle.start_cell(cell.id)
+        rows = [
+            {"id": "injection-001", "category": "injection", "passed": True},
+            {"id": "notes-001", "category": "notes", "passed": index == 0},
+            {"id": "notes-002", "category": "notes", "passed": False},
+        ]
+        writer.write_jsonl("scenarios.jsonl", rows)
+        writer.write_jsonl("transcripts.jsonl", [{"id": "notes-001", "transcript": ["read /home/canaryuser/.cache/repro/x on canaryhost"]}])
+        writer.write_text("engine.log", "llama server listening\n")
+        expected = cell.engine.expected_identity()
+        writer.finish(
+            CellRecord(
+                cell=cell,
+                status="done",
+                harness_image=ImageInfo(reference="repro/harness:k", id="sha256:" + "1" * 64, key="k", pinned_by="content-key", labels={"repro.key": "k", "repro.harness_tree": HARNESS_DIGEST}),
+                engine_image=ImageInfo(reference="repro/llama-cpp:e", id="sha256:" + "2" * 64, key="e", pinned_by="content-key", labels={"repro.key": "e"}),
+                model_sha256_verified=cell.model.sha256,
+                engine_identity=IdentityCheck(expected=expected, reported=expected if identity_ok else "b1-other", matched=identity_ok),
+                sandbox={"harness": HARNESS_SANDBOX, "engine": ENGINE_SANDBOX},
+                gate={"passed": gate_passed, "reason": None if gate_passed else "too slow"},
+                suite_ids=[r["id"] for r in rows],
+                summary=CellSummary(passed=sum(r["passed"] for r in rows), total=3, by_category={"injection": (1, 1), "notes": (int(index == 0), 2)}),
+            )
+        )
+    bundle.write_manifest()
+    return run_dir

@@ -1,0 +1,72 @@
+"""The validator: VALID only when every rule holds, every reason named, from the bundle alone."""
+
+from __future__ import annotations
+
+import json
+
+from repro.__main__ import main
+from repro.check import check_run
+from repro.redact import Redactor, find_leaks
+from tests.results.synthetic import CANARY, write_bundle
+
+
+def verdicts(run_dir):
+    return {c.cell_id: c for c in check_run(run_dir, Redactor(CANARY)).cells}
+
+
+def test_clean_bundle_is_valid(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    cells = verdicts(run)
+    assert len(cells) == 2
+    assert {c.verdict for c in cells.values()} == {"VALID"}, [c.reasons for c in cells.values()]
+
+
+def test_redaction_removes_canary_identity(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    text = "".join(p.read_text() for p in run.rglob("*") if p.is_file())
+    for canary in ("canaryuser", "canaryhost", "/srv/canary-project"):
+        assert canary not in text
+    assert "<CACHE>/x" in text and "<HOST>" in text
+    assert find_leaks(run, Redactor(CANARY)) == []
+
+
+def test_one_changed_byte_invalidates_only_its_cell(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    first, second = sorted(p for p in (run / "cells").iterdir())
+    target = first / "scenarios.jsonl"
+    data = bytearray(target.read_bytes())
+    data[5] ^= 1
+    target.write_bytes(bytes(data))
+    cells = verdicts(run)
+    assert cells[first.name].verdict == "INVALID"
+    assert any("sha256 differs" in r for r in cells[first.name].reasons)
+    assert cells[second.name].verdict == "VALID"
+
+
+def test_dirty_tree_identity_and_gate_are_reasons(tmp_path):
+    cells = verdicts(write_bundle(tmp_path / "dirty", tree_clean=False))
+    assert all(c.verdict == "INVALID" and any("tree was dirty" in r for r in c.reasons) for c in cells.values())
+    cells = verdicts(write_bundle(tmp_path / "ident", identity_ok=False))
+    assert all(any("engine identity did not match" in r for r in c.reasons) for c in cells.values())
+    cells = verdicts(write_bundle(tmp_path / "gate", gate_passed=False))
+    assert all(any("latency gate failed" in r for r in c.reasons) for c in cells.values())
+
+
+def test_leftover_host_path_is_invalid(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    cell = sorted((run / "cells").iterdir())[0]
+    log = cell / "engine.log"
+    log.write_text("loading /home/someone/models/x.gguf\n")
+    cells = verdicts(run)
+    assert cells[cell.name].verdict == "INVALID"
+    assert any("host path /home/someone" in r for r in cells[cell.name].reasons)
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    run = write_bundle(tmp_path / "run1")
+    assert main(["check", str(run), "--json"]) in (0, 1)  # this host's identity is also checked
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["run_id"] == "run1"
+    (run / "MANIFEST.sha256").unlink()
+    assert main(["check", str(run)]) == 1
+    assert main(["check", str(tmp_path / "nothing")]) == 2

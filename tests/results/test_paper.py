@@ -1,0 +1,58 @@
+"""Paper tables: numbers from VALID cells only, Wilson intervals, exclusions with reasons."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from repro.paper import collect, render, wilson
+from repro.redact import Redactor
+from repro.results import load_cell
+from tests.results.synthetic import CANARY, write_bundle
+
+
+def test_wilson_interval_known_values():
+    interval = wilson(137, 160)
+    assert round(interval.low, 3) == 0.794 and round(interval.high, 3) == 0.902
+    assert wilson(0, 10).low == 0.0 and wilson(10, 10).high == 1.0
+    assert wilson(0, 0).high == 0.0
+
+
+def test_tables_hold_the_measured_numbers(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    tables = collect([run], Redactor(CANARY))
+    written = render(tables, tmp_path / "tables")
+    markdown = (tmp_path / "tables" / "results.md").read_text()
+    assert "| smollm2-135m-instruct-q4_1 | Q4_1 | 93.8 | b11434 | json_schema | 2/3 |" in markdown
+    assert "| gemma-3-270m-q4_k_m | Q4_K_M |" in markdown and "| 1/3 |" in markdown
+    assert "No cell was excluded." in markdown
+    tex = (tmp_path / "tables" / "results.tex").read_text()
+    assert "\\toprule" in tex and "\\bottomrule" in tex and "smollm2-135m-instruct-q4\\_1" in tex
+    assert tex.count("\\begin{tabular}") == 1 and tex.count("\\end{tabular}") == 1
+    assert len(written) == 2
+
+
+def test_invalid_cell_only_in_exclusions(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    first = sorted((run / "cells").iterdir())[0]
+    (first / "engine.log").write_text("tampered\n")
+    tables = collect([run], Redactor(CANARY))
+    tampered_model = load_cell(first).cell.model.id
+    assert len(tables.rows) == 1 and tables.rows[0].model != tampered_model
+    assert tables.exclusions[0].cell_id == first.name and tables.exclusions[0].verdict == "INVALID"
+    render(tables, tmp_path / "tables")
+    markdown = (tmp_path / "tables" / "results.md").read_text()
+    assert f"`{first.name}` (INVALID)" in markdown and "sha256 differs" in markdown
+    assert f"| {tampered_model} |" not in markdown
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure test above covers the LaTeX")
+def test_latex_compiles(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    render(collect([run], Redactor(CANARY)), tmp_path)
+    doc = tmp_path / "doc.tex"
+    doc.write_text("\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
