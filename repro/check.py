@@ -208,6 +208,10 @@ def hardware_rules(run: RunRecord, record: CellRecord) -> list[str]:
 
 
 def gate_rules(record: CellRecord) -> list[str]:
+    if record.summary is None:
+        return ["no scenario summary recorded"]
+    if record.summary.engine_faults:
+        return [f"{record.summary.engine_faults} scenarios hit engine errors (not model failures; rerun the cell)"]
     gate = record.gate
     if gate is None:
         return ["latency gate result not recorded"]

@@ -48,3 +48,15 @@ ensure_venv() {
     fi
     export PATH="$VENV/bin:$PATH"
 }
+
+# pdflatex and booktabs, so the tests compile the LaTeX table (best effort: the structure is
+# tested without them).
+ensure_latex() {
+    if command -v pdflatex >/dev/null 2>&1; then return 0; fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing pdflatex (texlive-latex-base, texlive-latex-recommended)"
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            texlive-latex-base texlive-latex-recommended >/dev/null 2>&1; } \
+            || echo "warning: pdflatex not installed; the LaTeX compile test will be skipped" >&2
+    fi
+}
