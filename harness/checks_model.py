@@ -1,0 +1,163 @@
+"""The check (``expect``) models. Evaluation lives in harness/checks.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FinishedCheck(_Check):
+    type: Literal["finished"]
+
+
+class StatusCheck(_Check):
+    type: Literal["status"]
+    is_: Literal["done", "waiting", "failed"] = Field(alias="is")
+
+
+class RowCheck(_Check):
+    type: Literal["row"]
+    table: str
+    where: dict[str, Any]
+    has: dict[str, Any] | None = None
+
+
+class RowsCheck(_Check):
+    type: Literal["rows"]
+    table: str
+    count: int | None = Field(default=None, ge=0)
+    min: int | None = Field(default=None, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _count_or_range(self) -> "RowsCheck":
+        if self.count is None and self.min is None and self.max is None:
+            raise ValueError("give count, or min and/or max")
+        if self.count is not None and (self.min is not None or self.max is not None):
+            raise ValueError("give count or a min/max range, not both")
+        return self
+
+
+class TableExistsCheck(_Check):
+    type: Literal["table_exists"]
+    table: str
+    columns: list[str] | None = None
+
+
+class NoteCheck(_Check):
+    type: Literal["note"]
+    title: str
+    contains: list[str] = []
+    not_contains: list[str] = []
+
+
+class UnchangedCheck(_Check):
+    type: Literal["unchanged"]
+    table: str | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "UnchangedCheck":
+        if (self.table is None) == (self.note is None):
+            raise ValueError("give exactly one of table or note")
+        return self
+
+
+class TaskCheck(_Check):
+    type: Literal["task"]
+    to: str = "you"
+    title_contains: str | None = None
+    mentions: list[str] = []
+
+
+class NoTaskCheck(_Check):
+    type: Literal["no_task"]
+    to: str | None = None
+
+
+class CalledCheck(_Check):
+    type: Literal["called"]
+    tool: str
+    args: dict[str, Any] | None = None
+
+
+class NotCalledCheck(_Check):
+    type: Literal["not_called"]
+    tool: str
+    args: dict[str, Any] | None = None
+
+
+class AskedCheck(_Check):
+    type: Literal["asked"]
+
+
+class ApprovalCheck(_Check):
+    type: Literal["approval"]
+    tool: str
+
+
+class MemoryCheck(_Check):
+    type: Literal["memory"]
+    agent: str
+    contains: str
+
+
+class FollowUpCheck(_Check):
+    type: Literal["follow_up"]
+    min_minutes: int = Field(ge=0)
+    max_minutes: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "FollowUpCheck":
+        if self.min_minutes > self.max_minutes:
+            raise ValueError("min_minutes is above max_minutes")
+        return self
+
+
+class FinishContainsCheck(_Check):
+    type: Literal["finish_contains"]
+    all: list[str] = []
+    any: list[str] = []
+
+    @model_validator(mode="after")
+    def _some_words(self) -> "FinishContainsCheck":
+        if not self.all and not self.any:
+            raise ValueError("give all and/or any")
+        return self
+
+
+class MaxStepsCheck(_Check):
+    type: Literal["max_steps"]
+    n: int = Field(ge=1)
+
+
+CHECK_MODELS = (
+    FinishedCheck,
+    StatusCheck,
+    RowCheck,
+    RowsCheck,
+    TableExistsCheck,
+    NoteCheck,
+    UnchangedCheck,
+    TaskCheck,
+    NoTaskCheck,
+    CalledCheck,
+    NotCalledCheck,
+    AskedCheck,
+    ApprovalCheck,
+    MemoryCheck,
+    FollowUpCheck,
+    FinishContainsCheck,
+    MaxStepsCheck,
+)
+CHECK_TYPES = frozenset(m.model_fields["type"].annotation.__args__[0] for m in CHECK_MODELS)
+
+Check = Annotated[Union[CHECK_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]
+
+# Checks whose failure means the agent did something it must not do.
+SAFETY_CHECK_TYPES = frozenset({"not_called", "unchanged"})

@@ -1,0 +1,128 @@
+"""An OpenAI-compatible chat client (``POST /v1/chat/completions``), as llama.cpp serves it.
+
+Requests carry temperature, seed, max_tokens and ``cache_prompt: false``; the client never
+reads proxies from the environment (``trust_env=False``). Each reply records ``usage`` and the
+server's own ``timings``. Transport errors, timeouts, HTTP error statuses and unreadable
+replies raise ``EngineError``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from harness.errors import EngineError
+
+__all__ = ["ChatReply", "EngineError", "OpenAIClient"]
+
+
+@dataclass
+class ChatReply:
+    content: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Any] | None = None
+    seconds: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+
+
+class OpenAIClient:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 300.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = _root(base_url)
+        self.model = model
+        self.timeout = timeout
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            trust_env=False,
+            transport=transport,
+        )
+
+    def __enter__(self) -> "OpenAIClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def ping(self) -> None:
+        """Check that the server answers at all (``GET /v1/models``); EngineError if not."""
+        response = self._send("GET", "/v1/models")
+        if response.status_code >= 500:
+            raise EngineError(f"{self.base_url}/v1/models answered HTTP {response.status_code}")
+
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        response_format: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> ChatReply:
+        """One non-streaming chat completion."""
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "cache_prompt": False,
+            "stream": False,
+        }
+        if seed is not None:
+            payload["seed"] = seed
+        if response_format is not None:
+            payload["response_format"] = response_format
+        started = time.monotonic()
+        response = self._send("POST", "/v1/chat/completions", json=payload)
+        seconds = time.monotonic() - started
+        if response.status_code != 200:
+            raise EngineError(f"HTTP {response.status_code} from /v1/chat/completions: {_snippet(response.text)}")
+        return _parse_reply(response, seconds)
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException:
+            raise EngineError(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
+        except httpx.HTTPError as exc:
+            raise EngineError(f"transport error: {method} {self.base_url}{path}: {exc}") from None
+
+
+def _root(base_url: str) -> str:
+    url = base_url.strip().rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
+    try:
+        body = response.json()
+        choice = body["choices"][0]
+        content = choice["message"].get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        raise EngineError(f"unreadable reply from /v1/chat/completions: {_snippet(response.text)}") from None
+    return ChatReply(
+        content=content,
+        usage=body.get("usage") or {},
+        timings=body.get("timings"),
+        seconds=seconds,
+        raw=body,
+        finish_reason=choice.get("finish_reason"),
+    )
+
+
+def _snippet(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."

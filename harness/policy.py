@@ -1,0 +1,105 @@
+"""The interface between the run loop and whatever chooses the steps.
+
+A policy gets a ``Turn`` (what the agent can see) and returns a ``PolicyReply``: a ``Step``, or
+an ``invalid`` reason when the model's reply could not be turned into a valid step. A policy
+raises ``harness.errors.EngineError`` when the engine itself fails.
+
+Implementations: ``ScriptedPolicy`` (a fixed list of steps, e.g. a scenario's ``reference``),
+``harness.protocols.json_schema.JsonSchemaPolicy`` (a model over a chat client), and the
+scripted agents in ``harness.lint_agents``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Protocol, runtime_checkable
+
+from harness.scenario import AgentSpec
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str
+    args: dict[str, Any]
+    thought: str = ""
+
+    def call(self) -> dict[str, Any]:
+        return {"tool": self.tool, "args": self.args}
+
+
+@dataclass
+class ModelCall:
+    """One request to the engine, as recorded in the result."""
+
+    raw: str
+    seconds: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    timings: dict[str, Any] | None = None
+    problem: str | None = None  # why this reply was not a valid step, if it was not
+
+
+@dataclass
+class PolicyReply:
+    step: Step | None = None
+    invalid: str | None = None
+    calls: list[ModelCall] = field(default_factory=list)
+    prompt: list[dict[str, str]] | None = None  # messages sent, recorded for the first turn only
+
+
+@dataclass(frozen=True)
+class TableView:
+    name: str
+    columns: list[str]
+    row_count: int
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    step: Step
+    status: str
+    result: dict[str, Any]
+
+
+@dataclass
+class Turn:
+    """What the agent sees when it chooses its next step."""
+
+    agent: AgentSpec
+    task: str  # the trigger, rendered as text
+    now: str  # the pinned clock, human-readable
+    teammates: list[AgentSpec]
+    tables: list[TableView]
+    notes: list[str]
+    memories: list[str]
+    history: list[HistoryItem]
+    step_number: int  # 1-based number of the step being chosen
+    max_steps: int
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def next_step(self, turn: Turn) -> PolicyReply: ...
+
+
+class ScriptedPolicy:
+    """Plays a fixed list of steps, one per turn; finishes when the list runs out."""
+
+    def __init__(self, steps: Iterable[Step | dict[str, Any] | Any]) -> None:
+        self._steps = [_as_step(s) for s in steps]
+        self._next = 0
+
+    def next_step(self, turn: Turn) -> PolicyReply:
+        if self._next >= len(self._steps):
+            return PolicyReply(step=Step("finish", {"summary": "No scripted steps left."}))
+        step = self._steps[self._next]
+        self._next += 1
+        return PolicyReply(step=step)
+
+
+def _as_step(value: Step | dict[str, Any] | Any) -> Step:
+    if isinstance(value, Step):
+        return value
+    if isinstance(value, dict):
+        return Step(value["tool"], dict(value["args"]), value.get("thought", ""))
+    return Step(value.tool, dict(value.args))  # a scenario ReferenceStep

@@ -1,0 +1,425 @@
+"""``python -m harness probe <action> --base-url URL --out FILE [...]``: checks run inside the
+engine's sealed network namespace, on behalf of the orchestrator (which never opens a TCP
+connection to a container).
+
+Actions:
+  ready           poll a health path (llama.cpp ``/health``: 503 while loading) until 200
+  props           ``GET /props`` (llama.cpp build_info, default_generation_settings, n_ctx)
+  ollama-version  ``GET /api/version``
+  ollama-load     upload a verified GGUF to ``/api/blobs/sha256:<hex>``, then ``/api/create``
+                  with an explicit template and parameters (never ``/api/pull``)
+  ollama-show     ``POST /api/show`` (what the created model really has)
+  gate            latency gate: a warm-up, then k one-step tool round trips with the real
+                  protocol; pass when at least r are valid steps within the thresholds
+
+Each action writes one JSON object to ``--out`` atomically. Exit status: 0 the probe ran (the
+JSON says pass or fail), 2 bad input, 3 engine unreachable. Stdlib and httpx only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_UNREACHABLE = 3
+CHUNK = 1024 * 1024
+
+
+class BadInput(Exception):
+    """The probe's arguments or inputs are wrong (exit 2)."""
+
+
+class Unreachable(Exception):
+    """No HTTP answer from the engine (exit 3)."""
+
+
+# ---------------------------------------------------------------- output
+
+
+def write_json(path: str | Path, data: dict[str, Any]) -> None:
+    """Write one JSON object atomically (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _http(base_url: str, timeout: float) -> httpx.Client:
+    return httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), trust_env=False)
+
+
+def _request(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    try:
+        return http.request(method, path, **kwargs)
+    except httpx.HTTPError as error:
+        raise Unreachable(f"{method} {path}: {type(error).__name__}: {error}") from None
+
+
+def _json_body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- actions
+
+
+def action_ready(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """Poll until the health path answers 200; exit 3 when nothing ever answered."""
+    started = time.monotonic()
+    deadline = started + args.timeout
+    polls = 0
+    last_status: int | None = None
+    last_error: str | None = None
+    answered = False
+    with _http(args.base_url, min(args.request_timeout, max(args.timeout, 1.0))) as http:
+        while True:
+            polls += 1
+            try:
+                response = http.get(args.path)
+                answered = True
+                last_status = response.status_code
+                last_error = None
+                if response.status_code == 200:
+                    return {"action": "ready", "ok": True, "ready": True, "status": 200, "seconds": round(time.monotonic() - started, 3), "polls": polls}, EXIT_OK
+            except httpx.HTTPError as error:
+                last_error = f"{type(error).__name__}: {error}"
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(args.interval, max(0.0, deadline - time.monotonic())))
+    result = {
+        "action": "ready",
+        "ok": False,
+        "ready": False,
+        "status": last_status,
+        "seconds": round(time.monotonic() - started, 3),
+        "polls": polls,
+        "error": last_error or f"{args.path} still answered HTTP {last_status} after {args.timeout:g}s",
+    }
+    return result, (EXIT_OK if answered else EXIT_UNREACHABLE)
+
+
+def action_get(action: str, path: str, key: str):
+    def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+        with _http(args.base_url, args.request_timeout) as http:
+            response = _request(http, "GET", path)
+        body = _json_body(response)
+        if response.status_code != 200 or body is None:
+            return {"action": action, "ok": False, "status": response.status_code, "error": f"GET {path} answered HTTP {response.status_code}: {response.text[:300]}"}, EXIT_OK
+        return {"action": action, "ok": True, "status": 200, key: body}, EXIT_OK
+
+    return run
+
+
+def action_ollama_version(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    result, code = action_get("ollama-version", "/api/version", "body")(args)
+    if result.get("ok"):
+        body = result.pop("body")
+        if not isinstance(body, dict) or not isinstance(body.get("version"), str):
+            return {"action": "ollama-version", "ok": False, "error": f"unreadable /api/version: {body!r}"[:300]}, EXIT_OK
+        result["version"] = body["version"]
+    return result, code
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _file_chunks(path: Path):
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            yield block
+
+
+def action_ollama_load(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """Upload the GGUF as a blob (unless the server has it), then create the model from it."""
+    gguf = Path(args.gguf)
+    if not gguf.is_file():
+        raise BadInput(f"no GGUF at {args.gguf}")
+    expected = args.sha256.lower()
+    if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
+        raise BadInput("--sha256 must be 64 hex characters")
+    try:
+        parameters = json.loads(args.parameters) if args.parameters else {}
+    except ValueError as error:
+        raise BadInput(f"--parameters is not JSON: {error}") from None
+    if not isinstance(parameters, dict):
+        raise BadInput("--parameters must be a JSON object")
+    template = Path(args.template_file).read_text(encoding="utf-8") if args.template_file else args.template
+    if not template:
+        raise BadInput("an explicit --template (or --template-file) is required")
+    actual = sha256_of(gguf)
+    if actual != expected:
+        raise BadInput(f"{args.gguf} hashes to {actual}, not the pinned {expected}")
+    digest = f"sha256:{expected}"
+    started = time.monotonic()
+    with _http(args.base_url, args.request_timeout) as http:
+        head = _request(http, "HEAD", f"/api/blobs/{digest}")
+        uploaded = False
+        if head.status_code == 404:
+            size = gguf.stat().st_size
+            post = _request(http, "POST", f"/api/blobs/{digest}", content=_file_chunks(gguf), headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"})
+            if post.status_code not in (200, 201):
+                return {"action": "ollama-load", "ok": False, "stage": "blob", "status": post.status_code, "error": f"POST /api/blobs/{digest} answered HTTP {post.status_code}: {post.text[:300]}"}, EXIT_OK
+            uploaded = True
+        elif head.status_code != 200:
+            return {"action": "ollama-load", "ok": False, "stage": "blob", "status": head.status_code, "error": f"HEAD /api/blobs/{digest} answered HTTP {head.status_code}"}, EXIT_OK
+        request = {"model": args.name, "files": {"model.gguf": digest}, "template": template, "parameters": parameters, "stream": False}
+        if args.system is not None:
+            request["system"] = args.system
+        create = _request(http, "POST", "/api/create", json=request)
+        body = _json_body(create)
+        if create.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
+            return {"action": "ollama-load", "ok": False, "stage": "create", "status": create.status_code, "uploaded": uploaded, "error": f"POST /api/create answered HTTP {create.status_code}: {create.text[:300]}"}, EXIT_OK
+        show = _request(http, "POST", "/api/show", json={"model": args.name})
+        shown = _json_body(show) if show.status_code == 200 else None
+    return {
+        "action": "ollama-load",
+        "ok": True,
+        "blob": digest,
+        "uploaded": uploaded,
+        "model": args.name,
+        "create": {"template": template, "parameters": parameters},
+        "show": _show_summary(shown),
+        "seconds": round(time.monotonic() - started, 3),
+    }, EXIT_OK
+
+
+def _show_summary(shown: Any) -> dict[str, Any] | None:
+    if not isinstance(shown, dict):
+        return None
+    keep = ("parameters", "template", "details", "modified_at", "capabilities")
+    out = {key: shown[key] for key in keep if key in shown}
+    info = shown.get("model_info")
+    if isinstance(info, dict):
+        out["model_info"] = {k: v for k, v in info.items() if not isinstance(v, (list, dict))}
+    return out
+
+
+def action_ollama_show(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    with _http(args.base_url, args.request_timeout) as http:
+        response = _request(http, "POST", "/api/show", json={"model": args.name})
+    body = _json_body(response)
+    if response.status_code != 200 or not isinstance(body, dict):
+        return {"action": "ollama-show", "ok": False, "status": response.status_code, "error": f"POST /api/show answered HTTP {response.status_code}: {response.text[:300]}"}, EXIT_OK
+    return {"action": "ollama-show", "ok": True, "show": _show_summary(body)}, EXIT_OK
+
+
+# ---------------------------------------------------------------- gate
+
+
+def tokens_per_second(timings: dict[str, Any] | None) -> float | None:
+    """The engine's own generation speed: llama.cpp (and our Ollama client) ``predicted_per_second``."""
+    if not timings:
+        return None
+    value = timings.get("predicted_per_second")
+    if isinstance(value, (int, float)) and value > 0:
+        return float(value)
+    n, ms = timings.get("predicted_n"), timings.get("predicted_ms")
+    if isinstance(n, (int, float)) and isinstance(ms, (int, float)) and ms > 0:
+        return n * 1000.0 / ms
+    return None
+
+
+def judge(attempts: list[dict[str, Any]], *, required: int, max_seconds: float, min_tps: float) -> dict[str, Any]:
+    """Mark each attempt ok or not (with its reason) and decide the gate. Pure: also used on the host."""
+    for attempt in attempts:
+        reasons = []
+        if attempt.get("error"):
+            reasons.append(attempt["error"])
+        else:
+            if not attempt.get("valid_step"):
+                reasons.append(f"invalid step: {attempt.get('problem')}")
+            seconds = attempt.get("seconds")
+            if seconds is None or seconds > max_seconds:
+                reasons.append(f"{seconds:.2f}s > {max_seconds:g}s per step" if seconds is not None else "no time")
+            tps = attempt.get("tokens_per_second")
+            if tps is None:
+                reasons.append("the engine reported no generation speed")
+            elif tps < min_tps:
+                reasons.append(f"{tps:.1f} tokens/s < {min_tps:g}")
+        attempt["ok"] = not reasons
+        attempt["reason"] = "; ".join(reasons) if reasons else None
+    good = sum(1 for a in attempts if a["ok"])
+    timed = [a["seconds"] for a in attempts if not a.get("error") and a.get("seconds") is not None]
+    speeds = [a["tokens_per_second"] for a in attempts if a.get("tokens_per_second") is not None]
+    passed = good >= required
+    if passed:
+        reason = f"{good} of {len(attempts)} attempts within {max_seconds:g}s per step and at least {min_tps:g} tokens/s (needed {required})"
+    else:
+        first = next((a["reason"] for a in attempts if not a["ok"]), "no attempts")
+        reason = f"only {good} of {len(attempts)} attempts passed (needed {required}); first failure: {first}"
+    return {
+        "passed": passed,
+        "reason": reason,
+        "passed_attempts": good,
+        "median_seconds": statistics.median(timed) if timed else None,
+        "median_tokens_per_second": statistics.median(speeds) if speeds else None,
+    }
+
+
+def _gate_client(args: argparse.Namespace):
+    if args.api == "ollama":
+        from harness.ollama_client import OllamaClient
+
+        return OllamaClient(args.base_url, args.model, timeout=args.request_timeout, num_ctx=args.num_ctx)
+    from harness.client import OpenAIClient
+
+    return OpenAIClient(args.base_url, args.model, timeout=args.request_timeout)
+
+
+def _one_round_trip(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """One schema-constrained step with the real protocol; engine failures become an error entry."""
+    from harness.errors import EngineError
+    from harness.policy import Step
+    from harness.protocols.json_schema import round_trip
+
+    try:
+        reply, parsed = round_trip(client, max_tokens=args.max_tokens, seed=args.seed)
+    except EngineError as error:
+        return {"error": f"engine fault: {error}", "engine_fault": True}
+    valid = isinstance(parsed, Step)
+    usage = reply.usage or {}
+    return {
+        "seconds": round(reply.seconds, 4),
+        "tokens_per_second": tokens_per_second(reply.timings),
+        "completion_tokens": usage.get("completion_tokens"),
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "valid_step": valid,
+        "problem": None if valid else str(parsed),
+        "tool": parsed.tool if valid else None,
+        "finish_reason": reply.finish_reason,
+    }
+
+
+def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    if args.protocol != "json_schema":
+        raise BadInput(f"the gate has no one-step round trip for protocol {args.protocol!r} yet (json_schema only)")
+    if args.required > args.attempts:
+        raise BadInput(f"--required {args.required} exceeds --attempts {args.attempts}")
+    started = time.monotonic()
+    client = _gate_client(args)
+    try:
+        warmup = _one_round_trip(client, args) if args.warmup else None
+        attempts = [_one_round_trip(client, args) for _ in range(args.attempts)]
+    finally:
+        client.close()
+    verdict = judge(attempts, required=args.required, max_seconds=args.max_seconds, min_tps=args.min_tps)
+    result = {
+        "action": "gate",
+        "ok": True,
+        "api": args.api,
+        "model": args.model,
+        "protocol": args.protocol,
+        "thresholds": {"max_seconds_per_step": args.max_seconds, "min_tokens_per_second": args.min_tps, "attempts": args.attempts, "required": args.required},
+        "warmup": warmup,
+        "attempts": attempts,
+        "total_seconds": round(time.monotonic() - started, 3),
+        **verdict,
+    }
+    every = ([warmup] if warmup else []) + attempts
+    if every and all(a.get("engine_fault") for a in every):
+        result["ok"] = False
+        result["error"] = every[-1]["error"]
+        return result, EXIT_UNREACHABLE
+    return result, EXIT_OK
+
+
+# ---------------------------------------------------------------- CLI
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 on bad input: keep that, one line
+        self.print_usage(sys.stderr)
+        print(f"probe: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m harness probe", description="Engine probes run inside the sealed namespace.")
+    actions = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
+
+    def add(name: str, help_: str) -> argparse.ArgumentParser:
+        sub = actions.add_parser(name, help=help_)
+        sub.add_argument("--base-url", required=True, help="the engine as seen inside the namespace, e.g. http://127.0.0.1:8080")
+        sub.add_argument("--out", required=True, help="file to write the JSON result to")
+        sub.add_argument("--request-timeout", type=float, default=30.0, help="seconds per HTTP request")
+        return sub
+
+    ready = add("ready", "poll a health path until 200")
+    ready.add_argument("--timeout", type=float, required=True, help="give up after this many seconds")
+    ready.add_argument("--path", default="/health", help="health path (llama.cpp /health, Ollama /api/version)")
+    ready.add_argument("--interval", type=float, default=0.25, help="seconds between polls")
+    add("props", "GET /props (llama.cpp)")
+    add("ollama-version", "GET /api/version (Ollama)")
+    load = add("ollama-load", "upload the GGUF blob and create the model (Ollama)")
+    load.add_argument("--gguf", required=True)
+    load.add_argument("--sha256", required=True)
+    load.add_argument("--name", required=True)
+    load.add_argument("--template", default=None)
+    load.add_argument("--template-file", default=None)
+    load.add_argument("--parameters", default="{}", help="JSON object of Ollama model parameters")
+    load.add_argument("--system", default=None)
+    show = add("ollama-show", "POST /api/show (Ollama)")
+    show.add_argument("--name", required=True)
+    gate = add("gate", "latency gate: warm-up plus k one-step tool round trips")
+    gate.add_argument("--model", required=True, help="model name the engine serves")
+    gate.add_argument("--api", choices=["openai", "ollama"], default="openai")
+    gate.add_argument("--protocol", default="json_schema")
+    gate.add_argument("--attempts", type=int, default=3)
+    gate.add_argument("--required", type=int, default=2)
+    gate.add_argument("--warmup", action="store_true")
+    gate.add_argument("--max-seconds", type=float, required=True)
+    gate.add_argument("--min-tps", type=float, required=True)
+    gate.add_argument("--max-tokens", type=int, default=64)
+    gate.add_argument("--seed", type=int, default=42)
+    gate.add_argument("--num-ctx", type=int, default=None, help="Ollama num_ctx")
+    return parser
+
+
+ACTIONS = {
+    "ready": action_ready,
+    "props": action_get("props", "/props", "props"),
+    "ollama-version": action_ollama_version,
+    "ollama-load": action_ollama_load,
+    "ollama-show": action_ollama_show,
+    "gate": action_gate,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result, code = ACTIONS[args.action](args)
+    except BadInput as error:
+        result, code = {"action": args.action, "ok": False, "error": str(error)}, EXIT_BAD_INPUT
+    except Unreachable as error:
+        result, code = {"action": args.action, "ok": False, "error": f"engine unreachable: {error}"}, EXIT_UNREACHABLE
+    try:
+        write_json(args.out, result)
+    except OSError as error:
+        print(f"probe: cannot write {args.out}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if code != EXIT_OK:
+        print(f"probe {args.action}: {result.get('error')}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

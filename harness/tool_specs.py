@@ -1,0 +1,103 @@
+"""Tool signatures: argument names, descriptions and the generic JSON Schema of each tool's args.
+
+Every argument is required; optional ones are nullable; no extra keys. Execution lives in
+harness/tools.py; per-table narrowing of schemas lives in harness/protocols/json_schema.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+CELL_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
+STRING: dict[str, Any] = {"type": "string"}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    summary: str
+    args: dict[str, dict[str, Any]]  # argument name -> JSON Schema, in signature order
+    target_arg: str | None = None  # the argument a rule's ``match`` is tested against
+
+    def args_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": dict(self.args),
+            "required": list(self.args),
+            "additionalProperties": False,
+        }
+
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(self.args)})"
+
+
+def _spec(_name: str, _summary: str, _target: str | None, **args: dict[str, Any]) -> ToolSpec:
+    return ToolSpec(name=_name, summary=_summary, args=args, target_arg=_target)
+
+
+TOOL_SPECS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        _spec(
+            "table_read",
+            "read rows; query like 'status:new' or 'qty>=3' (several AND-ed), or null; limit 1-50 or null (10)",
+            "table",
+            table=STRING,
+            query={"type": ["string", "null"]},
+            limit={"type": ["integer", "null"], "minimum": 1, "maximum": 50},
+        ),
+        _spec(
+            "table_create",
+            "create a table with 1-12 columns",
+            "table",
+            table=STRING,
+            columns={"type": "array", "items": STRING, "minItems": 1, "maxItems": 12},
+        ),
+        _spec(
+            "table_add",
+            "append 1-20 rows (null for empty cells)",
+            "table",
+            table=STRING,
+            rows={
+                "type": "array",
+                "items": {"type": "object", "additionalProperties": CELL_SCHEMA},
+                "minItems": 1,
+                "maxItems": 20,
+            },
+        ),
+        _spec(
+            "table_update",
+            "change cells of a row you have read (null keeps a cell)",
+            "table",
+            table=STRING,
+            row={"type": "integer", "minimum": 1},
+            values={"type": "object", "additionalProperties": CELL_SCHEMA},
+        ),
+        _spec("note_read", "read a note", "title", title=STRING),
+        _spec(
+            "note_write",
+            "write a note; replace needs a prior read of an existing note; append always works",
+            "title",
+            title=STRING,
+            text=STRING,
+            mode={"enum": ["replace", "append"]},
+        ),
+        _spec("search", "search notes, table rows and tasks", None, query=STRING),
+        _spec("task_add", "give a task to a teammate or to 'you' (the owner)", "to", to=STRING, title=STRING, details=STRING),
+        _spec("web_fetch", "fetch a web page", "url", url=STRING),
+        _spec("ask", "ask the owner a question and wait for the answer", None, question=STRING),
+        _spec("remember", "save a fact for future runs (max 200 characters)", None, fact={"type": "string", "maxLength": 200}),
+        _spec(
+            "follow_up",
+            "schedule a follow-up run in 5-10080 minutes",
+            None,
+            minutes={"type": "integer", "minimum": 5, "maximum": 10080},
+            note=STRING,
+        ),
+        _spec("finish", "end the run with a short summary for the owner", None, summary=STRING),
+    )
+}
+
+TABLE_TOOLS = frozenset({"table_read", "table_create", "table_add", "table_update"})
+WRITE_TOOLS = frozenset({"table_create", "table_add", "table_update", "note_write", "task_add", "remember", "follow_up"})
