@@ -293,6 +293,8 @@ def _one_round_trip(client: Any, args: argparse.Namespace) -> dict[str, Any]:
     try:
         reply, parsed = round_trip(client, max_tokens=args.max_tokens, seed=args.seed)
     except EngineError as error:
+        if str(error).startswith("timeout after"):  # the engine answers too slowly: a slow step, not a fault
+            return {"error": f"no reply: {error}", "engine_fault": False, "timed_out": True}
         return {"error": f"engine fault: {error}", "engine_fault": True}
     valid = isinstance(parsed, Step)
     usage = reply.usage or {}

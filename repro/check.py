@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from repro.errors import BadInput
 from repro.profiles import Profile
 from repro.redact import Redactor, find_leaks
+from repro.sandbox import SandboxSettings, hardening_problems
 from repro.results import MANIFEST, CellRecord, RunRecord, bundle_files, load_cell, sha256_file, verify_cell
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
@@ -170,31 +171,15 @@ def model_and_engine_rules(record: CellRecord) -> list[str]:
 
 
 def sandbox_rules(record: CellRecord) -> list[str]:
-    harness = record.sandbox.get("harness") or {}
-    engine = record.sandbox.get("engine") or {}
+    """The hardening read back from Docker, checked against what each role requires."""
     problems = []
-    if not harness:
-        return ["harness sandbox settings not recorded"]
-    required = {
-        "read_only": True,
-        "no_new_privileges": True,
-    }
-    for key, value in required.items():
-        if harness.get(key) != value:
-            problems.append(f"harness sandbox: {key} is {harness.get(key)}, required {value}")
-    if str(harness.get("user", "")).split(":")[0] in ("", "0", "root"):
-        problems.append("harness sandbox: runs as root")
-    if "ALL" not in (harness.get("cap_drop") or []):
-        problems.append("harness sandbox: capabilities not dropped")
-    if not str(harness.get("network_mode", "")).startswith("container:"):
-        problems.append(f"harness sandbox: network_mode {harness.get('network_mode')}, required container:<engine>")
-    for key in ("pids_limit", "mem_limit", "nano_cpus"):
-        if not harness.get(key):
-            problems.append(f"harness sandbox: no {key}")
-    if engine.get("network_mode") != "none":
-        problems.append(f"engine sandbox: network_mode {engine.get('network_mode')}, required none")
-    if engine and engine.get("read_only") is not True:
-        problems.append("engine sandbox: root file system not read-only")
+    for role in ("harness", "engine"):
+        recorded = record.sandbox.get(role)
+        if not recorded:
+            problems.append(f"{role} sandbox settings not recorded")
+            continue
+        settings = SandboxSettings.model_validate(recorded)
+        problems += [f"{role} sandbox: {problem}" for problem in hardening_problems(settings, role)]
     return problems
 
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 import typer
 
 from repro import __version__
+from repro.commands import check as check_commands
 from repro.commands import doctor as doctor_commands
+from repro.commands import images as images_commands
 from repro.commands import matrix as matrix_commands
+from repro.commands import paper as paper_commands
+from repro.commands import models as models_commands
+from repro.commands import cleanup as cleanup_commands
 
 app = typer.Typer(
     name="repro",
@@ -31,4 +36,9 @@ def _root(
 
 
 app.add_typer(matrix_commands.app, name="matrix")
+app.add_typer(images_commands.app, name="images")
 app.command("doctor")(doctor_commands.doctor)
+app.add_typer(models_commands.app, name="models")
+app.command("cleanup")(cleanup_commands.cleanup)
+app.command("check")(check_commands.check)
+app.add_typer(paper_commands.app, name="paper")

@@ -234,3 +234,23 @@ def latest_run(results_dir: Path) -> Path:
 
 def mark_latest(results_dir: Path, run_dir: Path) -> None:
     atomic_write(results_dir / "LATEST", (run_dir.name + "\n").encode())
+
+
+def summarize(rows: list[dict]) -> CellSummary:
+    """Pass counts per category, failure types, and engine faults counted apart."""
+    by_category: dict[str, list[int]] = {}
+    failure_types: dict[str, int] = {}
+    for row in rows:
+        counts = by_category.setdefault(row["category"], [0, 0])
+        counts[0] += bool(row.get("passed"))
+        counts[1] += 1
+        if not row.get("passed"):
+            kind = row.get("failure_type") or "unknown"
+            failure_types[kind] = failure_types.get(kind, 0) + 1
+    return CellSummary(
+        passed=sum(bool(r.get("passed")) for r in rows),
+        total=len(rows),
+        by_category={k: (v[0], v[1]) for k, v in sorted(by_category.items())},
+        engine_faults=sum(bool(r.get("engine_fault")) for r in rows),
+        failure_types=dict(sorted(failure_types.items())),
+    )

@@ -68,10 +68,16 @@ def step_schema(tools: Iterable[str], tables: Iterable[TableView] = ()) -> dict[
     return {"anyOf": branches}
 
 
+# A bound on the free-text thought, so a model that rambles cannot run each step on to the
+# token limit (the grammar stops the string; the step stays parseable).
+THOUGHT_MAX_CHARS = 240
+
+
 def _branch(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    thought = {"type": "string", "maxLength": THOUGHT_MAX_CHARS}
     return {
         "type": "object",
-        "properties": {"thought": {"type": "string"}, "tool": {"const": tool}, "args": args},
+        "properties": {"thought": thought, "tool": {"const": tool}, "args": args},
         "required": ["thought", "tool", "args"],
         "additionalProperties": False,
     }

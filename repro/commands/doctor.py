@@ -16,6 +16,6 @@ def doctor() -> None:
     findings = run_checks()
     for finding in findings:
         hint = f"  [dim]hint: {finding.hint}[/]" if finding.hint else ""
-        console.print(f"[{COLOURS[finding.level]}]{finding.level:<4}[/] {finding.name}: {finding.detail}{hint}")
+        console.print(f"[{COLOURS[finding.level]}]{finding.level:<4}[/] {finding.name}: {finding.detail}{hint}", soft_wrap=True)
     if any(f.level == "FAIL" for f in findings):
         raise typer.Exit(1)

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.config import DEFAULT_MATRIX
 from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
 from repro.plan import Plan, make_plan
@@ -96,3 +97,41 @@ def print_plan(the_plan: Plan) -> None:
     for cell in the_plan.excluded:
         console.print(f"[yellow]EXCL[/] {cell.id}: {cell.excluded}", soft_wrap=True)
     console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")
+
+
+@app.command()
+def run(
+    file: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file (default: the embedded matrix/smoke.yaml)."),
+    profile: str = typer.Option(..., "--profile", "-p", help="Hardware profile (see matrix/profiles.yaml)."),
+    out: Path = typer.Option(Path("results"), "--out", help="Results folder; the run goes to OUT/<run-id>/."),
+    resume: bool = typer.Option(False, "--resume", help="Finish the latest unfinished run of this matrix and profile."),
+    only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
+) -> None:
+    """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle."""
+    from repro.progress import RunProgress
+    from repro.run import RunOptions, run_matrix
+
+    run_dir = run_matrix(RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only), RunProgress(console))
+    print_run_summary(run_dir)
+
+
+def print_run_summary(run_dir: Path) -> None:
+    from repro.results import RunRecord, load_cell
+
+    record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
+    console.print(f"[bold]summary of {record.run_id}[/] ({record.status})")
+    for cell_id in record.planned_cells:
+        cell_dir = run_dir / "cells" / cell_id
+        if not (cell_dir / "cell.json").is_file():
+            console.print(f"  [red]missing[/] {cell_id}", soft_wrap=True)
+            continue
+        cell = load_cell(cell_dir)
+        if cell.summary is not None:
+            console.print(f"  {cell.summary.passed}/{cell.summary.total} passed  {cell_id}", soft_wrap=True)
+        else:
+            console.print(f"  [yellow]{cell.status}[/] {cell_id}: {cell.reason}", soft_wrap=True)
+    for cell_id, reason in record.excluded_cells.items():
+        console.print(f"  [yellow]excluded[/] {cell_id}: {reason}", soft_wrap=True)
+    if record.leaked_containers:
+        console.print(f"  [red]containers left behind:[/] {', '.join(record.leaked_containers)}")
+    console.print(f"bundle: {run_dir}  (check it with: repro check {run_dir})")

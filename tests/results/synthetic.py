@@ -12,6 +12,7 @@ from repro.matrix import load_matrix
 from repro.plan import make_plan
 from repro.profiles import load_profiles
 from repro.provenance import SourceState, SystemDescription
+from repro.sandbox import engine_settings, harness_settings
 from repro.redact import HostIdentity, Redactor
 from repro.results import Bundle, CellRecord, CellSummary, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, utc_now
 
@@ -19,17 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIGEST = "d" * 64
 CANARY = HostIdentity(project_root="/srv/canary-project", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
 
-HARNESS_SANDBOX = {
-    "user": "10001:10001",
-    "read_only": True,
-    "no_new_privileges": True,
-    "cap_drop": ["ALL"],
-    "network_mode": "container:abc",
-    "pids_limit": 256,
-    "mem_limit": 2147483648,
-    "nano_cpus": 2000000000,
-}
-ENGINE_SANDBOX = {"network_mode": "none", "read_only": True, "cap_drop": ["ALL"]}
+HARNESS_SANDBOX = harness_settings(run_id="run1", cell_id="c", engine_id="abc").model_dump(mode="json")
+ENGINE_SANDBOX = engine_settings(run_id="run1", cell_id=None, mem_limit=2**31, nano_cpus=2 * 10**9).model_dump(mode="json")
 
 
 def write_bundle(run_dir: Path, *, tree_clean: bool = True, identity_ok: bool = True, gate_passed: bool = True) -> Path:

@@ -70,3 +70,22 @@ def test_cli_exit_codes(tmp_path, capsys):
     (run / "MANIFEST.sha256").unlink()
     assert main(["check", str(run)]) == 1
     assert main(["check", str(tmp_path / "nothing")]) == 2
+
+
+def test_relaxed_sandbox_is_invalid(tmp_path):
+    import json as _json
+
+    from repro.results import MANIFEST, sha256_file
+
+    run = write_bundle(tmp_path / "run1")
+    cell = sorted((run / "cells").iterdir())[0]
+    record = _json.loads((cell / "cell.json").read_text())
+    record["sandbox"]["harness"]["read_only"] = False
+    record["sandbox"]["harness"]["user"] = "0:0"
+    (cell / "cell.json").write_text(_json.dumps(record))
+    # re-sign the manifest, as a careless or dishonest author might: the rules still catch it
+    lines = [f"{sha256_file(p)}  {p.relative_to(run).as_posix()}" for p in sorted(run.rglob('*')) if p.is_file() and p.name != MANIFEST]
+    (run / MANIFEST).write_text("\n".join(lines) + "\n")
+    reasons = verdicts(run)[cell.name].reasons
+    assert "harness sandbox: root filesystem is writable" in reasons
+    assert any("runs as root" in r for r in reasons)

@@ -1,0 +1,138 @@
+"""`repro images bootstrap | build | list | lock`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from repro.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
+from repro.config import DEFAULT_MATRIX
+from repro.errors import ReproError
+from repro.images import Blocked, BuildPlan, DigestPin, build_image, lock_harness_requirements, needed_images, resolve_digest, resolve_plan
+from repro.matrix import load_matrix
+from repro.profiles import load_profiles
+
+app = typer.Typer(help="Bootstrap the offline base, build and list the images a matrix needs.", no_args_is_help=True)
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+MATRIX_OPTION = typer.Option(DEFAULT_MATRIX, "--matrix", "-m", help="Matrix file.")
+PROFILE_OPTION = typer.Option("cpu", "--profile", "-p", help="Hardware profile; its engine_variant picks the engine images.")
+
+
+def _client():
+    from repro.docker_client import get_client
+
+    return get_client()
+
+
+@app.command("bootstrap")
+def bootstrap_command(
+    suite: str = typer.Option(DEFAULT_SUITE, "--suite", help="Debian suite of the base."),
+    mirror: str = typer.Option(DEFAULT_MIRROR, "--mirror", help="Debian mirror (plain http works)."),
+    force: bool = typer.Option(False, "--force", help="Make the base again even if it exists (changes every content key)."),
+) -> None:
+    """Make the offline base image repro/base:<suite> with debootstrap (once; idempotent)."""
+    client = _client()
+    started = time.monotonic()
+    image_id, created = bootstrap(client, suite=suite, mirror=mirror, force=force, log=lambda line: err.print(f"[dim]{escape(line)}[/]"))
+    if created:
+        err.print(f"made {base_reference(suite)} in {time.monotonic() - started:.0f} s")
+    else:
+        err.print(f"{base_reference(suite)} exists (use --force to make it again)")
+    typer.echo(image_id)
+
+
+def _needs(matrix: Path, profile: str, client, *, collect: bool = False):
+    profiles = load_profiles()
+    loaded = load_matrix(matrix, set(profiles.profiles))
+    variant = profiles.get(profile).engine_variant
+    return loaded, variant, needed_images(loaded, variant, client, collect=collect)
+
+
+@app.command("build")
+def build_command(
+    matrix: Path = MATRIX_OPTION,
+    profile: str = PROFILE_OPTION,
+    verbose: bool = typer.Option(True, "--log/--no-log", help="Stream build log lines (dimmed)."),
+) -> None:
+    """Build the harness image and the engine images a matrix needs (skips what is up to date)."""
+    client = _client()
+    _, variant, needs = _needs(matrix, profile, client)
+    problems: list[str] = []
+    for need in needs:
+        if isinstance(need, DigestPin):
+            try:
+                ref = resolve_digest(need, client)
+                console.print(f"[green]present[/]  {need.name}: {need.reference} ({ref.id[7:19]}), pinned by digest")
+            except ReproError as error:
+                problems.append(error.lines[0])
+                console.print(f"[red]missing[/]  {need.name}: {escape(error.lines[0])}")
+            continue
+        found = resolve_plan(need, client)
+        if found is not None:
+            console.print(f"[green]up to date[/] {need.tag} ({found.id[7:19]})")
+            continue
+        console.print(f"[bold]building[/] {need.tag} ({_what(need)})")
+        started = time.monotonic()
+        log = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else (lambda line: None)
+        ref = build_image(need, client, log=log)
+        console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s")
+    if problems:
+        raise ReproError(problems[0], lines=problems)
+
+
+def _what(plan: BuildPlan) -> str:
+    if plan.kind == "harness":
+        return f"harness tree {plan.inputs['harness_tree'][:12]}"
+    return f"{plan.variant}, {plan.source}, build_info {plan.labels.get('repro.build_info')}"
+
+
+@app.command("list")
+def list_command(
+    matrix: Path = MATRIX_OPTION,
+    profile: str = PROFILE_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+) -> None:
+    """The images a matrix needs on a profile: present or missing, with keys and ids."""
+    client = _client()
+    _, variant, needs = _needs(matrix, profile, client, collect=True)
+    rows = [_row(need, client) for need in needs]
+    if as_json:
+        typer.echo(json.dumps({"matrix": str(matrix), "profile": profile, "variant": variant, "images": rows}, indent=2))
+        return
+    console.print(f"[bold]images for {escape(str(matrix))}[/] on profile [bold]{profile}[/] ({variant})")
+    for row in rows:
+        status = "[green]present[/]" if row["present"] else "[red]missing[/]"
+        if row["pinned_by"] is None:
+            console.print(f"[red]blocked[/]  {row['name']}: {escape(row['reason'])}", soft_wrap=True)
+            continue
+        pin = f"key {row['key']}" if row["pinned_by"] == "content-key" else "pinned by digest"
+        console.print(f"{status}  {row['reference']}  {pin}  id {row['id'] or '-'}", soft_wrap=True)
+    missing = sum(1 for row in rows if not row["present"])
+    if missing:
+        console.print(f"{missing} missing; run: repro images build --matrix {escape(str(matrix))} --profile {profile}", soft_wrap=True)
+
+
+def _row(need, client) -> dict:
+    if isinstance(need, Blocked):
+        return {"name": need.name, "kind": None, "reference": None, "pinned_by": None, "key": None, "present": False, "id": None, "reason": need.reason}
+    if isinstance(need, DigestPin):
+        try:
+            ref = resolve_digest(need, client)
+        except ReproError:
+            ref = None
+        return {"name": need.name, "kind": "engine", "reference": need.reference, "pinned_by": "digest", "key": None, "present": ref is not None, "id": ref.id if ref else None}
+    ref = resolve_plan(need, client)
+    return {"name": need.name, "kind": need.kind, "reference": need.tag, "pinned_by": "content-key", "key": need.key, "present": ref is not None, "id": ref.id if ref else None}
+
+
+@app.command("lock")
+def lock_command() -> None:
+    """Resolve pyproject's base dependencies and rewrite images/harness/requirements.txt with hashes."""
+    lock_harness_requirements(log=lambda line: err.print(line))

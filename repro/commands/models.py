@@ -1,0 +1,94 @@
+"""`repro models fetch | list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+from repro import models
+from repro.config import DEFAULT_MATRIX
+from repro.matrix import load_matrix
+
+app = typer.Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
+console = Console(stderr=True)
+out = Console()
+
+
+class RichProgress(models.Progress):
+    """One progress bar per model while its bytes stream through the hash."""
+
+    def __init__(self, bars: Progress) -> None:
+        self.bars = bars
+        self.tasks: dict[str, int] = {}
+
+    def status(self, model_id: str, text: str) -> None:
+        self.bars.console.print(f"[dim]{model_id}: {text}[/]", soft_wrap=True)
+
+    def start(self, model_id: str, source: str, total: int | None) -> None:
+        self.tasks[model_id] = self.bars.add_task(f"{model_id} [dim]{source[:60]}[/]", total=total)
+
+    def advance(self, model_id: str, count: int) -> None:
+        if model_id in self.tasks:
+            self.bars.advance(self.tasks[model_id], count)
+
+    def finish(self, model_id: str) -> None:
+        if model_id in self.tasks:
+            self.bars.remove_task(self.tasks.pop(model_id))
+
+
+@app.command()
+def fetch(
+    matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose models to fetch."),
+    model: list[str] = typer.Option(None, "--model", "-m", help="Only these model ids."),
+) -> None:
+    """Fetch and verify every model of a matrix into the store; models already there are not downloaded."""
+    specs = _select(matrix, model)
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True)
+    problems: list[str] = []
+    with bars:
+        reporter = RichProgress(bars)
+        for spec in specs:
+            try:
+                stored = models.fetch(spec, base_dir=Path.cwd(), progress=reporter)
+            except models.ModelError as error:
+                problems += error.lines
+                for line in error.lines:
+                    bars.console.print(f"[red]FAIL[/] {line}", soft_wrap=True)
+                continue
+            verb = f"fetched from {stored.source}" if stored.downloaded else "already in the store"
+            bars.console.print(f"[green]OK[/]   {spec.id}: sha256 {spec.sha256[:12]} {stored.size} bytes, {verb}", soft_wrap=True)
+            for skipped in stored.skipped_sources:
+                bars.console.print(f"       [yellow]skipped[/] {skipped}", soft_wrap=True)
+    if problems:
+        raise models.ModelError(problems[0], lines=problems)
+    out.print(f"{len(specs)} models verified in {models.store_dir()}", soft_wrap=True)
+
+
+@app.command("list")
+def list_(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose models to list.")) -> None:
+    """List the models of a matrix and whether a verified copy is in the store."""
+    for spec in _select(matrix, None):
+        path = models.stored_path(spec.sha256)
+        if not path.exists():
+            state = "[yellow]absent[/]"
+        elif models.verify_stored(path, spec.sha256):
+            state = "[green]stored[/]"
+        else:
+            state = "[red]corrupt[/]"
+        out.print(f"{state:<20} {spec.id:<32} {spec.quant:<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {path}", soft_wrap=True)
+
+
+def _select(matrix: Path, wanted: list[str] | None) -> list:
+    loaded = load_matrix(matrix)
+    specs = models.unique_models(loaded.matrix.models)
+    if wanted:
+        unknown = sorted(set(wanted) - {s.id for s in specs})
+        if unknown:
+            from repro.errors import BadInput
+
+            raise BadInput(f"unknown model id(s): {', '.join(unknown)} (the matrix has: {', '.join(s.id for s in specs)})")
+        specs = [s for s in specs if s.id in wanted]
+    return specs

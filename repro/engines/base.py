@@ -1,0 +1,304 @@
+"""The engine interface: boot a pinned engine container sealed, wait for it, check it is what the
+matrix pins, record what it really runs with, stop it.
+
+`boot_engine(...)` is what a run calls for each (engine, model) group: it creates the container
+(network none, non-root, read-only root, the GGUF mounted read-only), waits for readiness through
+a probe container joined to the engine's namespace, checks the engine's identity against
+`EngineSpec.expected_identity()` and the accelerator against the profile, loads the model where
+the engine needs that (Ollama), records the effective settings and returns an `EngineHandle`. Any
+failure stops the engine before the error propagates. `stop_engine(client, handle)` always
+succeeds (call it in `finally`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from repro.errors import ReproError
+from repro.matrix import Decoding, EngineSpec, ModelSpec
+from repro.profiles import Profile
+from repro.sandbox import (
+    EngineError,
+    ProbeFailed,
+    ProbeUnreachable,
+    SandboxSettings,
+    image_id,
+    log_tail,
+    read_back,
+    remove_container,
+    run_probe,
+)
+
+__all__ = [
+    "GPU_DEVICES_ENV",
+    "MODEL_MOUNT",
+    "Engine",
+    "EngineError",
+    "EngineHandle",
+    "EngineRefused",
+    "ProbeFailed",
+    "boot_engine",
+    "check_accelerator",
+    "gpu_device_requests",
+    "nano_cpus_for",
+    "stop_engine",
+    "threads_for",
+]
+
+GPU_DEVICES_ENV = "REPRO_GPU_DEVICES"
+MODEL_MOUNT = "/models/model.gguf"
+PROBE_SLACK_S = 60
+
+
+class EngineRefused(ReproError):
+    """The engine is not what the matrix pins (identity) or runs on the wrong hardware (accelerator)."""
+
+
+class EngineHandle(BaseModel):
+    """A running, ready, verified engine: what the gate, the harness and the results need."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine_id: str
+    kind: str
+    container_id: str
+    container_name: str
+    image_reference: str
+    image_id: str
+    probe_image_id: str
+    port: int
+    base_url: str  # as seen inside the engine's namespace
+    model_id: str
+    model_sha256: str
+    model_name: str  # what the harness sends as "model"
+    api: str  # "openai" (llama.cpp) or "ollama": which harness client talks to it
+    identity: str
+    expected_identity: str
+    settings: dict[str, Any] = {}
+    accelerator: str | None = None
+    profile: str
+    run_id: str
+    group_id: str | None = None
+    sandbox: SandboxSettings
+    command: list[str] = []
+    boot_seconds: float | None = None  # create to ready
+
+
+def gpu_device_requests(profile: Profile) -> list:
+    """Docker device requests for a GPU profile: REPRO_GPU_DEVICES (ids) or profile.gpu_count GPUs."""
+    if profile.gpu_count <= 0 and not (profile.accelerator and os.environ.get(GPU_DEVICES_ENV)):
+        return []
+    from docker.types import DeviceRequest
+
+    ids = [d.strip() for d in os.environ.get(GPU_DEVICES_ENV, "").split(",") if d.strip()]
+    if ids:
+        return [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
+    return [DeviceRequest(count=profile.gpu_count, capabilities=[["gpu"]])]
+
+
+def threads_for(profile: Profile) -> int:
+    return profile.threads or (os.cpu_count() or 1)
+
+
+def nano_cpus_for(profile: Profile, host_cpus: int | None = None) -> int:
+    """CPU quota for the engine: the profile's threads, at most what the Docker host has."""
+    threads = threads_for(profile)
+    if host_cpus:
+        threads = min(threads, host_cpus)
+    return int(threads * 1_000_000_000)
+
+
+def _host_cpus(client) -> int | None:
+    try:
+        return int(client.info().get("NCPU") or 0) or None
+    except Exception:
+        return None
+
+
+class Engine(ABC):
+    """One engine kind. An instance is bound to a Docker client, the probe image and a run id."""
+
+    kind: str = ""
+    port: int = 0
+    api: str = "openai"
+    health_path: str = "/health"
+
+    def __init__(self, client, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
+        self.client = client
+        self.spec = spec
+        self.probe_image_id = image_id(client, probe_image)
+        self.run_id = run_id
+        self.group_id = group_id
+
+    # ------------------------------------------------ what each kind defines
+
+    @abstractmethod
+    def container_kwargs(self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None) -> dict[str, Any]:
+        """`containers.create(...)` keyword arguments for this engine (no Docker call)."""
+
+    @abstractmethod
+    def model_name(self, model: ModelSpec) -> str: ...
+
+    @abstractmethod
+    def identity(self, handle: EngineHandle) -> str:
+        """What the running engine reports: llama.cpp build_info, Ollama version."""
+
+    @abstractmethod
+    def effective_settings(self, handle: EngineHandle) -> dict[str, Any]: ...
+
+    def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
+        """Make the model servable (Ollama uploads and creates it); returns what to record."""
+        return {}
+
+    # ------------------------------------------------ common lifecycle
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def container(self, handle: EngineHandle):
+        return self.client.containers.get(handle.container_id)
+
+    def probe(self, handle: EngineHandle, argv: list[str], *, timeout: float, mounts: list | None = None) -> dict:
+        return run_probe(self.client, self.probe_image_id, self.container(handle), argv, run_id=self.run_id, cell_id=self.group_id, timeout=timeout, mounts=mounts)
+
+    def boot(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
+        """Create and start the sealed engine container (not yet waited for or verified)."""
+        from repro.sandbox import container_name
+
+        resolved = image_id(self.client, image)
+        reference = getattr(image, "reference", None) or getattr(image, "name", None) or self.spec.image or resolved
+        kwargs = self.container_kwargs(resolved, model, gguf, profile, decoding, host_cpus=_host_cpus(self.client), name=container_name(self.run_id, "engine", self.spec.id))
+        container = self.client.containers.create(**kwargs)
+        try:
+            container.start()
+        except Exception as error:
+            tail = log_tail(container)
+            remove_container(container)
+            raise EngineError(f"engine {self.spec.id} did not start: {error}", log_tail=tail) from None
+        return EngineHandle(
+            engine_id=self.spec.id,
+            kind=self.kind,
+            container_id=container.id,
+            container_name=container.name,
+            image_reference=str(reference),
+            image_id=resolved,
+            probe_image_id=self.probe_image_id,
+            port=self.port,
+            base_url=self.base_url,
+            model_id=model.id,
+            model_sha256=model.sha256,
+            model_name=self.model_name(model),
+            api=self.api,
+            identity="",
+            expected_identity=self.spec.expected_identity(),
+            profile=profile_name,
+            run_id=self.run_id,
+            group_id=self.group_id,
+            sandbox=read_back(container),
+            command=list(kwargs.get("command") or []),
+        )
+
+    def wait_ready(self, handle: EngineHandle, timeout: float) -> float:
+        """Poll the health path from inside the namespace; seconds until ready, or EngineError."""
+        try:
+            result = self.probe(handle, ["ready", "--base-url", self.base_url, "--timeout", f"{timeout:g}", "--path", self.health_path], timeout=timeout + PROBE_SLACK_S)
+        except ProbeUnreachable as error:
+            raise EngineError(f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}", log_tail=log_tail(self.container(handle))) from None
+        if not result.get("ready"):
+            raise EngineError(f"engine {self.spec.id} not ready within {timeout:g}s: {result.get('error')}", log_tail=log_tail(self.container(handle)))
+        return float(result.get("seconds") or 0.0)
+
+    def accelerator(self, handle: EngineHandle, profile: Profile) -> str | None:
+        """The GPU name(s) the engine container sees (nvidia-smi by exec), or None on CPU profiles."""
+        if profile.accelerator is None and profile.gpu_count == 0:
+            return None
+        container = self.container(handle)
+        try:
+            code, output = container.exec_run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], user="", demux=False)
+        except Exception as error:
+            raise EngineRefused(f"engine {self.spec.id}: cannot read the accelerator (nvidia-smi by exec failed: {error})") from None
+        text = (output or b"").decode("utf-8", errors="replace").strip()
+        if code != 0 or not text:
+            raise EngineRefused(f"engine {self.spec.id}: nvidia-smi in the engine container failed (exit {code}): {text[:200]}")
+        return ", ".join(line.strip() for line in text.splitlines() if line.strip())
+
+    def start(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
+        """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
+        started = time.monotonic()
+        handle = self.boot(image, model, gguf, profile, profile_name, decoding)
+        try:
+            self.wait_ready(handle, profile.ready_timeout_s)
+            boot_seconds = time.monotonic() - started
+            reported = self.identity(handle)
+            expected = self.spec.expected_identity()
+            if reported != expected:
+                what = "version" if self.kind == "ollama" else "build_info"
+                raise EngineRefused(f"engine {self.spec.id} reports {what} '{reported}', the matrix pins '{expected}'; refused")
+            accelerator = self.accelerator(handle, profile)
+            check_accelerator(self.spec.id, accelerator, profile, profile_name)
+            handle = handle.model_copy(update={"identity": reported, "accelerator": accelerator, "boot_seconds": round(boot_seconds, 3)})
+            loaded = self.prepare_model(handle, model, gguf, decoding)
+            settings = self.effective_settings(handle)
+            if loaded:
+                settings = {**settings, "load": loaded}
+            return handle.model_copy(update={"settings": settings, "sandbox": read_back(self.container(handle))})
+        except BaseException:
+            self.stop(handle)
+            raise
+
+    def stop(self, handle: EngineHandle | None) -> None:
+        if handle is None:
+            return
+        try:
+            container = self.client.containers.get(handle.container_id)
+        except Exception:
+            return
+        remove_container(container)
+
+
+def boot_engine(
+    client,
+    spec: EngineSpec,
+    *,
+    image: Any,
+    probe_image: Any,
+    model: ModelSpec,
+    gguf: Path,
+    profile: Profile,
+    profile_name: str,
+    decoding: Decoding,
+    run_id: str,
+    group_id: str | None = None,
+) -> EngineHandle:
+    """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
+    from repro.engines import engine_for
+
+    engine = engine_for(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
+    return engine.start(image, model, gguf, profile, profile_name, decoding)
+
+
+def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile, profile_name: str) -> None:
+    """Every GPU the engine sees must match the profile's pattern, else EngineRefused."""
+    if profile.accelerator is None:
+        return
+    names = [name.strip() for name in (accelerator or "").split(", ") if name.strip()]
+    if not names or not all(profile.accelerator_matches(name) for name in names):
+        raise EngineRefused(f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs '{profile.accelerator}'; refused")
+
+
+def stop_engine(client, handle: EngineHandle | None) -> None:
+    """Stop and remove the engine container of a handle; never raises."""
+    if handle is None:
+        return
+    try:
+        container = client.containers.get(handle.container_id)
+    except Exception:
+        return
+    remove_container(container)

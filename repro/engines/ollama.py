@@ -1,0 +1,134 @@
+"""Ollama, pinned by image digest: `ollama serve` sealed, the verified GGUF uploaded as a blob and
+created with an explicit template and parameters, identity from `/api/version`.
+
+Never `/api/pull`: the model comes only from the verified store, through a probe container joined
+to the engine's namespace that mounts the GGUF read-only and posts it to
+`/api/blobs/sha256:<hex>`, then `/api/create` with `files`, `template` and `parameters`.
+
+Verified here only against a stand-in server (tests/engines/test_ollama_standin.py); see
+docs/engines.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for
+from repro.errors import BadInput
+from repro.matrix import Decoding, ModelSpec
+from repro.profiles import Profile
+from repro.sandbox import GIB, MIB, EngineError, bind, create_kwargs, engine_settings
+
+PORT = 11434
+MODELS_DIR = "/tmp/ollama/models"
+LOAD_TIMEOUT_S = 900
+SHOW_TIMEOUT_S = 60
+
+CHATML = (
+    "{{- range .Messages }}<|im_start|>{{ .Role }}\n"
+    "{{ .Content }}<|im_end|>\n"
+    "{{ end }}<|im_start|>assistant\n"
+)
+GEMMA3 = (
+    "{{- range $i, $_ := .Messages }}\n"
+    "{{- $last := eq (len (slice $.Messages $i)) 1 }}\n"
+    "{{- if or (eq .Role \"user\") (eq .Role \"system\") }}<start_of_turn>user\n"
+    "{{ .Content }}<end_of_turn>\n"
+    "{{ if $last }}<start_of_turn>model\n"
+    "{{ end }}\n"
+    "{{- else if eq .Role \"assistant\" }}<start_of_turn>model\n"
+    "{{ .Content }}{{ if not $last }}<end_of_turn>\n"
+    "{{ end }}\n"
+    "{{- end }}\n"
+    "{{- end }}"
+)
+
+# Explicit Go templates and stop sequences per model family (Ollama templates are Go templates,
+# not the GGUF's Jinja template, so they are written out here rather than guessed by the server).
+TEMPLATES: dict[str, tuple[str, list[str]]] = {
+    "smollm2": (CHATML, ["<|im_start|>", "<|im_end|>"]),
+    "qwen2.5": (CHATML, ["<|im_start|>", "<|im_end|>"]),
+    "gemma 3": (GEMMA3, ["<end_of_turn>"]),
+    "gemma3": (GEMMA3, ["<end_of_turn>"]),
+}
+
+
+def template_for(model: ModelSpec) -> tuple[str, list[str]]:
+    family = model.family.strip().lower()
+    if family in TEMPLATES:
+        return TEMPLATES[family]
+    raise BadInput(f"model {model.id}: no explicit Ollama template for family '{model.family}' (known: {', '.join(sorted(TEMPLATES))})")
+
+
+def model_parameters(model: ModelSpec, decoding: Decoding) -> dict[str, Any]:
+    _, stop = template_for(model)
+    return {"num_ctx": decoding.context, "temperature": decoding.temperature, "seed": decoding.seed, "num_predict": decoding.max_tokens, "stop": stop}
+
+
+def ollama_model_name(model: ModelSpec) -> str:
+    return f"repro-{model.id}:{model.sha256[:12]}"
+
+
+class OllamaEngine(Engine):
+    kind = "ollama"
+    port = PORT
+    api = "ollama"
+    health_path = "/api/version"
+
+    def model_name(self, model: ModelSpec) -> str:
+        return ollama_model_name(model)
+
+    def container_kwargs(self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None) -> dict[str, Any]:
+        # The uploaded blob lives in the tmpfs: size it for the model plus room for manifests.
+        tmpfs_mib = math.ceil(model.file_size * 1.1 / MIB) + 512
+        settings = engine_settings(
+            run_id=self.run_id,
+            cell_id=self.group_id,
+            mem_limit=int(profile.memory_gb * GIB) + tmpfs_mib * MIB,
+            nano_cpus=nano_cpus_for(profile, host_cpus),
+            tmpfs_size=f"{tmpfs_mib}m",
+            env={
+                "OLLAMA_HOST": f"127.0.0.1:{self.port}",
+                "OLLAMA_MODELS": MODELS_DIR,
+                "OLLAMA_KEEP_ALIVE": "-1",
+                "OLLAMA_NUM_PARALLEL": "1",
+                "OLLAMA_MAX_LOADED_MODELS": "1",
+                "OLLAMA_NOPRUNE": "1",
+                "OLLAMA_CONTEXT_LENGTH": str(decoding.context),
+            },
+        )
+        return create_kwargs(settings, image, ["serve"], name=name, working_dir="/tmp", device_requests=gpu_device_requests(profile))
+
+    def identity(self, handle: EngineHandle) -> str:
+        result = self.probe(handle, ["ollama-version", "--base-url", self.base_url], timeout=SHOW_TIMEOUT_S)
+        if not result.get("ok"):
+            raise EngineError(f"engine {self.spec.id}: /api/version failed: {result.get('error')}")
+        return str(result.get("version") or "")
+
+    def load_argv(self, model: ModelSpec, decoding: Decoding) -> list[str]:
+        template, _ = template_for(model)
+        return [
+            "ollama-load",
+            "--base-url", self.base_url,
+            "--gguf", MODEL_MOUNT,
+            "--sha256", model.sha256,
+            "--name", self.model_name(model),
+            "--template", template,
+            "--parameters", json.dumps(model_parameters(model, decoding), sort_keys=True),
+            "--request-timeout", str(LOAD_TIMEOUT_S),
+        ]
+
+    def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
+        result = self.probe(handle, self.load_argv(model, decoding), timeout=LOAD_TIMEOUT_S + 60, mounts=[bind(gguf, MODEL_MOUNT, read_only=True)])
+        if not result.get("ok"):
+            raise EngineError(f"engine {self.spec.id}: loading {model.id} failed at {result.get('stage')}: {result.get('error')}")
+        return {"blob": result.get("blob"), "uploaded": result.get("uploaded"), "model": result.get("model"), "create": result.get("create")}
+
+    def effective_settings(self, handle: EngineHandle) -> dict[str, Any]:
+        result = self.probe(handle, ["ollama-show", "--base-url", self.base_url, "--name", handle.model_name], timeout=SHOW_TIMEOUT_S)
+        if not result.get("ok"):
+            raise EngineError(f"engine {self.spec.id}: /api/show failed: {result.get('error')}")
+        return {"version": handle.identity, "show": result.get("show")}

@@ -1,0 +1,133 @@
+"""The latency gate: can this engine and model answer one agent step fast enough on this profile?
+
+Run once per booted (engine, model) group, inside the sealed namespace by the probe's `gate`
+action: a warm-up request, then k attempts (default 3, pass at 2) of a one-step tool round trip
+with the real protocol (`harness.protocols.json_schema.round_trip` over the harness's own chat
+client). An attempt passes when the reply is a valid step, it took at most the profile's
+`max_seconds_per_step`, and the engine's own generation speed (`timings.predicted_per_second`)
+is at least `min_tokens_per_second`. A failed gate excludes the group's cells with the reason;
+the `GateResult` is recorded in each cell, never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from repro.engines.base import EngineError, EngineHandle
+from repro.matrix import Decoding, LatencyGateSettings
+from repro.profiles import Profile
+from repro.sandbox import ProbeFailed, ProbeUnreachable, run_probe
+
+PROBE_SLACK_S = 60
+
+
+class GateAttempt(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    seconds: float | None = None
+    tokens_per_second: float | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    valid_step: bool = False
+    problem: str | None = None
+    tool: str | None = None
+    ok: bool | None = None  # None for the warm-up, which is not judged
+    reason: str | None = None
+    error: str | None = None
+    engine_fault: bool = False
+    timed_out: bool = False
+
+
+class GateResult(BaseModel):
+    passed: bool
+    reason: str
+    enabled: bool = True
+    engine_fault: bool = False
+    engine_id: str | None = None
+    model_id: str | None = None
+    profile: str | None = None
+    protocol: str = "json_schema"
+    max_seconds_per_step: float | None = None
+    min_tokens_per_second: float | None = None
+    attempts_required: int | None = None
+    warmup: GateAttempt | None = None
+    attempts: list[GateAttempt] = []
+    passed_attempts: int = 0
+    median_seconds: float | None = None
+    median_tokens_per_second: float | None = None
+    total_seconds: float | None = None
+
+
+def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema") -> list[str]:
+    argv = [
+        "gate",
+        "--base-url", handle.base_url,
+        "--model", handle.model_name,
+        "--api", handle.api,
+        "--protocol", protocol,
+        "--attempts", str(settings.attempts),
+        "--required", str(settings.required),
+        "--max-seconds", f"{profile.gate.max_seconds_per_step:g}",
+        "--min-tps", f"{profile.gate.min_tokens_per_second:g}",
+        "--max-tokens", str(decoding.max_tokens),
+        "--seed", str(decoding.seed),
+        "--request-timeout", str(profile.step_timeout_s),
+    ]
+    if settings.warmup:
+        argv.append("--warmup")
+    if handle.api == "ollama":
+        argv += ["--num-ctx", str(decoding.context)]
+    return argv
+
+
+def from_probe(result: dict[str, Any], handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
+    """A GateResult from the probe's JSON, judged again here with the same rule (harness.probe.judge)."""
+    from harness.probe import judge
+
+    attempts = [dict(a) for a in result.get("attempts") or []]
+    verdict = judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second)
+    warmup = result.get("warmup")
+    return GateResult(
+        passed=verdict["passed"],
+        reason=verdict["reason"],
+        engine_fault=bool(attempts) and all(a.get("engine_fault") for a in attempts),  # nothing could be measured
+        engine_id=handle.engine_id,
+        model_id=handle.model_id,
+        profile=handle.profile,
+        protocol=protocol,
+        max_seconds_per_step=profile.gate.max_seconds_per_step,
+        min_tokens_per_second=profile.gate.min_tokens_per_second,
+        attempts_required=settings.required,
+        warmup=GateAttempt.model_validate(warmup) if isinstance(warmup, dict) else None,
+        attempts=[GateAttempt.model_validate(a) for a in attempts],
+        passed_attempts=verdict["passed_attempts"],
+        median_seconds=verdict["median_seconds"],
+        median_tokens_per_second=verdict["median_tokens_per_second"],
+        total_seconds=result.get("total_seconds"),
+    )
+
+
+def run_gate(client, handle: EngineHandle, *, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema", probe_image: str | None = None) -> GateResult:
+    """Run the gate against a ready engine. EngineError if the engine container stops meanwhile."""
+    base = {"engine_id": handle.engine_id, "model_id": handle.model_id, "profile": handle.profile, "protocol": protocol}
+    if not settings.enabled:
+        return GateResult(passed=True, reason="latency gate disabled in the matrix", enabled=False, **base)
+    requests = settings.attempts + (1 if settings.warmup else 0)
+    timeout = requests * profile.step_timeout_s + PROBE_SLACK_S
+    engine = client.containers.get(handle.container_id)
+    try:
+        result = run_probe(client, probe_image or handle.probe_image_id, engine, gate_argv(handle, profile, settings, decoding, protocol), run_id=handle.run_id, cell_id=handle.group_id, timeout=timeout)
+    except ProbeUnreachable as error:
+        result = error.result or {}
+        if not result.get("attempts"):
+            return GateResult(passed=False, reason=f"engine fault: {error}", engine_fault=True, **base)
+    except EngineError:
+        raise
+    except ProbeFailed as error:
+        return GateResult(passed=False, reason=f"gate probe failed: {error}", **base)
+    gate = from_probe(result, handle, profile, settings, protocol)
+    if gate.attempts and all(a.engine_fault for a in gate.attempts):
+        gate = gate.model_copy(update={"passed": False, "reason": f"engine fault in every attempt: {gate.attempts[-1].error}"})
+    return gate

@@ -1,0 +1,71 @@
+"""Progress display of a run: one line per stage, a bar per cell with scenario counts and time left."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+HARNESS_LINE = re.compile(r"^\[(\d+)/(\d+)\]\s+(\S+)\s+(PASS|FAIL)\b(.*)$")
+
+
+class RunProgress:
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self.cells_task = None
+        self.cell_tasks: dict[str, int] = {}
+        self.passed: dict[str, int] = {}
+
+    def start_run(self, run_id: str, run_dir: Path, cells: int) -> None:
+        self.console.print(f"[bold]run {run_id}[/] -> {run_dir}")
+        self.bars.start()
+        self.cells_task = self.bars.add_task("cells", total=cells)
+
+    def skip_cells(self, cells) -> None:
+        for cell in cells:
+            self.console.print(f"[dim]skip {cell.id} (complete and intact)[/]", soft_wrap=True)
+            self.bars.advance(self.cells_task)
+
+    def start_group(self, engine_id: str, model_id: str) -> None:
+        self.console.print(f"[bold]engine {engine_id}[/] with model [bold]{model_id}[/]: booting (sealed, network none)")
+
+    def engine_ready(self, seconds: float | None) -> None:
+        self.console.print(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin")
+
+    def gate(self, gate) -> None:
+        colour = "green" if gate.passed else "yellow"
+        self.console.print(f"  latency gate: [{colour}]{'pass' if gate.passed else 'excluded'}[/] ({gate.reason})", soft_wrap=True)
+
+    def start_cell(self, cell_id: str, scenarios: int) -> None:
+        self.passed[cell_id] = 0
+        self.cell_tasks[cell_id] = self.bars.add_task(f"  {cell_id[:60]}", total=scenarios)
+
+    def harness_line(self, cell_id: str, line: str) -> None:
+        match = HARNESS_LINE.match(line.strip())
+        if not match or cell_id not in self.cell_tasks:
+            return
+        self.passed[cell_id] += match.group(4) == "PASS"
+        self.bars.update(self.cell_tasks[cell_id], completed=int(match.group(1)), description=f"  {cell_id[:48]} {self.passed[cell_id]} passed")
+
+    def cell_done(self, cell_id: str, status: str, text: str) -> None:
+        colour = {"done": "green", "excluded": "yellow"}.get(status, "red")
+        self.console.print(f"  [{colour}]{status}[/] {cell_id}: {text}", soft_wrap=True)
+        if self.cells_task is not None:
+            self.bars.advance(self.cells_task)
+
+    def end_run(self, status: str) -> None:
+        self.bars.stop()
+        colour = "green" if status == "complete" else "red"
+        self.console.print(f"run [{colour}]{status}[/]")
