@@ -33,6 +33,7 @@ class TableRow(BaseModel):
     file_size_mb: float
     engine: str
     protocol: str
+    suite: str
     cells: int
     passed: int
     total: int
@@ -102,6 +103,7 @@ def _row(records: list) -> TableRow:
         file_size_mb=round(first.model.file_size / 1024**2, 1),
         engine=first.engine.label,
         protocol=first.protocol,
+        suite=first.suite.id,
         cells=len(records),
         passed=passed,
         total=total,

