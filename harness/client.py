@@ -29,7 +29,39 @@ class ChatReply:
     finish_reason: str | None = None
 
 
-class OpenAIClient:
+class HttpClient:
+    """What every engine client shares: one httpx client that ignores proxy settings from the
+    environment, a timeout, and transport failures turned into EngineError."""
+
+    def __init__(self, base_url: str, *, timeout: float = 300.0, transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url
+        self.timeout = timeout
+        self._http = httpx.Client(
+            base_url=base_url,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            trust_env=False,
+            transport=transport,
+        )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException:
+            raise EngineError(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
+        except httpx.HTTPError as exc:
+            raise EngineError(f"transport error: {method} {self.base_url}{path}: {exc}") from None
+
+
+class OpenAIClient(HttpClient):
     def __init__(
         self,
         base_url: str,
@@ -38,24 +70,8 @@ class OpenAIClient:
         timeout: float = 300.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.base_url = _root(base_url)
+        super().__init__(_root(base_url), timeout=timeout, transport=transport)
         self.model = model
-        self.timeout = timeout
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            trust_env=False,
-            transport=transport,
-        )
-
-    def __enter__(self) -> "OpenAIClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
 
     def ping(self) -> None:
         """Check that the server answers at all (``GET /v1/models``); EngineError if not."""
@@ -89,16 +105,8 @@ class OpenAIClient:
         response = self._send("POST", "/v1/chat/completions", json=payload)
         seconds = time.monotonic() - started
         if response.status_code != 200:
-            raise EngineError(f"HTTP {response.status_code} from /v1/chat/completions: {_snippet(response.text)}")
+            raise EngineError(f"HTTP {response.status_code} from /v1/chat/completions: {snippet(response.text)}")
         return _parse_reply(response, seconds)
-
-    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            return self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException:
-            raise EngineError(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
-        except httpx.HTTPError as exc:
-            raise EngineError(f"transport error: {method} {self.base_url}{path}: {exc}") from None
 
 
 def _root(base_url: str) -> str:
@@ -112,7 +120,7 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         choice = body["choices"][0]
         content = choice["message"].get("content") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise EngineError(f"unreadable reply from /v1/chat/completions: {_snippet(response.text)}") from None
+        raise EngineError(f"unreadable reply from /v1/chat/completions: {snippet(response.text)}") from None
     return ChatReply(
         content=content,
         usage=body.get("usage") or {},
@@ -123,6 +131,6 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
     )
 
 
-def _snippet(text: str, limit: int = 300) -> str:
+def snippet(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."

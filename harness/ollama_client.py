@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from harness.client import ChatReply
+from harness.client import ChatReply, HttpClient, snippet
 from harness.errors import EngineError
 
 __all__ = ["ChatReply", "EngineError", "OllamaClient", "ollama_timings", "format_from_response_format"]
@@ -24,7 +24,7 @@ __all__ = ["ChatReply", "EngineError", "OllamaClient", "ollama_timings", "format
 NS = 1_000_000_000
 
 
-class OllamaClient:
+class OllamaClient(HttpClient):
     def __init__(
         self,
         base_url: str,
@@ -35,26 +35,10 @@ class OllamaClient:
         keep_alive: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url.strip().rstrip("/")
+        super().__init__(base_url.strip().rstrip("/"), timeout=timeout, transport=transport)
         self.model = model
-        self.timeout = timeout
         self.num_ctx = num_ctx
         self.keep_alive = keep_alive
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            trust_env=False,
-            transport=transport,
-        )
-
-    def __enter__(self) -> "OllamaClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
 
     def ping(self) -> None:
         """Check that the server answers (``GET /api/version``); EngineError if not."""
@@ -65,11 +49,11 @@ class OllamaClient:
     def version(self) -> str:
         response = self._send("GET", "/api/version")
         if response.status_code != 200:
-            raise EngineError(f"HTTP {response.status_code} from /api/version: {_snippet(response.text)}")
+            raise EngineError(f"HTTP {response.status_code} from /api/version: {snippet(response.text)}")
         try:
             return str(response.json()["version"])
         except (ValueError, KeyError, TypeError):
-            raise EngineError(f"unreadable reply from /api/version: {_snippet(response.text)}") from None
+            raise EngineError(f"unreadable reply from /api/version: {snippet(response.text)}") from None
 
     def chat(
         self,
@@ -99,16 +83,8 @@ class OllamaClient:
         response = self._send("POST", "/api/chat", json=payload)
         seconds = time.monotonic() - started
         if response.status_code != 200:
-            raise EngineError(f"HTTP {response.status_code} from /api/chat: {_snippet(response.text)}")
+            raise EngineError(f"HTTP {response.status_code} from /api/chat: {snippet(response.text)}")
         return _parse_reply(response, seconds)
-
-    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            return self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException:
-            raise EngineError(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
-        except httpx.HTTPError as exc:
-            raise EngineError(f"transport error: {method} {self.base_url}{path}: {exc}") from None
 
 
 def format_from_response_format(response_format: dict[str, Any] | None) -> dict[str, Any] | str | None:
@@ -158,9 +134,9 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         if not isinstance(content, str):
             raise TypeError("content is not text")
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise EngineError(f"unreadable reply from /api/chat: {_snippet(response.text)}") from None
+        raise EngineError(f"unreadable reply from /api/chat: {snippet(response.text)}") from None
     if body.get("error"):
-        raise EngineError(f"/api/chat error: {_snippet(str(body['error']))}")
+        raise EngineError(f"/api/chat error: {snippet(str(body['error']))}")
     prompt_tokens = int(body.get("prompt_eval_count") or 0)
     completion_tokens = int(body.get("eval_count") or 0)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
@@ -172,8 +148,3 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         raw=body,
         finish_reason=body.get("done_reason"),
     )
-
-
-def _snippet(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -89,6 +89,7 @@ class RunRecord(BaseModel):
     system: SystemDescription
     planned_cells: list[str]
     excluded_cells: dict[str, str]
+    shard: str | None = None
     started_at: str
     finished_at: str | None = None
     leaked_containers: list[str] = []

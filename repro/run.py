@@ -58,6 +58,7 @@ class RunOptions(BaseModel):
     out: Path = Path("results")
     resume: bool = False
     only: list[str] = []
+    shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
 
 
 class Prepared(BaseModel):
@@ -110,7 +111,7 @@ def prepare(options: RunOptions) -> Prepared:
     profile = profiles.get(options.profile)
     loaded = load_matrix(options.matrix, set(profiles.profiles))
     plan = make_plan(loaded, options.profile, profile)
-    cells = select_cells(plan, options.only)
+    cells = shard_cells(select_cells(plan, options.only), options.shard)
     engines = {c.engine.id: c.engine for c in cells}
     return Prepared(
         loaded=loaded,
@@ -137,16 +138,34 @@ def select_cells(plan: Plan, only: list[str]) -> list[Cell]:
     return [c for c in plan.cells if c.id in only]
 
 
+def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
+    """Round-robin over the plan's order: the same plan and n always give the same split."""
+    if shard is None:
+        return cells
+    index, count = shard
+    return [cell for position, cell in enumerate(cells) if position % count == index - 1]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+        raise BadInput(f"--shard {text}: expected i/n with 1 <= i <= n, e.g. 2/4")
+    return int(index), int(count)
+
+
 def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client) -> tuple[Path, RunRecord]:
     """A new run folder, or with --resume the latest unfinished run of the same matrix and profile."""
-    previous = find_resumable(options.out, prepared) if options.resume else None
+    shard_text = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
+    previous = find_resumable(options.out, prepared, shard_text) if options.resume else None
     if previous is not None:
         run_dir, record = previous
         change = source_change(record.source, source)
         if change:
             raise BadInput(f"cannot resume {run_dir.name}: {change} since it started; start a new run without --resume")
         return run_dir, record.model_copy(update={"status": "running", "finished_at": None})
-    run_id = f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}"
+    shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
+    run_id = f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}{shard}"
+    first_shard = options.shard is None or options.shard[0] == 1
     record = RunRecord(
         run_id=run_id,
         status="running",
@@ -156,7 +175,8 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
         source=source,
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
-        excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded},
+        excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
+        shard=f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
         started_at=utc_now(),
     )
     run_dir = options.out / run_id
@@ -176,7 +196,7 @@ def source_change(before: SourceState, now: SourceState) -> str | None:
     return None
 
 
-def find_resumable(out: Path, prepared: Prepared) -> tuple[Path, RunRecord] | None:
+def find_resumable(out: Path, prepared: Prepared, shard: str | None) -> tuple[Path, RunRecord] | None:
     if not out.is_dir():
         return None
     for run_dir in sorted((p for p in out.iterdir() if (p / "run.json").is_file()), reverse=True):
@@ -184,7 +204,7 @@ def find_resumable(out: Path, prepared: Prepared) -> tuple[Path, RunRecord] | No
             record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
         except ValueError:
             continue
-        same = record.matrix.sha256 == prepared.loaded.sha256 and record.profile == prepared.plan.profile
+        same = record.matrix.sha256 == prepared.loaded.sha256 and record.profile == prepared.plan.profile and record.shard == shard
         if same and set(c.id for c in prepared.cells) <= set(record.planned_cells):
             return run_dir, record
     return None

@@ -106,12 +106,14 @@ def run(
     out: Path = typer.Option(Path("results"), "--out", help="Results folder; the run goes to OUT/<run-id>/."),
     resume: bool = typer.Option(False, "--resume", help="Finish the latest unfinished run of this matrix and profile."),
     only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
+    shard: str = typer.Option(None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle."""
     from repro.progress import RunProgress
-    from repro.run import RunOptions, run_matrix
+    from repro.run import RunOptions, parse_shard, run_matrix
 
-    run_dir = run_matrix(RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only), RunProgress(console))
+    options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=parse_shard(shard) if shard else None)
+    run_dir = run_matrix(options, RunProgress(console))
     print_run_summary(run_dir)
 
 
