@@ -29,7 +29,7 @@ class RunProgress:
         self.passed: dict[str, int] = {}
 
     def start_run(self, run_id: str, run_dir: Path, cells: int) -> None:
-        self.console.print(f"[bold]run {run_id}[/] -> {run_dir}")
+        self.console.print(f"[bold]run {run_id}[/] -> {run_dir}", soft_wrap=True)
         self.bars.start()
         self.cells_task = self.bars.add_task("cells", total=cells)
 
@@ -39,10 +39,10 @@ class RunProgress:
             self.bars.advance(self.cells_task)
 
     def start_group(self, engine_id: str, model_id: str) -> None:
-        self.console.print(f"[bold]engine {engine_id}[/] with model [bold]{model_id}[/]: booting (sealed, network none)")
+        self.console.print(f"[bold]engine {engine_id}[/] with model [bold]{model_id}[/]: booting (sealed, network none)", soft_wrap=True)
 
     def engine_ready(self, seconds: float | None) -> None:
-        self.console.print(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin")
+        self.console.print(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin", soft_wrap=True)
 
     def gate(self, gate) -> None:
         colour = "green" if gate.passed else "yellow"
@@ -68,4 +68,4 @@ class RunProgress:
     def end_run(self, status: str) -> None:
         self.bars.stop()
         colour = "green" if status == "complete" else "red"
-        self.console.print(f"run [{colour}]{status}[/]")
+        self.console.print(f"run [{colour}]{status}[/]", soft_wrap=True)

@@ -196,6 +196,14 @@ def source_change(before: SourceState, now: SourceState) -> str | None:
     return None
 
 
+def source_at_end(started: SourceState) -> SourceState:
+    """The tree must stay as it was for the whole run: a change during the run makes it dirty."""
+    change = source_change(started, source_state())
+    if not change:
+        return started
+    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]})
+
+
 def find_resumable(out: Path, prepared: Prepared, shard: str | None) -> tuple[Path, RunRecord] | None:
     if not out.is_dir():
         return None
@@ -214,7 +222,7 @@ def finish_run(bundle: Bundle, record: RunRecord, out: Path) -> None:
     cleanup_run(record.run_id)
     leaks = leaked_containers(record.run_id)
     status = record.status if record.status != "running" else "failed"
-    record = record.model_copy(update={"status": status, "finished_at": utc_now(), "leaked_containers": leaks})
+    record = record.model_copy(update={"status": status, "finished_at": utc_now(), "leaked_containers": leaks, "source": source_at_end(record.source)})
     bundle.write_run(record)
     bundle.write_manifest()
     mark_latest(out, bundle.dir)

@@ -136,4 +136,4 @@ def print_run_summary(run_dir: Path) -> None:
         console.print(f"  [yellow]excluded[/] {cell_id}: {reason}", soft_wrap=True)
     if record.leaked_containers:
         console.print(f"  [red]containers left behind:[/] {', '.join(record.leaked_containers)}")
-    console.print(f"bundle: {run_dir}  (check it with: repro check {run_dir})")
+    console.print(f"bundle: {run_dir}  (check it with: repro check {run_dir})", soft_wrap=True)
