@@ -28,6 +28,9 @@ class RunProgress:
         self.cell_tasks: dict[str, int] = {}
         self.passed: dict[str, int] = {}
 
+    def note(self, text: str) -> None:
+        self.console.print(text, soft_wrap=True)
+
     def start_run(self, run_id: str, run_dir: Path, cells: int) -> None:
         self.console.print(f"[bold]run {run_id}[/] -> {run_dir}", soft_wrap=True)
         self.bars.start()

@@ -81,8 +81,12 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     prepared = prepare(options)
     client = get_client()
     source = source_state()
-    run_dir, record = open_run(options, prepared, source, client)
+    run_dir, record, resumed = open_run(options, prepared, source, client)
     bundle = Bundle(run_dir, Redactor())
+    if resumed:
+        progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
+    elif options.resume:
+        progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
     progress.start_run(record.run_id, run_dir, len(prepared.cells))
     try:
         selected = {c.id for c in prepared.cells}
@@ -153,16 +157,14 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
-def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client) -> tuple[Path, RunRecord]:
-    """A new run folder, or with --resume the latest unfinished run of the same matrix and profile."""
+def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client) -> tuple[Path, RunRecord, bool]:
+    """With --resume, the latest run of the same matrix, profile, shard and project source
+    (its complete, intact cells are kept); otherwise, or when there is none, a new run folder."""
     shard_text = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
-    previous = find_resumable(options.out, prepared, shard_text) if options.resume else None
+    previous = find_resumable(options.out, prepared, shard_text, source) if options.resume else None
     if previous is not None:
         run_dir, record = previous
-        change = source_change(record.source, source)
-        if change:
-            raise BadInput(f"cannot resume {run_dir.name}: {change} since it started; start a new run without --resume")
-        return run_dir, record.model_copy(update={"status": "running", "finished_at": None})
+        return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
     shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
     run_id = f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}{shard}"
     first_shard = options.shard is None or options.shard[0] == 1
@@ -182,7 +184,7 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     run_dir = options.out / run_id
     Bundle(run_dir, Redactor()).write_run(record)
     mark_latest(options.out, run_dir)
-    return run_dir, record
+    return run_dir, record, False
 
 
 def source_change(before: SourceState, now: SourceState) -> str | None:
@@ -204,7 +206,7 @@ def source_at_end(started: SourceState) -> SourceState:
     return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]})
 
 
-def find_resumable(out: Path, prepared: Prepared, shard: str | None) -> tuple[Path, RunRecord] | None:
+def find_resumable(out: Path, prepared: Prepared, shard: str | None, source: SourceState) -> tuple[Path, RunRecord] | None:
     if not out.is_dir():
         return None
     for run_dir in sorted((p for p in out.iterdir() if (p / "run.json").is_file()), reverse=True):
@@ -213,6 +215,7 @@ def find_resumable(out: Path, prepared: Prepared, shard: str | None) -> tuple[Pa
         except ValueError:
             continue
         same = record.matrix.sha256 == prepared.loaded.sha256 and record.profile == prepared.plan.profile and record.shard == shard
+        same = same and source_change(record.source, source) is None  # never mix results of two code states
         if same and set(c.id for c in prepared.cells) <= set(record.planned_cells):
             return run_dir, record
     return None

@@ -106,3 +106,11 @@ def test_profiles_describe_the_hardware():
     assert t4.accelerator_matches("Tesla T4") and not t4.accelerator_matches("NVIDIA L4")
     assert profiles["gpu-a100-80g"].accelerator_matches("NVIDIA A100-SXM4-80GB")
     assert profiles["cpu"].accelerator_matches(None)
+
+
+def test_unimplemented_protocols_are_listed_as_excluded(tmp_path, capsys):
+    path = tmp_path / "m.yaml"
+    path.write_text(SMOKE.read_text().replace("protocols: [json_schema]", "protocols: [json_schema, react]"))
+    plan = plan_json(capsys, str(path), "--profile", "cpu")
+    assert [c["protocol"] for c in plan["cells"]] == ["json_schema", "json_schema"]
+    assert {c["reason"] for c in plan["excluded"]} == {"protocol react is not implemented by this harness yet (implemented: json_schema)"}
