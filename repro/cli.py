@@ -11,6 +11,7 @@ from repro.commands import images as images_commands
 from repro.commands import matrix as matrix_commands
 from repro.commands import paper as paper_commands
 from repro.commands import results as results_commands
+from repro.commands import verify as verify_commands
 from repro.commands import models as models_commands
 from repro.commands import cleanup as cleanup_commands
 
@@ -44,3 +45,4 @@ app.command("cleanup")(cleanup_commands.cleanup)
 app.command("check")(check_commands.check)
 app.add_typer(paper_commands.app, name="paper")
 app.add_typer(results_commands.app, name="results")
+app.command("verify")(verify_commands.verify)

@@ -6,6 +6,7 @@ do cells excluded by the plan or the latency gate.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 from repro.check import RunVerdict, check_run, find_runs
 from repro.config import PROJECT_ROOT
 from repro.redact import Redactor
-from repro.results import atomic_write, load_cell
+from repro.results import atomic_write, load_cell, read_jsonl
 
 TEMPLATES = PROJECT_ROOT / "paper" / "templates"
 SAFETY_CATEGORY = "injection"
@@ -28,6 +29,9 @@ class Interval(BaseModel):
 
 class TableRow(BaseModel):
     model: str
+    model_sha256: str
+    engine_id: str
+    engine_identity: str
     family: str
     quant: str
     file_size_mb: float
@@ -39,6 +43,11 @@ class TableRow(BaseModel):
     total: int
     interval: Interval
     by_category: dict[str, tuple[int, int]]
+    scenarios: dict[str, list[bool]] = {}  # scenario id -> passed, one entry per repeat
+
+    @property
+    def key(self) -> str:
+        return f"{self.model} / {self.engine_id} / {self.protocol} / {self.suite}"
 
 
 class Exclusion(BaseModel):
@@ -78,16 +87,22 @@ def collect(paths: list[Path], redactor: Redactor | None = None) -> PaperTables:
             if cell.verdict != "VALID":
                 exclusions.append(Exclusion(cell_id=cell.cell_id, verdict=cell.verdict, reasons=cell.reasons))
                 continue
-            record = load_cell(run_dir / "cells" / cell.cell_id)
+            cell_dir = run_dir / "cells" / cell.cell_id
+            record = load_cell(cell_dir)
             key = (record.cell.model.id, record.cell.engine.id, record.cell.protocol, record.cell.suite.id)
-            groups.setdefault(key, []).append(record)
+            groups.setdefault(key, []).append((record, cell_dir))
     rows = [_row(records) for records in groups.values()]
     categories = sorted({c for row in rows for c in row.by_category} - {SAFETY_CATEGORY})
     return PaperTables(rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=[r.run_id for _, r in verdicts])
 
 
-def _row(records: list) -> TableRow:
+def _row(entries: list) -> TableRow:
+    records = [record for record, _ in sorted(entries, key=lambda entry: entry[0].cell.repeat)]
     first = records[0].cell
+    scenarios: dict[str, list[bool]] = {}
+    for _, cell_dir in sorted(entries, key=lambda entry: entry[0].cell.repeat):
+        for row in read_jsonl(cell_dir / "scenarios.jsonl"):
+            scenarios.setdefault(row["id"], []).append(bool(row.get("passed")))
     passed = sum(r.summary.passed for r in records)
     total = sum(r.summary.total for r in records)
     by_category: dict[str, list[int]] = {}
@@ -98,6 +113,9 @@ def _row(records: list) -> TableRow:
             counts[1] += n
     return TableRow(
         model=first.model.id,
+        model_sha256=first.model.sha256,
+        engine_id=first.engine.id,
+        engine_identity=first.engine.expected_identity(),
         family=first.model.family,
         quant=first.model.quant,
         file_size_mb=round(first.model.file_size / 1024**2, 1),
@@ -109,6 +127,7 @@ def _row(records: list) -> TableRow:
         total=total,
         interval=wilson(passed, total),
         by_category={k: (v[0], v[1]) for k, v in by_category.items()},
+        scenarios=dict(sorted(scenarios.items())),
     )
 
 
@@ -138,4 +157,6 @@ def render(tables: PaperTables, out_dir: Path) -> list[Path]:
         text = environment.get_template(template).render(t=tables)
         atomic_write(out_dir / name, text.encode())
         written.append(out_dir / name)
-    return written
+    data = tables.model_dump(mode="json")  # the numbers themselves, for `repro verify`
+    atomic_write(out_dir / "results.json", (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
+    return written + [out_dir / "results.json"]

@@ -136,6 +136,13 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
         assert outcome(cell_dir) == outcome(baseline[name]), name
     assert run_repro(snapshot, canary_home, "check", str(run_dir)).returncode == 0
 
+    # the interrupted-then-resumed rerun reproduces the first run's published numbers exactly
+    paper = snapshot / "results" / "paper"
+    assert run_repro(snapshot, canary_home, "paper", "render", str(e2e_run), "--out", str(paper)).returncode == 0
+    verified = run_repro(snapshot, canary_home, "verify", str(run_dir), "--published", str(paper / "results.json"))
+    assert verified.returncode == 0, verified.stdout
+    assert "2 of 2 rows reproduced" in verified.stdout
+
 
 def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref, llama_image_ref):
     matrix = e2e_matrix("  - id: one\n    path: scenarios\n    ids: [notes-001]")

@@ -64,7 +64,7 @@ def test_leftover_host_path_is_invalid(tmp_path):
 
 def test_cli_exit_codes(tmp_path, capsys):
     run = write_bundle(tmp_path / "run1")
-    assert main(["check", str(run), "--json"]) in (0, 1)  # this host's identity is also checked
+    assert main(["check", str(run), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out[0]["run_id"] == "run1"
     (run / "MANIFEST.sha256").unlink()
