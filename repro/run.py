@@ -117,6 +117,8 @@ def prepare(options: RunOptions) -> Prepared:
     plan = make_plan(loaded, options.profile, profile)
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     engines = {c.engine.id: c.engine for c in cells}
+    models = {c.model.id: c.model for c in cells}
+    suites = {c.suite.id: c.suite for c in cells}
     return Prepared(
         loaded=loaded,
         plan=plan,
@@ -124,8 +126,8 @@ def prepare(options: RunOptions) -> Prepared:
         cells=cells,
         harness=harness_image(),
         engines={eid: engine_image(spec, profile.engine_variant) for eid, spec in engines.items()},
-        models={c.model.id: model_path(c.model) for c in cells},
-        suites={c.suite.id: select(c.suite) for c in cells},
+        models={model_id: model_path(spec) for model_id, spec in models.items()},
+        suites={suite_id: select(spec) for suite_id, spec in suites.items()},
     )
 
 
