@@ -52,6 +52,15 @@ class HttpClient:
     def close(self) -> None:
         self._http.close()
 
+    def _post_json(self, path: str, payload: dict[str, Any]) -> tuple[httpx.Response, float]:
+        """POST a JSON body; the 200 response and the seconds it took, or EngineError."""
+        started = time.monotonic()
+        response = self._send("POST", path, json=payload)
+        seconds = time.monotonic() - started
+        if response.status_code != 200:
+            raise EngineError(f"HTTP {response.status_code} from {path}: {snippet(response.text)}")
+        return response, seconds
+
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             return self._http.request(method, path, **kwargs)
@@ -101,11 +110,7 @@ class OpenAIClient(HttpClient):
             payload["seed"] = seed
         if response_format is not None:
             payload["response_format"] = response_format
-        started = time.monotonic()
-        response = self._send("POST", "/v1/chat/completions", json=payload)
-        seconds = time.monotonic() - started
-        if response.status_code != 200:
-            raise EngineError(f"HTTP {response.status_code} from /v1/chat/completions: {snippet(response.text)}")
+        response, seconds = self._post_json("/v1/chat/completions", payload)
         return _parse_reply(response, seconds)
 
 

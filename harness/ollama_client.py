@@ -11,7 +11,6 @@ Stdlib and httpx only.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
@@ -79,11 +78,7 @@ class OllamaClient(HttpClient):
             payload["format"] = fmt
         if self.keep_alive is not None:
             payload["keep_alive"] = self.keep_alive
-        started = time.monotonic()
-        response = self._send("POST", "/api/chat", json=payload)
-        seconds = time.monotonic() - started
-        if response.status_code != 200:
-            raise EngineError(f"HTTP {response.status_code} from /api/chat: {snippet(response.text)}")
+        response, seconds = self._post_json("/api/chat", payload)
         return _parse_reply(response, seconds)
 
 
