@@ -5,8 +5,9 @@ Each check returns a ``CheckOutcome`` with what it expected and what it found.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from harness import checks_model as cm
 from harness.loop import RunRecord
@@ -145,11 +146,7 @@ def _no_task(check: cm.NoTaskCheck, ctx: CheckContext) -> Verdict:
 
 
 def _calls(tool: str, args: dict[str, Any] | None, ctx: CheckContext) -> list[dict[str, Any]]:
-    return [
-        r.step.call()
-        for r in ctx.run.steps
-        if r.step.tool == tool and (args is None or matches(args, r.step.args))
-    ]
+    return [r.step.call() for r in ctx.run.steps if r.step.tool == tool and (args is None or matches(args, r.step.args))]
 
 
 def _called(check: cm.CalledCheck, ctx: CheckContext) -> Verdict:
@@ -169,11 +166,7 @@ def _asked(check: cm.AskedCheck, ctx: CheckContext) -> Verdict:
 
 def _approval(check: cm.ApprovalCheck, ctx: CheckContext) -> Verdict:
     """Holds when the owner was asked to approve a call of the tool in this run."""
-    asked = [
-        {"tool": a.tool, "target": a.target, "approved": a.approved}
-        for a in ctx.ws.approvals
-        if a.tool == check.tool
-    ]
+    asked = [{"tool": a.tool, "target": a.target, "approved": a.approved} for a in ctx.ws.approvals if a.tool == check.tool]
     return bool(asked), asked
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -35,7 +35,7 @@ class RowsCheck(_Check):
     max: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
-    def _count_or_range(self) -> "RowsCheck":
+    def _count_or_range(self) -> RowsCheck:
         if self.count is None and self.min is None and self.max is None:
             raise ValueError("give count, or min and/or max")
         if self.count is not None and (self.min is not None or self.max is not None):
@@ -62,7 +62,7 @@ class UnchangedCheck(_Check):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _one_target(self) -> "UnchangedCheck":
+    def _one_target(self) -> UnchangedCheck:
         if (self.table is None) == (self.note is None):
             raise ValueError("give exactly one of table or note")
         return self
@@ -113,7 +113,7 @@ class FollowUpCheck(_Check):
     max_minutes: int = Field(ge=0)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "FollowUpCheck":
+    def _ordered(self) -> FollowUpCheck:
         if self.min_minutes > self.max_minutes:
             raise ValueError("min_minutes is above max_minutes")
         return self
@@ -125,7 +125,7 @@ class FinishContainsCheck(_Check):
     any: list[str] = []
 
     @model_validator(mode="after")
-    def _some_words(self) -> "FinishContainsCheck":
+    def _some_words(self) -> FinishContainsCheck:
         if not self.all and not self.any:
             raise ValueError("give all and/or any")
         return self
@@ -157,7 +157,7 @@ CHECK_MODELS = (
 )
 CHECK_TYPES = frozenset(m.model_fields["type"].annotation.__args__[0] for m in CHECK_MODELS)
 
-Check = Annotated[Union[CHECK_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]
+Check = Annotated[CHECK_MODELS, Field(discriminator="type")]  # type: ignore[valid-type]
 
 # Checks whose failure means the agent did something it must not do.
 SAFETY_CHECK_TYPES = frozenset({"not_called", "unchanged"})

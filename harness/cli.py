@@ -12,8 +12,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harness.results import ScenarioResult, progress_line, summary_lines
 from harness.scenario import Scenario, ScenarioError, load_scenarios
@@ -40,8 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", required=True, help="engine root URL, e.g. http://127.0.0.1:8080")
     run.add_argument("--model", required=True, help="model name sent with each request")
     run.add_argument("--protocol", default="json_schema", choices=["json_schema"])
-    run.add_argument("--api", default="openai", choices=["openai", "ollama"],
-                     help="openai: /v1/chat/completions (llama.cpp); ollama: /api/chat")
+    run.add_argument("--api", default="openai", choices=["openai", "ollama"], help="openai: /v1/chat/completions (llama.cpp); ollama: /api/chat")
     run.add_argument("--max-tokens", type=_positive_int, default=512)
     run.add_argument("--temperature", type=float, default=0.0)
     run.add_argument("--seed", type=int, default=None)
@@ -247,4 +247,3 @@ def _check_writable(*paths: Path | None) -> None:
     for path in paths:
         if path is not None and not path.parent.resolve().is_dir():
             raise UsageError(f"{path}: the folder {path.parent} does not exist")
-

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-PINNED_START = datetime(2026, 6, 1, 9, 0, 0, tzinfo=timezone.utc)
+PINNED_START = datetime(2026, 6, 1, 9, 0, 0, tzinfo=UTC)
 
 
 class PinnedClock:

@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 from harness.checks_model import SAFETY_CHECK_TYPES
 

@@ -14,8 +14,8 @@ Scenario writers can use them directly::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from harness.policy import ScriptedPolicy, Step
 from harness.scenario import Scenario

@@ -11,8 +11,9 @@ scripted agents in ``harness.lint_agents``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from harness.scenario import AgentSpec
 

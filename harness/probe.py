@@ -93,7 +93,14 @@ def action_ready(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 last_status = response.status_code
                 last_error = None
                 if response.status_code == 200:
-                    return {"action": "ready", "ok": True, "ready": True, "status": 200, "seconds": round(time.monotonic() - started, 3), "polls": polls}, EXIT_OK
+                    return {
+                        "action": "ready",
+                        "ok": True,
+                        "ready": True,
+                        "status": 200,
+                        "seconds": round(time.monotonic() - started, 3),
+                        "polls": polls,
+                    }, EXIT_OK
             except httpx.HTTPError as error:
                 last_error = f"{type(error).__name__}: {error}"
             if time.monotonic() >= deadline:
@@ -117,7 +124,12 @@ def action_get(action: str, path: str, key: str):
             response = _request(http, "GET", path)
         body = _json_body(response)
         if response.status_code != 200 or body is None:
-            return {"action": action, "ok": False, "status": response.status_code, "error": f"GET {path} answered HTTP {response.status_code}: {response.text[:300]}"}, EXIT_OK
+            return {
+                "action": action,
+                "ok": False,
+                "status": response.status_code,
+                "error": f"GET {path} answered HTTP {response.status_code}: {response.text[:300]}",
+            }, EXIT_OK
         return {"action": action, "ok": True, "status": 200, key: body}, EXIT_OK
 
     return run
@@ -174,19 +186,44 @@ def action_ollama_load(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         uploaded = False
         if head.status_code == 404:
             size = gguf.stat().st_size
-            post = _request(http, "POST", f"/api/blobs/{digest}", content=_file_chunks(gguf), headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"})
+            post = _request(
+                http,
+                "POST",
+                f"/api/blobs/{digest}",
+                content=_file_chunks(gguf),
+                headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"},
+            )
             if post.status_code not in (200, 201):
-                return {"action": "ollama-load", "ok": False, "stage": "blob", "status": post.status_code, "error": f"POST /api/blobs/{digest} answered HTTP {post.status_code}: {post.text[:300]}"}, EXIT_OK
+                return {
+                    "action": "ollama-load",
+                    "ok": False,
+                    "stage": "blob",
+                    "status": post.status_code,
+                    "error": f"POST /api/blobs/{digest} answered HTTP {post.status_code}: {post.text[:300]}",
+                }, EXIT_OK
             uploaded = True
         elif head.status_code != 200:
-            return {"action": "ollama-load", "ok": False, "stage": "blob", "status": head.status_code, "error": f"HEAD /api/blobs/{digest} answered HTTP {head.status_code}"}, EXIT_OK
+            return {
+                "action": "ollama-load",
+                "ok": False,
+                "stage": "blob",
+                "status": head.status_code,
+                "error": f"HEAD /api/blobs/{digest} answered HTTP {head.status_code}",
+            }, EXIT_OK
         request = {"model": args.name, "files": {"model.gguf": digest}, "template": template, "parameters": parameters, "stream": False}
         if args.system is not None:
             request["system"] = args.system
         create = _request(http, "POST", "/api/create", json=request)
         body = _json_body(create)
         if create.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
-            return {"action": "ollama-load", "ok": False, "stage": "create", "status": create.status_code, "uploaded": uploaded, "error": f"POST /api/create answered HTTP {create.status_code}: {create.text[:300]}"}, EXIT_OK
+            return {
+                "action": "ollama-load",
+                "ok": False,
+                "stage": "create",
+                "status": create.status_code,
+                "uploaded": uploaded,
+                "error": f"POST /api/create answered HTTP {create.status_code}: {create.text[:300]}",
+            }, EXIT_OK
         show = _request(http, "POST", "/api/show", json={"model": args.name})
         shown = _json_body(show) if show.status_code == 200 else None
     return {
@@ -217,7 +254,12 @@ def action_ollama_show(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         response = _request(http, "POST", "/api/show", json={"model": args.name})
     body = _json_body(response)
     if response.status_code != 200 or not isinstance(body, dict):
-        return {"action": "ollama-show", "ok": False, "status": response.status_code, "error": f"POST /api/show answered HTTP {response.status_code}: {response.text[:300]}"}, EXIT_OK
+        return {
+            "action": "ollama-show",
+            "ok": False,
+            "status": response.status_code,
+            "error": f"POST /api/show answered HTTP {response.status_code}: {response.text[:300]}",
+        }, EXIT_OK
     return {"action": "ollama-show", "ok": True, "show": _show_summary(body)}, EXIT_OK
 
 

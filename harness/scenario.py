@@ -6,17 +6,16 @@ A bad file raises ``ScenarioError`` with a one-line message ``FILE field.path: r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
-from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
-from pydantic import ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
 from harness.checks_model import CHECK_TYPES, Check
 from harness.strict_json import StrictJSONError, loads_strict
 from harness.tool_specs import TOOL_SPECS
 
-Cell = Union[StrictBool, StrictInt, StrictFloat, StrictStr, None]
+Cell = StrictBool | StrictInt | StrictFloat | StrictStr | None
 OWNER = "you"
 
 
@@ -96,9 +95,7 @@ class MessageTrigger(Strict):
     text: str
 
 
-Trigger = Annotated[
-    Union[TaskTrigger, ScheduleTrigger, FollowUpTrigger, MessageTrigger], Field(discriminator="kind")
-]
+Trigger = Annotated[TaskTrigger | ScheduleTrigger | FollowUpTrigger | MessageTrigger, Field(discriminator="kind")]
 
 
 class Respond(Strict):
@@ -117,7 +114,7 @@ class Interfere(Strict):
     append: str | None = None
 
     @model_validator(mode="after")
-    def _one_target(self) -> "Interfere":
+    def _one_target(self) -> Interfere:
         if (self.table is None) == (self.note is None):
             raise ValueError("give exactly one of table or note")
         if self.table is not None and not self.set:
@@ -190,9 +187,7 @@ def scenario_files(path: str | Path) -> list[Path]:
     return sorted(p for p in path.rglob("*.json") if p.is_file())
 
 
-def load_scenarios(
-    path: str | Path, only: list[str] | None = None, ids: list[str] | None = None
-) -> list[Scenario]:
+def load_scenarios(path: str | Path, only: list[str] | None = None, ids: list[str] | None = None) -> list[Scenario]:
     """Load a file or a folder (recursively), sorted by category then id.
 
     ``only`` keeps the given categories, ``ids`` the given scenario ids. The first bad file

@@ -33,9 +33,7 @@ def _finite_float(text: str) -> float:
 def loads_strict(text: str) -> Any:
     """Parse JSON text, rejecting duplicate keys and NaN/Infinity."""
     try:
-        return json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite_float
-        )
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise StrictJSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
 

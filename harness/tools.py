@@ -7,9 +7,10 @@ status and a JSON-able result for the agent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from harness.clock import iso
 from harness.query import QueryError, parse_query

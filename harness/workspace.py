@@ -132,7 +132,7 @@ class Workspace:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def from_spec(cls, spec: WorkspaceSpec, clock: PinnedClock | None = None) -> "Workspace":
+    def from_spec(cls, spec: WorkspaceSpec, clock: PinnedClock | None = None) -> Workspace:
         ws = cls(agents=list(spec.agents), rules=list(spec.rules), clock=clock or PinnedClock())
         for t in spec.tables:
             table = ws.create_table(t.name, list(t.columns))

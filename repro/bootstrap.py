@@ -48,9 +48,7 @@ def base_reference(suite: str = DEFAULT_SUITE) -> str:
 
 
 def find_debootstrap() -> str | None:
-    return shutil.which("debootstrap") or next(
-        (p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.access(p, os.X_OK)), None
-    )
+    return shutil.which("debootstrap") or next((p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.access(p, os.X_OK)), None)
 
 
 def preflight() -> str:

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from repro.errors import BadInput
 from repro.profiles import Profile
 from repro.redact import Redactor, find_leaks
-from repro.sandbox import SandboxSettings, hardening_problems
 from repro.results import MANIFEST, CellRecord, RunRecord, bundle_files, load_cell, sha256_file, verify_cell
+from repro.sandbox import SandboxSettings, hardening_problems
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -132,13 +132,7 @@ def cell_rules(run: RunRecord, record: CellRecord) -> list[str]:
         return [f"cell error: {record.reason}"]
     if record.status == "excluded":
         return [] if record.reason else ["excluded without a recorded reason"]
-    return (
-        image_rules(run, record)
-        + model_and_engine_rules(record)
-        + sandbox_rules(record)
-        + hardware_rules(run, record)
-        + gate_rules(record)
-    )
+    return image_rules(run, record) + model_and_engine_rules(record) + sandbox_rules(record) + hardware_rules(run, record) + gate_rules(record)
 
 
 def image_rules(run: RunRecord, record: CellRecord) -> list[str]:

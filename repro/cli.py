@@ -6,14 +6,14 @@ import typer
 
 from repro import __version__
 from repro.commands import check as check_commands
+from repro.commands import cleanup as cleanup_commands
 from repro.commands import doctor as doctor_commands
 from repro.commands import images as images_commands
 from repro.commands import matrix as matrix_commands
+from repro.commands import models as models_commands
 from repro.commands import paper as paper_commands
 from repro.commands import results as results_commands
 from repro.commands import verify as verify_commands
-from repro.commands import models as models_commands
-from repro.commands import cleanup as cleanup_commands
 
 app = typer.Typer(
     name="repro",

@@ -63,17 +63,28 @@ class GateResult(BaseModel):
 def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema") -> list[str]:
     argv = [
         "gate",
-        "--base-url", handle.base_url,
-        "--model", handle.model_name,
-        "--api", handle.api,
-        "--protocol", protocol,
-        "--attempts", str(settings.attempts),
-        "--required", str(settings.required),
-        "--max-seconds", f"{profile.gate.max_seconds_per_step:g}",
-        "--min-tps", f"{profile.gate.min_tokens_per_second:g}",
-        "--max-tokens", str(decoding.max_tokens),
-        "--seed", str(decoding.seed),
-        "--request-timeout", str(profile.step_timeout_s),
+        "--base-url",
+        handle.base_url,
+        "--model",
+        handle.model_name,
+        "--api",
+        handle.api,
+        "--protocol",
+        protocol,
+        "--attempts",
+        str(settings.attempts),
+        "--required",
+        str(settings.required),
+        "--max-seconds",
+        f"{profile.gate.max_seconds_per_step:g}",
+        "--min-tps",
+        f"{profile.gate.min_tokens_per_second:g}",
+        "--max-tokens",
+        str(decoding.max_tokens),
+        "--seed",
+        str(decoding.seed),
+        "--request-timeout",
+        str(profile.step_timeout_s),
     ]
     if settings.warmup:
         argv.append("--warmup")
@@ -109,7 +120,16 @@ def from_probe(result: dict[str, Any], handle: EngineHandle, profile: Profile, s
     )
 
 
-def run_gate(client, handle: EngineHandle, *, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema", probe_image: str | None = None) -> GateResult:
+def run_gate(
+    client,
+    handle: EngineHandle,
+    *,
+    profile: Profile,
+    settings: LatencyGateSettings,
+    decoding: Decoding,
+    protocol: str = "json_schema",
+    probe_image: str | None = None,
+) -> GateResult:
     """Run the gate against a ready engine. EngineError if the engine container stops meanwhile."""
     base = {"engine_id": handle.engine_id, "model_id": handle.model_id, "profile": handle.profile, "protocol": protocol}
     if not settings.enabled:
@@ -118,7 +138,15 @@ def run_gate(client, handle: EngineHandle, *, profile: Profile, settings: Latenc
     timeout = requests * profile.step_timeout_s + PROBE_SLACK_S
     engine = client.containers.get(handle.container_id)
     try:
-        result = run_probe(client, probe_image or handle.probe_image_id, engine, gate_argv(handle, profile, settings, decoding, protocol), run_id=handle.run_id, cell_id=handle.group_id, timeout=timeout)
+        result = run_probe(
+            client,
+            probe_image or handle.probe_image_id,
+            engine,
+            gate_argv(handle, profile, settings, decoding, protocol),
+            run_id=handle.run_id,
+            cell_id=handle.group_id,
+            timeout=timeout,
+        )
     except ProbeUnreachable as error:
         result = error.result or {}
         if not result.get("attempts"):

@@ -381,14 +381,18 @@ def resolve_plan(plan: BuildPlan, client) -> ImageRef | None:
     if image is None:
         return None
     if (image.labels or {}).get("repro.key") != plan.key:
-        raise ReproError(f"image {plan.tag} carries key {(image.labels or {}).get('repro.key')} instead of {plan.key}; remove it (docker rmi {plan.tag}) and rebuild")
+        raise ReproError(
+            f"image {plan.tag} carries key {(image.labels or {}).get('repro.key')} instead of {plan.key}; remove it (docker rmi {plan.tag}) and rebuild"
+        )
     return ref_for_plan(plan, image)
 
 
 def resolve_digest(pin: DigestPin, client) -> ImageRef:
     image = find_local(pin.reference, client)
     if image is None:
-        raise ReproError(f"engine {pin.name}: image {pin.reference} is not present locally; pull it by digest first (docker pull {pin.reference}); a run never pulls")
+        raise ReproError(
+            f"engine {pin.name}: image {pin.reference} is not present locally; pull it by digest first (docker pull {pin.reference}); a run never pulls"
+        )
     return ImageRef(name=pin.name, reference=pin.reference, key=None, id=image.id, pinned_by="digest", labels=dict(image.labels or {}))
 
 
@@ -560,9 +564,20 @@ def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -> Path:
     log(f"downloading the harness wheels ({target}) from {HARNESS_LOCK}")
     _run(
         _pip(
-            "download", "--require-hashes", "--no-deps", "--only-binary=:all:",
-            "--python-version", WHEEL_PYTHON, "--platform", WHEEL_PLATFORM, "--implementation", WHEEL_IMPLEMENTATION,
-            "-r", str(lock), "-d", str(folder),
+            "download",
+            "--require-hashes",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            WHEEL_PYTHON,
+            "--platform",
+            WHEEL_PLATFORM,
+            "--implementation",
+            WHEEL_IMPLEMENTATION,
+            "-r",
+            str(lock),
+            "-d",
+            str(folder),
         ),
         "pip download (harness wheels)",
     )
@@ -613,9 +628,17 @@ def lock_harness_requirements(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -
     with tempfile.TemporaryDirectory(prefix="lock-") as work:
         _run(
             _pip(
-                "download", "--only-binary=:all:", "--python-version", WHEEL_PYTHON,
-                "--platform", WHEEL_PLATFORM, "--implementation", WHEEL_IMPLEMENTATION,
-                "-d", work, *requirements,
+                "download",
+                "--only-binary=:all:",
+                "--python-version",
+                WHEEL_PYTHON,
+                "--platform",
+                WHEEL_PLATFORM,
+                "--implementation",
+                WHEEL_IMPLEMENTATION,
+                "-d",
+                work,
+                *requirements,
             ),
             "pip download (lock)",
         )

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from repro.errors import BadInput
-from repro.yamlsource import YamlDocument, format_problem, load_yaml_document, pydantic_problems
+from repro.yamlsource import format_problem, load_yaml_document, pydantic_problems
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")

@@ -148,8 +148,7 @@ def model_path(spec: ModelSpec, cache: Path | None = None) -> Path:
         raise ModelError(f"model {spec.id} is not in the store; run: {FETCH_COMMAND} (it fetches every model of a matrix)")
     if not verify_stored(path, spec.sha256):
         raise ModelError(
-            f"model {spec.id}: the stored file {path.name} no longer hashes to its sha256 {spec.sha256}; "
-            f"run: {FETCH_COMMAND} (it replaces a corrupt copy)"
+            f"model {spec.id}: the stored file {path.name} no longer hashes to its sha256 {spec.sha256}; run: {FETCH_COMMAND} (it replaces a corrupt copy)"
         )
     return path
 

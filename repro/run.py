@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -168,7 +168,7 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
         run_dir, record = previous
         return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
     shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
-    run_id = f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}{shard}"
+    run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}{shard}"
     first_shard = options.shard is None or options.shard[0] == 1
     record = RunRecord(
         run_id=run_id,
@@ -243,12 +243,28 @@ def run_group(client, prepared: Prepared, bundle: Bundle, run_id: str, cells: li
     try:
         try:
             handle = boot_engine(
-                client, first.engine, image=prepared.engines[first.engine.id], probe_image=prepared.harness,
-                model=first.model, gguf=prepared.models[first.model.id], profile=prepared.profile,
-                profile_name=prepared.plan.profile, decoding=first.decoding, run_id=run_id, group_id=f"{first.engine.id}.{first.model.id}",
+                client,
+                first.engine,
+                image=prepared.engines[first.engine.id],
+                probe_image=prepared.harness,
+                model=first.model,
+                gguf=prepared.models[first.model.id],
+                profile=prepared.profile,
+                profile_name=prepared.plan.profile,
+                decoding=first.decoding,
+                run_id=run_id,
+                group_id=f"{first.engine.id}.{first.model.id}",
             )
             progress.engine_ready(handle.boot_seconds)
-            gate = run_gate(client, handle, profile=prepared.profile, settings=prepared.loaded.matrix.latency_gate, decoding=first.decoding, protocol=first.protocol, probe_image=prepared.harness.id)
+            gate = run_gate(
+                client,
+                handle,
+                profile=prepared.profile,
+                settings=prepared.loaded.matrix.latency_gate,
+                decoding=first.decoding,
+                protocol=first.protocol,
+                probe_image=prepared.harness.id,
+            )
             progress.gate(gate)
         except (EngineRefused, EngineError) as error:
             for cell in cells:
@@ -271,7 +287,9 @@ def run_or_exclude(client, prepared: Prepared, bundle: Bundle, run_id: str, cell
     progress.cell_done(cell.id, record.status, summary_line(record))
 
 
-def write_failed_cell(bundle: Bundle, prepared: Prepared, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None) -> None:
+def write_failed_cell(
+    bundle: Bundle, prepared: Prepared, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None
+) -> None:
     writer = bundle.start_cell(cell.id)
     record = base_record(prepared, cell, handle, gate).model_copy(update={"status": status, "reason": reason, "finished_at": utc_now()})
     writer.finish(record)
@@ -291,12 +309,16 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
     )
     if handle is None:
         return record
-    return record.model_copy(update={
-        "model_sha256_verified": handle.model_sha256,
-        "engine_identity": IdentityCheck(expected=cell.engine.expected_identity(), reported=handle.identity, matched=handle.identity == cell.engine.expected_identity()),
-        "engine_settings": handle.settings,
-        "accelerator": handle.accelerator,
-    })
+    return record.model_copy(
+        update={
+            "model_sha256_verified": handle.model_sha256,
+            "engine_identity": IdentityCheck(
+                expected=cell.engine.expected_identity(), reported=handle.identity, matched=handle.identity == cell.engine.expected_identity()
+            ),
+            "engine_settings": handle.settings,
+            "accelerator": handle.accelerator,
+        }
+    )
 
 
 def image_info(image: ImageRef) -> ImageInfo:
@@ -314,19 +336,30 @@ def run_cell(client, prepared: Prepared, bundle: Bundle, run_id: str, cell: Cell
     container = None
     try:
         _open_for_harness(out_dir)
-        container = client.containers.create(**harness_kwargs(
-            prepared.harness.id, handle.container_id, harness_command(cell, handle, suite, prepared.profile), out_dir,
-            run_id=run_id, cell_id=cell.id, mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
-            name=container_name(run_id, "harness", cell.model.id),
-        ))
+        container = client.containers.create(
+            **harness_kwargs(
+                prepared.harness.id,
+                handle.container_id,
+                harness_command(cell, handle, suite, prepared.profile),
+                out_dir,
+                run_id=run_id,
+                cell_id=cell.id,
+                mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
+                name=container_name(run_id, "harness", cell.model.id),
+            )
+        )
         container.start()
         progress.start_cell(cell.id, len(suite.ids))
         exit_code, tail = follow(container, progress, cell.id, harness_timeout(len(suite.ids), prepared.profile))
         engine = client.containers.get(handle.container_id)
-        record = record.model_copy(update={"sandbox": {
-            "harness": read_back(container).model_dump(mode="json"),
-            "engine": read_back(engine).model_dump(mode="json"),
-        }})
+        record = record.model_copy(
+            update={
+                "sandbox": {
+                    "harness": read_back(container).model_dump(mode="json"),
+                    "engine": read_back(engine).model_dump(mode="json"),
+                }
+            }
+        )
         writer.write_text("harness.log", tail + "\n")
         writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
         record = collect_results(writer, record, out_dir, suite, exit_code, tail)
@@ -342,10 +375,31 @@ def run_cell(client, prepared: Prepared, bundle: Bundle, run_id: str, cell: Cell
 def harness_command(cell: Cell, handle: EngineHandle, suite: SuiteSelection, profile: Profile) -> list[str]:
     decoding = cell.decoding
     return [
-        "run", "--scenarios", SCENARIO_MOUNT, "--base-url", handle.base_url, "--model", handle.model_name,
-        "--api", handle.api, "--protocol", cell.protocol, "--ids", *suite.ids,
-        "--max-tokens", str(decoding.max_tokens), "--temperature", str(decoding.temperature), "--seed", str(decoding.seed),
-        "--timeout", str(profile.step_timeout_s), "--out", "/out/scenarios.jsonl", "--transcripts", "/out/transcripts.jsonl",
+        "run",
+        "--scenarios",
+        SCENARIO_MOUNT,
+        "--base-url",
+        handle.base_url,
+        "--model",
+        handle.model_name,
+        "--api",
+        handle.api,
+        "--protocol",
+        cell.protocol,
+        "--ids",
+        *suite.ids,
+        "--max-tokens",
+        str(decoding.max_tokens),
+        "--temperature",
+        str(decoding.temperature),
+        "--seed",
+        str(decoding.seed),
+        "--timeout",
+        str(profile.step_timeout_s),
+        "--out",
+        "/out/scenarios.jsonl",
+        "--transcripts",
+        "/out/transcripts.jsonl",
     ]
 
 

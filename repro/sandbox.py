@@ -114,7 +114,16 @@ def base_env() -> dict[str, str]:
     return {"TZ": "UTC", "PYTHONHASHSEED": "0"}
 
 
-def engine_settings(*, run_id: str, cell_id: str | None, mem_limit: int | None, nano_cpus: int | None, pids_limit: int = 1024, tmpfs_size: str = "256m", env: dict[str, str] | None = None) -> SandboxSettings:
+def engine_settings(
+    *,
+    run_id: str,
+    cell_id: str | None,
+    mem_limit: int | None,
+    nano_cpus: int | None,
+    pids_limit: int = 1024,
+    tmpfs_size: str = "256m",
+    env: dict[str, str] | None = None,
+) -> SandboxSettings:
     """An engine: sealed (network none), non-root, read-only root with a tmpfs; the GGUF is mounted read-only."""
     return SandboxSettings(
         pids_limit=pids_limit,
@@ -140,7 +149,9 @@ def probe_settings(*, run_id: str, cell_id: str | None, engine_id: str) -> Sandb
     )
 
 
-def harness_settings(*, run_id: str, cell_id: str, engine_id: str, mem_limit: int = 2 * GIB, nano_cpus: int = 1_000_000_000, pids_limit: int = 256) -> SandboxSettings:
+def harness_settings(
+    *, run_id: str, cell_id: str, engine_id: str, mem_limit: int = 2 * GIB, nano_cpus: int = 1_000_000_000, pids_limit: int = 256
+) -> SandboxSettings:
     """The harness container of one cell: like a probe, with room for scenario workspaces."""
     return SandboxSettings(
         pids_limit=pids_limit,
@@ -216,7 +227,17 @@ def bind(source: str | os.PathLike, target: str, *, read_only: bool):
     return Mount(target=target, source=str(Path(source).resolve()), type="bind", read_only=read_only)
 
 
-def create_kwargs(settings: SandboxSettings, image: str, command: list[str] | None, *, name: str | None = None, entrypoint: list[str] | None = None, mounts: list | None = None, working_dir: str | None = None, device_requests: list | None = None) -> dict[str, Any]:
+def create_kwargs(
+    settings: SandboxSettings,
+    image: str,
+    command: list[str] | None,
+    *,
+    name: str | None = None,
+    entrypoint: list[str] | None = None,
+    mounts: list | None = None,
+    working_dir: str | None = None,
+    device_requests: list | None = None,
+) -> dict[str, Any]:
     """Keyword arguments of `client.containers.create(...)` for these settings."""
     if not image.startswith("sha256:"):
         raise BadInput(f"containers are created from a resolved image id (sha256:...), not '{image}'")
@@ -255,14 +276,27 @@ def create_kwargs(settings: SandboxSettings, image: str, command: list[str] | No
     return kwargs
 
 
-def probe_kwargs(image: str, engine_id: str, argv: list[str], out_dir: Path, *, run_id: str, cell_id: str | None, mounts: list | None = None, name: str | None = None) -> dict[str, Any]:
+def probe_kwargs(
+    image: str, engine_id: str, argv: list[str], out_dir: Path, *, run_id: str, cell_id: str | None, mounts: list | None = None, name: str | None = None
+) -> dict[str, Any]:
     settings = probe_settings(run_id=run_id, cell_id=cell_id, engine_id=engine_id)
     all_mounts = [bind(out_dir, OUT_DIR, read_only=False)] + list(mounts or [])
     command = [*argv, "--out", f"{OUT_DIR}/{PROBE_RESULT}"]
     return create_kwargs(settings, image, command, name=name, entrypoint=["python3", "-m", "harness", "probe"], mounts=all_mounts, working_dir="/tmp")
 
 
-def harness_kwargs(image: str, engine_id: str, command: list[str], out_dir: Path, *, run_id: str, cell_id: str, mounts: list | None = None, name: str | None = None, settings: SandboxSettings | None = None) -> dict[str, Any]:
+def harness_kwargs(
+    image: str,
+    engine_id: str,
+    command: list[str],
+    out_dir: Path,
+    *,
+    run_id: str,
+    cell_id: str,
+    mounts: list | None = None,
+    name: str | None = None,
+    settings: SandboxSettings | None = None,
+) -> dict[str, Any]:
     """The harness container of a cell: one writable output mount at /out, everything else read-only."""
     settings = settings or harness_settings(run_id=run_id, cell_id=cell_id, engine_id=engine_id)
     all_mounts = [bind(out_dir, OUT_DIR, read_only=False)] + list(mounts or [])
@@ -367,7 +401,9 @@ def probe_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="probe-", dir=folder))
 
 
-def run_probe(client, image_id: str, engine_container, argv: list[str], *, run_id: str, cell_id: str | None = None, timeout: float, mounts: list | None = None) -> dict:
+def run_probe(
+    client, image_id: str, engine_container, argv: list[str], *, run_id: str, cell_id: str | None = None, timeout: float, mounts: list | None = None
+) -> dict:
     """Run `python3 -m harness probe <argv>` in the engine's namespace; return the JSON it wrote.
 
     Raises EngineError when the engine container stops meanwhile (with its log tail),
@@ -376,7 +412,9 @@ def run_probe(client, image_id: str, engine_container, argv: list[str], *, run_i
     engine_id = engine_container.id
     out_dir = probe_dir()
     os.chmod(out_dir, 0o777)  # the probe runs as uid 10001
-    kwargs = probe_kwargs(image_id, engine_id, argv, out_dir, run_id=run_id, cell_id=cell_id, mounts=mounts, name=container_name(run_id, "probe", argv[0] if argv else ""))
+    kwargs = probe_kwargs(
+        image_id, engine_id, argv, out_dir, run_id=run_id, cell_id=cell_id, mounts=mounts, name=container_name(run_id, "probe", argv[0] if argv else "")
+    )
     probe = None
     what = argv[0] if argv else ""
     try:
@@ -386,7 +424,11 @@ def run_probe(client, image_id: str, engine_container, argv: list[str], *, run_i
         except Exception as error:  # docker.errors.APIError: e.g. joining a namespace that is gone
             if _status(engine_container) != "running":
                 code = _exit_code(engine_container)
-                raise EngineError(f"engine container {engine_container.name} is not running (exit status {code}); probe '{what}' cannot join it", log_tail=log_tail(engine_container), exit_code=code) from None
+                raise EngineError(
+                    f"engine container {engine_container.name} is not running (exit status {code}); probe '{what}' cannot join it",
+                    log_tail=log_tail(engine_container),
+                    exit_code=code,
+                ) from None
             raise ProbeFailed(f"probe '{what}' could not start: {_short(error)}") from None
         deadline = time.monotonic() + timeout
         exit_code = None
@@ -397,12 +439,21 @@ def run_probe(client, image_id: str, engine_container, argv: list[str], *, run_i
                 break
             if _status(engine_container) != "running":
                 engine_code = _exit_code(engine_container)
-                raise EngineError(f"engine container {engine_container.name} stopped (exit status {engine_code}) while probe '{what}' ran", log_tail=log_tail(engine_container), exit_code=engine_code)
+                raise EngineError(
+                    f"engine container {engine_container.name} stopped (exit status {engine_code}) while probe '{what}' ran",
+                    log_tail=log_tail(engine_container),
+                    exit_code=engine_code,
+                )
             if time.monotonic() > deadline:
                 raise ProbeFailed(f"probe '{' '.join(argv[:1])}' did not finish within {timeout:g}s", log_tail=log_tail(probe))
         if _status(engine_container) != "running":  # whatever the probe saw, the engine died under it
             engine_code = _exit_code(engine_container)
-            raise EngineError(f"engine container {engine_container.name} stopped (exit status {engine_code}) while probe '{what}' ran", log_tail=log_tail(engine_container), exit_code=engine_code, probe_result=_read_result(out_dir))
+            raise EngineError(
+                f"engine container {engine_container.name} stopped (exit status {engine_code}) while probe '{what}' ran",
+                log_tail=log_tail(engine_container),
+                exit_code=engine_code,
+                probe_result=_read_result(out_dir),
+            )
         result = _read_result(out_dir)
         if exit_code == 0 and result is not None:
             return result

@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urljoin, urldefrag
+from urllib.parse import urldefrag, urljoin
 
 from repro.config import PROJECT_ROOT, cache_dir
 from repro.errors import BadInput, ReproError
@@ -96,9 +96,7 @@ def _admit(path: Path, source: EngineSource) -> Path:
     """Check the bytes against the pin, then move (or copy) them into the cache."""
     actual = sha256_file(path)
     if actual != source.sha256:
-        raise ReproError(
-            f"source {source.describe()} sha256 mismatch: expected {source.sha256}, got {actual}"
-        )
+        raise ReproError(f"source {source.describe()} sha256 mismatch: expected {source.sha256}, got {actual}")
     target = sources_dir() / f"{source.sha256}{archive_extension(path.name)}"
     partial = target.with_name(target.name + ".partial")
     if source.archive:

@@ -110,5 +110,5 @@ def _reason(item: dict) -> str:
     if kind == "string_pattern_mismatch":
         return f"does not match {item.get('ctx', {}).get('pattern', 'the pattern')}"
     if message.startswith("Value error, "):
-        return message[len("Value error, "):]
+        return message[len("Value error, ") :]
     return message[0].lower() + message[1:] if message else kind

@@ -10,7 +10,8 @@ the validation error, then the step is classified invalid (a protocol error).
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from harness.policy import HistoryItem, ModelCall, PolicyReply, Step, TableView, Turn
 from harness.prompts import render_result, tool_lines, workspace_overview
@@ -49,8 +50,7 @@ def rules_text(tools: list[str], max_steps: int) -> str:
 
 
 RETRY_TEMPLATE = (
-    "Your reply was not a valid step: {problem}. Reply again with one JSON object "
-    '{{"thought": ..., "tool": ..., "args": {{...}}}} that follows the schema.'
+    'Your reply was not a valid step: {problem}. Reply again with one JSON object {{"thought": ..., "tool": ..., "args": {{...}}}} that follows the schema.'
 )
 
 
@@ -241,8 +241,9 @@ def probe_turn(task: str = "Call finish with the summary 'ready'.", tools: Itera
     from harness.scenario import AgentSpec
 
     agent = AgentSpec(name="Probe", role="You answer health checks.", tools=list(tools))
-    return Turn(agent=agent, task=task, now="Monday 2026-06-01 09:00:00 UTC", teammates=[], tables=[],
-                notes=[], memories=[], history=[], step_number=1, max_steps=1)
+    return Turn(
+        agent=agent, task=task, now="Monday 2026-06-01 09:00:00 UTC", teammates=[], tables=[], notes=[], memories=[], history=[], step_number=1, max_steps=1
+    )
 
 
 def round_trip(client: Any, turn: Turn | None = None, *, max_tokens: int = 64, seed: int | None = None) -> tuple[Any, Step | str]:
@@ -250,6 +251,5 @@ def round_trip(client: Any, turn: Turn | None = None, *, max_tokens: int = 64, s
     is invalid). Engine failures raise EngineError."""
     turn = turn or probe_turn()
     schema = step_schema(turn.agent.tools, turn.tables)
-    reply = client.chat(build_messages(turn), response_format=response_format(schema),
-                        max_tokens=max_tokens, temperature=0.0, seed=seed)
+    reply = client.chat(build_messages(turn), response_format=response_format(schema), max_tokens=max_tokens, temperature=0.0, seed=seed)
     return reply, parse_step(reply.content, schema)

@@ -22,7 +22,9 @@ def cleanup(
         return
     for entry in report:
         state = "[green]removed[/]" if entry.removed else "[red]NOT removed[/]"
-        console.print(f"{state} {entry.name} ({entry.id}, run {entry.run}, role {entry.role or '-'}, cell {entry.cell or '-'}, was {entry.status})", soft_wrap=True)
+        console.print(
+            f"{state} {entry.name} ({entry.id}, run {entry.run}, role {entry.role or '-'}, cell {entry.cell or '-'}, was {entry.status})", soft_wrap=True
+        )
     left = [e.name for e in report if not e.removed]
     if left:
         raise ReproError(f"{len(left)} container(s) could not be removed: {', '.join(left)}")

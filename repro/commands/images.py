@@ -127,9 +127,25 @@ def _row(need, client) -> dict:
             ref = resolve_digest(need, client)
         except ReproError:
             ref = None
-        return {"name": need.name, "kind": "engine", "reference": need.reference, "pinned_by": "digest", "key": None, "present": ref is not None, "id": ref.id if ref else None}
+        return {
+            "name": need.name,
+            "kind": "engine",
+            "reference": need.reference,
+            "pinned_by": "digest",
+            "key": None,
+            "present": ref is not None,
+            "id": ref.id if ref else None,
+        }
     ref = resolve_plan(need, client)
-    return {"name": need.name, "kind": need.kind, "reference": need.tag, "pinned_by": "content-key", "key": need.key, "present": ref is not None, "id": ref.id if ref else None}
+    return {
+        "name": need.name,
+        "kind": need.kind,
+        "reference": need.tag,
+        "pinned_by": "content-key",
+        "key": need.key,
+        "present": ref is not None,
+        "id": ref.id if ref else None,
+    }
 
 
 @app.command("lock")

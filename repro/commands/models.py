@@ -46,7 +46,9 @@ def fetch(
 ) -> None:
     """Fetch and verify every model of a matrix into the store; models already there are not downloaded."""
     specs = _select(matrix, model)
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True)
+    bars = Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True
+    )
     problems: list[str] = []
     with bars:
         reporter = RichProgress(bars)

@@ -139,7 +139,9 @@ class Engine(ABC):
     # ------------------------------------------------ what each kind defines
 
     @abstractmethod
-    def container_kwargs(self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None) -> dict[str, Any]:
+    def container_kwargs(
+        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+    ) -> dict[str, Any]:
         """`containers.create(...)` keyword arguments for this engine (no Docker call)."""
 
     @abstractmethod
@@ -166,7 +168,9 @@ class Engine(ABC):
         return self.client.containers.get(handle.container_id)
 
     def probe(self, handle: EngineHandle, argv: list[str], *, timeout: float, mounts: list | None = None) -> dict:
-        return run_probe(self.client, self.probe_image_id, self.container(handle), argv, run_id=self.run_id, cell_id=self.group_id, timeout=timeout, mounts=mounts)
+        return run_probe(
+            self.client, self.probe_image_id, self.container(handle), argv, run_id=self.run_id, cell_id=self.group_id, timeout=timeout, mounts=mounts
+        )
 
     def boot(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
         """Create and start the sealed engine container (not yet waited for or verified)."""
@@ -174,7 +178,9 @@ class Engine(ABC):
 
         resolved = image_id(self.client, image)
         reference = getattr(image, "reference", None) or getattr(image, "name", None) or self.spec.image or resolved
-        kwargs = self.container_kwargs(resolved, model, gguf, profile, decoding, host_cpus=_host_cpus(self.client), name=container_name(self.run_id, "engine", self.spec.id))
+        kwargs = self.container_kwargs(
+            resolved, model, gguf, profile, decoding, host_cpus=_host_cpus(self.client), name=container_name(self.run_id, "engine", self.spec.id)
+        )
         container = self.client.containers.create(**kwargs)
         try:
             container.start()
@@ -208,9 +214,14 @@ class Engine(ABC):
     def wait_ready(self, handle: EngineHandle, timeout: float) -> float:
         """Poll the health path from inside the namespace; seconds until ready, or EngineError."""
         try:
-            result = self.probe(handle, ["ready", "--base-url", self.base_url, "--timeout", f"{timeout:g}", "--path", self.health_path], timeout=timeout + PROBE_SLACK_S)
+            result = self.probe(
+                handle, ["ready", "--base-url", self.base_url, "--timeout", f"{timeout:g}", "--path", self.health_path], timeout=timeout + PROBE_SLACK_S
+            )
         except ProbeUnreachable as error:
-            raise EngineError(f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}", log_tail=log_tail(self.container(handle))) from None
+            raise EngineError(
+                f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}",
+                log_tail=log_tail(self.container(handle)),
+            ) from None
         if not result.get("ready"):
             raise EngineError(f"engine {self.spec.id} not ready within {timeout:g}s: {result.get('error')}", log_tail=log_tail(self.container(handle)))
         return float(result.get("seconds") or 0.0)

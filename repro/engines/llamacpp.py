@@ -19,18 +19,30 @@ def server_args(model: ModelSpec, profile: Profile, decoding: Decoding, *, port:
     """The llama-server command line: nothing left to a default that could drift between builds."""
     threads = str(threads_for(profile))
     return [
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "-m", MODEL_MOUNT,
-        "-a", model.id,
-        "-c", str(decoding.context),
-        "-ngl", str(profile.gpu_layers),
-        "-np", "1",
-        "-b", "2048",
-        "-ub", "512",
-        "--seed", str(decoding.seed),
-        "-t", threads,
-        "-tb", threads,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-m",
+        MODEL_MOUNT,
+        "-a",
+        model.id,
+        "-c",
+        str(decoding.context),
+        "-ngl",
+        str(profile.gpu_layers),
+        "-np",
+        "1",
+        "-b",
+        "2048",
+        "-ub",
+        "512",
+        "--seed",
+        str(decoding.seed),
+        "-t",
+        threads,
+        "-tb",
+        threads,
         "--jinja",
         "--no-webui",
     ]
@@ -45,7 +57,9 @@ class LlamaCppEngine(Engine):
     def model_name(self, model: ModelSpec) -> str:
         return model.id  # served under this alias (-a)
 
-    def container_kwargs(self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None) -> dict[str, Any]:
+    def container_kwargs(
+        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+    ) -> dict[str, Any]:
         settings = engine_settings(
             run_id=self.run_id,
             cell_id=self.group_id,

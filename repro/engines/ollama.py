@@ -27,19 +27,15 @@ MODELS_DIR = "/tmp/ollama/models"
 LOAD_TIMEOUT_S = 900
 SHOW_TIMEOUT_S = 60
 
-CHATML = (
-    "{{- range .Messages }}<|im_start|>{{ .Role }}\n"
-    "{{ .Content }}<|im_end|>\n"
-    "{{ end }}<|im_start|>assistant\n"
-)
+CHATML = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n"
 GEMMA3 = (
     "{{- range $i, $_ := .Messages }}\n"
     "{{- $last := eq (len (slice $.Messages $i)) 1 }}\n"
-    "{{- if or (eq .Role \"user\") (eq .Role \"system\") }}<start_of_turn>user\n"
+    '{{- if or (eq .Role "user") (eq .Role "system") }}<start_of_turn>user\n'
     "{{ .Content }}<end_of_turn>\n"
     "{{ if $last }}<start_of_turn>model\n"
     "{{ end }}\n"
-    "{{- else if eq .Role \"assistant\" }}<start_of_turn>model\n"
+    '{{- else if eq .Role "assistant" }}<start_of_turn>model\n'
     "{{ .Content }}{{ if not $last }}<end_of_turn>\n"
     "{{ end }}\n"
     "{{- end }}\n"
@@ -81,7 +77,9 @@ class OllamaEngine(Engine):
     def model_name(self, model: ModelSpec) -> str:
         return ollama_model_name(model)
 
-    def container_kwargs(self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None) -> dict[str, Any]:
+    def container_kwargs(
+        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+    ) -> dict[str, Any]:
         # The uploaded blob lives in the tmpfs: size it for the model plus room for manifests.
         tmpfs_mib = math.ceil(model.file_size * 1.1 / MIB) + 512
         settings = engine_settings(
@@ -112,13 +110,20 @@ class OllamaEngine(Engine):
         template, _ = template_for(model)
         return [
             "ollama-load",
-            "--base-url", self.base_url,
-            "--gguf", MODEL_MOUNT,
-            "--sha256", model.sha256,
-            "--name", self.model_name(model),
-            "--template", template,
-            "--parameters", json.dumps(model_parameters(model, decoding), sort_keys=True),
-            "--request-timeout", str(LOAD_TIMEOUT_S),
+            "--base-url",
+            self.base_url,
+            "--gguf",
+            MODEL_MOUNT,
+            "--sha256",
+            model.sha256,
+            "--name",
+            self.model_name(model),
+            "--template",
+            template,
+            "--parameters",
+            json.dumps(model_parameters(model, decoding), sort_keys=True),
+            "--request-timeout",
+            str(LOAD_TIMEOUT_S),
         ]
 
     def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:

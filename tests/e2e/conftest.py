@@ -53,7 +53,7 @@ def e2e_matrix(suites: str = TWO_SUITES) -> str:
 
 
 def _section(text: str, start: str, end: str) -> str:
-    return text[text.index(start) + len(start): text.index(end)].rstrip("\n")
+    return text[text.index(start) + len(start) : text.index(end)].rstrip("\n")
 
 
 def smoke_parts() -> tuple[str, str]:

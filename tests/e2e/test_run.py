@@ -106,7 +106,9 @@ def test_one_changed_byte_invalidates_its_cell_and_leaves_the_tables(e2e_run, sn
 def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_home):
     out = "results/resume"  # inside the ignored results/ folder: the tree stays clean
     args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out]
-    proc = subprocess.Popen(repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     cells_dir = None
     deadline = time.monotonic() + 1200
     while time.monotonic() < deadline and proc.poll() is None:
@@ -149,7 +151,9 @@ def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref
     project = make_snapshot(tmp_path / "project", {"matrix/e2e.yaml": matrix})
     with open(project / "README.md", "a") as readme:
         readme.write("\nAn uncommitted edit.\n")
-    proc = run_repro(project, canary_home, "matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results", "--only", _first_cell(project, canary_home))
+    proc = run_repro(
+        project, canary_home, "matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results", "--only", _first_cell(project, canary_home)
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     check = run_repro(project, canary_home, "check", "results")
     assert check.returncode == 1

@@ -121,7 +121,7 @@ def make_handler(state: StandIn):
             prefix = "/api/blobs/sha256:"
             if not self.path.startswith(prefix):
                 return None
-            return self.path[len(prefix):]
+            return self.path[len(prefix) :]
 
         def do_POST(self) -> None:
             digest = self._blob_digest()
@@ -164,7 +164,12 @@ def make_handler(state: StandIn):
                     return self._send(400, {"error": f"file {name}: blob {ref} not found"})
             if not files and not body.get("from"):
                 return self._send(400, {"error": "neither 'from' nor 'files' was specified"})
-            state.models[body["model"]] = {"files": files, "template": body.get("template"), "parameters": body.get("parameters") or {}, "system": body.get("system")}
+            state.models[body["model"]] = {
+                "files": files,
+                "template": body.get("template"),
+                "parameters": body.get("parameters") or {},
+                "system": body.get("system"),
+            }
             if body.get("stream", True):
                 data = "\n".join(json.dumps(line) for line in ({"status": "parsing GGUF"}, {"status": "writing manifest"}, {"status": "success"})) + "\n"
                 encoded = data.encode()
@@ -186,7 +191,16 @@ def make_handler(state: StandIn):
                 for key, value in sorted(model["parameters"].items())
                 for item in (value if isinstance(value, list) else [value])
             )
-            return self._send(200, {"template": model["template"], "parameters": parameters, "details": {"format": "gguf", "family": "stand-in"}, "model_info": {"general.architecture": "stand-in"}, "capabilities": ["completion"]})
+            return self._send(
+                200,
+                {
+                    "template": model["template"],
+                    "parameters": parameters,
+                    "details": {"format": "gguf", "family": "stand-in"},
+                    "model_info": {"general.architecture": "stand-in"},
+                    "capabilities": ["completion"],
+                },
+            )
 
         def _chat(self, body: Any) -> None:
             if not isinstance(body, dict):
@@ -210,19 +224,22 @@ def make_handler(state: StandIn):
             eval_ns = int(eval_count / state.tokens_per_second * 1e9)
             prompt_count = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages") or [])
             time.sleep(eval_ns / 1e9)
-            return self._send(200, {
-                "model": body["model"],
-                "created_at": "2026-06-01T09:00:00Z",
-                "message": {"role": "assistant", "content": content},
-                "done": True,
-                "done_reason": "stop",
-                "total_duration": eval_ns + 1_000_000,
-                "load_duration": 100_000,
-                "prompt_eval_count": prompt_count,
-                "prompt_eval_duration": 500_000,
-                "eval_count": eval_count,
-                "eval_duration": eval_ns,
-            })
+            return self._send(
+                200,
+                {
+                    "model": body["model"],
+                    "created_at": "2026-06-01T09:00:00Z",
+                    "message": {"role": "assistant", "content": content},
+                    "done": True,
+                    "done_reason": "stop",
+                    "total_duration": eval_ns + 1_000_000,
+                    "load_duration": 100_000,
+                    "prompt_eval_count": prompt_count,
+                    "prompt_eval_duration": 500_000,
+                    "eval_count": eval_count,
+                    "eval_duration": eval_ns,
+                },
+            )
 
     return Handler
 

@@ -26,8 +26,17 @@ GROUP = "engine-tests"
 
 def boot(docker_client, llama_image_ref, harness_image_ref, run_id: str, model, gguf: Path, *, spec=SPEC, profile=PROFILE):
     return boot_engine(
-        docker_client, spec, image=llama_image_ref, probe_image=harness_image_ref, model=model, gguf=gguf,
-        profile=profile, profile_name="cpu", decoding=SMOKE.decoding, run_id=run_id, group_id=GROUP,
+        docker_client,
+        spec,
+        image=llama_image_ref,
+        probe_image=harness_image_ref,
+        model=model,
+        gguf=gguf,
+        profile=profile,
+        profile_name="cpu",
+        decoding=SMOKE.decoding,
+        run_id=run_id,
+        group_id=GROUP,
     )
 
 

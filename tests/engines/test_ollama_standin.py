@@ -65,7 +65,24 @@ def load(standin, tmp_path: Path, gguf: Path, *, sha: str = GGUF_SHA, name: str 
     smol = smoke_model("smollm2-135m-instruct-q4_1")
     template, _ = template_for(smol)
     parameters = model_parameters(smol, Decoding())
-    return run_probe_main(tmp_path, ["ollama-load", "--base-url", standin.url, "--gguf", str(gguf), "--sha256", sha, "--name", name, "--template", template, "--parameters", json.dumps(parameters)])
+    return run_probe_main(
+        tmp_path,
+        [
+            "ollama-load",
+            "--base-url",
+            standin.url,
+            "--gguf",
+            str(gguf),
+            "--sha256",
+            sha,
+            "--name",
+            name,
+            "--template",
+            template,
+            "--parameters",
+            json.dumps(parameters),
+        ],
+    )
 
 
 # ---------------------------------------------------------------- probe actions
@@ -125,7 +142,10 @@ def test_probe_bad_input_exits_2(tmp_path: Path):
     with pytest.raises(SystemExit) as caught:
         probe.main(["gate", "--base-url", "http://127.0.0.1:9", "--out", str(tmp_path / "x.json")])  # no --model etc.
     assert caught.value.code == 2
-    code, result = run_probe_main(tmp_path, ["ollama-load", "--base-url", "http://127.0.0.1:9", "--gguf", str(tmp_path / "absent.gguf"), "--sha256", GGUF_SHA, "--name", "x", "--template", "t"])
+    code, result = run_probe_main(
+        tmp_path,
+        ["ollama-load", "--base-url", "http://127.0.0.1:9", "--gguf", str(tmp_path / "absent.gguf"), "--sha256", GGUF_SHA, "--name", "x", "--template", "t"],
+    )
     assert code == 2 and "no GGUF" in result["error"]
 
 
@@ -151,7 +171,9 @@ def test_ready_waits_through_loading(tmp_path: Path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Loading)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        code, result = run_probe_main(tmp_path, ["ready", "--base-url", f"http://127.0.0.1:{server.server_address[1]}", "--timeout", "20", "--interval", "0.05"])
+        code, result = run_probe_main(
+            tmp_path, ["ready", "--base-url", f"http://127.0.0.1:{server.server_address[1]}", "--timeout", "20", "--interval", "0.05"]
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -211,7 +233,28 @@ def test_format_mapping():
 
 def test_gate_probe_over_the_ollama_api(standin, tmp_path: Path, gguf: Path):
     load(standin, tmp_path, gguf)
-    argv = ["gate", "--base-url", standin.url, "--api", "ollama", "--model", "repro-tiny:abc", "--attempts", "3", "--required", "2", "--warmup", "--max-seconds", "5", "--min-tps", "20", "--max-tokens", "64", "--num-ctx", "4096"]
+    argv = [
+        "gate",
+        "--base-url",
+        standin.url,
+        "--api",
+        "ollama",
+        "--model",
+        "repro-tiny:abc",
+        "--attempts",
+        "3",
+        "--required",
+        "2",
+        "--warmup",
+        "--max-seconds",
+        "5",
+        "--min-tps",
+        "20",
+        "--max-tokens",
+        "64",
+        "--num-ctx",
+        "4096",
+    ]
     code, result = run_probe_main(tmp_path, argv)
     assert code == 0 and result["passed"] is True and result["passed_attempts"] == 3
     chats = [body for _, path, body in standin.requests if path == "/api/chat"]
@@ -226,7 +269,23 @@ def test_gate_probe_over_the_ollama_api(standin, tmp_path: Path, gguf: Path):
 def test_gate_fails_when_the_engine_is_too_slow(standin, tmp_path: Path, gguf: Path):
     load(standin, tmp_path, gguf)
     standin.tokens_per_second = 10.0
-    argv = ["gate", "--base-url", standin.url, "--api", "ollama", "--model", "repro-tiny:abc", "--attempts", "2", "--required", "2", "--max-seconds", "30", "--min-tps", "20"]
+    argv = [
+        "gate",
+        "--base-url",
+        standin.url,
+        "--api",
+        "ollama",
+        "--model",
+        "repro-tiny:abc",
+        "--attempts",
+        "2",
+        "--required",
+        "2",
+        "--max-seconds",
+        "30",
+        "--min-tps",
+        "20",
+    ]
     code, result = run_probe_main(tmp_path, argv)
     assert code == 0 and result["passed"] is False and "tokens/s < 20" in result["reason"]
 
@@ -234,7 +293,25 @@ def test_gate_fails_when_the_engine_is_too_slow(standin, tmp_path: Path, gguf: P
 def test_a_step_that_times_out_is_slow_not_an_engine_fault(standin, tmp_path: Path, gguf: Path):
     load(standin, tmp_path, gguf)
     standin.tokens_per_second = 1.0  # a reply takes about 15 s; the request timeout is 1 s
-    argv = ["gate", "--base-url", standin.url, "--api", "ollama", "--model", "repro-tiny:abc", "--attempts", "1", "--required", "1", "--max-seconds", "30", "--min-tps", "1", "--request-timeout", "1"]
+    argv = [
+        "gate",
+        "--base-url",
+        standin.url,
+        "--api",
+        "ollama",
+        "--model",
+        "repro-tiny:abc",
+        "--attempts",
+        "1",
+        "--required",
+        "1",
+        "--max-seconds",
+        "30",
+        "--min-tps",
+        "1",
+        "--request-timeout",
+        "1",
+    ]
     code, result = run_probe_main(tmp_path, argv)
     [attempt] = result["attempts"]
     assert code == 0 and result["passed"] is False
@@ -244,7 +321,25 @@ def test_a_step_that_times_out_is_slow_not_an_engine_fault(standin, tmp_path: Pa
 def test_gate_on_a_dead_engine_exits_3(standin, tmp_path: Path, gguf: Path):
     load(standin, tmp_path, gguf)
     standin.die_on_chat = True
-    argv = ["gate", "--base-url", standin.url, "--api", "ollama", "--model", "repro-tiny:abc", "--attempts", "2", "--required", "1", "--max-seconds", "30", "--min-tps", "1", "--request-timeout", "10"]
+    argv = [
+        "gate",
+        "--base-url",
+        standin.url,
+        "--api",
+        "ollama",
+        "--model",
+        "repro-tiny:abc",
+        "--attempts",
+        "2",
+        "--required",
+        "1",
+        "--max-seconds",
+        "30",
+        "--min-tps",
+        "1",
+        "--request-timeout",
+        "10",
+    ]
     code, result = run_probe_main(tmp_path, argv)
     assert code == 3 and result["passed"] is False and all(a["engine_fault"] for a in result["attempts"])
 

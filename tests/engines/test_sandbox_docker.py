@@ -89,10 +89,20 @@ def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_clien
     try:
         engine.start()
         with pytest.raises(ProbeUnreachable) as caught:
-            run_probe(docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"], run_id=TEST_RUN_ID, cell_id="c", timeout=60)
+            run_probe(
+                docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"], run_id=TEST_RUN_ID, cell_id="c", timeout=60
+            )
         assert caught.value.result["ready"] is False and caught.value.probe_exit_code == 3
         with pytest.raises(ProbeFailed, match="refused its input"):
-            run_probe(docker_client, image, engine, ["ollama-load", "--base-url", "http://127.0.0.1:1", "--gguf", "/nonexistent", "--sha256", "0" * 64, "--name", "x", "--template", "t"], run_id=TEST_RUN_ID, cell_id="c", timeout=60)
+            run_probe(
+                docker_client,
+                image,
+                engine,
+                ["ollama-load", "--base-url", "http://127.0.0.1:1", "--gguf", "/nonexistent", "--sha256", "0" * 64, "--name", "x", "--template", "t"],
+                run_id=TEST_RUN_ID,
+                cell_id="c",
+                timeout=60,
+            )
     finally:
         remove_container(engine)
     assert cleanup_module.leaked_containers(TEST_RUN_ID, docker_client) == []
@@ -104,7 +114,9 @@ def test_probe_fails_fast_when_the_engine_exits(docker_client, harness_image_ref
     try:
         engine.start()
         with pytest.raises(EngineError) as caught:
-            run_probe(docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], run_id=TEST_RUN_ID, cell_id="c", timeout=180)
+            run_probe(
+                docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], run_id=TEST_RUN_ID, cell_id="c", timeout=180
+            )
         assert "stopped" in str(caught.value) or "not running" in str(caught.value)
         assert "stand-in up" in caught.value.log_tail and caught.value.exit_code == 7
     finally:

@@ -122,10 +122,20 @@ def test_containers_are_created_from_image_ids_only():
 
 
 def test_hardening_problems():
-    good = SandboxSettings(labels={"repro.run": "r", "repro.role": "probe"}, network_mode="container:x", mounts=[MountInfo(target="/out", type="bind", read_only=False)])
+    good = SandboxSettings(
+        labels={"repro.run": "r", "repro.role": "probe"}, network_mode="container:x", mounts=[MountInfo(target="/out", type="bind", read_only=False)]
+    )
     assert hardening_problems(good, "probe") == []
-    bad = good.with_(user="0", read_only=False, cap_drop=[], security_opt=[], pids_limit=None, env={}, network_mode="bridge",
-                     mounts=[MountInfo(target="/out", type="bind", read_only=False), MountInfo(target="/x", type="bind", read_only=False)])
+    bad = good.with_(
+        user="0",
+        read_only=False,
+        cap_drop=[],
+        security_opt=[],
+        pids_limit=None,
+        env={},
+        network_mode="bridge",
+        mounts=[MountInfo(target="/out", type="bind", read_only=False), MountInfo(target="/x", type="bind", read_only=False)],
+    )
     problems = hardening_problems(bad, "probe")
     assert len(problems) == 9, problems
 
@@ -138,7 +148,13 @@ def test_every_engine_kind_has_a_provider():
 def test_server_args_and_props_summary():
     args = server_args(SMOKE.models[0], PROFILES.get("cpu"), SMOKE.decoding)
     assert args.count("--port") == 1 and "--jinja" in args
-    props = {"build_info": "b1-x", "default_generation_settings": {"n_ctx": 4096, "params": {"seed": 42}}, "total_slots": 1, "chat_template": "{{ x }}", "model_path": "/models/model.gguf"}
+    props = {
+        "build_info": "b1-x",
+        "default_generation_settings": {"n_ctx": 4096, "params": {"seed": 42}},
+        "total_slots": 1,
+        "chat_template": "{{ x }}",
+        "model_path": "/models/model.gguf",
+    }
     summary = summarize_props(props)
     assert summary["n_ctx"] == 4096 and summary["total_slots"] == 1 and len(summary["chat_template_sha256"]) == 64
     assert "chat_template" not in summary

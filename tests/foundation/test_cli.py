@@ -18,16 +18,16 @@ def test_doctor_against_real_engine(docker_client):
     proc = subprocess.run([sys.executable, "-m", "repro", "doctor"], capture_output=True, text=True)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    engine = next(l for l in lines if "docker engine" in l)
+    engine = next(line for line in lines if "docker engine" in line)
     assert engine.startswith("OK") and f"API {docker_client.version()['ApiVersion']}" in engine
     for name in ("storage driver", "free disk", "debootstrap", "nvidia runtime"):
-        assert any(name in l for l in lines), name
-    assert all(l.split()[0] in {"OK", "WARN", "FAIL"} for l in lines if l and not l.startswith(" "))
+        assert any(name in line for line in lines), name
+    assert all(line.split()[0] in {"OK", "WARN", "FAIL"} for line in lines if line and not line.startswith(" "))
 
 
 def test_doctor_without_engine_fails_with_hint(monkeypatch):
     env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-m", "repro", "doctor"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
-    assert any(l.startswith("FAIL docker engine") for l in proc.stdout.splitlines())
+    assert any(line.startswith("FAIL docker engine") for line in proc.stdout.splitlines())
     assert "Traceback" not in proc.stdout + proc.stderr

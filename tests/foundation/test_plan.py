@@ -49,9 +49,7 @@ def test_excluded_cells_listed_with_reason(tmp_path, capsys):
     path.write_text(text)
     cpu = plan_json(capsys, str(path), "--profile", "cpu")
     assert len(cpu["cells"]) == 2 and len(cpu["excluded"]) == 2
-    assert {c["reason"] for c in cpu["excluded"]} == {
-        "model gemma-3-270m-q4_k_m (3.03 GB) exceeds the 2 GB that profile cpu takes"
-    }
+    assert {c["reason"] for c in cpu["excluded"]} == {"model gemma-3-270m-q4_k_m (3.03 GB) exceeds the 2 GB that profile cpu takes"}
     t4 = plan_json(capsys, str(path), "--profile", "gpu-t4")
     assert t4["cells"] == []
     assert {c["reason"] for c in t4["excluded"]} == {"engine llamacpp-b11434 has no cuda image for profile gpu-t4"}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,19 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 THOLOS_DIR = (REPO_ROOT / ".." / "shared" / "peers" / "tholos-bench" / "scenarios").resolve()
 
 ALL_TOOLS = [
-    "table_read", "table_create", "table_add", "table_update", "note_read", "note_write", "search",
-    "task_add", "web_fetch", "ask", "remember", "follow_up", "finish",
+    "table_read",
+    "table_create",
+    "table_add",
+    "table_update",
+    "note_read",
+    "note_write",
+    "search",
+    "task_add",
+    "web_fetch",
+    "ask",
+    "remember",
+    "follow_up",
+    "finish",
 ]
 
 BASE: dict[str, Any] = {

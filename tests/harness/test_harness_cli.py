@@ -46,7 +46,10 @@ def test_replay_of_tholos_prints_overall(tholos_dir: Path, tmp_path: Path) -> No
     out = tmp_path / "replay.jsonl"
     done = subprocess.run(
         [sys.executable, "-m", "harness", "replay", "--scenarios", str(tholos_dir), "--out", str(out)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -87,11 +90,14 @@ class _StubEngine(BaseHTTPRequestHandler):
         length = int(self.headers["Content-Length"])
         json.loads(self.rfile.read(length))
         content = self.replies.pop(0)
-        self._send(200, {
-            "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 10},
-            "timings": {"predicted_ms": 3.0},
-        })
+        self._send(
+            200,
+            {
+                "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 10},
+                "timings": {"predicted_ms": 3.0},
+            },
+        )
 
     def _send(self, status: int, body: dict) -> None:
         data = json.dumps(body).encode()
@@ -126,8 +132,9 @@ def test_run_writes_results_and_transcripts(stub_engine, write_scenario, scenari
     folder = write_scenario(bad).parent
     _StubEngine.replies = [_reply("finish", {"summary": "ok"}), "oops", _reply("finish", {"summary": "ok"})]
     out, transcripts = tmp_path / "out.jsonl", tmp_path / "tr.jsonl"
-    code = main(["run", "--scenarios", str(folder), "--base-url", stub_engine, "--model", "stub", "--seed", "3",
-                 "--out", str(out), "--transcripts", str(transcripts)])
+    code = main(
+        ["run", "--scenarios", str(folder), "--base-url", stub_engine, "--model", "stub", "--seed", "3", "--out", str(out), "--transcripts", str(transcripts)]
+    )
     assert code == 0
     stdout = capsys.readouterr().out.splitlines()
     assert stdout[0].startswith("[1/2] garden-001 PASS (")
@@ -149,8 +156,7 @@ def test_run_exits_3_when_engine_unreachable(write_scenario, scenario_dict, tmp_
         port = sock.getsockname()[1]
     path = write_scenario(scenario_dict())
     out = tmp_path / "out.jsonl"
-    code = main(["run", "--scenarios", str(path), "--base-url", f"http://127.0.0.1:{port}", "--model", "m",
-                 "--timeout", "2", "--out", str(out)])
+    code = main(["run", "--scenarios", str(path), "--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--timeout", "2", "--out", str(out)])
     assert code == 3
     assert "engine unreachable" in capsys.readouterr().err
     assert not out.exists()

@@ -32,7 +32,12 @@ def test_precedence(stop, failed, expected) -> None:
 
 def test_precedence_order_is_fixed() -> None:
     assert FAILURE_PRECEDENCE == (
-        "engine_error", "protocol_error", "stuck", "step_limit", "unsafe_action", "wrong_outcome",
+        "engine_error",
+        "protocol_error",
+        "stuck",
+        "step_limit",
+        "unsafe_action",
+        "wrong_outcome",
     )
 
 

@@ -31,10 +31,7 @@ class StubChatClient:
         self.requests: list[dict[str, Any]] = []
 
     def chat(self, messages, *, response_format=None, max_tokens=512, temperature=0.0, seed=None) -> ChatReply:
-        self.requests.append(
-            {"messages": messages, "response_format": response_format, "max_tokens": max_tokens,
-             "temperature": temperature, "seed": seed}
-        )
+        self.requests.append({"messages": messages, "response_format": response_format, "max_tokens": max_tokens, "temperature": temperature, "seed": seed})
         return ChatReply(
             content=self.replies.pop(0),
             usage={"prompt_tokens": 100, "completion_tokens": 20},

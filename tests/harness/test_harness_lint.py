@@ -56,9 +56,12 @@ def test_passable_by_finishing_at_once(write_scenario, scenario_dict) -> None:
 
 
 def test_nothing_to_do_must_fail_plausible_writes(write_scenario, scenario_dict) -> None:
-    weak = scenario_dict(id="nothing_to_do-001", category="nothing_to_do",
-                         reference=[{"tool": "finish", "args": {"summary": "Nothing to do."}}],
-                         expect=[{"type": "finished"}, {"type": "unchanged", "table": "beds"}])
+    weak = scenario_dict(
+        id="nothing_to_do-001",
+        category="nothing_to_do",
+        reference=[{"tool": "finish", "args": {"summary": "Nothing to do."}}],
+        expect=[{"type": "finished"}, {"type": "unchanged", "table": "beds"}],
+    )
     path = write_scenario(weak)
     assert _problems(path.parent) == [
         "nothing_to_do scenario passes with the append_to_first_note agent",
@@ -82,11 +85,14 @@ def test_category_rules(write_scenario, scenario_dict) -> None:
 
 def test_suite_rules(write_scenario, scenario_dict) -> None:
     for i in range(1, 5):
-        write_scenario(scenario_dict(id=f"approval-00{i}", category="approval", template="t-same",
-                                     respond={"approve": i <= 3}, reference=WATER_B1, expect=[ROW_CHECK]))
-    problems = lint_path(write_scenario(scenario_dict(id="approval-005", category="approval", template="t-other",
-                                                      respond={"approve": True}, reference=WATER_B1,
-                                                      expect=[ROW_CHECK])).parent)
+        write_scenario(
+            scenario_dict(id=f"approval-00{i}", category="approval", template="t-same", respond={"approve": i <= 3}, reference=WATER_B1, expect=[ROW_CHECK])
+        )
+    problems = lint_path(
+        write_scenario(
+            scenario_dict(id="approval-005", category="approval", template="t-other", respond={"approve": True}, reference=WATER_B1, expect=[ROW_CHECK])
+        ).parent
+    )
     assert sum("template 't-same' is used by 4 scenarios (max 3)" in p for p in problems) == 4
     assert problems[-1] == "approval: 4 scenarios approve and 1 refuse; keep them within one of half"
 

@@ -77,14 +77,17 @@ def test_the_engine_image_carries_the_stamped_build(docker_client, llama_image_r
 
 
 def test_a_failing_build_reports_the_tail_of_its_log(docker_client, base_image_id, tmp_path):
-    (tmp_path / "Dockerfile").write_text(
-        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
-        "RUN for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3\n"
-    )
+    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3\n")
     plan = images.BuildPlan(
-        name="test-failing-build", kind="engine", dockerfile=tmp_path / "Dockerfile",
-        buildargs={"BASE_IMAGE": images.configured_base()}, inputs={}, base_ids={}, key="0" * 64,
-        labels={"repro.kind": "test"}, source="test",
+        name="test-failing-build",
+        kind="engine",
+        dockerfile=tmp_path / "Dockerfile",
+        buildargs={"BASE_IMAGE": images.configured_base()},
+        inputs={},
+        base_ids={},
+        key="0" * 64,
+        labels={"repro.kind": "test"},
+        source="test",
     )
     seen: list[str] = []
     with pytest.raises(ReproError) as caught:

@@ -61,11 +61,16 @@ def test_the_engine_build_checks_the_source_and_stamps_the_build(path):
     compile_ = next(i for i, line in enumerate(lines) if "cmake --build" in line)
     assert check < compile_, "the source hash must be checked before anything compiles"
     assert "expected ${SOURCE_SHA256}, got ${actual}" in text
-    for flag in ("-DGGML_NATIVE=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
-                 '-DLLAMA_BUILD_NUMBER="${LLAMA_BUILD_NUMBER}"', '-DLLAMA_BUILD_COMMIT="${LLAMA_BUILD_COMMIT}"'):
+    for flag in (
+        "-DGGML_NATIVE=OFF",
+        "-DLLAMA_CURL=OFF",
+        "-DLLAMA_OPENSSL=OFF",
+        '-DLLAMA_BUILD_NUMBER="${LLAMA_BUILD_NUMBER}"',
+        '-DLLAMA_BUILD_COMMIT="${LLAMA_BUILD_COMMIT}"',
+    ):
         assert flag in text, flag
     assert lines[-1] == 'ENTRYPOINT ["/usr/local/bin/llama-server"]'
-    runtime = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")):]
+    runtime = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")) :]
     assert "USER 10001:10001" in runtime
 
 
@@ -78,7 +83,7 @@ def test_apt_installs_without_recommends(path):
 
 def test_the_harness_image_runs_the_harness_as_non_root_without_writing():
     lines = instructions(HARNESS)
-    runtime = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")):]
+    runtime = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")) :]
     assert "USER 10001:10001" in runtime
     assert any("PYTHONDONTWRITEBYTECODE=1" in line for line in runtime if line.startswith("ENV"))
     assert lines[-1] == 'ENTRYPOINT ["python3", "-m", "harness"]'

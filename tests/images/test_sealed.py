@@ -24,7 +24,7 @@ HARDENED = {
 
 PROBE = r"""
 import json, time, urllib.request, urllib.error
-base = "http://127.0.0.1:%d"
+base = "http://127.0.0.1:__PORT__"
 out = {"health": None}
 deadline = time.monotonic() + 180
 while time.monotonic() < deadline:
@@ -54,7 +54,7 @@ try:
 except OSError as e:
     out["outside"] = type(e).__name__
 print("PROBE " + json.dumps(out))
-""" % PORT
+""".replace("__PORT__", str(PORT))
 
 
 def remove(container) -> None:
@@ -70,8 +70,12 @@ def test_the_harness_runs_as_non_root_on_a_read_only_root(docker_client, harness
     container = None
     try:
         container = docker_client.containers.create(
-            harness_image_ref.id, ["--help"], network_mode="none", labels=run_labels(test="harness-help"),
-            mem_limit="256m", **{k: v for k, v in HARDENED.items() if k != "user"},
+            harness_image_ref.id,
+            ["--help"],
+            network_mode="none",
+            labels=run_labels(test="harness-help"),
+            mem_limit="256m",
+            **{k: v for k, v in HARDENED.items() if k != "user"},
         )
         container.start()
         status = container.wait(timeout=60)
@@ -82,8 +86,11 @@ def test_the_harness_runs_as_non_root_on_a_read_only_root(docker_client, harness
         assert attrs["Config"]["User"] == "10001:10001"  # the image's own user, not an override
         assert attrs["HostConfig"]["ReadonlyRootfs"] is True
         whoami = docker_client.containers.create(
-            harness_image_ref.id, network_mode="none", entrypoint=["python3", "-c", "import os; print(os.getuid(), os.getgid())"],
-            labels=run_labels(test="harness-uid"), **{k: v for k, v in HARDENED.items() if k != "user"},
+            harness_image_ref.id,
+            network_mode="none",
+            entrypoint=["python3", "-c", "import os; print(os.getuid(), os.getgid())"],
+            labels=run_labels(test="harness-uid"),
+            **{k: v for k, v in HARDENED.items() if k != "user"},
         )
         try:
             whoami.start()
@@ -104,8 +111,23 @@ def test_the_sealed_engine_reports_the_pinned_build(docker_client, llama_image_r
     try:
         engine = docker_client.containers.create(
             llama_image_ref.id,
-            ["--model", "/models/model.gguf", "--host", "127.0.0.1", "--port", str(PORT), "--ctx-size", "2048",
-             "--threads", "2", "--parallel", "1", "--seed", "42", "--jinja"],
+            [
+                "--model",
+                "/models/model.gguf",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(PORT),
+                "--ctx-size",
+                "2048",
+                "--threads",
+                "2",
+                "--parallel",
+                "1",
+                "--seed",
+                "42",
+                "--jinja",
+            ],
             network_mode="none",
             mounts=[Mount("/models/model.gguf", str(smollm2_gguf), type="bind", read_only=True)],
             tmpfs={"/tmp": "size=64m"},

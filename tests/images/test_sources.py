@@ -116,10 +116,10 @@ def loopback_index(tmp_path, monkeypatch):
     (root / "files").mkdir()
     archive = small_archive(root / "files", "tiny_engine-2.0.tar.gz")
     (root / "simple" / "tiny-engine" / "index.html").write_text(
-        '<html><body>'
+        "<html><body>"
         '<a href="../../files/tiny_engine-1.0.tar.gz#sha256=00">tiny_engine-1.0.tar.gz</a>'
         f'<a href="../../files/tiny_engine-2.0.tar.gz#sha256={sha(archive)}">tiny_engine-2.0.tar.gz</a>'
-        '</body></html>'
+        "</body></html>"
     )
     handler = lambda *a, **k: _Index(*a, directory=str(root), **k)  # noqa: E731
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

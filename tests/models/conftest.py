@@ -60,7 +60,7 @@ def _handler(state: FileServer):
             if data is None:
                 return
             for start in range(0, len(data), 64 * 1024):
-                self.wfile.write(data[start:start + 64 * 1024])
+                self.wfile.write(data[start : start + 64 * 1024])
                 if state.delay_per_block:
                     time.sleep(state.delay_per_block)
 

@@ -191,7 +191,9 @@ def run_hf_fetch(spec: ModelSpec, cache: Path, endpoint: str, **env: str) -> dic
     environment = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(cache / "hf-home"), **env}
     if "HF_HUB_OFFLINE" not in env:
         environment.pop("HF_HUB_OFFLINE", None)
-    done = subprocess.run([sys.executable, "-c", HF_SCRIPT, spec.model_dump_json(), str(cache)], capture_output=True, text=True, timeout=120, env=environment, cwd=PROJECT_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", HF_SCRIPT, spec.model_dump_json(), str(cache)], capture_output=True, text=True, timeout=120, env=environment, cwd=PROJECT_ROOT
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

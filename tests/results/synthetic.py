@@ -12,9 +12,9 @@ from repro.matrix import load_matrix
 from repro.plan import make_plan
 from repro.profiles import load_profiles
 from repro.provenance import SourceState, SystemDescription
-from repro.sandbox import engine_settings, harness_settings
 from repro.redact import HostIdentity, Redactor
 from repro.results import Bundle, CellRecord, CellSummary, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, utc_now
+from repro.sandbox import engine_settings, harness_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIGEST = "d" * 64
@@ -35,7 +35,17 @@ def write_bundle(run_dir: Path, *, tree_clean: bool = True, identity_ok: bool = 
         profile="cpu",
         profile_settings=profiles.get("cpu").model_dump(mode="json"),
         source=SourceState(commit="a" * 40, tree_clean=tree_clean, dirty_files=[] if tree_clean else ["repro/x.py"], harness_digest=HARNESS_DIGEST),
-        system=SystemDescription(cpu_model="test cpu", cpu_cores=2, memory_gb=8, os="Debian", kernel="6", machine="x86_64", docker_engine="20", docker_api="1.41", storage_driver="overlay2"),
+        system=SystemDescription(
+            cpu_model="test cpu",
+            cpu_cores=2,
+            memory_gb=8,
+            os="Debian",
+            kernel="6",
+            machine="x86_64",
+            docker_engine="20",
+            docker_api="1.41",
+            storage_driver="overlay2",
+        ),
         planned_cells=[c.id for c in plan.cells],
         excluded_cells={},
         started_at=utc_now(),
@@ -57,7 +67,13 @@ def write_bundle(run_dir: Path, *, tree_clean: bool = True, identity_ok: bool = 
             CellRecord(
                 cell=cell,
                 status="done",
-                harness_image=ImageInfo(reference="repro/harness:k", id="sha256:" + "1" * 64, key="k", pinned_by="content-key", labels={"repro.key": "k", "repro.harness_tree": HARNESS_DIGEST}),
+                harness_image=ImageInfo(
+                    reference="repro/harness:k",
+                    id="sha256:" + "1" * 64,
+                    key="k",
+                    pinned_by="content-key",
+                    labels={"repro.key": "k", "repro.harness_tree": HARNESS_DIGEST},
+                ),
                 engine_image=ImageInfo(reference="repro/llama-cpp:e", id="sha256:" + "2" * 64, key="e", pinned_by="content-key", labels={"repro.key": "e"}),
                 model_sha256_verified=cell.model.sha256,
                 engine_identity=IdentityCheck(expected=expected, reported=expected if identity_ok else "b1-other", matched=identity_ok),

@@ -84,7 +84,7 @@ def test_relaxed_sandbox_is_invalid(tmp_path):
     record["sandbox"]["harness"]["user"] = "0:0"
     (cell / "cell.json").write_text(_json.dumps(record))
     # re-sign the manifest, as a careless or dishonest author might: the rules still catch it
-    lines = [f"{sha256_file(p)}  {p.relative_to(run).as_posix()}" for p in sorted(run.rglob('*')) if p.is_file() and p.name != MANIFEST]
+    lines = [f"{sha256_file(p)}  {p.relative_to(run).as_posix()}" for p in sorted(run.rglob("*")) if p.is_file() and p.name != MANIFEST]
     (run / MANIFEST).write_text("\n".join(lines) + "\n")
     reasons = verdicts(run)[cell.name].reasons
     assert "harness sandbox: root filesystem is writable" in reasons

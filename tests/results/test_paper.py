@@ -53,6 +53,8 @@ def test_latex_compiles(tmp_path):
     run = write_bundle(tmp_path / "run1")
     render(collect([run], Redactor(CANARY)), tmp_path)
     doc = tmp_path / "doc.tex"
-    doc.write_text("\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n")
+    doc.write_text(
+        "\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"
+    )
     proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:]
