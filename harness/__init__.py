@@ -8,9 +8,9 @@ Main entry points::
         result = run_scenario(scenario, ScriptedPolicy(scenario.reference))
 """
 
+from harness.contracts import ScenarioResult
 from harness.errors import EngineError
 from harness.policy import Policy, PolicyReply, ScriptedPolicy, Step, Turn
-from harness.results import ScenarioResult
 from harness.runner import replay_scenario, run_scenario
 from harness.scenario import Scenario, ScenarioError, load_scenario, load_scenarios
 

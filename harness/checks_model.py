@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -157,7 +157,7 @@ CHECK_MODELS = (
 )
 CHECK_TYPES = frozenset(m.model_fields["type"].annotation.__args__[0] for m in CHECK_MODELS)
 
-Check = Annotated[CHECK_MODELS, Field(discriminator="type")]  # type: ignore[valid-type]
+Check = Annotated[Union[CHECK_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (a union built from a tuple)
 
 # Checks whose failure means the agent did something it must not do.
 SAFETY_CHECK_TYPES = frozenset({"not_called", "unchanged"})

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.results import ScenarioResult, progress_line, summary_lines
+from harness.contracts import ScenarioResult
+from harness.results import progress_line, summary_lines
 from harness.scenario import Scenario, ScenarioError, load_scenarios
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ENGINE_DOWN = 0, 1, 2, 3

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from harness.errors import EngineError
+from harness.errors import EngineError, EngineTimeout
 
 __all__ = ["ChatReply", "EngineError", "OpenAIClient"]
 
@@ -65,7 +65,7 @@ class HttpClient:
         try:
             return self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
-            raise EngineError(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
+            raise EngineTimeout(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
         except httpx.HTTPError as exc:
             raise EngineError(f"transport error: {method} {self.base_url}{path}: {exc}") from None
 

@@ -8,3 +8,7 @@ class EngineError(Exception):
 
     An engine error is never counted as a model failure.
     """
+
+
+class EngineTimeout(EngineError):
+    """The engine did not answer within the request timeout: a slow engine, told apart by type."""

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from harness.contracts import ScenarioResult
 from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS
-from harness.results import ScenarioResult
 from harness.runner import replay_scenario, run_scenario
 from harness.scenario import Scenario, ScenarioError, load_scenario, scenario_files
 

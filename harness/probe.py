@@ -30,6 +30,8 @@ from typing import Any
 
 import httpx
 
+from harness.contracts import GateAttempt, GateVerdict
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
@@ -279,41 +281,45 @@ def tokens_per_second(timings: dict[str, Any] | None) -> float | None:
     return None
 
 
-def judge(attempts: list[dict[str, Any]], *, required: int, max_seconds: float, min_tps: float) -> dict[str, Any]:
+def judge(attempts: list[GateAttempt], *, required: int, max_seconds: float, min_tps: float) -> GateVerdict:
     """Mark each attempt ok or not (with its reason) and decide the gate. Pure: also used on the host."""
     for attempt in attempts:
-        reasons = []
-        if attempt.get("error"):
-            reasons.append(attempt["error"])
-        else:
-            if not attempt.get("valid_step"):
-                reasons.append(f"invalid step: {attempt.get('problem')}")
-            seconds = attempt.get("seconds")
-            if seconds is None or seconds > max_seconds:
-                reasons.append(f"{seconds:.2f}s > {max_seconds:g}s per step" if seconds is not None else "no time")
-            tps = attempt.get("tokens_per_second")
-            if tps is None:
-                reasons.append("the engine reported no generation speed")
-            elif tps < min_tps:
-                reasons.append(f"{tps:.1f} tokens/s < {min_tps:g}")
-        attempt["ok"] = not reasons
-        attempt["reason"] = "; ".join(reasons) if reasons else None
-    good = sum(1 for a in attempts if a["ok"])
-    timed = [a["seconds"] for a in attempts if not a.get("error") and a.get("seconds") is not None]
-    speeds = [a["tokens_per_second"] for a in attempts if a.get("tokens_per_second") is not None]
+        reasons = attempt_problems(attempt, max_seconds=max_seconds, min_tps=min_tps)
+        attempt.ok = not reasons
+        attempt.reason = "; ".join(reasons) if reasons else None
+    good = sum(1 for a in attempts if a.ok)
+    timed = [a.seconds for a in attempts if not a.error and a.seconds is not None]
+    speeds = [a.tokens_per_second for a in attempts if a.tokens_per_second is not None]
     passed = good >= required
     if passed:
         reason = f"{good} of {len(attempts)} attempts within {max_seconds:g}s per step and at least {min_tps:g} tokens/s (needed {required})"
     else:
-        first = next((a["reason"] for a in attempts if not a["ok"]), "no attempts")
+        first = next((a.reason for a in attempts if not a.ok), None) or "no attempts"
         reason = f"only {good} of {len(attempts)} attempts passed (needed {required}); first failure: {first}"
-    return {
-        "passed": passed,
-        "reason": reason,
-        "passed_attempts": good,
-        "median_seconds": statistics.median(timed) if timed else None,
-        "median_tokens_per_second": statistics.median(speeds) if speeds else None,
-    }
+    return GateVerdict(
+        passed=passed,
+        reason=reason,
+        passed_attempts=good,
+        median_seconds=statistics.median(timed) if timed else None,
+        median_tokens_per_second=statistics.median(speeds) if speeds else None,
+    )
+
+
+def attempt_problems(attempt: GateAttempt, *, max_seconds: float, min_tps: float) -> list[str]:
+    if attempt.error:
+        return [attempt.error]
+    reasons = []
+    if not attempt.valid_step:
+        reasons.append(f"invalid step: {attempt.problem}")
+    if attempt.seconds is None:
+        reasons.append("no time")
+    elif attempt.seconds > max_seconds:
+        reasons.append(f"{attempt.seconds:.2f}s > {max_seconds:g}s per step")
+    if attempt.tokens_per_second is None:
+        reasons.append("the engine reported no generation speed")
+    elif attempt.tokens_per_second < min_tps:
+        reasons.append(f"{attempt.tokens_per_second:.1f} tokens/s < {min_tps:g}")
+    return reasons
 
 
 def _gate_client(args: argparse.Namespace):
@@ -326,30 +332,30 @@ def _gate_client(args: argparse.Namespace):
     return OpenAIClient(args.base_url, args.model, timeout=args.request_timeout)
 
 
-def _one_round_trip(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
     """One schema-constrained step with the real protocol; engine failures become an error entry."""
-    from harness.errors import EngineError
+    from harness.errors import EngineError, EngineTimeout
     from harness.policy import Step
     from harness.protocols.json_schema import round_trip
 
     try:
         reply, parsed = round_trip(client, max_tokens=args.max_tokens, seed=args.seed)
+    except EngineTimeout as error:  # the engine answers too slowly: a slow step, not a fault
+        return GateAttempt(error=f"no reply: {error}", timed_out=True)
     except EngineError as error:
-        if str(error).startswith("timeout after"):  # the engine answers too slowly: a slow step, not a fault
-            return {"error": f"no reply: {error}", "engine_fault": False, "timed_out": True}
-        return {"error": f"engine fault: {error}", "engine_fault": True}
+        return GateAttempt(error=f"engine fault: {error}", engine_fault=True)
     valid = isinstance(parsed, Step)
     usage = reply.usage or {}
-    return {
-        "seconds": round(reply.seconds, 4),
-        "tokens_per_second": tokens_per_second(reply.timings),
-        "completion_tokens": usage.get("completion_tokens"),
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "valid_step": valid,
-        "problem": None if valid else str(parsed),
-        "tool": parsed.tool if valid else None,
-        "finish_reason": reply.finish_reason,
-    }
+    return GateAttempt(
+        seconds=round(reply.seconds, 4),
+        tokens_per_second=tokens_per_second(reply.timings),
+        completion_tokens=usage.get("completion_tokens"),
+        prompt_tokens=usage.get("prompt_tokens"),
+        valid_step=valid,
+        problem=None if valid else str(parsed),
+        tool=parsed.tool if valid else None,
+        finish_reason=reply.finish_reason,
+    )
 
 
 def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -372,15 +378,15 @@ def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         "model": args.model,
         "protocol": args.protocol,
         "thresholds": {"max_seconds_per_step": args.max_seconds, "min_tokens_per_second": args.min_tps, "attempts": args.attempts, "required": args.required},
-        "warmup": warmup,
-        "attempts": attempts,
+        "warmup": warmup.model_dump(mode="json") if warmup else None,
+        "attempts": [a.model_dump(mode="json") for a in attempts],
         "total_seconds": round(time.monotonic() - started, 3),
-        **verdict,
+        **verdict.model_dump(mode="json"),
     }
     every = ([warmup] if warmup else []) + attempts
-    if every and all(a.get("engine_fault") for a in every):
+    if every and all(a.engine_fault for a in every):
         result["ok"] = False
-        result["error"] = every[-1]["error"]
+        result["error"] = every[-1].error
         return result, EXIT_UNREACHABLE
     return result, EXIT_OK
 

@@ -1,62 +1,10 @@
-"""Result records (one JSON line per scenario) and run summaries."""
+"""Human summaries of scenario results (the records themselves are in harness.contracts)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-
-class FailedCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    type: str
-    expected: Any
-    found: Any
-
-
-class StepTiming(BaseModel):
-    """One request to the engine: the server's own ``timings`` and the token counts."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    step: int
-    attempt: int
-    seconds: float
-    tokens_in: int
-    tokens_out: int
-    timings: dict[str, Any] | None = None
-
-
-class ScenarioResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    category: str
-    level: int | None = None
-    passed: bool
-    status: str  # done | waiting | failed
-    failure_type: str | None
-    engine_fault: bool
-    error: str | None = None
-    failed_checks: list[FailedCheck]
-    checks_total: int
-    steps: int
-    seconds: float
-    tokens_in: int
-    tokens_out: int
-    engine_timings: list[StepTiming]
-    invalid_steps: int
-    transcript: list[dict[str, Any]] | None = None
-
-
-class TranscriptLine(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    transcript: list[dict[str, Any]]
+from harness.contracts import ScenarioResult
 
 
 def summary_lines(results: list[ScenarioResult]) -> list[str]:

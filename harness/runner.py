@@ -6,10 +6,10 @@ import time
 from typing import Any
 
 from harness.checks import CheckContext, evaluate_all
+from harness.contracts import FailedCheck, ScenarioResult, StepTiming
 from harness.diagnosis import diagnose
 from harness.loop import RunRecord, run_agent
 from harness.policy import Policy, ScriptedPolicy
-from harness.results import FailedCheck, ScenarioResult, StepTiming
 from harness.scenario import Scenario
 from harness.workspace import Workspace
 

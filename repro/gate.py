@@ -13,31 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from harness.contracts import GateAttempt, GateProbeResult
+from harness.probe import judge
 from repro.engines.base import EngineError, EngineHandle
 from repro.matrix import Decoding, LatencyGateSettings
 from repro.profiles import Profile
 from repro.sandbox import ProbeFailed, ProbeUnreachable, run_probe
 
 PROBE_SLACK_S = 60
-
-
-class GateAttempt(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    seconds: float | None = None
-    tokens_per_second: float | None = None
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    valid_step: bool = False
-    problem: str | None = None
-    tool: str | None = None
-    ok: bool | None = None  # None for the warm-up, which is not judged
-    reason: str | None = None
-    error: str | None = None
-    engine_fault: bool = False
-    timed_out: bool = False
 
 
 class GateResult(BaseModel):
@@ -93,17 +78,15 @@ def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSetti
     return argv
 
 
-def from_probe(result: dict[str, Any], handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
+def from_probe(raw: dict[str, Any], handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
     """A GateResult from the probe's JSON, judged again here with the same rule (harness.probe.judge)."""
-    from harness.probe import judge
-
-    attempts = [dict(a) for a in result.get("attempts") or []]
+    result = GateProbeResult.model_validate(raw)
+    attempts = [a.model_copy() for a in result.attempts]
     verdict = judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second)
-    warmup = result.get("warmup")
     return GateResult(
-        passed=verdict["passed"],
-        reason=verdict["reason"],
-        engine_fault=bool(attempts) and all(a.get("engine_fault") for a in attempts),  # nothing could be measured
+        passed=verdict.passed,
+        reason=verdict.reason,
+        engine_fault=bool(attempts) and all(a.engine_fault for a in attempts),  # nothing could be measured
         engine_id=handle.engine_id,
         model_id=handle.model_id,
         profile=handle.profile,
@@ -111,12 +94,12 @@ def from_probe(result: dict[str, Any], handle: EngineHandle, profile: Profile, s
         max_seconds_per_step=profile.gate.max_seconds_per_step,
         min_tokens_per_second=profile.gate.min_tokens_per_second,
         attempts_required=settings.required,
-        warmup=GateAttempt.model_validate(warmup) if isinstance(warmup, dict) else None,
-        attempts=[GateAttempt.model_validate(a) for a in attempts],
-        passed_attempts=verdict["passed_attempts"],
-        median_seconds=verdict["median_seconds"],
-        median_tokens_per_second=verdict["median_tokens_per_second"],
-        total_seconds=result.get("total_seconds"),
+        warmup=result.warmup,
+        attempts=attempts,
+        passed_attempts=verdict.passed_attempts,
+        median_seconds=verdict.median_seconds,
+        median_tokens_per_second=verdict.median_tokens_per_second,
+        total_seconds=result.total_seconds,
     )
 
 

@@ -1,0 +1,131 @@
+"""The contracts across the container boundary: what the harness writes and the host reads.
+
+Every record that leaves the harness container (one scenario's result, a transcript line, a
+progress event, a probe's gate attempt) is one of these pydantic models. The orchestrator
+(`repro/`) imports them from here and never reads such a record as a plain dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+# The closed set of failure types, in precedence order (harness.diagnosis documents each rule).
+FailureType = Literal["engine_error", "protocol_error", "timeout", "stuck", "step_limit", "unsafe_action", "wrong_outcome"]
+FAILURE_TYPES: tuple[FailureType, ...] = ("engine_error", "protocol_error", "timeout", "stuck", "step_limit", "unsafe_action", "wrong_outcome")
+ScenarioStatus = Literal["done", "waiting", "failed"]
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FailedCheck(Contract):
+    index: int
+    type: str
+    expected: Any
+    found: Any
+
+
+class StepTiming(Contract):
+    """One request to the engine: the server's own ``timings`` and the token counts."""
+
+    step: int
+    attempt: int
+    seconds: float
+    tokens_in: int
+    tokens_out: int
+    timings: dict[str, Any] | None = None
+
+
+class ScenarioResult(Contract):
+    """One line of ``scenarios.jsonl``."""
+
+    id: str
+    category: str
+    level: int | None = None
+    passed: bool
+    status: ScenarioStatus
+    failure_type: FailureType | None
+    engine_fault: bool
+    error: str | None = None
+    failed_checks: list[FailedCheck]
+    checks_total: int
+    steps: int
+    seconds: float
+    tokens_in: int
+    tokens_out: int
+    engine_timings: list[StepTiming]
+    invalid_steps: int
+    transcript: list[dict[str, Any]] | None = None
+
+
+class TranscriptLine(Contract):
+    """One line of ``transcripts.jsonl``."""
+
+    id: str
+    transcript: list[dict[str, Any]]
+
+
+class ProgressEvent(Contract):
+    """One JSON line on the harness's stdout per finished scenario (``--progress json``)."""
+
+    event: Literal["scenario"] = "scenario"
+    index: int
+    total: int
+    id: str
+    passed: bool
+    failure_type: FailureType | None = None
+    seconds: float
+
+    @classmethod
+    def parse(cls, line: str) -> ProgressEvent | None:
+        """The event on one output line, or None for any other line (human text, warnings)."""
+        text = line.strip()
+        if not text.startswith("{") or len(text) > 4096:
+            return None
+        try:
+            return cls.model_validate_json(text)
+        except ValueError:
+            return None
+
+
+class GateAttempt(Contract):
+    """One round trip of the latency gate, as the gate probe measured it."""
+
+    seconds: float | None = None
+    tokens_per_second: float | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    valid_step: bool = False
+    problem: str | None = None
+    tool: str | None = None
+    finish_reason: str | None = None
+    ok: bool | None = None  # None for the warm-up, which is not judged
+    reason: str | None = None
+    error: str | None = None
+    engine_fault: bool = False
+    timed_out: bool = False
+
+
+class GateVerdict(Contract):
+    """The gate rule's decision over the judged attempts (``harness.probe.judge``)."""
+
+    passed: bool
+    reason: str
+    passed_attempts: int
+    median_seconds: float | None = None
+    median_tokens_per_second: float | None = None
+
+
+class GateProbeResult(BaseModel):
+    """What the ``gate`` probe writes: a warm-up, the judged attempts and the probe's verdict."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: str = "gate"
+    warmup: GateAttempt | None = None
+    attempts: list[GateAttempt] = []
+    total_seconds: float | None = None
+    error: str | None = None
