@@ -1,0 +1,489 @@
+"""Re-grading: does a recorded scenario result follow from its own transcript?
+
+The transcript's tool calls are executed again, in order, against a fresh workspace of the
+scenario (the same fixtures, ``respond``, ``interfere`` and pinned clock) through the run loop
+itself: ``TranscriptPolicy`` plays the recorded steps as the model, and ``run_scenario`` scores
+the run, so the loop, the tools, the checks and the diagnosis are exactly those of a real run.
+The outcome is then compared with what was recorded: every step's status and result, how the
+run ended, ``passed``, the failed checks and the failure type. Each difference is named.
+
+How a recorded run ended is replayed faithfully: ``done``, ``waiting``, ``stuck`` and
+``step_limit`` are decided by the loop from the replayed steps; ``protocol_error`` is replayed
+as an invalid reply, ``engine_error`` as an engine failure (so a recorded engine fault can never
+re-grade into a pass) and ``timeout`` as an engine failure then scored as a timeout (always a
+failure). A transcript that ends before the loop does is a difference, and the run is stopped
+as an engine failure.
+
+A re-grade proves that the recorded outcome follows from the recorded calls; it cannot prove
+that a model made those calls (only a rerun does). A transcript is hostile input: its size and
+nesting are bounded, its entries validated, and anything malformed is a difference, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
+from harness.errors import EngineError
+from harness.policy import ModelCall, PolicyReply, Step, Turn
+from harness.runner import run_scenario
+from harness.scenario import Scenario
+
+MAX_TRANSCRIPT_CHARS = 4_000_000  # a 50-step transcript of a real run is well under 1 MB
+MAX_NESTING = 32
+MAX_LINE_CHARS = 16 * 1024**2
+EXTRA_ENTRIES = 4  # trigger, prompt, invalid, end besides the steps
+SHOWN_CHARS = 120
+ENTRY_ORDER = re.compile(r"tp?s*i?e")
+
+RESULT_FIELDS = (
+    "id",
+    "category",
+    "level",
+    "passed",
+    "status",
+    "failure_type",
+    "engine_fault",
+    "error",
+    "failed_checks",
+    "checks_total",
+    "steps",
+    "invalid_steps",
+)
+STEP_FIELDS = ("step", "agent", "tool", "args", "thought", "status", "result", "replies")
+END_FIELDS = ("status", "stop", "detail")
+
+
+# ---------------------------------------------------------------------------- the result
+
+
+class Difference(BaseModel):
+    """One way the re-grade disagrees with the record."""
+
+    what: str  # e.g. "passed", "step 3 result", "end stop", "transcript"
+    recorded: Any = None
+    regraded: Any = None
+
+    def line(self) -> str:
+        return f"{self.what}: recorded {_shown(self.recorded)}, regraded {_shown(self.regraded)}"
+
+
+class ReplayedStep(BaseModel):
+    step: int
+    tool: str
+    status: str
+    result: dict[str, Any]
+
+
+class Regrade(BaseModel):
+    """The re-graded outcome of one scenario and every difference from the record."""
+
+    id: str
+    replayed: bool  # False when the transcript was unusable and nothing was executed
+    passed: bool
+    status: str
+    stop: str | None = None
+    failure_type: str | None = None
+    engine_fault: bool = False
+    failed_checks: list[FailedCheck] = []
+    steps: list[ReplayedStep] = []
+    differences: list[Difference] = []
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences
+
+    def line(self) -> str:
+        """One line: the scenario id and every difference."""
+        return f"{self.id}: " + "; ".join(d.line() for d in self.differences)
+
+
+class RegradeReport(BaseModel):
+    """The re-grades of one cell's results, and the problems that kept a result from one."""
+
+    regrades: list[Regrade] = []
+    problems: list[str] = []  # one line each: a malformed line, a missing transcript, a duplicate
+
+    @property
+    def agrees(self) -> bool:
+        return not self.problems and all(r.agrees for r in self.regrades)
+
+    def lines(self) -> list[str]:
+        return self.problems + [r.line() for r in self.regrades if not r.agrees]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+# ---------------------------------------------------------------------------- the transcript
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Reply(_Entry):
+    content: str
+    problem: str | None = None
+
+
+class _TriggerEntry(_Entry):
+    kind: Literal["trigger"]
+    agent: str
+    text: str
+
+
+class _PromptEntry(_Entry):
+    kind: Literal["prompt"]
+    messages: list[dict[str, str]]
+
+
+class _StepEntry(_Entry):
+    kind: Literal["step"]
+    step: int
+    agent: str
+    thought: str
+    tool: str
+    args: dict[str, Any]
+    status: str
+    result: dict[str, Any]
+    replies: list[_Reply] | None = None
+
+
+class _InvalidEntry(_Entry):
+    kind: Literal["invalid"]
+    replies: list[_Reply]
+
+
+class _EndEntry(_Entry):
+    kind: Literal["end"]
+    status: str
+    stop: str | None
+    detail: str | None
+
+
+_ENTRY = TypeAdapter(Annotated[_TriggerEntry | _PromptEntry | _StepEntry | _InvalidEntry | _EndEntry, Field(discriminator="kind")])
+
+
+class RecordedRun(BaseModel):
+    """A validated transcript, split by entry kind."""
+
+    trigger: _TriggerEntry
+    prompt: _PromptEntry | None = None
+    steps: list[_StepEntry] = []
+    invalid: _InvalidEntry | None = None
+    end: _EndEntry
+
+
+class TranscriptError(ValueError):
+    """A transcript that cannot be replayed; the message is one line."""
+
+
+def parse_transcript(transcript: Any, max_steps: int) -> RecordedRun:
+    """The transcript as a ``RecordedRun``, or ``TranscriptError`` saying what is wrong with it."""
+    if not isinstance(transcript, list):
+        raise TranscriptError("the transcript is not a list of entries")
+    if len(transcript) > max_steps + EXTRA_ENTRIES:
+        raise TranscriptError(f"{len(transcript)} entries, more than {max_steps} steps allow")
+    _check_size(transcript)
+    entries = [_entry(i, raw) for i, raw in enumerate(transcript)]
+    _check_order([e.kind for e in entries])
+    by_kind: dict[str, Any] = {"steps": []}
+    for entry in entries:
+        if entry.kind == "step":
+            by_kind["steps"].append(entry)
+        else:
+            by_kind[entry.kind] = entry
+    return RecordedRun(**by_kind)
+
+
+def _check_size(transcript: list[Any]) -> None:
+    if _nesting(transcript) > MAX_NESTING:
+        raise TranscriptError(f"nested deeper than {MAX_NESTING} levels")
+    try:
+        size = len(json.dumps(transcript, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise TranscriptError(f"not JSON data: {exc}") from None
+    if size > MAX_TRANSCRIPT_CHARS:
+        raise TranscriptError(f"{size} characters, more than the limit of {MAX_TRANSCRIPT_CHARS}")
+
+
+def _nesting(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (iteratively: no recursion limit to hit)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            return depth
+        children = node.values() if isinstance(node, dict) else node
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def _entry(index: int, raw: Any) -> Any:
+    try:
+        return _ENTRY.validate_python(raw)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise TranscriptError(f"entry {index} {where}: {error['msg']}") from None
+
+
+def _check_order(kinds: list[str]) -> None:
+    """trigger, an optional prompt, the steps, an optional invalid entry, end: nothing else."""
+    letters = "".join(kind[0] for kind in kinds)  # trigger, prompt, step, invalid, end
+    if not ENTRY_ORDER.fullmatch(letters):
+        shown = ", ".join(kinds[:6]) + (", ..." if len(kinds) > 6 else "")
+        raise TranscriptError(f"entries out of order ({shown}): expected trigger, prompt, steps, invalid, end")
+
+
+# ---------------------------------------------------------------------------- the replay policy
+
+
+class TranscriptOverrun(EngineError):
+    """The loop asked for a step the transcript does not have."""
+
+
+class RecordedTimeout(EngineError):
+    """The transcript ends in a timeout: the run is stopped here, then scored as a timeout."""
+
+
+class TranscriptPolicy:
+    """Plays a recorded transcript as the model: its steps in order, then its ending."""
+
+    def __init__(self, recorded: RecordedRun) -> None:
+        self.recorded = recorded
+        self.taken = 0
+        self.overrun = False
+        self.timed_out = False
+
+    def next_step(self, turn: Turn) -> PolicyReply:
+        prompt = copy.deepcopy(self.recorded.prompt.messages) if self.recorded.prompt and turn.step_number == 1 else None
+        if self.taken < len(self.recorded.steps):
+            entry = self.recorded.steps[self.taken]
+            self.taken += 1
+            step = Step(entry.tool, copy.deepcopy(entry.args), entry.thought)
+            return PolicyReply(step=step, calls=_calls(entry.replies), prompt=prompt)
+        return self._ending(prompt, turn.step_number)
+
+    def _ending(self, prompt: list[dict[str, str]] | None, number: int) -> PolicyReply:
+        end = self.recorded.end
+        if end.stop == "protocol_error":
+            invalid = self.recorded.invalid.replies if self.recorded.invalid else None
+            return PolicyReply(invalid=end.detail, calls=_calls(invalid), prompt=prompt)
+        if end.stop == "engine_error":
+            raise EngineError(end.detail or "")
+        if end.stop == "timeout":
+            self.timed_out = True
+            raise RecordedTimeout(end.detail or "")
+        self.overrun = True
+        raise TranscriptOverrun(f"the run needs step {number}; the transcript has {len(self.recorded.steps)}")
+
+
+def _calls(replies: list[_Reply] | None) -> list[ModelCall]:
+    return [ModelCall(raw=r.content, problem=r.problem) for r in replies or []]
+
+
+# ---------------------------------------------------------------------------- re-grading
+
+
+def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None) -> Regrade:
+    """Re-grade ``result`` of ``scenario`` from ``transcript`` (default: the result's own)."""
+    transcript = result.transcript if transcript is None else transcript
+    try:
+        recorded = parse_transcript(transcript, scenario.max_steps)
+    except TranscriptError as exc:
+        return _unusable(result, f"transcript: {exc}")
+    policy = TranscriptPolicy(recorded)
+    try:
+        regraded = run_scenario(scenario, policy)
+    except Exception as exc:  # hostile input must never crash a check; the replay says why it stopped
+        return _unusable(result, f"replay stopped: {type(exc).__name__}: {str(exc)[:200]}")
+    if policy.timed_out and regraded.failure_type == "engine_error":
+        regraded = _as_timeout(regraded)
+    differences = compare(result, transcript, regraded)
+    if policy.overrun:
+        differences.insert(0, Difference(what="transcript", recorded=f"ends after {len(recorded.steps)} steps", regraded="the run goes on"))
+    return _regrade(regraded, differences)
+
+
+def _as_timeout(result: ScenarioResult) -> ScenarioResult:
+    transcript = copy.deepcopy(result.transcript or [])
+    if transcript and transcript[-1].get("kind") == "end":
+        transcript[-1]["stop"] = "timeout"
+    return result.model_copy(update={"passed": False, "failure_type": "timeout", "engine_fault": False, "transcript": transcript})
+
+
+def _unusable(result: ScenarioResult, reason: str) -> Regrade:
+    return Regrade(
+        id=result.id,
+        replayed=False,
+        passed=False,
+        status="failed",
+        differences=[Difference(what="transcript", recorded=reason, regraded="not replayed")],
+    )
+
+
+def _regrade(result: ScenarioResult, differences: list[Difference]) -> Regrade:
+    entries = result.transcript or []
+    end = entries[-1] if entries else {}
+    steps = [ReplayedStep(step=e["step"], tool=e["tool"], status=e["status"], result=e["result"]) for e in entries if e.get("kind") == "step"]
+    return Regrade(
+        id=result.id,
+        replayed=True,
+        passed=result.passed,
+        status=result.status,
+        stop=end.get("stop"),
+        failure_type=result.failure_type,
+        engine_fault=result.engine_fault,
+        failed_checks=result.failed_checks,
+        steps=steps,
+        differences=differences,
+    )
+
+
+# ---------------------------------------------------------------------------- comparing
+
+
+def compare(recorded: ScenarioResult, transcript: list[dict[str, Any]], regraded: ScenarioResult) -> list[Difference]:
+    """Every difference between the recorded result and transcript and the re-graded ones."""
+    old, new = _plain(recorded.model_dump(mode="json")), _plain(regraded.model_dump(mode="json"))
+    differences = [Difference(what=name, recorded=old[name], regraded=new[name]) for name in RESULT_FIELDS if old[name] != new[name]]
+    return differences + compare_transcripts(_plain(transcript), _plain(regraded.transcript or []))
+
+
+def compare_transcripts(recorded: list[dict[str, Any]], regraded: list[dict[str, Any]]) -> list[Difference]:
+    differences = []
+    for kind in ("trigger", "prompt", "invalid"):
+        old, new = _only(recorded, kind), _only(regraded, kind)
+        if old != new:
+            differences.append(Difference(what=kind, recorded=old, regraded=new))
+    differences += _step_differences(_all(recorded, "step"), _all(regraded, "step"))
+    old_end, new_end = _only(recorded, "end") or {}, _only(regraded, "end") or {}
+    differences += [
+        Difference(what=f"end {key}", recorded=old_end.get(key), regraded=new_end.get(key)) for key in END_FIELDS if old_end.get(key) != new_end.get(key)
+    ]
+    return differences
+
+
+def _step_differences(recorded: list[dict[str, Any]], regraded: list[dict[str, Any]]) -> list[Difference]:
+    differences = []
+    for number in range(1, max(len(recorded), len(regraded)) + 1):
+        old = recorded[number - 1] if number <= len(recorded) else None
+        new = regraded[number - 1] if number <= len(regraded) else None
+        if old is None or new is None:
+            differences.append(Difference(what=f"step {number}", recorded=_call(old), regraded=_call(new)))
+            continue
+        differences += [
+            Difference(what=f"step {number} {key}", recorded=old.get(key), regraded=new.get(key)) for key in STEP_FIELDS if old.get(key) != new.get(key)
+        ]
+    return differences
+
+
+def _call(entry: dict[str, Any] | None) -> Any:
+    return None if entry is None else {"tool": entry.get("tool"), "args": entry.get("args")}
+
+
+def _only(entries: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    found = _all(entries, kind)
+    return found[0] if found else None
+
+
+def _all(entries: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in entries if isinstance(e, dict) and e.get("kind") == kind]
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON would carry it (tuples as lists, keys as strings)."""
+    return json.loads(json.dumps(value, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------------------- a cell's results
+
+
+def regrade_all(scenarios: Iterable[Scenario], results: Iterable[ScenarioResult], transcripts: Iterable[TranscriptLine] = ()) -> RegradeReport:
+    """Re-grade every result against the scenario of the same id and its transcript (from
+    ``transcripts``, else the result's own)."""
+    by_id = {s.id: s for s in scenarios}
+    report = RegradeReport()
+    found = _unique_by_id(transcripts, "transcript", report.problems)
+    seen: set[str] = set()
+    for result in results:
+        if result.id in seen:
+            report.problems.append(f"{result.id}: more than one result")
+            continue
+        seen.add(result.id)
+        transcript = found.pop(result.id, result.transcript)
+        if result.id not in by_id:
+            report.problems.append(f"{result.id}: no such scenario in the suite")
+        elif transcript is None:
+            report.problems.append(f"{result.id}: no transcript")
+        else:
+            report.regrades.append(regrade(by_id[result.id], result, transcript))
+    report.problems += [f"{name}: a transcript without a result" for name in found]
+    return report
+
+
+def _unique_by_id(lines: Iterable[TranscriptLine], what: str, problems: list[str]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        if line.id in found:
+            problems.append(f"{line.id}: more than one {what}")
+        found[line.id] = line.transcript
+    return found
+
+
+def read_records(path: Path, model: type[BaseModel], problems: list[str]) -> list[Any]:
+    """The valid records of a JSON-lines file; each bad line is one problem, never an exception.
+    ``OSError`` (a missing or unreadable file) is left to the caller: that is bad input."""
+    records = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        number = 0
+        while line := handle.readline(MAX_LINE_CHARS + 1):
+            number += 1
+            if len(line) > MAX_LINE_CHARS:
+                problems.append(f"{path.name} line {number}: longer than {MAX_LINE_CHARS} characters")
+                _skip_rest_of_line(handle, line)
+                continue
+            if line.strip():
+                record = _record(line, model)
+                if isinstance(record, BaseModel):
+                    records.append(record)
+                else:
+                    problems.append(f"{path.name} line {number}: {record}")
+    return records
+
+
+def _skip_rest_of_line(handle: Any, line: str) -> None:
+    while not line.endswith("\n") and line:
+        line = handle.readline(MAX_LINE_CHARS)
+
+
+def _record(line: str, model: type[BaseModel]) -> BaseModel | str:
+    try:
+        return model.model_validate_json(line)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in error["loc"]) or "(line)"
+        return f"not a {model.__name__}: {where}: {error['msg']}"[:300]
+
+
+def regrade_files(scenarios: list[Scenario], results_path: Path, transcripts_path: Path | None) -> RegradeReport:
+    """``regrade_all`` over a cell's ``scenarios.jsonl`` and ``transcripts.jsonl``."""
+    problems: list[str] = []
+    results = read_records(results_path, ScenarioResult, problems)
+    transcripts = read_records(transcripts_path, TranscriptLine, problems) if transcripts_path else []
+    report = regrade_all(scenarios, results, transcripts)
+    report.problems[:0] = problems
+    return report
