@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.contracts import ScenarioResult
-from harness.results import progress_line, summary_lines
+from harness.results import progress_event, progress_line, summary_lines
 from harness.scenario import Scenario, ScenarioError, load_scenarios
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ENGINE_DOWN = 0, 1, 2, 3
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="seconds per request")
     run.add_argument("--out", required=True, type=Path, help="results, one JSON line per scenario")
     run.add_argument("--transcripts", type=Path, help="write transcripts here instead of into --out")
+    run.add_argument("--progress", choices=["text", "json"], default="text", help="json: one ProgressEvent line per scenario")
 
     replay = commands.add_parser("replay", help="replay each scenario's reference as the model")
     _scenario_options(replay)
@@ -145,7 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         def play(scenario: Scenario) -> ScenarioResult:
             return run_scenario(scenario, make_policy(args.protocol, client, **options))
 
-        _run_all(scenarios, play, args.out, args.transcripts)
+        _run_all(scenarios, play, args.out, args.transcripts, args.progress)
     return EXIT_OK
 
 
@@ -198,7 +199,9 @@ def _run_all(
     play: Callable[[Scenario], ScenarioResult],
     out: Path | None,
     transcripts: Path | None,
+    progress_format: str = "text",
 ) -> list[ScenarioResult]:
+    progress = progress_event if progress_format == "json" else progress_line
     results = []
     with _atomic_lines(out) as write_result, _atomic_lines(transcripts) as write_transcript:
         for k, scenario in enumerate(scenarios, start=1):
@@ -208,7 +211,7 @@ def _run_all(
             write_result(record)
             if transcripts:
                 write_transcript({"id": result.id, "transcript": result.transcript})
-            print(progress_line(k, len(scenarios), result), flush=True)
+            print(progress(k, len(scenarios), result), flush=True)
     for line in summary_lines(results):
         print(line, flush=True)
     return results

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from harness.contracts import ScenarioResult
+from harness.contracts import ProgressEvent, ScenarioResult
 
 
 def summary_lines(results: list[ScenarioResult]) -> list[str]:
@@ -23,3 +23,9 @@ def summary_lines(results: list[ScenarioResult]) -> list[str]:
 def progress_line(k: int, n: int, result: ScenarioResult) -> str:
     verdict = "PASS" if result.passed else f"FAIL {result.failure_type}"
     return f"[{k}/{n}] {result.id} {verdict} ({result.seconds:.1f}s)"
+
+
+def progress_event(k: int, n: int, result: ScenarioResult) -> str:
+    """The same progress as one JSON line (``--progress json``), for the orchestrator."""
+    event = ProgressEvent(index=k, total=n, id=result.id, passed=result.passed, failure_type=result.failure_type, seconds=result.seconds)
+    return event.model_dump_json()
