@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness", description="The repro agent harness.")
-    commands = parser.add_subparsers(dest="command", metavar="{run,replay,lint,probe}", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="{run,replay,lint,regrade,probe}", parser_class=_Parser)
     commands.required = True
 
     run = commands.add_parser("run", help="run scenarios against an OpenAI-compatible engine")
@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     lint = commands.add_parser("lint", help="check scenario files against the project's rules")
     lint.add_argument("--scenarios", required=True, type=Path)
+
+    regrade = commands.add_parser("regrade", help="execute recorded transcripts again and compare with the recorded results")
+    regrade.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder the results came from")
+    regrade.add_argument("--results", required=True, type=Path, help="scenarios.jsonl")
+    regrade.add_argument("--transcripts", type=Path, help="transcripts.jsonl (default: the transcripts inside --results)")
 
     commands.add_parser("probe", help="engine probe (harness.probe)", add_help=False)
     return parser
@@ -174,6 +179,12 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from harness.regrade import command
+
+    return command(args.scenarios, args.results, args.transcripts)
+
+
 def _probe(argv: list[str]) -> int:
     try:
         probe = importlib.import_module("harness.probe")
@@ -188,6 +199,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "replay": cmd_replay,
     "lint": cmd_lint,
+    "regrade": cmd_regrade,
 }
 
 

@@ -23,6 +23,7 @@ exception.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -35,7 +36,7 @@ from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
 from harness.errors import EngineError
 from harness.policy import ModelCall, PolicyReply, Step, Turn
 from harness.runner import run_scenario
-from harness.scenario import Scenario
+from harness.scenario import Scenario, load_scenarios
 
 MAX_TRANSCRIPT_CHARS = 4_000_000  # a 50-step transcript of a real run is well under 1 MB
 MAX_NESTING = 32
@@ -133,6 +134,10 @@ class _Entry(BaseModel):
 
 
 class _Reply(_Entry):
+    """One model reply; keys beyond content are ``ModelCall`` fields a protocol records."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
     content: str
     problem: str | None = None
 
@@ -145,7 +150,7 @@ class _TriggerEntry(_Entry):
 
 class _PromptEntry(_Entry):
     kind: Literal["prompt"]
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
 
 
 class _StepEntry(_Entry):
@@ -277,7 +282,7 @@ class TranscriptPolicy:
             return PolicyReply(step=step, calls=_calls(entry.replies), prompt=prompt)
         return self._ending(prompt, turn.step_number)
 
-    def _ending(self, prompt: list[dict[str, str]] | None, number: int) -> PolicyReply:
+    def _ending(self, prompt: list[dict[str, Any]] | None, number: int) -> PolicyReply:
         end = self.recorded.end
         if end.stop == "protocol_error":
             invalid = self.recorded.invalid.replies if self.recorded.invalid else None
@@ -291,8 +296,19 @@ class TranscriptPolicy:
         raise TranscriptOverrun(f"the run needs step {number}; the transcript has {len(self.recorded.steps)}")
 
 
+# ModelCall fields a transcript may carry (never the measured ones: those are not in transcripts).
+MODEL_CALL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelCall)) - {"raw", "seconds", "tokens_in", "tokens_out", "timings"}
+
+
 def _calls(replies: list[_Reply] | None) -> list[ModelCall]:
-    return [ModelCall(raw=r.content, problem=r.problem) for r in replies or []]
+    """The recorded replies as the policy returned them. A recorded key that is not a
+    ``ModelCall`` field is dropped here, so the rebuilt transcript lacks it: a difference."""
+    calls = []
+    for reply in replies or []:
+        recorded = reply.model_dump(exclude={"content"})
+        known = {key: copy.deepcopy(value) for key, value in recorded.items() if key in MODEL_CALL_FIELDS}
+        calls.append(ModelCall(raw=reply.content, **known))
+    return calls
 
 
 # ---------------------------------------------------------------------------- re-grading
@@ -487,3 +503,14 @@ def regrade_files(scenarios: list[Scenario], results_path: Path, transcripts_pat
     report = regrade_all(scenarios, results, transcripts)
     report.problems[:0] = problems
     return report
+
+
+def command(scenarios_path: Path, results_path: Path, transcripts_path: Path | None) -> int:
+    """``python -m harness regrade``: one line per differing scenario; 1 on any difference.
+    Unreadable files and bad scenario files raise (``OSError``, ``ScenarioError``): bad input."""
+    report = regrade_files(load_scenarios(scenarios_path), results_path, transcripts_path)
+    for line in report.lines():
+        print(line)
+    differing = len(report.lines())
+    print(f"regrade: {len(report.regrades)} re-graded, {differing} differ")
+    return 0 if report.agrees else 1
