@@ -8,6 +8,7 @@ replies raise ``EngineError``.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ import httpx
 
 from harness.errors import EngineError, EngineTimeout
 
-__all__ = ["ChatReply", "EngineError", "OpenAIClient"]
+__all__ = ["ChatReply", "EngineError", "OpenAIClient", "ToolCall"]
 
 
 @dataclass
@@ -27,6 +28,17 @@ class ChatReply:
     seconds: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
     finish_reason: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One native tool call as the engine returned it. ``arguments`` is the JSON text (Ollama's
+    object is serialized), ``id`` is the engine's call id (empty when it gave none)."""
+
+    name: str
+    arguments: str
+    id: str = ""
 
 
 class HttpClient:
@@ -90,14 +102,16 @@ class OpenAIClient(HttpClient):
 
     def chat(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         response_format: dict[str, Any] | None = None,
         max_tokens: int = 512,
         temperature: float = 0.0,
         seed: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        stop: list[str] | None = None,
     ) -> ChatReply:
-        """One non-streaming chat completion."""
+        """One non-streaming chat completion. ``tools`` are sent with ``tool_choice: "auto"``."""
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -110,6 +124,11 @@ class OpenAIClient(HttpClient):
             payload["seed"] = seed
         if response_format is not None:
             payload["response_format"] = response_format
+        if tools:
+            payload["tools"] = tools
+            payload["tool_choice"] = "auto"
+        if stop:
+            payload["stop"] = stop
         response, seconds = self._post_json("/v1/chat/completions", payload)
         return _parse_reply(response, seconds)
 
@@ -124,6 +143,7 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         body = response.json()
         choice = body["choices"][0]
         content = choice["message"].get("content") or ""
+        tool_calls = [read_tool_call(call) for call in choice["message"].get("tool_calls") or []]
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise EngineError(f"unreadable reply from /v1/chat/completions: {snippet(response.text)}") from None
     return ChatReply(
@@ -133,7 +153,17 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         seconds=seconds,
         raw=body,
         finish_reason=choice.get("finish_reason"),
+        tool_calls=tool_calls,
     )
+
+
+def read_tool_call(call: dict[str, Any]) -> ToolCall:
+    """An OpenAI (``arguments``: JSON text) or Ollama (``arguments``: object) tool call."""
+    function = call["function"]
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return ToolCall(name=str(function.get("name") or ""), arguments=arguments, id=str(call.get("id") or ""))
 
 
 def snippet(text: str, limit: int = 300) -> str:

@@ -39,6 +39,18 @@ class StepTiming(Contract):
     timings: dict[str, Any] | None = None
 
 
+class ProtocolStats(Contract):
+    """How the model handled its protocol in one scenario (every request counts, retries included)."""
+
+    protocol: str
+    model_turns: int  # requests to the engine
+    valid_calls: int  # replies that were a valid step
+    invalid_turns: int  # replies that were not
+    repairs: int = 0  # json_prompt: repairs applied, over all replies
+    ignored_calls: int = 0  # native_tools: calls after the first in a reply, not executed
+    valid_tool_call_rate: float | None = None  # valid_calls / model_turns; None without turns
+
+
 class ScenarioResult(Contract):
     """One line of ``scenarios.jsonl``."""
 
@@ -58,6 +70,7 @@ class ScenarioResult(Contract):
     tokens_out: int
     engine_timings: list[StepTiming]
     invalid_steps: int
+    protocol_stats: ProtocolStats | None = None
     transcript: list[dict[str, Any]] | None = None
 
 

@@ -11,11 +11,12 @@ Stdlib and httpx only.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
-from harness.client import ChatReply, HttpClient, snippet
+from harness.client import ChatReply, HttpClient, read_tool_call, snippet
 from harness.errors import EngineError
 
 __all__ = ["ChatReply", "EngineError", "OllamaClient", "ollama_timings", "format_from_response_format"]
@@ -56,7 +57,7 @@ class OllamaClient(HttpClient):
 
     def chat(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         response_format: dict[str, Any] | None = None,
         format: dict[str, Any] | str | None = None,
@@ -64,15 +65,23 @@ class OllamaClient(HttpClient):
         temperature: float = 0.0,
         seed: int | None = None,
         num_ctx: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        stop: list[str] | None = None,
     ) -> ChatReply:
-        """One non-streaming chat. ``response_format`` (OpenAI style) or ``format`` (Ollama style)."""
+        """One non-streaming chat. ``response_format`` (OpenAI style) or ``format`` (Ollama style);
+        ``tools`` in OpenAI's shape (Ollama reads the same); OpenAI-style tool messages are
+        converted (see ``ollama_messages``)."""
         options: dict[str, Any] = {"temperature": temperature, "num_predict": max_tokens}
+        if stop:
+            options["stop"] = stop
         if seed is not None:
             options["seed"] = seed
         ctx = num_ctx if num_ctx is not None else self.num_ctx
         if ctx is not None:
             options["num_ctx"] = ctx
-        payload: dict[str, Any] = {"model": self.model, "messages": messages, "stream": False, "options": options}
+        payload: dict[str, Any] = {"model": self.model, "messages": ollama_messages(messages), "stream": False, "options": options}
+        if tools:
+            payload["tools"] = tools
         fmt = format if format is not None else format_from_response_format(response_format)
         if fmt is not None:
             payload["format"] = fmt
@@ -80,6 +89,27 @@ class OllamaClient(HttpClient):
             payload["keep_alive"] = self.keep_alive
         response, seconds = self._post_json("/api/chat", payload)
         return _parse_reply(response, seconds)
+
+
+def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-style messages as ``/api/chat`` takes them: tool-call arguments as objects, no call
+    ids or types, and each ``role: tool`` result named by its call's function (``tool_name``)."""
+    names: dict[str, str] = {}
+    out = []
+    for message in messages:
+        message = dict(message)
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                function = call["function"]
+                names[str(call.get("id", ""))] = function["name"]
+                arguments = function["arguments"]
+                calls.append({"function": {"name": function["name"], "arguments": json.loads(arguments) if isinstance(arguments, str) else arguments}})
+            message["tool_calls"] = calls
+        if message.get("role") == "tool":
+            message["tool_name"] = names.get(str(message.pop("tool_call_id", "")), "")
+        out.append(message)
+    return out
 
 
 def format_from_response_format(response_format: dict[str, Any] | None) -> dict[str, Any] | str | None:
@@ -128,6 +158,7 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         content = message.get("content") or ""
         if not isinstance(content, str):
             raise TypeError("content is not text")
+        tool_calls = [read_tool_call(call) for call in message.get("tool_calls") or []]
     except (ValueError, KeyError, TypeError, AttributeError):
         raise EngineError(f"unreadable reply from /api/chat: {snippet(response.text)}") from None
     if body.get("error"):
@@ -142,4 +173,5 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         seconds=seconds,
         raw=body,
         finish_reason=body.get("done_reason"),
+        tool_calls=tool_calls,
     )

@@ -38,6 +38,8 @@ class ModelCall:
     tokens_out: int = 0
     timings: dict[str, Any] | None = None
     problem: str | None = None  # why this reply was not a valid step, if it was not
+    repairs: list[str] = field(default_factory=list)  # json_prompt: the repairs applied, in order
+    ignored_calls: list[dict[str, Any]] = field(default_factory=list)  # native_tools: calls after the first
 
 
 @dataclass
@@ -45,7 +47,7 @@ class PolicyReply:
     step: Step | None = None
     invalid: str | None = None
     calls: list[ModelCall] = field(default_factory=list)
-    prompt: list[dict[str, str]] | None = None  # messages sent, recorded for the first turn only
+    prompt: list[dict[str, Any]] | None = None  # messages sent, recorded for the first turn only
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,140 @@
+"""The ``react`` protocol: Thought / Action / Action Input text, one action per turn.
+
+The model writes::
+
+    Thought: <one short sentence>
+    Action: <tool name>
+    Action Input: <the arguments as one JSON object>
+
+Requests carry the stop sequences ``STOP`` so the model cannot write its own observation; the
+tool result goes back as a user message ``Observation (<status>): <json>``.
+
+The parser (``parse_react``) is strict:
+
+- Lines are read from the top. The first line that starts with ``Action:`` or ``Final Answer:``
+  (after leading blanks) decides; anything after the first Action block is ignored.
+- ``Final Answer: TEXT`` (TEXT is everything after the marker, stripped, over any number of
+  lines) is the step ``finish {"summary": TEXT}``; an empty TEXT is invalid.
+- ``Action: NAME``: NAME is the rest of the line, stripped. The next non-blank line must start
+  with ``Action Input:``; its value is the text after the marker up to the next line that starts
+  with ``Thought:``, ``Action:``, ``Observation`` or ``Final Answer:`` (or the end). Surrounding
+  whitespace and one Markdown code fence around it are tolerated; what remains must be exactly
+  one strict JSON object (no repairs).
+- ``Thought:`` is the text between the first ``Thought:`` marker and the decisive line (it may
+  be missing).
+- The tool and arguments are then checked against the agent's tools and the argument schema the
+  json_schema protocol uses. Anything else (no Action, no Action Input, prose instead of JSON,
+  an unknown tool) is invalid, and gets one re-prompt with the error.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harness.policy import HistoryItem, ModelCall, Step, Turn
+from harness.protocols.base import ChatPolicy, Parsed, check_call, next_step_line, result_texts, system_prompt
+from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
+
+PROTOCOL = "react"
+STOP = ["Observation:", "\nObservation"]
+MARKERS = ("Thought:", "Action:", "Action Input:", "Observation", "Final Answer:")
+FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+
+REACT_FORMAT = """Reply in exactly this format, one action per reply:
+Thought: <one short sentence>
+Action: <one tool name>
+Action Input: <the tool's arguments as one JSON object, every argument given, null where allowed>
+Then stop: the result comes back as an Observation. To end, use Action: finish with {"summary": "..."}, or write Final Answer: <summary>."""
+
+RETRY_TEMPLATE = (
+    "Your reply was not valid: {problem}. Reply again as Thought: ..., Action: <tool name>, Action Input: <one JSON object>, or Final Answer: <summary>."
+)
+
+
+def parse_react(text: str, turn: Turn) -> Step | str:
+    """The step in a ReAct reply, or the one-line reason it is invalid (rules above)."""
+    lines = text.strip().splitlines()
+    decisive = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("Action:", "Final Answer:"))), None)
+    if decisive is None:
+        return "no 'Action:' or 'Final Answer:' line"
+    thought = _thought(lines[:decisive])
+    first = lines[decisive].lstrip()
+    if first.startswith("Final Answer:"):
+        answer = "\n".join([first[len("Final Answer:") :], *lines[decisive + 1 :]]).strip()
+        return check_call("finish", {"summary": answer}, thought, turn) if answer else "an empty Final Answer"
+    tool = first[len("Action:") :].strip()
+    arguments = _action_input(lines[decisive + 1 :])
+    if isinstance(arguments, str):
+        return arguments
+    return check_call(tool, arguments[0], thought, turn)
+
+
+def _thought(lines: list[str]) -> str:
+    text = "\n".join(lines)
+    at = text.find("Thought:")
+    return text[at + len("Thought:") :].strip() if at >= 0 else ""
+
+
+def _action_input(lines: list[str]) -> tuple[dict[str, Any]] | str:
+    rest = list(lines)
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    if not rest or not rest[0].lstrip().startswith("Action Input:"):
+        return "'Action:' is not followed by an 'Action Input:' line"
+    body = [rest[0].lstrip()[len("Action Input:") :]]
+    for line in rest[1:]:
+        if line.lstrip().startswith(MARKERS):
+            break
+        body.append(line)
+    return _json_object("\n".join(body).strip())
+
+
+def _json_object(text: str) -> tuple[dict[str, Any]] | str:
+    fenced = FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    try:
+        value = loads_strict(text)
+    except StrictJSONError as exc:
+        return f"Action Input is not one JSON object: {exc}"
+    if not isinstance(value, dict):
+        return "Action Input is not a JSON object"
+    return (value,)
+
+
+def action_text(item: HistoryItem) -> str:
+    step = item.step
+    return f"Thought: {step.thought}\nAction: {step.tool}\nAction Input: {dumps_compact(step.args)}"
+
+
+def observation(item: HistoryItem) -> str:
+    return f"Observation ({item.status}): {dumps_compact(item.result)}"
+
+
+def build_react_messages(turn: Turn) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(turn, REACT_FORMAT)}, {"role": "user", "content": turn.task}]
+    for item, result in zip(turn.history, result_texts(turn, observation), strict=True):
+        messages.append({"role": "assistant", "content": action_text(item)})
+        messages.append({"role": "user", "content": result})
+    messages[-1]["content"] += next_step_line(turn)
+    return messages
+
+
+class ReactPolicy(ChatPolicy):
+    """Prompted ReAct: free text read by the strict parser, stop sequences before observations."""
+
+    protocol = PROTOCOL
+
+    def messages(self, turn: Turn) -> list[dict[str, Any]]:
+        return build_react_messages(turn)
+
+    def request(self, turn: Turn) -> dict[str, Any]:
+        return {"stop": list(STOP)}
+
+    def parse(self, answer: Any, turn: Turn) -> Parsed:
+        parsed = parse_react(answer.content, turn)
+        return Parsed(step=parsed) if isinstance(parsed, Step) else Parsed(problem=parsed)
+
+    def retry_messages(self, call: ModelCall) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": call.raw}, {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)}]
