@@ -1,10 +1,19 @@
-"""Entry point of the `repro` command: one-line errors and exit codes, never tracebacks."""
+"""Entry point of the `repro` command: one-line errors and exit codes, never tracebacks.
+
+Every failure leaves here as one line on stderr and an exit status: 2 for the user's input
+(a usage error, a bad file, an unreadable path), 1 for anything else. Click runs with
+`standalone_mode=False`, so its usage errors arrive here as exceptions; typer vendors its own
+copy of click (`typer._click`), and both copies are mapped. `REPRO_TRACEBACK=1` shows the
+traceback of an unexpected error, for developers.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 HOST_MODULES = {"typer", "click", "rich", "docker", "git", "jinja2", "huggingface_hub"}
+USAGE_EXIT = 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,34 +24,81 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"repro: {error}; install the host side with: pip install 'repro[host]'", file=sys.stderr)
         return 2
-    from repro.errors import ReproError
-
     try:
         result = app(args=argv, standalone_mode=False, prog_name="repro")
-    except ReproError as error:
-        for line in error.lines:
-            print(line, file=sys.stderr)
-        return error.exit_code
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 1
     except KeyboardInterrupt:
         print("repro: interrupted", file=sys.stderr)
         return 130
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 1
-    except Exception as error:  # click usage errors and the like
-        return _click_error(error)
+    except Exception as error:
+        return report(error)
     return result if isinstance(result, int) else 0
 
 
-def _click_error(error: Exception) -> int:
-    import click
+def report(error: Exception) -> int:
+    """Print `error` as one line (or the lines a ReproError carries) and return the exit status."""
+    from repro.errors import ReproError
 
-    if isinstance(error, click.exceptions.ClickException):
-        error.show()
+    if isinstance(error, ReproError):
+        for line in error.lines:
+            print(line, file=sys.stderr)
         return error.exit_code
-    if isinstance(error, click.exceptions.Abort):
+    handled = _click_error(error)
+    if handled is not None:
+        return handled
+    if isinstance(error, OSError) and error.filename is not None:
+        print(f"repro: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        return USAGE_EXIT
+    if os.environ.get("REPRO_TRACEBACK"):
+        raise error
+    print(f"repro: internal error: {type(error).__name__}: {_one_line(str(error))} (REPRO_TRACEBACK=1 shows where)", file=sys.stderr)
+    return 1
+
+
+def _click_modules() -> list:
+    """The exception modules of every click copy in use: typer's vendored one and click itself."""
+    modules = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            modules.append(__import__(name, fromlist=["UsageError"]))
+        except ImportError:
+            continue
+    return modules
+
+
+def _click_error(error: Exception) -> int | None:
+    """Map a click exception (of either copy) to one line and its exit status; None if it is not one."""
+    import typer
+
+    if isinstance(error, typer.Abort):
         print("repro: aborted", file=sys.stderr)
         return 130
-    raise error
+    for module in _click_modules():
+        if isinstance(error, getattr(module, "NoArgsIsHelpError", ())):
+            print(error.format_message())  # `repro` or a group without a command: its help
+            return USAGE_EXIT
+        if isinstance(error, module.UsageError):
+            print(_usage_line(error), file=sys.stderr)
+            return USAGE_EXIT
+        if isinstance(error, module.ClickException):
+            print(f"repro: {_one_line(error.format_message())}", file=sys.stderr)
+            return error.exit_code
+        if isinstance(error, getattr(module, "Abort", ())):
+            print("repro: aborted", file=sys.stderr)
+            return 130
+    return None
+
+
+def _usage_line(error) -> str:
+    """`repro matrix plan: Missing option '--profile' / '-p'. (see repro matrix plan --help)`."""
+    context = getattr(error, "ctx", None)
+    command = context.command_path if context is not None else "repro"
+    return f"{command}: {_one_line(error.format_message())} (see {command} --help)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ the latency gate and the hardware profiles it may run on. `load_matrix` turns a 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from repro.config import PROJECT_ROOT
 from repro.errors import BadInput
 from repro.yamlsource import format_problem, load_yaml_document, pydantic_problems
 
@@ -24,6 +26,7 @@ IDENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PINNED_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 PARAMETER_COUNT = re.compile(r"^\d+(\.\d+)?[KMBT]$")
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 Protocol = Literal["json_schema", "native_tools", "react"]
 Variant = Literal["cpu", "cuda"]
@@ -314,7 +317,8 @@ def load_matrix(path: str | Path, profile_names: set[str] | None = None) -> Load
     except ValidationError as error:
         raise BadInput(f"{path}: invalid matrix", lines=pydantic_problems(document, error)) from None
     known_profiles = profile_names if profile_names is not None else set(load_profiles().profiles)
-    problems = [format_problem(document, loc, reason) for loc, reason in _cross_check(matrix, known_profiles)]
+    found = _cross_check(matrix, known_profiles) + path_problems(matrix)
+    problems = [format_problem(document, loc, reason) for loc, reason in found]
     if problems:
         raise BadInput(f"{path}: invalid matrix", lines=problems)
     digest = hashlib.sha256(document.raw).hexdigest()
@@ -338,6 +342,54 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
         if rule.engine is not None and rule.engine not in engine_ids:
             problems.append((("exclude", index, "engine"), f"unknown engine '{rule.engine}'"))
     return problems
+
+
+def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT) -> list[tuple[tuple, str]]:
+    """Every path field must name something inside the project: no `../` out of it, no absolute path elsewhere."""
+    problems = []
+    for loc, value in _path_fields(matrix):
+        reason = _outside_reason(value, root)
+        if reason:
+            problems.append((loc, reason))
+    return problems
+
+
+def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
+    """(location, value) of every field of the matrix that names a local file or folder."""
+    fields: list[tuple[tuple, str]] = [(("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites)]
+    for index, model in enumerate(matrix.models):
+        fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
+    for index, engine in enumerate(matrix.engines):
+        build = engine.build
+        if build is None:
+            continue
+        fields.append((("engines", index, "build", "dockerfile"), build.dockerfile))
+        if build.cuda_dockerfile is not None:
+            fields.append((("engines", index, "build", "cuda_dockerfile"), build.cuda_dockerfile))
+        if build.source.archive is not None and not URL.match(build.source.archive):
+            fields.append((("engines", index, "build", "source", "archive"), build.source.archive))
+    return fields
+
+
+def _outside_reason(value: str, root: Path) -> str | None:
+    """Why `value` leaves the project `root` (None when it stays inside)."""
+    if not value.strip():
+        return "an empty path"
+    if "\0" in value:
+        return "a path with a NUL character"
+    try:
+        path = Path(value).expanduser()
+        candidate = path if path.is_absolute() else root / path
+        inside = _is_within(Path(os.path.normpath(candidate)), root) and _is_within(candidate.resolve(), root.resolve())
+    except (OSError, RuntimeError, ValueError) as error:
+        return f"'{value}' cannot be resolved ({error})"
+    if inside:
+        return None
+    return f"'{value}' leaves the project: paths must stay inside the project folder"
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _duplicates(section: str, values: list[str], field: str | None = "id") -> list[tuple[tuple, str]]:
