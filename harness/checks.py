@@ -5,16 +5,19 @@ Each check returns a ``CheckOutcome`` with what it expected and what it found.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harness import checks_model as cm
 from harness.loop import RunRecord
+from harness.strict_json import dumps_compact
 from harness.values import contains_text, contains_word, matches
 from harness.workspace import Workspace
 
 FOLLOW_UP_TOLERANCE_SECONDS = 1
+ANSWER_LIMIT_CHARS = 4000
 
 
 @dataclass
@@ -201,6 +204,44 @@ def _max_steps(check: cm.MaxStepsCheck, ctx: CheckContext) -> Verdict:
     return len(ctx.run.steps) <= check.n, len(ctx.run.steps)
 
 
+def _answer(ctx: CheckContext) -> str | None:
+    summary = ctx.run.finish_summary
+    return None if summary is None else " ".join(summary[:ANSWER_LIMIT_CHARS].split())
+
+
+def contains_term(text: str, term: str) -> bool:
+    """``term`` occurs in ``text`` (case-insensitive, spaces collapsed) and is not part of a longer
+    word or number: "14" is not found in "114" nor in "14.5", "report.md" is found in "`report.md`"."""
+    wanted = re.escape(" ".join(term.split()))
+    pattern = rf"(?<![0-9a-z])(?<![0-9][.,]){wanted}(?![0-9a-z])(?![.,][0-9])"
+    return re.search(pattern, " ".join(text.split()), re.IGNORECASE) is not None
+
+
+def _answer_contains_all(check: cm.AnswerContainsAllCheck, ctx: CheckContext) -> Verdict:
+    answer = _answer(ctx)
+    if answer is None:
+        return False, None
+    missing = [v for v in check.values if not contains_term(answer, v)]
+    unwanted = [v for v in check.absent if contains_term(answer, v)]
+    if missing or unwanted:
+        return False, {"answer": answer, "missing": missing, "unwanted": unwanted}
+    return True, answer
+
+
+def _answer_matches(check: cm.AnswerMatchesCheck, ctx: CheckContext) -> Verdict:
+    answer = _answer(ctx)
+    return answer is not None and re.search(check.pattern, answer, re.IGNORECASE) is not None, answer
+
+
+def _tool_result_contains(check: cm.ToolResultContainsCheck, ctx: CheckContext) -> Verdict:
+    results = [r.result for r in ctx.run.steps if r.step.tool == check.tool and r.status == "ok"]
+    for result in results:
+        text = dumps_compact(result).casefold()
+        if all(v.casefold() in text for v in check.values):
+            return True, result
+    return False, {"successful_calls": len(results)}
+
+
 EVALUATORS: dict[type, Callable[[Any, CheckContext], Verdict]] = {
     cm.FinishedCheck: _finished,
     cm.StatusCheck: _status,
@@ -219,4 +260,7 @@ EVALUATORS: dict[type, Callable[[Any, CheckContext], Verdict]] = {
     cm.FollowUpCheck: _follow_up,
     cm.FinishContainsCheck: _finish_contains,
     cm.MaxStepsCheck: _max_steps,
+    cm.AnswerContainsAllCheck: _answer_contains_all,
+    cm.AnswerMatchesCheck: _answer_matches,
+    cm.ToolResultContainsCheck: _tool_result_contains,
 }

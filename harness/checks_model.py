@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_PATTERN_CHARS = 300
 
 
 class _Check(BaseModel):
@@ -136,6 +139,38 @@ class MaxStepsCheck(_Check):
     n: int = Field(ge=1)
 
 
+class AnswerContainsAllCheck(_Check):
+    """The final answer (the finish summary) names every value and none of ``absent``."""
+
+    type: Literal["answer_contains_all"]
+    values: list[str] = Field(min_length=1)
+    absent: list[str] = []
+
+
+class AnswerMatchesCheck(_Check):
+    """The final answer matches a regular expression (case-insensitive)."""
+
+    type: Literal["answer_matches"]
+    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS)
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return pattern
+
+
+class ToolResultContainsCheck(_Check):
+    """Some successful call of ``tool`` returned a result holding every value."""
+
+    type: Literal["tool_result_contains"]
+    tool: str
+    values: list[str] = Field(min_length=1)
+
+
 CHECK_MODELS = (
     FinishedCheck,
     StatusCheck,
@@ -154,6 +189,9 @@ CHECK_MODELS = (
     FollowUpCheck,
     FinishContainsCheck,
     MaxStepsCheck,
+    AnswerContainsAllCheck,
+    AnswerMatchesCheck,
+    ToolResultContainsCheck,
 )
 CHECK_TYPES = frozenset(m.model_fields["type"].annotation.__args__[0] for m in CHECK_MODELS)
 

@@ -13,11 +13,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.contracts import ScenarioResult
-from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS
+from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS, RANDOM_CALLERS
 from harness.runner import replay_scenario, run_scenario
 from harness.scenario import Scenario, ScenarioError, load_scenario, scenario_files
 
 NOTHING_TO_DO = "nothing_to_do"
+LADDER = re.compile(r"ladder-([0-8])")
+RANDOM_PROOF_LEVELS = (0, 1)
+OUTCOME_CHECKS = {"answer_contains_all", "answer_matches", "tool_result_contains", "asked", "row", "note", "task"}
 PLACEHOLDER = re.compile(r"\b(acme|foo|lorem|john\s+doe)\b", re.IGNORECASE)
 EM_DASH = "\u2014"
 FIXTURE_MAX_BYTES = 4096
@@ -87,9 +90,44 @@ def _scenario_reasons(path: Path, s: Scenario) -> list[str]:
         reasons.append(f"max_steps {s.max_steps} is below the reference length {len(s.reference)}")
     reasons += _fixture_reasons(s)
     reasons += _category_reasons(s)
+    reasons += _ladder_reasons(s)
     reasons += _replay_reasons(s)
     reasons += _do_nothing_reasons(s)
+    reasons += _one_write_reasons(s)
+    reasons += _random_reasons(s)
     return reasons
+
+
+def ladder_level(s: Scenario) -> int | None:
+    """The ladder level a ``ladder-N`` category stands for, None outside the ladder."""
+    found = LADDER.fullmatch(s.category)
+    return int(found.group(1)) if found else None
+
+
+def _ladder_reasons(s: Scenario) -> list[str]:
+    level = ladder_level(s)
+    if level is None:
+        return []
+    reasons = []
+    if s.level != level:
+        reasons.append(f"ladder scenario in {s.category} needs level {level}, has {s.level}")
+    if not {c.type for c in s.expect} & OUTCOME_CHECKS:
+        reasons.append("ladder scenario without an outcome check (answer, tool result, asked, row, note or task)")
+    return reasons
+
+
+def _one_write_reasons(s: Scenario) -> list[str]:
+    if ladder_level(s) is None:
+        return []
+    passing = [a.name for a in PLAUSIBLE_WRITERS if a.applies(s) and run_scenario(s, a.policy(s), transcript=False).passed]
+    return [f"ladder scenario passes with the {name} agent" for name in passing]
+
+
+def _random_reasons(s: Scenario) -> list[str]:
+    if ladder_level(s) not in RANDOM_PROOF_LEVELS:
+        return []
+    passing = [a.name for a in RANDOM_CALLERS if run_scenario(s, a.policy(s), transcript=False).passed]
+    return [f"level {s.level} scenario passes with the {passing[0]} agent (random tool calls)"] if passing else []
 
 
 def _fixture_reasons(s: Scenario) -> list[str]:

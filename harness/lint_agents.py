@@ -2,8 +2,11 @@
 
 - ``FINISH_NOW`` finishes at once: it must fail every scenario outside ``nothing_to_do``.
 - ``PLAUSIBLE_WRITERS`` each make one plausible write, then finish: each must fail every
-  ``nothing_to_do`` scenario it applies to. A writer applies only when its target exists and
-  its tools are among the agent's tools.
+  ``nothing_to_do`` and every ladder scenario it applies to. A writer applies only when its
+  target exists and its tools are among the agent's tools.
+- ``RANDOM_CALLERS`` call one to three of the agent's tools at random (valid arguments from a
+  fixed pool, seeded by scenario id), then finish with "Done." or with the results pasted in:
+  each must fail every ladder scenario of level 0 and 1.
 
 Scenario writers can use them directly::
 
@@ -14,11 +17,15 @@ Scenario writers can use them directly::
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from harness.policy import ScriptedPolicy, Step
+from harness.policy import PolicyReply, ScriptedPolicy, Step, Turn
 from harness.scenario import Scenario
+from harness.strict_json import dumps_compact
+from harness.tool_specs import TOOL_SPECS
 
 FINISH = Step("finish", {"summary": "Done."})
 
@@ -89,4 +96,80 @@ PLAUSIBLE_WRITERS: tuple[LintAgent, ...] = (
     LintAgent("append_to_first_note", ("note_write",), _append_to_first_note),
     LintAgent("write_summary_note", ("note_write",), _write_summary_note),
     LintAgent("add_task_to_owner", ("task_add",), _task_to_owner),
+)
+
+
+# ---------------------------------------------------------------------------- random callers
+
+RANDOM_STRINGS = (
+    ".",
+    "..",
+    "/",
+    "~",
+    "notes.txt",
+    "README.md",
+    "*.md",
+    "docs",
+    "Paris",
+    "London",
+    "weather",
+    "news today",
+    "https://www.example.test/",
+    "Next",
+    "Can you help?",
+)
+RANDOM_SEEDS = range(6)
+RANDOM_MAX_CALLS = 3
+
+
+def random_args(schema: dict[str, Any], rng: random.Random) -> Any:
+    """A value valid for one argument schema of harness.tool_specs, drawn with ``rng``."""
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kinds = schema.get("type", "string")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    kind = rng.choice(kinds)
+    if kind == "null":
+        return None
+    if kind == "integer":
+        low = schema.get("minimum", 1)
+        return rng.randint(low, min(schema.get("maximum", low + 5), low + 5))
+    if kind == "array":
+        return [random_args(schema.get("items", {}), rng) for _ in range(schema.get("minItems", 1))]
+    if kind == "object":
+        return {}
+    return rng.choice(RANDOM_STRINGS)
+
+
+class RandomCaller:
+    """Calls 1 to 3 of the agent's tools at random with valid arguments, then finishes with
+    "Done." or, when ``echo``, with every tool result pasted into the summary."""
+
+    def __init__(self, scenario: Scenario, seed: int, echo: bool) -> None:
+        self.rng = random.Random(f"{seed}:{scenario.id}")
+        self.tools = sorted(t for t in scenario.agent_spec().tools if t != "finish")
+        self.calls = self.rng.randint(1, RANDOM_MAX_CALLS) if self.tools else 0
+        self.echo = echo
+
+    def next_step(self, turn: Turn) -> PolicyReply:
+        if turn.step_number > self.calls or turn.step_number >= turn.max_steps:
+            summary = " ".join(dumps_compact(item.result) for item in turn.history) if self.echo else "Done."
+            return PolicyReply(step=Step("finish", {"summary": summary or "Done."}))
+        tool = self.rng.choice(self.tools)
+        args = {name: random_args(schema, self.rng) for name, schema in TOOL_SPECS[tool].args.items()}
+        return PolicyReply(step=Step(tool, args))
+
+
+@dataclass(frozen=True)
+class RandomAgent:
+    name: str
+    seed: int
+    echo: bool
+
+    def policy(self, scenario: Scenario) -> RandomCaller:
+        return RandomCaller(scenario, self.seed, self.echo)
+
+
+RANDOM_CALLERS: tuple[RandomAgent, ...] = tuple(
+    RandomAgent(f"random_tools_{seed}{'_echo' if echo else ''}", seed, echo) for seed in RANDOM_SEEDS for echo in (False, True)
 )

@@ -9,11 +9,24 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from harness.checks_model import CHECK_TYPES, Check
+from harness.fixtures import FixtureError, World, find_fixtures_root, load_tree, load_weather, load_web
 from harness.strict_json import StrictJSONError, loads_strict
-from harness.tool_specs import TOOL_SPECS
+from harness.tool_specs import FILE_TOOLS, TOOL_SPECS, WEATHER_TOOLS, WEB_TOOLS
 
 Cell = StrictBool | StrictInt | StrictFloat | StrictStr | None
 OWNER = "you"
@@ -64,6 +77,42 @@ class RuleSpec(Strict):
     decision: Literal["allow", "ask", "deny"]
 
 
+class WorldSpec(Strict):
+    """The shared fixture sets a scenario uses (see harness/fixtures.py), loaded when it validates."""
+
+    files: str | None = None  # fixtures/files/<files>, shown as /home/<files>
+    cwd: str = ""  # the agent's starting folder, relative to the tree
+    weather: str | None = None  # fixtures/weather/<weather>.json
+    web: str | None = None  # fixtures/web/<web>/
+    _loaded: World | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _load(self, info: ValidationInfo) -> WorldSpec:
+        path = (info.context or {}).get("scenario_path")
+        root = find_fixtures_root(Path(path) if path else None)
+        if root is None:
+            raise ValueError("no fixtures/ folder above the scenario (mount it beside the scenarios, or set HARNESS_FIXTURES)")
+        try:
+            self._loaded = self._load_sets(root)
+        except FixtureError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def _load_sets(self, root: Path) -> World:
+        tree = load_tree(root, self.files) if self.files else None
+        cwd = tuple(p for p in self.cwd.split("/") if p not in ("", "."))
+        if ".." in cwd or (cwd and tree is None):
+            raise FixtureError(f"cwd {self.cwd!r} must be a folder inside the file tree")
+        if tree is not None and getattr(tree.nodes.get(cwd), "kind", None) != "dir":
+            raise FixtureError(f"cwd {self.cwd!r} is not a folder of file tree {self.files!r}")
+        weather = load_weather(root, self.weather) if self.weather else None
+        web = load_web(root, self.web) if self.web else None
+        return World(files=tree, cwd=cwd, weather=weather, web=web)
+
+    def loaded(self) -> World | None:
+        return self._loaded
+
+
 class WorkspaceSpec(Strict):
     agents: list[AgentSpec] = Field(min_length=1)
     tables: list[TableSpec] = []
@@ -71,6 +120,10 @@ class WorkspaceSpec(Strict):
     memories: list[MemorySpec] = []
     tasks: list[TaskSpec] = []
     rules: list[RuleSpec] = []
+    world: WorldSpec | None = None
+
+    def loaded_world(self) -> World | None:
+        return self.world.loaded() if self.world else None
 
 
 class TaskTrigger(Strict):
@@ -167,7 +220,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: the file must hold one JSON object")
     try:
-        scenario = Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data, context={"scenario_path": str(path)})
     except ValidationError as exc:
         field, reason = _first_error(exc, data)
         raise ScenarioError(f"{path} {field}: {reason}") from None
@@ -262,6 +315,7 @@ def semantic_problem(scenario: Scenario) -> tuple[str, str] | None:
     """The first cross-field problem as (field, reason), or None."""
     checks = (
         _agents_problem,
+        _world_problem,
         _tables_problem,
         _reference_problem,
         _fixtures_problem,
@@ -291,6 +345,20 @@ def _agents_problem(s: Scenario) -> tuple[str, str] | None:
     for i, memory in enumerate(s.workspace.memories):
         if memory.agent.casefold() not in names:
             return f"workspace.memories[{i}].agent", f"unknown agent {memory.agent!r}"
+    return None
+
+
+WORLD_NEEDS = ((FILE_TOOLS, "files"), (WEATHER_TOOLS, "weather"), (WEB_TOOLS, "web"))
+
+
+def _world_problem(s: Scenario) -> tuple[str, str] | None:
+    """Every ladder tool an agent has needs its fixture set in workspace.world."""
+    world = s.workspace.world
+    for i, agent in enumerate(s.workspace.agents):
+        for tools, field in WORLD_NEEDS:
+            used = sorted(tools & set(agent.tools))
+            if used and (world is None or getattr(world, field) is None):
+                return f"workspace.agents[{i}].tools", f"{used[0]} needs workspace.world.{field}"
     return None
 
 

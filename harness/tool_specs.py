@@ -11,6 +11,7 @@ from typing import Any
 
 CELL_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
 STRING: dict[str, Any] = {"type": "string"}
+NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,31 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             note=STRING,
         ),
         _spec("finish", "end the run with a short summary for the owner", None, summary=STRING),
+        _spec("current_directory", "the folder you are in", None),
+        _spec("list_directory", "list a folder's files and folders; path null for the current folder", None, path=NULLABLE_STRING),
+        _spec("read_file", "read a text file", None, path=STRING),
+        _spec(
+            "find_files",
+            "find files and folders whose name matches a pattern like *.csv, below path (null: the current folder)",
+            None,
+            pattern=STRING,
+            path=NULLABLE_STRING,
+        ),
+        _spec(
+            "get_weather",
+            "current weather for a city; days 1-7 adds a daily forecast from today (null: current only)",
+            None,
+            city=STRING,
+            days={"type": ["integer", "null"], "minimum": 1, "maximum": 7},
+        ),
+        _spec("web_search", "search the web; ranked results with title, url and snippet", None, query=STRING),
+        _spec("open_url", "open a web page: its text and its links", "url", url=STRING),
+        _spec("follow_link", "open a link of the page you have open, by its text or url", None, link=STRING),
     )
 }
 
 TABLE_TOOLS = frozenset({"table_read", "table_create", "table_add", "table_update"})
+FILE_TOOLS = frozenset({"current_directory", "list_directory", "read_file", "find_files"})
+WEATHER_TOOLS = frozenset({"get_weather"})
+WEB_TOOLS = frozenset({"web_search", "open_url", "follow_link"})
 WRITE_TOOLS = frozenset({"table_create", "table_add", "table_update", "note_write", "task_add", "remember", "follow_up"})

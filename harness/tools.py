@@ -1,4 +1,5 @@
-"""The 13 tools, executed against a Workspace.
+"""The tools, executed against a Workspace: the 13 workspace tools here, the ladder tools
+(files, weather, web) in harness/tools_files.py, tools_weather.py and tools_web.py.
 
 ``execute`` checks the arguments, applies the rules (deny > ask > allow; an ``ask`` waits for
 the owner's scripted ``respond.approve``), then runs the tool. Every outcome carries a
@@ -18,6 +19,11 @@ from harness.scenario import OWNER, Respond
 from harness.schema_check import first_error
 from harness.strict_json import dumps_compact
 from harness.tool_specs import TOOL_SPECS
+from harness.tools_common import ToolFailure
+from harness.tools_files import HANDLERS as FILE_HANDLERS
+from harness.tools_weather import HANDLERS as WEATHER_HANDLERS
+from harness.tools_web import HANDLERS as WEB_HANDLERS
+from harness.tools_web import Browser
 from harness.values import as_text, contains_text
 from harness.web import UNTRUSTED_NOTE, FetchRefused, PageNotFound, fetch, host_of, is_test_host
 from harness.workspace import Approval, FollowUp, Memory, Question, Table, Task, Workspace
@@ -41,6 +47,7 @@ class ToolContext:
     agent: str
     fixtures: dict[str, str] = field(default_factory=dict)
     respond: Respond | None = None
+    browser: Browser = field(default_factory=Browser)
 
 
 def error(message: str, **extra: Any) -> ToolOutcome:
@@ -53,7 +60,7 @@ def tool_target(tool: str, args: dict[str, Any]) -> str:
     if spec.target_arg is None:
         return "*"
     value = as_text(args.get(spec.target_arg)).strip()
-    if tool == "web_fetch":
+    if tool in ("web_fetch", "open_url"):
         try:
             return host_of(value)
         except FetchRefused:
@@ -320,6 +327,18 @@ def finish(ctx: ToolContext, summary: str) -> ToolOutcome:
     return ToolOutcome(FINISHED, {"finished": True})
 
 
+def _ladder_tool(handler: Callable[..., dict[str, Any]]) -> Callable[..., ToolOutcome]:
+    """A ladder handler (returns a dict, raises ToolFailure) as a tool returning a ToolOutcome."""
+
+    def run(ctx: ToolContext, **args: Any) -> ToolOutcome:
+        try:
+            return ToolOutcome(OK, handler(ctx, **args))
+        except ToolFailure as exc:
+            return ToolOutcome(exc.status, {"error": str(exc)})
+
+    return run
+
+
 HANDLERS: dict[str, Callable[..., ToolOutcome]] = {
     "table_read": table_read,
     "table_create": table_create,
@@ -334,4 +353,5 @@ HANDLERS: dict[str, Callable[..., ToolOutcome]] = {
     "remember": remember,
     "follow_up": follow_up,
     "finish": finish,
+    **{name: _ladder_tool(h) for name, h in {**FILE_HANDLERS, **WEATHER_HANDLERS, **WEB_HANDLERS}.items()},
 }

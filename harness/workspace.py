@@ -13,6 +13,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from harness.clock import PinnedClock
+from harness.fixtures import World
 from harness.scenario import OWNER, AgentSpec, RuleSpec, WorkspaceSpec
 from harness.values import matches
 
@@ -127,13 +128,14 @@ class Workspace:
     questions: list[Question] = field(default_factory=list)
     row_reads: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (agent, table id, row) -> version
     note_reads: dict[tuple[str, int], int] = field(default_factory=dict)  # (agent, note id) -> version
+    world: World | None = None  # the read-only fixture sets of the ladder tools
     _next_id: int = 1
 
     # ------------------------------------------------------------------ building
 
     @classmethod
     def from_spec(cls, spec: WorkspaceSpec, clock: PinnedClock | None = None) -> Workspace:
-        ws = cls(agents=list(spec.agents), rules=list(spec.rules), clock=clock or PinnedClock())
+        ws = cls(agents=list(spec.agents), rules=list(spec.rules), clock=clock or PinnedClock(), world=spec.loaded_world())
         for t in spec.tables:
             table = ws.create_table(t.name, list(t.columns))
             for values in t.rows:

@@ -1,4 +1,4 @@
-"""All 17 check types, each holding and failing, with expected vs found in failures."""
+"""All 20 check types, each holding and failing, with expected vs found in failures."""
 
 from __future__ import annotations
 
@@ -84,12 +84,18 @@ CASES = [
     ({"type": "finish_contains", "any": ["30", "Frost"]}, True),
     ({"type": "max_steps", "n": 11}, True),
     ({"type": "max_steps", "n": 10}, False),
+    ({"type": "answer_contains_all", "values": ["B1", "may 12"], "absent": ["B2"]}, True),
+    ({"type": "answer_contains_all", "values": ["B"]}, False),
+    ({"type": "answer_matches", "pattern": r"last frost (may|june) \d+"}, True),
+    ({"type": "answer_matches", "pattern": "kale"}, False),
+    ({"type": "tool_result_contains", "tool": "web_fetch", "values": ["last frost may 12"]}, True),
+    ({"type": "tool_result_contains", "tool": "table_read", "values": ["B4"]}, False),
 ]
 
 
 def test_every_check_type_is_covered() -> None:
     assert {c["type"] for c, _ in CASES} == CHECK_TYPES
-    assert len(CHECK_TYPES) == 17
+    assert len(CHECK_TYPES) == 20
 
 
 @pytest.mark.parametrize(("check", "holds"), CASES, ids=[f"{c['type']}-{i}" for i, (c, _) in enumerate(CASES)])
