@@ -10,8 +10,8 @@ run ended, ``passed``, the failed checks and the failure type. Each difference i
 How a recorded run ended is replayed faithfully: ``done``, ``waiting``, ``stuck`` and
 ``step_limit`` are decided by the loop from the replayed steps; ``protocol_error`` is replayed
 as an invalid reply, ``engine_error`` as an engine failure (so a recorded engine fault can never
-re-grade into a pass) and ``timeout`` as an engine failure then scored as a timeout (always a
-failure). A transcript that ends before the loop does is a difference, and the run is stopped
+re-grade into a pass), and ``timeout`` (a wall-clock budget, which a replay cannot measure) as
+the recorded late reply, then scored as a timeout: always a failure. A transcript that ends before the loop does is a difference, and the run is stopped
 as an engine failure.
 
 A re-grade proves that the recorded outcome follows from the recorded calls; it cannot prove
@@ -32,11 +32,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from harness.checks import CheckContext, evaluate_all
 from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
+from harness.diagnosis import diagnose
 from harness.errors import EngineError
+from harness.loop import run_agent
 from harness.policy import ModelCall, PolicyReply, Step, Turn
-from harness.runner import run_scenario
+from harness.runner import build_transcript, run_scenario
 from harness.scenario import Scenario, load_scenarios
+from harness.workspace import Workspace
 
 MAX_TRANSCRIPT_CHARS = 4_000_000  # a 50-step transcript of a real run is well under 1 MB
 MAX_NESTING = 32
@@ -59,6 +63,7 @@ RESULT_FIELDS = (
     "steps",
     "invalid_steps",
 )
+OPTIONAL_RESULT_FIELDS = ("protocol_stats",)  # recomputed from the replies, where the harness records it
 STEP_FIELDS = ("step", "agent", "tool", "args", "thought", "status", "result", "replies")
 END_FIELDS = ("status", "stop", "detail")
 
@@ -216,7 +221,7 @@ def _check_size(transcript: list[Any]) -> None:
     if _nesting(transcript) > MAX_NESTING:
         raise TranscriptError(f"nested deeper than {MAX_NESTING} levels")
     try:
-        size = len(json.dumps(transcript, ensure_ascii=False))
+        size = len(json.dumps(transcript, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise TranscriptError(f"not JSON data: {exc}") from None
     if size > MAX_TRANSCRIPT_CHARS:
@@ -260,15 +265,12 @@ class TranscriptOverrun(EngineError):
     """The loop asked for a step the transcript does not have."""
 
 
-class RecordedTimeout(EngineError):
-    """The transcript ends in a timeout: the run is stopped here, then scored as a timeout."""
-
-
 class TranscriptPolicy:
     """Plays a recorded transcript as the model: its steps in order, then its ending."""
 
-    def __init__(self, recorded: RecordedRun) -> None:
+    def __init__(self, recorded: RecordedRun, protocol: str | None = None) -> None:
         self.recorded = recorded
+        self.protocol = protocol  # as recorded, so the protocol figures are recomputed too
         self.taken = 0
         self.overrun = False
         self.timed_out = False
@@ -284,14 +286,12 @@ class TranscriptPolicy:
 
     def _ending(self, prompt: list[dict[str, Any]] | None, number: int) -> PolicyReply:
         end = self.recorded.end
-        if end.stop == "protocol_error":
+        if end.stop in ("protocol_error", "timeout"):  # a timeout: the loop stops as for an invalid reply, scored after
+            self.timed_out = end.stop == "timeout"
             invalid = self.recorded.invalid.replies if self.recorded.invalid else None
             return PolicyReply(invalid=end.detail, calls=_calls(invalid), prompt=prompt)
         if end.stop == "engine_error":
             raise EngineError(end.detail or "")
-        if end.stop == "timeout":
-            self.timed_out = True
-            raise RecordedTimeout(end.detail or "")
         self.overrun = True
         raise TranscriptOverrun(f"the run needs step {number}; the transcript has {len(self.recorded.steps)}")
 
@@ -321,24 +321,38 @@ def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None) 
         recorded = parse_transcript(transcript, scenario.max_steps)
     except TranscriptError as exc:
         return _unusable(result, f"transcript: {exc}")
-    policy = TranscriptPolicy(recorded)
+    stats = getattr(result, "protocol_stats", None)
+    policy = TranscriptPolicy(recorded, getattr(stats, "protocol", None))
     try:
         regraded = run_scenario(scenario, policy)
     except Exception as exc:  # hostile input must never crash a check; the replay says why it stopped
         return _unusable(result, f"replay stopped: {type(exc).__name__}: {str(exc)[:200]}")
-    if policy.timed_out and regraded.failure_type == "engine_error":
-        regraded = _as_timeout(regraded)
+    if policy.timed_out and regraded.transcript and regraded.transcript[-1].get("stop") == "protocol_error":
+        regraded = _rescored_as_timeout(scenario, recorded, regraded)
     differences = compare(result, transcript, regraded)
     if policy.overrun:
         differences.insert(0, Difference(what="transcript", recorded=f"ends after {len(recorded.steps)} steps", regraded="the run goes on"))
     return _regrade(regraded, differences)
 
 
-def _as_timeout(result: ScenarioResult) -> ScenarioResult:
-    transcript = copy.deepcopy(result.transcript or [])
-    if transcript and transcript[-1].get("kind") == "end":
-        transcript[-1]["stop"] = "timeout"
-    return result.model_copy(update={"passed": False, "failure_type": "timeout", "engine_fault": False, "transcript": transcript})
+def _rescored_as_timeout(scenario: Scenario, recorded: RecordedRun, result: ScenarioResult) -> ScenarioResult:
+    """A replay cannot run out of wall-clock time: the loop stopped at the recorded late reply as
+    for an invalid one. Run it again, mark the run timed out, and score it the way the harness
+    scores a timeout (checks that read the run record see ``timeout``)."""
+    ws = Workspace.from_spec(scenario.workspace)
+    before = ws.snapshot()
+    run = run_agent(scenario, ws, TranscriptPolicy(recorded))
+    run.stop = "timeout"
+    failed = [o for o in evaluate_all(scenario.expect, CheckContext(ws, before, run)) if not o.passed]
+    return result.model_copy(
+        update={
+            "passed": False,
+            "failure_type": diagnose("timeout", [o.type for o in failed]) or "timeout",
+            "engine_fault": False,
+            "failed_checks": [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in failed],
+            "transcript": build_transcript(run),
+        }
+    )
 
 
 def _unusable(result: ScenarioResult, reason: str) -> Regrade:
@@ -375,7 +389,8 @@ def _regrade(result: ScenarioResult, differences: list[Difference]) -> Regrade:
 def compare(recorded: ScenarioResult, transcript: list[dict[str, Any]], regraded: ScenarioResult) -> list[Difference]:
     """Every difference between the recorded result and transcript and the re-graded ones."""
     old, new = _plain(recorded.model_dump(mode="json")), _plain(regraded.model_dump(mode="json"))
-    differences = [Difference(what=name, recorded=old[name], regraded=new[name]) for name in RESULT_FIELDS if old[name] != new[name]]
+    names = [name for name in RESULT_FIELDS + OPTIONAL_RESULT_FIELDS if name in old or name in new]
+    differences = [Difference(what=name, recorded=old.get(name), regraded=new.get(name)) for name in names if old.get(name) != new.get(name)]
     return differences + compare_transcripts(_plain(transcript), _plain(regraded.transcript or []))
 
 
