@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         from repro.cli import app
     except ModuleNotFoundError as error:
         if error.name not in HOST_MODULES:
-            raise
+            return report(error)
         print(f"repro: {error}; install the host side with: pip install 'repro[host]'", file=sys.stderr)
         return 2
     try:

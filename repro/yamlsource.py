@@ -86,7 +86,8 @@ def require_folder(path: str | Path, what: str = "folder") -> Path:
         if part.is_dir():
             break
         if part.exists() or part.is_symlink():
-            raise BadInput(f"{path}: {part} is a file, not a {what}" if part.is_file() else f"{path}: {part} is not a {what}")
+            kind = "a file" if part.is_file() else "something other than a folder"
+            raise BadInput(f"{path}: {kind}, not a {what}" if part == path else f"{path}: {part} is {kind}")
     return path
 
 

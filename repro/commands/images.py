@@ -48,11 +48,13 @@ def bootstrap_command(
     typer.echo(image_id)
 
 
-def _needs(matrix: Path, profile: str, client, *, collect: bool = False):
+def _needs(matrix: Path, profile: str, *, collect: bool = False):
+    """The Docker client and the images a matrix needs; the matrix and profile are checked before Docker is asked."""
     profiles = load_profiles()
     loaded = load_matrix(matrix, set(profiles.profiles))
     variant = profiles.get(profile).engine_variant
-    return loaded, variant, needed_images(loaded, variant, client, collect=collect)
+    client = _client()
+    return client, variant, needed_images(loaded, variant, client, collect=collect)
 
 
 @app.command("build")
@@ -62,8 +64,7 @@ def build_command(
     verbose: bool = typer.Option(True, "--log/--no-log", help="Stream build log lines (dimmed)."),
 ) -> None:
     """Build the harness image and the engine images a matrix needs (skips what is up to date)."""
-    client = _client()
-    _, variant, needs = _needs(matrix, profile, client)
+    client, variant, needs = _needs(matrix, profile)
     problems: list[str] = []
     for need in needs:
         if isinstance(need, DigestPin):
@@ -100,8 +101,7 @@ def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """The images a matrix needs on a profile: present or missing, with keys and ids."""
-    client = _client()
-    _, variant, needs = _needs(matrix, profile, client, collect=True)
+    client, variant, needs = _needs(matrix, profile, collect=True)
     rows = [_row(need, client) for need in needs]
     if as_json:
         typer.echo(json.dumps({"matrix": str(matrix), "profile": profile, "variant": variant, "images": rows}, indent=2))
