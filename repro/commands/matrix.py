@@ -13,6 +13,7 @@ from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
 from repro.plan import Plan, make_plan
 from repro.profiles import is_profiles_file, load_profiles
+from repro.yamlsource import require_folder
 
 app = typer.Typer(help="Validate, describe and plan matrix files.", no_args_is_help=True)
 console = Console()
@@ -112,6 +113,7 @@ def run(
     from repro.progress import RunProgress
     from repro.run import RunOptions, parse_shard, run_matrix
 
+    require_folder(out, "results folder")
     options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=parse_shard(shard) if shard else None)
     run_dir = run_matrix(options, RunProgress(console))
     print_run_summary(run_dir)
