@@ -1,7 +1,28 @@
-"""Shared pytest fixtures live in tests/fixtures/; this root conftest registers them."""
+"""Shared pytest fixtures live in tests/fixtures/; this root conftest registers them and marks
+every test by what it needs, so `pytest -m "not docker and not engine"` starts nothing."""
+
+from __future__ import annotations
+
+import pytest
 
 pytest_plugins = [
     "tests.fixtures.docker",
     "tests.fixtures.images",
     "tests.fixtures.models",
 ]
+
+# A test that uses one of these fixtures (directly or through another fixture) needs that marker.
+NEEDS = {
+    "docker_client": "docker",
+    "llama_image_ref": "engine",
+    "smollm2_gguf": "engine",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in NEEDS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(getattr(pytest.mark, marker))
+                if marker == "engine":
+                    item.add_marker(pytest.mark.docker)

@@ -1,26 +1,44 @@
 """`repro check`: which cells of a bundle are clean-room, decided from the bundle alone.
 
 A cell is VALID only when every rule holds; EXCLUDED when it was excluded with a recorded
-reason (by the plan or the latency gate); INVALID otherwise, with every reason. Tables are
+reason (by the plan or the latency gate); INVALID otherwise, with every problem. Tables are
 rendered from VALID cells only.
+
+The rules live in a table keyed by the bundle's `format_version` (the MLPerf submission checker
+keeps its rules the same way): a bundle is checked by the rules of the format it declares, and a
+format this version of repro does not know is refused. Each problem is a typed record naming the
+rule that caught it.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from repro.bundle import cell_problems, load_cell, load_run, manifest_problems, read_results, safe_id
 from repro.errors import BadInput
-from repro.profiles import Profile
+from repro.records import FORMAT_VERSION, CellRecord, CellSummary, RunRecord
 from repro.redact import Redactor, find_leaks
-from repro.results import MANIFEST, CellRecord, RunRecord, bundle_files, load_cell, sha256_file, verify_cell
-from repro.sandbox import SandboxSettings, hardening_problems
+from repro.sandbox import hardening_problems
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
+Scope = Literal["run", "cell"]
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class Problem(BaseModel):
+    rule: str
+    scope: Scope
+    cell: str | None = None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 class CellVerdict(BaseModel):
@@ -28,73 +46,48 @@ class CellVerdict(BaseModel):
     cell_id: str
     verdict: Verdict
     reasons: list[str] = []
+    problems: list[Problem] = []
 
 
 class RunVerdict(BaseModel):
     run_dir: str
     run_id: str
+    format_version: int
     cells: list[CellVerdict]
-    run_reasons: list[str] = []
+    run_problems: list[Problem] = []
 
     @property
     def invalid(self) -> list[CellVerdict]:
         return [cell for cell in self.cells if cell.verdict == "INVALID"]
 
 
-def find_runs(path: Path) -> list[Path]:
-    """A run folder, or a results folder holding run folders."""
-    if (path / "run.json").is_file():
-        return [path]
-    runs = sorted(p for p in path.iterdir() if (p / "run.json").is_file()) if path.is_dir() else []
-    if not runs:
-        raise BadInput(f"{path}: no result bundle here (no run.json)")
-    return runs
+class RunEvidence(BaseModel):
+    """What the run rules read: the parsed run record, its folder, and the host's redactor."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    run: RunRecord
+    run_dir: Path
+    redactor: Redactor
 
 
-def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
-    redactor = redactor or Redactor()
-    try:
-        run = RunRecord.model_validate_json((run_dir / "run.json").read_text())
-    except (OSError, ValueError) as error:
-        raise BadInput(f"{run_dir}/run.json: unreadable ({str(error).splitlines()[0]})") from None
-    tampered = manifest_problems(run_dir)
-    run_reasons = run_level_problems(run) + [p for p in tampered if not p.startswith("cells/")]
-    run_reasons += [f"host identity left in {line}" for line in run_json_leaks(run_dir, redactor)]
-    verdicts = []
-    for cell_id in run.planned_cells:
-        reasons = run_reasons + [p for p in tampered if p.startswith(f"cells/{cell_id}/")]
-        verdicts.append(check_cell(run, run_dir / "cells" / cell_id, cell_id, reasons, redactor))
-    for cell_id, reason in run.excluded_cells.items():
-        verdicts.append(CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason]))
-    return RunVerdict(run_dir=str(run_dir), run_id=run.run_id, cells=verdicts, run_reasons=run_reasons)
+class CellEvidence(RunEvidence):
+    """What the cell rules read: the run's evidence, the cell's folder name and its parsed record."""
+
+    cell_id: str
+    cell_dir: Path
+    record: CellRecord
 
 
-def manifest_problems(run_dir: Path) -> list[str]:
-    """Files whose sha256 differs from MANIFEST.sha256, and files the manifest does not list."""
-    manifest = run_dir / MANIFEST
-    if not manifest.is_file():
-        return ["MANIFEST.sha256 missing (the run did not finish)"]
-    listed: dict[str, str] = {}
-    for line in manifest.read_text().splitlines():
-        digest, _, name = line.partition("  ")
-        listed[name] = digest
-    problems = []
-    present = {p.relative_to(run_dir).as_posix(): p for p in bundle_files(run_dir)}
-    for name, digest in listed.items():
-        if name not in present:
-            problems.append(f"{name}: listed in the manifest but missing")
-        elif sha256_file(present[name]) != digest:
-            problems.append(f"{name}: sha256 differs from the manifest")
-    problems += [f"{name}: not in the manifest" for name in present if name not in listed]
-    return problems
+RunRule = Callable[[RunEvidence], list[str]]
+CellRule = Callable[[CellEvidence], list[str]]
 
 
-def run_json_leaks(run_dir: Path, redactor: Redactor) -> list[str]:
-    text = (run_dir / "run.json").read_text()
-    return [f"run.json: {leak}" for leak in sorted(set(redactor.leaks(text)))]
+# ---------------------------------------------------------------- run rules
 
 
-def run_level_problems(run: RunRecord) -> list[str]:
+def rule_provenance(ev: RunEvidence) -> list[str]:
+    run = ev.run
     problems = []
     if not HEX64.match(run.matrix.sha256 or ""):
         problems.append("matrix file sha256 not recorded")
@@ -102,58 +95,80 @@ def run_level_problems(run: RunRecord) -> list[str]:
         problems.append("project commit not recorded")
     if not run.source.tree_clean:
         problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'})")
-    if run.status != "complete":
-        problems.append(f"run status is {run.status}, not complete")
+    return problems
+
+
+def rule_run_complete(ev: RunEvidence) -> list[str]:
+    run = ev.run
+    problems = [] if run.status == "complete" else [f"run status is {run.status}, not complete"]
     if run.leaked_containers:
         problems.append(f"containers left behind: {', '.join(run.leaked_containers)}")
     return problems
 
 
-def check_cell(run: RunRecord, cell_dir: Path, cell_id: str, reasons: list[str], redactor: Redactor) -> CellVerdict:
-    reasons = list(reasons)
-    if not cell_dir.is_dir():
-        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="INVALID", reasons=reasons + ["cell missing from the bundle"])
-    integrity = verify_cell(cell_dir)
-    reasons += [f"cells/{cell_id}: {problem}" for problem in integrity]
-    try:
-        record = load_cell(cell_dir)
-    except (OSError, ValueError):
-        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="INVALID", reasons=reasons)
-    reasons += cell_rules(run, record)
-    reasons += [f"host identity left in cells/{cell_id}/{line}" for line in find_leaks(cell_dir, redactor)][:5]
-    if record.status == "excluded" and not reasons:
-        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"])
-    verdict: Verdict = "VALID" if not reasons else "INVALID"
-    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=[r.strip() for r in reasons])
+def rule_manifest(ev: RunEvidence) -> list[str]:
+    return manifest_problems(ev.run_dir)
 
 
-def cell_rules(run: RunRecord, record: CellRecord) -> list[str]:
+def rule_plan_listing(ev: RunEvidence) -> list[str]:
+    """Every planned cell once; a cell is planned or excluded, never both; ids are safe."""
+    run = ev.run
+    problems = [f"cell {cell_id} is listed {n} times in planned_cells" for cell_id, n in Counter(run.planned_cells).items() if n > 1]
+    problems += [f"cell {cell_id} is both planned and excluded" for cell_id in set(run.planned_cells) & set(run.excluded_cells)]
+    for cell_id in [*run.planned_cells, *run.excluded_cells]:
+        try:
+            safe_id(cell_id, "cell id")
+        except BadInput as error:
+            problems.append(str(error))
+    cells_dir = ev.run_dir / "cells"
+    present = {p.name for p in cells_dir.iterdir() if not p.name.startswith(".")} if cells_dir.is_dir() else set()
+    problems += [f"cells/{name} is not a planned cell" for name in sorted(present - set(run.planned_cells) - set(run.excluded_cells))]
+    return problems
+
+
+def rule_no_host_identity(ev: RunEvidence) -> list[str]:
+    text = (ev.run_dir / "run.json").read_text(errors="replace")
+    return [f"host identity left in run.json: {leak}" for leak in sorted(set(ev.redactor.leaks(text)))]
+
+
+# ---------------------------------------------------------------- cell rules
+
+
+def rule_cell_intact(ev: CellEvidence) -> list[str]:
+    problems = [f"cells/{ev.cell_id}: {problem}" for problem in cell_problems(ev.cell_dir)]
+    if ev.record.cell.id != ev.cell_id:
+        problems.append(f"cell.json names cell {ev.record.cell.id}, its folder is {ev.cell_id}")
+    return problems
+
+
+def rule_cell_status(ev: CellEvidence) -> list[str]:
+    record = ev.record
     if record.status == "error":
         return [f"cell error: {record.reason}"]
-    if record.status == "excluded":
-        return [] if record.reason else ["excluded without a recorded reason"]
-    return image_rules(run, record) + model_and_engine_rules(record) + sandbox_rules(record) + hardware_rules(run, record) + gate_rules(record)
+    if record.status == "excluded" and not record.reason:
+        return ["excluded without a recorded reason"]
+    return []
 
 
-def image_rules(run: RunRecord, record: CellRecord) -> list[str]:
+def rule_images(ev: CellEvidence) -> list[str]:
     problems = []
-    engine = record.engine_image
+    engine, harness = ev.record.engine_image, ev.record.harness_image
     if engine is None or not engine.id:
         problems.append("engine image id not recorded")
     elif engine.pinned_by == "digest" and "@sha256:" not in engine.reference:
         problems.append(f"engine image {engine.reference} is not pinned by digest")
     elif engine.pinned_by == "content-key" and not (engine.key and engine.labels.get("repro.key") == engine.key):
         problems.append("engine image content key not recorded on the image")
-    harness = record.harness_image
     if harness is None or not harness.id:
         problems.append("harness image id not recorded")
-    elif harness.labels.get("repro.harness_tree") != run.source.harness_digest:
+    elif harness.labels.get("repro.harness_tree") != ev.run.source.harness_digest:
         problems.append("harness image was not built from the recorded commit's harness source")
     return problems
 
 
-def model_and_engine_rules(record: CellRecord) -> list[str]:
+def rule_model_and_engine(ev: CellEvidence) -> list[str]:
     problems = []
+    record = ev.record
     if record.model_sha256_verified != record.cell.model.sha256:
         problems.append("model sha256 not verified against the pin")
     identity = record.engine_identity
@@ -164,36 +179,129 @@ def model_and_engine_rules(record: CellRecord) -> list[str]:
     return problems
 
 
-def sandbox_rules(record: CellRecord) -> list[str]:
+def rule_sandbox(ev: CellEvidence) -> list[str]:
     """The hardening read back from Docker, checked against what each role requires."""
     problems = []
     for role in ("harness", "engine"):
-        recorded = record.sandbox.get(role)
-        if not recorded:
+        settings = getattr(ev.record.sandbox, role)
+        if settings is None:
             problems.append(f"{role} sandbox settings not recorded")
             continue
-        settings = SandboxSettings.model_validate(recorded)
         problems += [f"{role} sandbox: {problem}" for problem in hardening_problems(settings, role)]
     return problems
 
 
-def hardware_rules(run: RunRecord, record: CellRecord) -> list[str]:
+def rule_hardware(ev: CellEvidence) -> list[str]:
+    record, run = ev.record, ev.run
     if record.cell.profile != run.profile:
         return [f"cell planned for profile {record.cell.profile}, run on {run.profile}"]
-    profile = Profile.model_validate(run.profile_settings)
-    if not profile.accelerator_matches(record.accelerator):
-        return [f"accelerator {record.accelerator!r} does not match profile {run.profile} ({profile.accelerator})"]
+    if not run.profile_settings.accelerator_matches(record.accelerator):
+        return [f"accelerator {record.accelerator!r} does not match profile {run.profile} ({run.profile_settings.accelerator})"]
     return []
 
 
-def gate_rules(record: CellRecord) -> list[str]:
-    if record.summary is None:
-        return ["no scenario summary recorded"]
-    if record.summary.engine_faults:
-        return [f"{record.summary.engine_faults} scenarios hit engine errors (not model failures; rerun the cell)"]
-    gate = record.gate
+def rule_gate(ev: CellEvidence) -> list[str]:
+    gate = ev.record.gate
     if gate is None:
         return ["latency gate result not recorded"]
-    if not gate.get("passed"):
-        return [f"latency gate failed but the cell was not excluded ({gate.get('reason')})"]
+    if not gate.passed:
+        return [f"latency gate failed but the cell was not excluded ({gate.reason})"]
     return []
+
+
+def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
+    """The recorded summary must equal the one recomputed from scenarios.jsonl; no engine faults."""
+    try:
+        results = read_results(ev.cell_dir)
+    except BadInput as error:
+        return [str(error)]
+    recorded = ev.record.summary
+    if recorded is None:
+        return ["no scenario summary recorded"]
+    problems = []
+    recomputed = CellSummary.of(results)
+    if recorded != recomputed:
+        problems.append(f"recorded summary {recorded.passed}/{recorded.total} differs from scenarios.jsonl ({recomputed.passed}/{recomputed.total})")
+    if [r.id for r in results] != ev.record.suite_ids:
+        problems.append("scenarios.jsonl does not hold exactly the suite's scenarios, in order")
+    if recomputed.engine_faults:
+        problems.append(f"{recomputed.engine_faults} scenarios hit engine errors (not model failures; rerun the cell)")
+    return problems
+
+
+def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
+    return [f"host identity left in cells/{ev.cell_id}/{line}" for line in find_leaks(ev.cell_dir, ev.redactor)][:5]
+
+
+class Rules(BaseModel):
+    """The rules of one bundle format: run-level, every cell, and cells that ran (status done)."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    run: dict[str, RunRule]
+    every_cell: dict[str, CellRule]
+    ran_cell: dict[str, CellRule]
+
+
+RULES_V2 = Rules(
+    run={
+        "provenance": rule_provenance,
+        "run-complete": rule_run_complete,
+        "manifest": rule_manifest,
+        "plan-listing": rule_plan_listing,
+        "host-identity": rule_no_host_identity,
+    },
+    every_cell={"cell-intact": rule_cell_intact, "cell-status": rule_cell_status, "host-identity": rule_cell_no_host_identity},
+    ran_cell={
+        "images": rule_images,
+        "model-and-engine": rule_model_and_engine,
+        "sandbox": rule_sandbox,
+        "hardware": rule_hardware,
+        "gate": rule_gate,
+        "summary": rule_summary_recomputed,
+    },
+)
+RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V2}
+
+
+# ---------------------------------------------------------------- checking
+
+
+def rules_for(run: RunRecord, run_dir: Path) -> Rules:
+    rules = RULES.get(run.format_version)
+    if rules is None:
+        known = ", ".join(str(v) for v in sorted(RULES))
+        raise BadInput(f"{run_dir}: bundle format {run.format_version} is not one this repro checks (known: {known})")
+    return rules
+
+
+def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
+    run = load_run(run_dir)
+    rules = rules_for(run, run_dir)
+    evidence = RunEvidence(run=run, run_dir=run_dir, redactor=redactor or Redactor())
+    run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
+    verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
+    verdicts += [CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason]) for cell_id, reason in run.excluded_cells.items()]
+    return RunVerdict(run_dir=str(run_dir), run_id=run.run_id, format_version=run.format_version, cells=verdicts, run_problems=run_problems)
+
+
+def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Problem], rules: Rules) -> CellVerdict:
+    run, run_dir = run_evidence.run, run_evidence.run_dir
+    problems = [p for p in run_problems if not p.text.startswith("cells/") or p.text.startswith(f"cells/{cell_id}/")]
+    try:
+        cell_dir = run_dir / "cells" / safe_id(cell_id, "cell id")
+        record = load_cell(cell_dir)
+    except BadInput as error:
+        problems.append(Problem(rule="cell-intact", scope="cell", cell=cell_id, text=f"cell missing or unreadable: {error}"))
+        return verdict_of(run, cell_id, problems, None)
+    evidence = CellEvidence(**dict(run_evidence), cell_id=cell_id, cell_dir=cell_dir, record=record)
+    chosen = dict(rules.every_cell) | (rules.ran_cell if record.status == "done" else {})
+    problems += [Problem(rule=name, scope="cell", cell=cell_id, text=text.strip()) for name, rule in chosen.items() for text in rule(evidence)]
+    return verdict_of(run, cell_id, problems, record)
+
+
+def verdict_of(run: RunRecord, cell_id: str, problems: list[Problem], record: CellRecord | None) -> CellVerdict:
+    if record is not None and record.status == "excluded" and not problems:
+        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"])
+    verdict: Verdict = "INVALID" if problems else "VALID"
+    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=[p.text for p in problems], problems=problems)

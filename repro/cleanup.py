@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from repro.sandbox import LABEL_CELL, LABEL_ROLE, LABEL_RUN, remove_container
+from repro import containers
+from repro.sandbox import LABEL_CELL, LABEL_ROLE, LABEL_RUN
 
 
 class Leftover(BaseModel):
@@ -54,7 +55,7 @@ def cleanup(run_id: str | None = None, client=None) -> list[Leftover]:
     report = []
     for container in repro_containers(client, run_id):
         entry = describe(container)
-        remove_container(container)
+        containers.remove(container)
         gone = not any(c.id == container.id for c in repro_containers(client, run_id))
         report.append(entry.model_copy(update={"removed": gone}))
     return report

@@ -9,6 +9,7 @@ import docker
 from docker.errors import DockerException
 
 from repro.errors import DockerUnavailable
+from repro.files import short_error
 
 DEFAULT_TIMEOUT_S = 120
 START_HINT = "start one with: dockerd --bridge=none --iptables=false --ip-forward=false (see README)"
@@ -25,12 +26,7 @@ def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
         client = docker.DockerClient(base_url=docker_host(), timeout=timeout)
         client.ping()
     except DockerException as error:
-        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {_short(error)}; {START_HINT}") from None
+        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}") from None
     except Exception as error:  # requests' connection errors surface here
-        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {_short(error)}; {START_HINT}") from None
+        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}") from None
     return client
-
-
-def _short(error: BaseException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return text[:200]

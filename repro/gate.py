@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from harness.contracts import GateAttempt, GateProbeResult
 from harness.probe import judge
-from repro.engines.base import EngineError, EngineHandle
+from repro.engines.base import EngineDied, EngineHandle
 from repro.matrix import Decoding, LatencyGateSettings
 from repro.profiles import Profile
 from repro.sandbox import ProbeFailed, ProbeUnreachable, run_probe
@@ -113,7 +113,7 @@ def run_gate(
     protocol: str = "json_schema",
     probe_image: str | None = None,
 ) -> GateResult:
-    """Run the gate against a ready engine. EngineError if the engine container stops meanwhile."""
+    """Run the gate against a ready engine. EngineDied if the engine container stops meanwhile."""
     base = {"engine_id": handle.engine_id, "model_id": handle.model_id, "profile": handle.profile, "protocol": protocol}
     if not settings.enabled:
         return GateResult(passed=True, reason="latency gate disabled in the matrix", enabled=False, **base)
@@ -134,7 +134,7 @@ def run_gate(
         result = error.result or {}
         if not result.get("attempts"):
             return GateResult(passed=False, reason=f"engine fault: {error}", engine_fault=True, **base)
-    except EngineError:
+    except EngineDied:
         raise
     except ProbeFailed as error:
         return GateResult(passed=False, reason=f"gate probe failed: {error}", **base)

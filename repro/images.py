@@ -19,7 +19,6 @@ Public API: `ImageRef`, `harness_image`, `engine_image`, `base_image_id`,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -36,6 +35,7 @@ from typing import Literal
 from repro.bootstrap import DEFAULT_SUITE, base_reference
 from repro.config import PROJECT_ROOT, cache_dir
 from repro.errors import BadInput, ReproError
+from repro.files import sha256_bytes
 from repro.matrix import EngineSpec, LoadedMatrix, Variant
 
 KEY_SCHEMA = 1
@@ -104,10 +104,6 @@ class DigestPin:
 
 
 # ---------------------------------------------------------------- digests and keys
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _tree_files(root: Path, folder: str) -> Iterable[Path]:
@@ -193,17 +189,45 @@ def base_image_id(client=None) -> str:
     return resolve_base(configured_base(), _client(client))
 
 
+CUDA_BASES_ENV = "REPRO_CUDA_BASES"
+
+
 def _variant_bases(dockerfile: Path, variant: str) -> dict[str, str]:
-    """BASE_IMAGE and BUILD_BASE_IMAGE for a variant (always passed explicitly as build args)."""
+    """BASE_IMAGE and BUILD_BASE_IMAGE for a variant (always passed explicitly as build args).
+
+    CUDA builds on the offline base by default (Debian's nvidia-cuda-toolkit from non-free);
+    REPRO_CUDA_BASES=registry takes the Dockerfile's nvidia/cuda bases pinned by digest, and
+    REPRO_CUDA_BASE_IMAGE / REPRO_CUDA_BUILD_BASE_IMAGE name others.
+    """
     if variant == "cpu":
         base = configured_base()
         return {"BASE_IMAGE": base, "BUILD_BASE_IMAGE": base}
-    defaults = dockerfile_args(dockerfile)
-    runtime = os.environ.get("REPRO_CUDA_BASE_IMAGE") or defaults.get("BASE_IMAGE")
-    builder = os.environ.get("REPRO_CUDA_BUILD_BASE_IMAGE") or defaults.get("BUILD_BASE_IMAGE")
+    choice = os.environ.get(CUDA_BASES_ENV, "offline")
+    if choice not in ("offline", "registry"):
+        raise BadInput(f"{CUDA_BASES_ENV}={choice}: expected offline or registry")
+    if choice == "registry":
+        defaults = dockerfile_args(dockerfile)
+        runtime, builder = defaults.get("BASE_IMAGE"), defaults.get("BUILD_BASE_IMAGE")
+    else:
+        runtime = builder = configured_base()
+    runtime = os.environ.get("REPRO_CUDA_BASE_IMAGE") or runtime
+    builder = os.environ.get("REPRO_CUDA_BUILD_BASE_IMAGE") or builder
     if not runtime or not builder:
         raise BadInput(f"{dockerfile}: needs ARG BASE_IMAGE and ARG BUILD_BASE_IMAGE defaults for the {variant} variant")
     return {"BASE_IMAGE": runtime, "BUILD_BASE_IMAGE": builder}
+
+
+def cuda_architectures(dockerfile: Path, compute_capability: str | None) -> str:
+    """CMake CUDA architectures: the profile's compute capability only ("7.5" -> "75"), else the
+    Dockerfile's default (every capability the CUDA profiles name)."""
+    if compute_capability is None:
+        default = (dockerfile_args(dockerfile).get("CUDA_ARCHITECTURES") or "").strip('"')
+        if not default:
+            raise BadInput(f"{dockerfile}: needs ARG CUDA_ARCHITECTURES with a default")
+        return default
+    if not re.fullmatch(r"\d+\.\d", compute_capability):
+        raise BadInput(f"compute capability '{compute_capability}': expected MAJOR.MINOR such as 7.5")
+    return compute_capability.replace(".", "")
 
 
 # ---------------------------------------------------------------- build plans
@@ -256,7 +280,9 @@ def engine_image_name(engine: EngineSpec, variant: str) -> str:
     return f"{engine.id}-{variant}"
 
 
-def build_plan_engine(engine: EngineSpec, variant: Variant, client=None, *, root: Path = PROJECT_ROOT) -> BuildPlan:
+def build_plan_engine(engine: EngineSpec, variant: Variant, client=None, *, root: Path = PROJECT_ROOT, compute_capability: str | None = None) -> BuildPlan:
+    """How to build an engine image; for CUDA, `compute_capability` (a profile's) picks the one
+    architecture to compile for (None: every architecture the Dockerfile lists)."""
     client = _client(client)
     if engine.build is None:
         raise BadInput(f"engine {engine.id} is pinned by image digest, not built")
@@ -274,6 +300,8 @@ def build_plan_engine(engine: EngineSpec, variant: Variant, client=None, *, root
         "LLAMA_BUILD_NUMBER": str(engine.build.build_number),
         "LLAMA_BUILD_COMMIT": engine.build.build_commit,
     }
+    if variant == "cuda":
+        buildargs["CUDA_ARCHITECTURES"] = cuda_architectures(dockerfile, compute_capability)
     base_ids = {name: resolve_base(reference, client) for name, reference in bases.items()}
     inputs = {"source_sha256": source.sha256}
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
@@ -299,6 +327,8 @@ def build_plan_engine(engine: EngineSpec, variant: Variant, client=None, *, root
         "repro.build_base_image": bases["BUILD_BASE_IMAGE"],
         "repro.build_base_id": base_ids["BUILD_BASE_IMAGE"],
     }
+    if "CUDA_ARCHITECTURES" in buildargs:
+        labels["repro.cuda_architectures"] = buildargs["CUDA_ARCHITECTURES"]
     return BuildPlan(
         name=engine_image_name(engine, variant),
         kind="engine",
@@ -323,9 +353,16 @@ class Blocked:
 
 
 def needed_images(
-    loaded: LoadedMatrix, variant: Variant, client=None, *, engine_ids: list[str] | None = None, collect: bool = False
+    loaded: LoadedMatrix,
+    variant: Variant,
+    client=None,
+    *,
+    engine_ids: list[str] | None = None,
+    collect: bool = False,
+    compute_capability: str | None = None,
 ) -> list[BuildPlan | DigestPin | Blocked]:
-    """What a matrix needs on a variant: the harness image, then each engine serving it.
+    """What a matrix needs on a variant: the harness image, then each engine serving it
+    (CUDA engines for `compute_capability`, a profile's, when given).
 
     A plan that cannot be computed raises, or with `collect` comes back as `Blocked`.
     """
@@ -349,7 +386,7 @@ def needed_images(
         if engine.image is not None:
             needs.append(DigestPin(name=engine.id, reference=engine.image, engine=engine))
         else:
-            add(engine_image_name(engine, variant), lambda engine=engine: build_plan_engine(engine, variant, client))
+            add(engine_image_name(engine, variant), lambda engine=engine: build_plan_engine(engine, variant, client, compute_capability=compute_capability))
     return needs
 
 
@@ -415,14 +452,24 @@ def harness_image(client=None, *, build: bool = False, log: Log = _quiet) -> Ima
     return build_image(plan, client, log=log)
 
 
-def engine_image(engine: EngineSpec, variant: str, client=None, *, build: bool = False, log: Log = _quiet, matrix: str | None = None) -> ImageRef:
-    """The engine's image for a variant: by digest pin, or by content key (built if asked)."""
+def engine_image(
+    engine: EngineSpec,
+    variant: str,
+    client=None,
+    *,
+    build: bool = False,
+    log: Log = _quiet,
+    matrix: str | None = None,
+    compute_capability: str | None = None,
+) -> ImageRef:
+    """The engine's image for a variant: by digest pin, or by content key (built if asked).
+    CUDA images are built for `compute_capability` (a profile's) when given."""
     client = _client(client)
     if not engine.serves(variant):  # type: ignore[arg-type]
         raise BadInput(f"engine {engine.id} has no {variant} image")
     if engine.image is not None:
         return resolve_digest(DigestPin(name=engine.id, reference=engine.image, engine=engine), client)
-    plan = build_plan_engine(engine, variant, client)  # type: ignore[arg-type]
+    plan = build_plan_engine(engine, variant, client, compute_capability=compute_capability)  # type: ignore[arg-type]
     found = resolve_plan(plan, client)
     if found is not None:
         return found

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from repro.config import cache_dir
 from repro.errors import ReproError
+from repro.files import sha256_file
 from repro.matrix import HfSource, ModelSource, ModelSpec, PypiSource
 
 CHUNK = 1024 * 1024
@@ -94,16 +95,6 @@ def _locked(sha256: str, cache: Path | None) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- verification
-
-
-def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-            if progress:
-                progress(len(block))
-    return digest.hexdigest()
 
 
 def verify_stored(path: Path, sha256: str) -> bool:

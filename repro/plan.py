@@ -13,6 +13,7 @@ from itertools import product
 
 from pydantic import BaseModel, ConfigDict
 
+from repro.errors import BadInput
 from repro.matrix import Decoding, EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.profiles import Profile
 
@@ -118,3 +119,32 @@ def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Pro
 
 def _rule_matches(wanted: str | None, actual: str) -> bool:
     return wanted is None or wanted == actual
+
+
+def select_cells(plan: Plan, only: list[str]) -> list[Cell]:
+    """The cells named by `--only` (all when none), in plan order; BadInput for unknown or excluded ids."""
+    if not only:
+        return list(plan.cells)
+    known = {c.id for c in plan.cells}
+    excluded = {c.id for c in plan.excluded}
+    for cell_id in only:
+        if cell_id in excluded:
+            raise BadInput(f"cell {cell_id} is excluded on profile {plan.profile}")
+        if cell_id not in known:
+            raise BadInput(f"unknown cell {cell_id} (see: repro matrix plan {plan.matrix_path} --profile {plan.profile})")
+    return [c for c in plan.cells if c.id in only]
+
+
+def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
+    """Round-robin over the plan's order: the same plan and n always give the same split."""
+    if shard is None:
+        return cells
+    index, count = shard
+    return [cell for position, cell in enumerate(cells) if position % count == index - 1]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+        raise BadInput(f"--shard {text}: expected i/n with 1 <= i <= n, e.g. 2/4")
+    return int(index), int(count)

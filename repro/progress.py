@@ -1,14 +1,18 @@
-"""Progress display of a run: one line per stage, a bar per cell with scenario counts and time left."""
+"""Progress display of a run: one line per stage, and per cell either a bar with scenario counts and
+time left (on a terminal) or one plain line per scenario (in a CI log or through `| tee`).
+
+The harness reports each finished scenario as a `harness.contracts.ProgressEvent` JSON line; the
+display never parses human text.
+"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-HARNESS_LINE = re.compile(r"^\[(\d+)/(\d+)\]\s+(\S+)\s+(PASS|FAIL)\b(.*)$")
+from harness.contracts import ProgressEvent
 
 
 class RunProgress:
@@ -55,12 +59,14 @@ class RunProgress:
         self.passed[cell_id] = 0
         self.cell_tasks[cell_id] = self.bars.add_task(f"  {cell_id[:60]}", total=scenarios)
 
-    def harness_line(self, cell_id: str, line: str) -> None:
-        match = HARNESS_LINE.match(line.strip())
-        if not match or cell_id not in self.cell_tasks:
+    def scenario_done(self, cell_id: str, event: ProgressEvent) -> None:
+        if cell_id not in self.cell_tasks:
             return
-        self.passed[cell_id] += match.group(4) == "PASS"
-        self.bars.update(self.cell_tasks[cell_id], completed=int(match.group(1)), description=f"  {cell_id[:48]} {self.passed[cell_id]} passed")
+        self.passed[cell_id] += event.passed
+        self.bars.update(self.cell_tasks[cell_id], completed=event.index, description=f"  {cell_id[:48]} {self.passed[cell_id]} passed")
+        if not self.console.is_terminal:
+            verdict = "PASS" if event.passed else f"FAIL {event.failure_type}"
+            self.console.print(f"    [{event.index}/{event.total}] {event.id} {verdict} ({event.seconds:.1f}s)", soft_wrap=True, highlight=False)
 
     def cell_done(self, cell_id: str, status: str, text: str) -> None:
         colour = {"done": "green", "excluded": "yellow"}.get(status, "red")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import shutil
@@ -132,9 +131,21 @@ def _cuda_version() -> str | None:
     return None
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def source_change(before: SourceState, now: SourceState) -> str | None:
+    """What changed in the project between two readings, or None."""
+    if before.commit != now.commit:
+        return f"the project moved from commit {before.commit} to {now.commit}"
+    if before.tree_clean != now.tree_clean:
+        state = "dirty" if not now.tree_clean else "clean"
+        return f"the project tree became {state} ({', '.join(now.dirty_files[:3])})"
+    if before.harness_digest != now.harness_digest:
+        return "the harness source changed"
+    return None
+
+
+def source_at_end(started: SourceState) -> SourceState:
+    """The tree must stay as it was for the whole run: a change during the run makes it dirty."""
+    change = source_change(started, source_state())
+    if not change:
+        return started
+    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]})

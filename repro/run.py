@@ -1,51 +1,43 @@
 """`repro matrix run`: plan, then for each (engine, model) group boot, gate, run cells, record, stop.
 
-One engine boot per group. Each cell's harness runs in its own sealed container joined to the
-engine's network namespace; its results are read from its output files, never from stdout. Every
-container is removed in `finally`; an interrupted run leaves no container and no half cell, and
-`--resume` finishes it.
+Read top to bottom: `run_matrix` prepares everything that can be checked before an engine boots,
+opens (or resumes) the bundle, then runs one group at a time. A group boots its engine once,
+gates it, and runs each cell's harness in its own sealed container joined to the engine's
+network namespace; results are read from the harness's output files (as untrusted input), never
+from stdout. Every container is removed on the way out; an interrupted run leaves no container
+and no half cell, and `--resume` finishes it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
+from harness.contracts import ProgressEvent
+from repro import containers
+from repro.bundle import Bundle, CellWriter, find_resumable, mark_latest, read_results, read_transcripts
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
-from repro.config import cache_dir
 from repro.docker_client import get_client
 from repro.engines import boot_engine, stop_engine
-from repro.engines.base import EngineHandle, EngineRefused
+from repro.engines.base import EngineDied, EngineHandle, EngineRefused
 from repro.errors import BadInput
+from repro.files import scratch_dir
 from repro.gate import GateResult, run_gate
 from repro.images import ImageRef, engine_image, harness_image
 from repro.matrix import LoadedMatrix, load_matrix
 from repro.models import model_path
-from repro.plan import Cell, Plan, make_plan
+from repro.plan import Cell, Plan, make_plan, select_cells, shard_cells
 from repro.profiles import Profile, load_profiles
 from repro.progress import RunProgress
-from repro.provenance import SourceState, source_state, system_description
+from repro.provenance import SourceState, source_at_end, source_state, system_description
+from repro.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
 from repro.redact import Redactor
-from repro.results import (
-    Bundle,
-    CellRecord,
-    IdentityCheck,
-    ImageInfo,
-    MatrixInfo,
-    RunRecord,
-    mark_latest,
-    read_jsonl,
-    summarize,
-    utc_now,
-)
-from repro.sandbox import EngineError, bind, container_name, harness_kwargs, read_back, remove_container, wait_for
+from repro.sandbox import bind, container_name, harness_kwargs, read_back
 from repro.suites import SuiteSelection, select
 
 HARNESS_UID = 10001
@@ -60,11 +52,15 @@ class RunOptions(BaseModel):
     only: list[str] = []
     shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
 
+    @property
+    def shard_text(self) -> str | None:
+        return f"{self.shard[0]}/{self.shard[1]}" if self.shard else None
+
 
 class Prepared(BaseModel):
     """Everything checked before any engine boots: plan, images, models, suites."""
 
-    model_config = {"arbitrary_types_allowed": True}
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     loaded: LoadedMatrix
     plan: Plan
@@ -76,35 +72,61 @@ class Prepared(BaseModel):
     suites: dict[str, SuiteSelection]
 
 
+class RunContext(BaseModel):
+    """What every step of a run needs, passed as one object."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    client: object
+    prepared: Prepared
+    bundle: Bundle
+    run_id: str
+    progress: RunProgress
+
+
+class GroupEngine(BaseModel):
+    """A booted, gated engine of one (engine, model) group."""
+
+    handle: EngineHandle
+    gate: GateResult
+
+
 def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
     prepared = prepare(options)
     client = get_client()
-    source = source_state()
-    run_dir, record, resumed = open_run(options, prepared, source, client)
-    bundle = Bundle(run_dir, Redactor())
+    run_dir, record, resumed = open_run(options, prepared, source_state(), client)
+    ctx = RunContext(client=client, prepared=prepared, bundle=Bundle(run_dir, Redactor()), run_id=record.run_id, progress=progress)
     if resumed:
         progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
     progress.start_run(record.run_id, run_dir, len(prepared.cells))
     try:
-        selected = {c.id for c in prepared.cells}
-        for _, cells in prepared.plan.groups():
-            cells = [c for c in cells if c.id in selected]
-            done = [c for c in cells if options.resume and bundle.cell_is_complete(c.id)]
-            progress.skip_cells(done)
-            todo = [c for c in cells if c not in done]
-            if todo:
-                run_group(client, prepared, bundle, record.run_id, todo, progress)
+        for cells in groups_to_run(ctx, options.resume):
+            run_group(ctx, cells)
         record = record.model_copy(update={"status": "complete"})
     except KeyboardInterrupt:
         record = record.model_copy(update={"status": "interrupted"})
         raise
     finally:
-        finish_run(bundle, record, options.out)
+        finish_run(ctx, record, options.out)
         progress.end_run(record.status)
     return run_dir
+
+
+def groups_to_run(ctx: RunContext, resume: bool) -> list[list[Cell]]:
+    """The selected cells by (engine, model) group, without cells a resumed run already has."""
+    selected = {c.id for c in ctx.prepared.cells}
+    groups = []
+    for _, cells in ctx.prepared.plan.groups():
+        cells = [c for c in cells if c.id in selected]
+        done = [c for c in cells if resume and ctx.bundle.cell_is_complete(c.id)]
+        ctx.progress.skip_cells(done)
+        todo = [c for c in cells if c not in done]
+        if todo:
+            groups.append(todo)
+    return groups
 
 
 # ---------------------------------------------------------------- before anything boots
@@ -116,183 +138,126 @@ def prepare(options: RunOptions) -> Prepared:
     loaded = load_matrix(options.matrix, set(profiles.profiles))
     plan = make_plan(loaded, options.profile, profile)
     cells = shard_cells(select_cells(plan, options.only), options.shard)
-    engines = {c.engine.id: c.engine for c in cells}
-    models = {c.model.id: c.model for c in cells}
-    suites = {c.suite.id: c.suite for c in cells}
+    if not cells:
+        raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
     return Prepared(
         loaded=loaded,
         plan=plan,
         profile=profile,
         cells=cells,
         harness=harness_image(),
-        engines={eid: engine_image(spec, profile.engine_variant) for eid, spec in engines.items()},
-        models={model_id: model_path(spec) for model_id, spec in models.items()},
-        suites={suite_id: select(spec) for suite_id, spec in suites.items()},
+        engines={c.engine.id: engine_image(c.engine, profile.engine_variant) for c in cells},
+        models={c.model.id: model_path(c.model) for c in cells},
+        suites={c.suite.id: select(c.suite) for c in cells},
     )
 
 
-def select_cells(plan: Plan, only: list[str]) -> list[Cell]:
-    if not only:
-        return list(plan.cells)
-    known = {c.id: c for c in plan.cells}
-    excluded = {c.id for c in plan.excluded}
-    for cell_id in only:
-        if cell_id in excluded:
-            raise BadInput(f"cell {cell_id} is excluded on profile {plan.profile}")
-        if cell_id not in known:
-            raise BadInput(f"unknown cell {cell_id} (see: repro matrix plan {plan.matrix_path} --profile {plan.profile})")
-    return [c for c in plan.cells if c.id in only]
-
-
-def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
-    """Round-robin over the plan's order: the same plan and n always give the same split."""
-    if shard is None:
-        return cells
-    index, count = shard
-    return [cell for position, cell in enumerate(cells) if position % count == index - 1]
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
-        raise BadInput(f"--shard {text}: expected i/n with 1 <= i <= n, e.g. 2/4")
-    return int(index), int(count)
-
-
-def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client) -> tuple[Path, RunRecord, bool]:
+def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client: object) -> tuple[Path, RunRecord, bool]:
     """With --resume, the latest run of the same matrix, profile, shard and project source
     (its complete, intact cells are kept); otherwise, or when there is none, a new run folder."""
-    shard_text = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
-    previous = find_resumable(options.out, prepared, shard_text, source) if options.resume else None
-    if previous is not None:
-        run_dir, record = previous
-        return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
-    shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
-    run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{prepared.loaded.matrix.name}-{options.profile}{shard}"
-    first_shard = options.shard is None or options.shard[0] == 1
-    record = RunRecord(
-        run_id=run_id,
-        status="running",
-        matrix=MatrixInfo(path=str(options.matrix), name=prepared.loaded.matrix.name, sha256=prepared.loaded.sha256),
-        profile=options.profile,
-        profile_settings=prepared.profile.model_dump(mode="json"),
-        source=source,
-        system=system_description(client),
-        planned_cells=[c.id for c in prepared.cells],
-        excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
-        shard=f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
-        started_at=utc_now(),
-    )
-    run_dir = options.out / run_id
+    if options.resume:
+        previous = find_resumable(options.out, prepared.loaded.sha256, options.profile, options.shard_text, {c.id for c in prepared.cells}, source)
+        if previous is not None:
+            run_dir, record = previous
+            return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
+    record = new_run_record(options, prepared, source, client)
+    run_dir = options.out / record.run_id
     Bundle(run_dir, Redactor()).write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record, False
 
 
-def source_change(before: SourceState, now: SourceState) -> str | None:
-    if before.commit != now.commit:
-        return f"the project moved from commit {before.commit} to {now.commit}"
-    if before.tree_clean != now.tree_clean:
-        state = "dirty" if not now.tree_clean else "clean"
-        return f"the project tree became {state} ({', '.join(now.dirty_files[:3])})"
-    if before.harness_digest != now.harness_digest:
-        return "the harness source changed"
-    return None
+def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState, client: object) -> RunRecord:
+    shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    first_shard = options.shard is None or options.shard[0] == 1  # plan exclusions are listed once
+    return RunRecord(
+        run_id=f"{stamp}-{prepared.loaded.matrix.name}-{options.profile}{shard}",
+        status="running",
+        matrix=MatrixInfo(path=str(options.matrix), name=prepared.loaded.matrix.name, sha256=prepared.loaded.sha256),
+        profile=options.profile,
+        profile_settings=prepared.profile,
+        source=source,
+        system=system_description(client),
+        planned_cells=[c.id for c in prepared.cells],
+        excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
+        shard=options.shard_text,
+        started_at=utc_now(),
+    )
 
 
-def source_at_end(started: SourceState) -> SourceState:
-    """The tree must stay as it was for the whole run: a change during the run makes it dirty."""
-    change = source_change(started, source_state())
-    if not change:
-        return started
-    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]})
-
-
-def find_resumable(out: Path, prepared: Prepared, shard: str | None, source: SourceState) -> tuple[Path, RunRecord] | None:
-    if not out.is_dir():
-        return None
-    for run_dir in sorted((p for p in out.iterdir() if (p / "run.json").is_file()), reverse=True):
-        try:
-            record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
-        except ValueError:
-            continue
-        same = record.matrix.sha256 == prepared.loaded.sha256 and record.profile == prepared.plan.profile and record.shard == shard
-        same = same and source_change(record.source, source) is None  # never mix results of two code states
-        if same and set(c.id for c in prepared.cells) <= set(record.planned_cells):
-            return run_dir, record
-    return None
-
-
-def finish_run(bundle: Bundle, record: RunRecord, out: Path) -> None:
+def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
     cleanup_run(record.run_id)
     leaks = leaked_containers(record.run_id)
     status = record.status if record.status != "running" else "failed"
-    record = record.model_copy(update={"status": status, "finished_at": utc_now(), "leaked_containers": leaks, "source": source_at_end(record.source)})
-    bundle.write_run(record)
-    bundle.write_manifest()
-    mark_latest(out, bundle.dir)
+    update = {"status": status, "finished_at": utc_now(), "leaked_containers": leaks, "source": source_at_end(record.source)}
+    ctx.bundle.write_run(record.model_copy(update=update))
+    ctx.bundle.write_manifest()
+    mark_latest(out, ctx.bundle.dir)
 
 
 # ---------------------------------------------------------------- one engine, its cells
 
 
-def run_group(client, prepared: Prepared, bundle: Bundle, run_id: str, cells: list[Cell], progress: RunProgress) -> None:
+def run_group(ctx: RunContext, cells: list[Cell]) -> None:
     first = cells[0]
+    ctx.progress.start_group(first.engine.id, first.model.id)
     handle: EngineHandle | None = None
-    progress.start_group(first.engine.id, first.model.id)
     try:
         try:
-            handle = boot_engine(
-                client,
-                first.engine,
-                image=prepared.engines[first.engine.id],
-                probe_image=prepared.harness,
-                model=first.model,
-                gguf=prepared.models[first.model.id],
-                profile=prepared.profile,
-                profile_name=prepared.plan.profile,
-                decoding=first.decoding,
-                run_id=run_id,
-                group_id=f"{first.engine.id}.{first.model.id}",
-            )
-            progress.engine_ready(handle.boot_seconds)
-            gate = run_gate(
-                client,
-                handle,
-                profile=prepared.profile,
-                settings=prepared.loaded.matrix.latency_gate,
-                decoding=first.decoding,
-                protocol=first.protocol,
-                probe_image=prepared.harness.id,
-            )
-            progress.gate(gate)
-        except (EngineRefused, EngineError) as error:
+            handle = boot_group_engine(ctx, first)
+            ctx.progress.engine_ready(handle.boot_seconds)
+            group = GroupEngine(handle=handle, gate=gate_group_engine(ctx, first, handle))
+            ctx.progress.gate(group.gate)
+        except (EngineRefused, EngineDied) as error:
             for cell in cells:
-                write_failed_cell(bundle, prepared, cell, "error", f"engine: {error}", handle=handle)
-                progress.cell_done(cell.id, "error", str(error))
+                write_failed_cell(ctx, cell, "error", f"engine: {error}", handle=handle)
             return
         for cell in cells:
-            run_or_exclude(client, prepared, bundle, run_id, cell, handle, gate, progress)
+            run_or_exclude(ctx, cell, group)
     finally:
-        stop_engine(client, handle)
+        stop_engine(ctx.client, handle)
 
 
-def run_or_exclude(client, prepared: Prepared, bundle: Bundle, run_id: str, cell: Cell, handle: EngineHandle, gate: GateResult, progress: RunProgress) -> None:
-    if not gate.passed:
-        status = "error" if gate.engine_fault else "excluded"
-        write_failed_cell(bundle, prepared, cell, status, f"latency gate: {gate.reason}", handle=handle, gate=gate)
-        progress.cell_done(cell.id, status, gate.reason)
+def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
+    prepared = ctx.prepared
+    return boot_engine(
+        ctx.client,
+        cell.engine,
+        image=prepared.engines[cell.engine.id],
+        probe_image=prepared.harness,
+        model=cell.model,
+        gguf=prepared.models[cell.model.id],
+        profile=prepared.profile,
+        profile_name=prepared.plan.profile,
+        decoding=cell.decoding,
+        run_id=ctx.run_id,
+        group_id=f"{cell.engine.id}.{cell.model.id}",
+    )
+
+
+def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> GateResult:
+    prepared = ctx.prepared
+    settings = prepared.loaded.matrix.latency_gate
+    return run_gate(
+        ctx.client, handle, profile=prepared.profile, settings=settings, decoding=cell.decoding, protocol=cell.protocol, probe_image=prepared.harness.id
+    )
+
+
+def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine) -> None:
+    if not group.gate.passed:
+        status = "error" if group.gate.engine_fault else "excluded"
+        write_failed_cell(ctx, cell, status, f"latency gate: {group.gate.reason}", handle=group.handle, gate=group.gate)
         return
-    record = run_cell(client, prepared, bundle, run_id, cell, handle, gate, progress)
-    progress.cell_done(cell.id, record.status, summary_line(record))
+    record = run_cell(ctx, cell, group)
+    ctx.progress.cell_done(cell.id, record.status, summary_line(record))
 
 
-def write_failed_cell(
-    bundle: Bundle, prepared: Prepared, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None
-) -> None:
-    writer = bundle.start_cell(cell.id)
-    record = base_record(prepared, cell, handle, gate).model_copy(update={"status": status, "reason": reason, "finished_at": utc_now()})
+def write_failed_cell(ctx: RunContext, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None) -> None:
+    writer = ctx.bundle.start_cell(cell.id)
+    record = base_record(ctx.prepared, cell, handle, gate).model_copy(update={"status": status, "reason": reason, "finished_at": utc_now()})
     writer.finish(record)
+    ctx.progress.cell_done(cell.id, status, reason)
 
 
 def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gate: GateResult | None) -> CellRecord:
@@ -304,18 +269,17 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
         engine_image=image_info(prepared.engines[cell.engine.id]),
         suite_ids=suite.ids,
         suite_sha256=suite.sha256,
-        gate=gate.model_dump(mode="json") if gate else None,
+        gate=gate,
         started_at=utc_now(),
     )
     if handle is None:
         return record
+    expected = cell.engine.expected_identity()
     return record.model_copy(
         update={
             "model_sha256_verified": handle.model_sha256,
-            "engine_identity": IdentityCheck(
-                expected=cell.engine.expected_identity(), reported=handle.identity, matched=handle.identity == cell.engine.expected_identity()
-            ),
-            "engine_settings": handle.settings,
+            "engine_identity": IdentityCheck(expected=expected, reported=handle.identity, matched=handle.identity == expected),
+            "engine_settings": EngineSettings(reported=handle.settings),
             "accelerator": handle.accelerator,
         }
     )
@@ -328,48 +292,42 @@ def image_info(image: ImageRef) -> ImageInfo:
 # ---------------------------------------------------------------- one cell
 
 
-def run_cell(client, prepared: Prepared, bundle: Bundle, run_id: str, cell: Cell, handle: EngineHandle, gate: GateResult, progress: RunProgress) -> CellRecord:
-    suite = prepared.suites[cell.suite.id]
-    record = base_record(prepared, cell, handle, gate)
-    writer = bundle.start_cell(cell.id)
-    out_dir = Path(tempfile.mkdtemp(prefix="harness-", dir=_scratch()))
-    container = None
+def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine) -> CellRecord:
+    suite = ctx.prepared.suites[cell.suite.id]
+    record = base_record(ctx.prepared, cell, group.handle, group.gate)
+    writer = ctx.bundle.start_cell(cell.id)
+    out_dir = harness_output_dir()
     try:
-        _open_for_harness(out_dir)
-        container = client.containers.create(
-            **harness_kwargs(
-                prepared.harness.id,
-                handle.container_id,
-                harness_command(cell, handle, suite, prepared.profile),
-                out_dir,
-                run_id=run_id,
-                cell_id=cell.id,
-                mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
-                name=container_name(run_id, "harness", cell.model.id),
-            )
+        kwargs = harness_kwargs(
+            ctx.prepared.harness.id,
+            group.handle.container_id,
+            harness_command(cell, group.handle, suite, ctx.prepared.profile),
+            out_dir,
+            run_id=ctx.run_id,
+            cell_id=cell.id,
+            mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
+            name=container_name(ctx.run_id, "harness", cell.model.id),
         )
-        container.start()
-        progress.start_cell(cell.id, len(suite.ids))
-        exit_code, tail = follow(container, progress, cell.id, harness_timeout(len(suite.ids), prepared.profile))
-        engine = client.containers.get(handle.container_id)
-        record = record.model_copy(
-            update={
-                "sandbox": {
-                    "harness": read_back(container).model_dump(mode="json"),
-                    "engine": read_back(engine).model_dump(mode="json"),
-                }
-            }
-        )
-        writer.write_text("harness.log", tail + "\n")
-        writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
-        record = collect_results(writer, record, out_dir, suite, exit_code, tail)
+        with containers.started(ctx.client, kwargs) as container:
+            ctx.progress.start_cell(cell.id, len(suite.ids))
+            ended = containers.wait(container, harness_deadline(len(suite.ids), ctx.prepared.profile), on_line=lambda line: feed_progress(ctx, cell, line))
+            engine = ctx.client.containers.get(group.handle.container_id)  # type: ignore[attr-defined]
+            record = record.model_copy(update={"sandbox": SandboxRecord(harness=read_back(container), engine=read_back(engine))})
+            writer.write_text("harness.log", ended.log_tail + "\n")
+            writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
+        record = collect_results(writer, record, out_dir, suite, ended)
         return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
     except BaseException:
         writer.discard()
         raise
     finally:
-        remove_container(container)
         shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
+    event = ProgressEvent.parse(line)
+    if event is not None:
+        ctx.progress.scenario_done(cell.id, event)
 
 
 def harness_command(cell: Cell, handle: EngineHandle, suite: SuiteSelection, profile: Profile) -> list[str]:
@@ -400,38 +358,42 @@ def harness_command(cell: Cell, handle: EngineHandle, suite: SuiteSelection, pro
         "/out/scenarios.jsonl",
         "--transcripts",
         "/out/transcripts.jsonl",
+        "--progress",
+        "json",
     ]
 
 
-def harness_timeout(scenarios: int, profile: Profile) -> float:
+def harness_deadline(scenarios: int, profile: Profile) -> float:
     """A generous bound for a hung harness: every scenario at most 15 steps at the step timeout."""
     return 120 + scenarios * 15 * profile.step_timeout_s
 
 
-def follow(container, progress: RunProgress, cell_id: str, timeout: float) -> tuple[int | None, str]:
-    """Feed the progress display from the harness's stdout until it exits or the timeout passes."""
-    deadline = time.monotonic() + timeout
-    for raw in container.logs(stream=True, follow=True):
-        for line in raw.decode("utf-8", errors="replace").splitlines():
-            progress.harness_line(cell_id, line)
-        if time.monotonic() > deadline:
-            break
-    remaining = max(1.0, deadline - time.monotonic())
-    return wait_for(container, remaining)
+def harness_output_dir() -> Path:
+    """A scratch folder the harness (uid 10001) can write, and nothing else."""
+    out_dir = scratch_dir("harness-")
+    try:
+        os.chown(out_dir, HARNESS_UID, HARNESS_UID)
+    except PermissionError:
+        os.chmod(out_dir, 0o777)
+    return out_dir
 
 
-def collect_results(writer, record: CellRecord, out_dir: Path, suite: SuiteSelection, exit_code: int | None, tail: str) -> CellRecord:
-    rows = read_jsonl(out_dir / "scenarios.jsonl")
-    transcripts = read_jsonl(out_dir / "transcripts.jsonl")
-    missing = sorted(set(suite.ids) - {row.get("id") for row in rows})
-    if exit_code != 0 or missing:
-        why = "harness timed out" if exit_code is None else f"harness exited with status {exit_code}"
-        if exit_code == 0:
-            why = f"harness wrote no result for {', '.join(missing[:5])}"
-        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {tail[-600:]}"})
-    writer.write_jsonl("scenarios.jsonl", rows)
+def collect_results(writer: CellWriter, record: CellRecord, out_dir: Path, suite: SuiteSelection, ended: containers.Exit) -> CellRecord:
+    """Read what the harness wrote (untrusted: bounded, no links, typed), or fail the cell with why."""
+    if ended.timed_out or ended.code != 0:
+        why = f"harness did not finish within {ended.seconds:.0f}s (stopped)" if ended.timed_out else f"harness exited with status {ended.code}"
+        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {ended.log_tail[-600:]}"})
+    try:
+        results = read_results(out_dir)
+        transcripts = read_transcripts(out_dir)
+    except BadInput as error:
+        return record.model_copy(update={"status": "error", "reason": f"harness output refused: {error}"})
+    if [r.id for r in results] != suite.ids:
+        missing = sorted(set(suite.ids) - {r.id for r in results})
+        return record.model_copy(update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"})
+    writer.write_jsonl("scenarios.jsonl", results)
     writer.write_jsonl("transcripts.jsonl", transcripts)
-    return record.model_copy(update={"summary": summarize(rows)})
+    return record.model_copy(update={"summary": CellSummary.of(results)})
 
 
 def summary_line(record: CellRecord) -> str:
@@ -440,18 +402,4 @@ def summary_line(record: CellRecord) -> str:
     return f"{record.summary.passed}/{record.summary.total} passed"
 
 
-def _scratch() -> Path:
-    folder = cache_dir() / "tmp"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _open_for_harness(out_dir: Path) -> None:
-    """The harness runs as uid 10001: let it write its one output folder."""
-    try:
-        os.chown(out_dir, HARNESS_UID, HARNESS_UID)
-    except PermissionError:
-        os.chmod(out_dir, 0o777)
-
-
-__all__ = ["RunOptions", "run_matrix", "prepare"]
+__all__ = ["RunOptions", "run_matrix", "prepare", "harness_command"]

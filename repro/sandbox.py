@@ -10,7 +10,7 @@ The orchestrator never opens a TCP connection to a container: `run_probe` starts
 harness-image container joined to the engine's network namespace (`network_mode=container:<id>`),
 which runs `python3 -m harness probe ...` and writes one JSON object into a mounted output folder;
 the result is read from that file, never from stdout. If the engine container stops while a probe
-runs, the probe is killed and `EngineError` carries the engine's log tail.
+runs, the probe is killed and `EngineDied` carries the engine's log tail.
 """
 
 from __future__ import annotations
@@ -19,15 +19,14 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from repro.config import cache_dir
+from repro import containers
 from repro.errors import BadInput, ReproError
+from repro.files import scratch_dir, short_error
 
 LABEL_RUN = "repro.run"
 LABEL_CELL = "repro.cell"
@@ -41,7 +40,7 @@ MIB = 1024**2
 Role = Literal["engine", "probe", "harness"]
 
 
-class EngineError(ReproError):
+class EngineDied(ReproError):
     """An engine fault: the engine container exited, never became ready, or stopped answering."""
 
     def __init__(self, message: str, *, log_tail: str = "", exit_code: int | None = None, probe_result: dict | None = None) -> None:
@@ -348,57 +347,7 @@ def read_back(container) -> SandboxSettings:
     )
 
 
-# ---------------------------------------------------------------- lifecycle
-
-
-def log_tail(container, lines: int = 40) -> str:
-    try:
-        return container.logs(tail=lines).decode("utf-8", errors="replace").rstrip()
-    except Exception as error:  # the container may be gone already
-        return f"(no logs: {type(error).__name__})"
-
-
-def _status(container) -> str:
-    try:
-        container.reload()
-    except Exception:
-        return "removed"
-    return container.status
-
-
-def _exit_code(container) -> int | None:
-    with contextlib.suppress(Exception):
-        return (container.attrs.get("State") or {}).get("ExitCode")
-    return None
-
-
-def wait_for(container, timeout: float) -> tuple[int | None, str]:
-    """Wait up to `timeout` seconds for a container to exit: (exit code, log tail). None: still running."""
-    import requests
-
-    try:
-        result = container.wait(timeout=max(1, int(timeout)))
-    except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-        return None, log_tail(container)
-    return result.get("StatusCode"), log_tail(container)
-
-
-def remove_container(container) -> None:
-    """Stop, then kill, then remove a container; never raises (it may already be gone)."""
-    if container is None:
-        return
-    with contextlib.suppress(Exception):
-        container.stop(timeout=3)
-    with contextlib.suppress(Exception):
-        container.kill()
-    with contextlib.suppress(Exception):
-        container.remove(force=True, v=True)
-
-
-def probe_dir() -> Path:
-    folder = cache_dir() / "tmp"
-    folder.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="probe-", dir=folder))
+# ---------------------------------------------------------------- probes
 
 
 def run_probe(
@@ -406,86 +355,58 @@ def run_probe(
 ) -> dict:
     """Run `python3 -m harness probe <argv>` in the engine's namespace; return the JSON it wrote.
 
-    Raises EngineError when the engine container stops meanwhile (with its log tail),
+    Raises EngineDied when the engine container stops meanwhile (with its log tail),
     ProbeUnreachable when the probe could not reach the engine (exit 3), ProbeFailed otherwise.
     """
-    engine_id = engine_container.id
-    out_dir = probe_dir()
+    what = argv[0] if argv else ""
+    out_dir = scratch_dir("probe-")
     os.chmod(out_dir, 0o777)  # the probe runs as uid 10001
     kwargs = probe_kwargs(
-        image_id, engine_id, argv, out_dir, run_id=run_id, cell_id=cell_id, mounts=mounts, name=container_name(run_id, "probe", argv[0] if argv else "")
+        image_id, engine_container.id, argv, out_dir, run_id=run_id, cell_id=cell_id, mounts=mounts, name=container_name(run_id, "probe", what)
     )
-    probe = None
-    what = argv[0] if argv else ""
     try:
         try:
-            probe = client.containers.create(**kwargs)
-            probe.start()
+            with containers.started(client, kwargs) as probe:
+                ended = containers.wait(probe, timeout, watch=lambda: require_running(engine_container, f"while probe '{what}' ran"))
+        except (EngineDied, ProbeFailed):
+            raise
         except Exception as error:  # docker.errors.APIError: e.g. joining a namespace that is gone
-            if _status(engine_container) != "running":
-                code = _exit_code(engine_container)
-                raise EngineError(
-                    f"engine container {engine_container.name} is not running (exit status {code}); probe '{what}' cannot join it",
-                    log_tail=log_tail(engine_container),
-                    exit_code=code,
-                ) from None
-            raise ProbeFailed(f"probe '{what}' could not start: {_short(error)}") from None
-        deadline = time.monotonic() + timeout
-        exit_code = None
-        while True:
-            code, _ = _wait_briefly(probe)
-            if code is not None:
-                exit_code = code
-                break
-            if _status(engine_container) != "running":
-                engine_code = _exit_code(engine_container)
-                raise EngineError(
-                    f"engine container {engine_container.name} stopped (exit status {engine_code}) while probe '{what}' ran",
-                    log_tail=log_tail(engine_container),
-                    exit_code=engine_code,
-                )
-            if time.monotonic() > deadline:
-                raise ProbeFailed(f"probe '{' '.join(argv[:1])}' did not finish within {timeout:g}s", log_tail=log_tail(probe))
-        if _status(engine_container) != "running":  # whatever the probe saw, the engine died under it
-            engine_code = _exit_code(engine_container)
-            raise EngineError(
-                f"engine container {engine_container.name} stopped (exit status {engine_code}) while probe '{what}' ran",
-                log_tail=log_tail(engine_container),
-                exit_code=engine_code,
-                probe_result=_read_result(out_dir),
-            )
+            require_running(engine_container, f"; probe '{what}' cannot join it")
+            raise ProbeFailed(f"probe '{what}' could not start: {short_error(error)}") from None
+        if ended.timed_out:
+            raise ProbeFailed(f"probe '{what}' did not finish within {timeout:g}s", log_tail=ended.log_tail)
         result = _read_result(out_dir)
-        if exit_code == 0 and result is not None:
+        require_running(engine_container, f"while probe '{what}' ran", probe_result=result)  # whatever the probe saw, the engine died under it
+        if ended.code == 0 and result is not None:
             return result
-        tail = log_tail(probe)
         reason = (result or {}).get("error") or (result or {}).get("reason") or "no result file"
-        if exit_code == 3:
-            raise ProbeUnreachable(f"probe '{argv[0]}': engine unreachable inside its namespace: {reason}", exit_code=3, log_tail=tail, result=result)
-        if exit_code == 2:
-            raise ProbeFailed(f"probe '{argv[0]}' refused its input: {reason}", exit_code=2, log_tail=tail, result=result)
-        raise ProbeFailed(f"probe '{argv[0] if argv else ''}' failed (exit status {exit_code}): {reason}", exit_code=exit_code, log_tail=tail, result=result)
+        if ended.code == 3:
+            raise ProbeUnreachable(f"probe '{what}': engine unreachable inside its namespace: {reason}", exit_code=3, log_tail=ended.log_tail, result=result)
+        if ended.code == 2:
+            raise ProbeFailed(f"probe '{what}' refused its input: {reason}", exit_code=2, log_tail=ended.log_tail, result=result)
+        raise ProbeFailed(f"probe '{what}' failed (exit status {ended.code}): {reason}", exit_code=ended.code, log_tail=ended.log_tail, result=result)
     finally:
-        remove_container(probe)
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def _short(error: BaseException) -> str:
-    text = str(error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:300]
-
-
-def _wait_briefly(container, seconds: int = 1) -> tuple[int | None, None]:
-    import requests
-
-    try:
-        return container.wait(timeout=seconds).get("StatusCode"), None
-    except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-        return None, None
+def require_running(engine_container, when: str, probe_result: dict | None = None) -> None:
+    """EngineDied (with its exit code and log tail) unless the engine container is running."""
+    if containers.status(engine_container) == "running":
+        return
+    code = containers.state(engine_container).get("ExitCode")
+    raise EngineDied(
+        f"engine container {engine_container.name} stopped (exit status {code}) {when}",
+        log_tail=containers.log_tail(engine_container),
+        exit_code=code,
+        probe_result=probe_result,
+    )
 
 
 def _read_result(out_dir: Path) -> dict | None:
     path = out_dir / PROBE_RESULT
     try:
+        if path.is_symlink() or path.stat().st_size > 8 * MIB:
+            return None
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None

@@ -16,7 +16,6 @@ and the source; nothing unverified enters the cache. The cache is
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ from urllib.parse import urldefrag, urljoin
 
 from repro.config import PROJECT_ROOT, cache_dir
 from repro.errors import BadInput, ReproError
+from repro.files import sha256_file
 from repro.matrix import EngineSource
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -42,14 +42,6 @@ Log = Callable[[str], None]
 
 def sources_dir() -> Path:
     return cache_dir() / "sources" / "sha256"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def archive_extension(name: str) -> str:

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from repro.aggregate import PaperTables, TableRow
 from repro.errors import BadInput
-from repro.paper import PaperTables, TableRow
 
 Status = Literal["reproduced", "differs", "missing", "extra"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.check import check_run, find_runs
-from repro.results import latest_run
+from repro.bundle import find_runs, latest_run
+from repro.check import check_run
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 

@@ -120,7 +120,8 @@ def run(
 
 
 def print_run_summary(run_dir: Path) -> None:
-    from repro.results import RunRecord, load_cell
+    from repro.bundle import load_cell
+    from repro.records import RunRecord
 
     record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
     console.print(f"[bold]summary of {record.run_id}[/] ({record.status})")

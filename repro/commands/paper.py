@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.paper import collect
+from repro.aggregate import collect
 from repro.paper import render as render_tables
 
 app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.merge import merge as merge_bundles
+from repro.bundle import merge as merge_bundles
 
 app = typer.Typer(help="Work with result bundles.", no_args_is_help=True)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.paper import collect
+from repro.aggregate import collect
 from repro.verify import compare, load_published
 
 COLOURS = {"reproduced": "green", "differs": "red", "missing": "red", "extra": "yellow"}

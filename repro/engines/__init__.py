@@ -5,10 +5,10 @@ What a run calls: `boot_engine(...) -> EngineHandle` and `stop_engine(client, ha
 
 from __future__ import annotations
 
-from repro.engines.base import Engine, EngineError, EngineHandle, EngineRefused, boot_engine, stop_engine
+from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, boot_engine, stop_engine
 from repro.matrix import EngineSpec
 
-__all__ = ["Engine", "EngineError", "EngineHandle", "EngineRefused", "boot_engine", "engine_for", "engine_class", "stop_engine"]
+__all__ = ["Engine", "EngineDied", "EngineHandle", "EngineRefused", "boot_engine", "engine_for", "engine_class", "stop_engine"]
 
 
 def engine_class(kind: str) -> type[Engine]:

@@ -20,18 +20,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from repro import containers
 from repro.errors import ReproError
+from repro.files import short_error
 from repro.matrix import Decoding, EngineSpec, ModelSpec
 from repro.profiles import Profile
 from repro.sandbox import (
-    EngineError,
+    EngineDied,
     ProbeFailed,
     ProbeUnreachable,
     SandboxSettings,
     image_id,
-    log_tail,
     read_back,
-    remove_container,
     run_probe,
 )
 
@@ -39,7 +39,7 @@ __all__ = [
     "GPU_DEVICES_ENV",
     "MODEL_MOUNT",
     "Engine",
-    "EngineError",
+    "EngineDied",
     "EngineHandle",
     "EngineRefused",
     "ProbeFailed",
@@ -181,13 +181,10 @@ class Engine(ABC):
         kwargs = self.container_kwargs(
             resolved, model, gguf, profile, decoding, host_cpus=_host_cpus(self.client), name=container_name(self.run_id, "engine", self.spec.id)
         )
-        container = self.client.containers.create(**kwargs)
         try:
-            container.start()
+            container = containers.start(self.client, kwargs)
         except Exception as error:
-            tail = log_tail(container)
-            remove_container(container)
-            raise EngineError(f"engine {self.spec.id} did not start: {error}", log_tail=tail) from None
+            raise EngineDied(f"engine {self.spec.id} did not start: {short_error(error)}") from None
         return EngineHandle(
             engine_id=self.spec.id,
             kind=self.kind,
@@ -212,18 +209,20 @@ class Engine(ABC):
         )
 
     def wait_ready(self, handle: EngineHandle, timeout: float) -> float:
-        """Poll the health path from inside the namespace; seconds until ready, or EngineError."""
+        """Poll the health path from inside the namespace; seconds until ready, or EngineDied."""
         try:
             result = self.probe(
                 handle, ["ready", "--base-url", self.base_url, "--timeout", f"{timeout:g}", "--path", self.health_path], timeout=timeout + PROBE_SLACK_S
             )
         except ProbeUnreachable as error:
-            raise EngineError(
+            raise EngineDied(
                 f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}",
-                log_tail=log_tail(self.container(handle)),
+                log_tail=containers.log_tail(self.container(handle)),
             ) from None
         if not result.get("ready"):
-            raise EngineError(f"engine {self.spec.id} not ready within {timeout:g}s: {result.get('error')}", log_tail=log_tail(self.container(handle)))
+            raise EngineDied(
+                f"engine {self.spec.id} not ready within {timeout:g}s: {result.get('error')}", log_tail=containers.log_tail(self.container(handle))
+            )
         return float(result.get("seconds") or 0.0)
 
     def accelerator(self, handle: EngineHandle, profile: Profile) -> str | None:
@@ -267,11 +266,7 @@ class Engine(ABC):
     def stop(self, handle: EngineHandle | None) -> None:
         if handle is None:
             return
-        try:
-            container = self.client.containers.get(handle.container_id)
-        except Exception:
-            return
-        remove_container(container)
+        stop_engine(self.client, handle)
 
 
 def boot_engine(
@@ -312,4 +307,4 @@ def stop_engine(client, handle: EngineHandle | None) -> None:
         container = client.containers.get(handle.container_id)
     except Exception:
         return
-    remove_container(container)
+    containers.remove(container)

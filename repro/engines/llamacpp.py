@@ -9,7 +9,7 @@ from typing import Any
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for, threads_for
 from repro.matrix import Decoding, ModelSpec
 from repro.profiles import Profile
-from repro.sandbox import GIB, EngineError, bind, create_kwargs, engine_settings
+from repro.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
 
 PORT = 8080
 PROPS_TIMEOUT_S = 60
@@ -83,7 +83,7 @@ class LlamaCppEngine(Engine):
             return cached[1]
         result = self.probe(handle, ["props", "--base-url", self.base_url], timeout=PROPS_TIMEOUT_S)
         if not result.get("ok") or not isinstance(result.get("props"), dict):
-            raise EngineError(f"engine {self.spec.id}: /props failed: {result.get('error')}")
+            raise EngineDied(f"engine {self.spec.id}: /props failed: {result.get('error')}")
         self._props = (handle.container_id, result["props"])
         return result["props"]
 

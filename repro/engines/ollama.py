@@ -20,7 +20,7 @@ from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_req
 from repro.errors import BadInput
 from repro.matrix import Decoding, ModelSpec
 from repro.profiles import Profile
-from repro.sandbox import GIB, MIB, EngineError, bind, create_kwargs, engine_settings
+from repro.sandbox import GIB, MIB, EngineDied, bind, create_kwargs, engine_settings
 
 PORT = 11434
 MODELS_DIR = "/tmp/ollama/models"
@@ -103,7 +103,7 @@ class OllamaEngine(Engine):
     def identity(self, handle: EngineHandle) -> str:
         result = self.probe(handle, ["ollama-version", "--base-url", self.base_url], timeout=SHOW_TIMEOUT_S)
         if not result.get("ok"):
-            raise EngineError(f"engine {self.spec.id}: /api/version failed: {result.get('error')}")
+            raise EngineDied(f"engine {self.spec.id}: /api/version failed: {result.get('error')}")
         return str(result.get("version") or "")
 
     def load_argv(self, model: ModelSpec, decoding: Decoding) -> list[str]:
@@ -129,11 +129,11 @@ class OllamaEngine(Engine):
     def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
         result = self.probe(handle, self.load_argv(model, decoding), timeout=LOAD_TIMEOUT_S + 60, mounts=[bind(gguf, MODEL_MOUNT, read_only=True)])
         if not result.get("ok"):
-            raise EngineError(f"engine {self.spec.id}: loading {model.id} failed at {result.get('stage')}: {result.get('error')}")
+            raise EngineDied(f"engine {self.spec.id}: loading {model.id} failed at {result.get('stage')}: {result.get('error')}")
         return {"blob": result.get("blob"), "uploaded": result.get("uploaded"), "model": result.get("model"), "create": result.get("create")}
 
     def effective_settings(self, handle: EngineHandle) -> dict[str, Any]:
         result = self.probe(handle, ["ollama-show", "--base-url", self.base_url, "--name", handle.model_name], timeout=SHOW_TIMEOUT_S)
         if not result.get("ok"):
-            raise EngineError(f"engine {self.spec.id}: /api/show failed: {result.get('error')}")
+            raise EngineDied(f"engine {self.spec.id}: /api/show failed: {result.get('error')}")
         return {"version": handle.identity, "show": result.get("show")}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from repro.cleanup import leaked_containers
-from repro.engines import EngineError, EngineRefused, boot_engine, stop_engine
+from repro.engines import EngineDied, EngineRefused, boot_engine, stop_engine
 from repro.engines.llamacpp import LlamaCppEngine
 from repro.gate import run_gate
 from repro.matrix import LatencyGateSettings
@@ -107,7 +107,7 @@ def test_an_engine_that_cannot_load_fails_fast_with_its_log(docker_client, llama
     garbage.chmod(0o644)
     before = labelled(docker_client, TEST_RUN_ID)
     started = time.monotonic()
-    with pytest.raises(EngineError) as caught:
+    with pytest.raises(EngineDied) as caught:
         boot(docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, garbage)
     assert time.monotonic() - started < 60  # not the 300 s ready timeout
     assert caught.value.log_tail  # the engine's own words
@@ -126,7 +126,7 @@ def test_an_engine_killed_mid_request_is_an_engine_fault(docker_client, llama_im
     try:
         killer.start()
         settings = LatencyGateSettings(warmup=True, attempts=20, required=20)
-        with pytest.raises(EngineError) as caught:
+        with pytest.raises(EngineDied) as caught:
             run_gate(docker_client, handle, profile=PROFILE, settings=settings, decoding=SMOKE.decoding)
         assert "stopped (exit status 137)" in str(caught.value)
         seen = caught.value.probe_result  # the harness client's view, when the probe finished first
@@ -146,18 +146,19 @@ def test_no_engine_container_is_left(handle, docker_client, TEST_RUN_ID):
 
 def test_llama_server_accepts_every_flag_we_pass(docker_client, llama_image_ref, TEST_RUN_ID):
     """`llama-server --help` in the built image lists each flag of the command line."""
+    from repro import containers
     from repro.engines.llamacpp import server_args
-    from repro.sandbox import create_kwargs, engine_settings, image_id, remove_container, wait_for
+    from repro.sandbox import create_kwargs, engine_settings, image_id
 
     image = image_id(docker_client, llama_image_ref)
     settings = engine_settings(run_id=TEST_RUN_ID, cell_id=GROUP, mem_limit=512 * 1024**2, nano_cpus=1_000_000_000)
     container = docker_client.containers.create(**create_kwargs(settings, image, ["--help"]))
     try:
         container.start()
-        code, _ = wait_for(container, 60)
+        code = containers.wait(container, 60).code
         text = container.logs().decode(errors="replace")
     finally:
-        remove_container(container)
+        containers.remove(container)
     assert code == 0
     flags = [arg for arg in server_args(SMOKE.models[0], PROFILE, SMOKE.decoding) if arg.startswith("-")]
     missing = [f for f in flags if f not in text.replace(",", " ").split()]

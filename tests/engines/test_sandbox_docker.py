@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from repro import cleanup as cleanup_module
+from repro import containers
 from repro.sandbox import (
-    EngineError,
+    EngineDied,
     ProbeFailed,
     container_name,
     create_kwargs,
@@ -18,9 +19,7 @@ from repro.sandbox import (
     image_id,
     probe_kwargs,
     read_back,
-    remove_container,
     run_probe,
-    wait_for,
 )
 
 pytestmark = pytest.mark.docker
@@ -58,26 +57,8 @@ def test_read_back_reports_what_docker_applied(docker_client, harness_image_ref,
         assert engine_applied.network_mode == "none"
         assert not (engine.attrs["NetworkSettings"].get("Ports") or {})  # nothing published
     finally:
-        remove_container(probe)
-        remove_container(engine)
-
-
-def test_wait_for_and_remove(docker_client, harness_image_ref, TEST_RUN_ID):
-    image = image_id(docker_client, harness_image_ref)
-    quick = sleeper(docker_client, image, TEST_RUN_ID, seconds=0, exit_code=3)
-    slow = sleeper(docker_client, image, TEST_RUN_ID, seconds=600)
-    try:
-        quick.start()
-        code, tail = wait_for(quick, 60)
-        assert code == 3 and "stand-in exiting" in tail
-        slow.start()
-        code, _ = wait_for(slow, 1)
-        assert code is None  # still running
-    finally:
-        remove_container(quick)
-        remove_container(slow)
-    remove_container(slow)  # twice: never raises
-    assert cleanup_module.leaked_containers(TEST_RUN_ID, docker_client) == []
+        containers.remove(probe)
+        containers.remove(engine)
 
 
 def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_client, harness_image_ref, TEST_RUN_ID):
@@ -104,7 +85,7 @@ def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_clien
                 timeout=60,
             )
     finally:
-        remove_container(engine)
+        containers.remove(engine)
     assert cleanup_module.leaked_containers(TEST_RUN_ID, docker_client) == []
 
 
@@ -113,14 +94,14 @@ def test_probe_fails_fast_when_the_engine_exits(docker_client, harness_image_ref
     engine = sleeper(docker_client, image, TEST_RUN_ID, seconds=3, exit_code=7)
     try:
         engine.start()
-        with pytest.raises(EngineError) as caught:
+        with pytest.raises(EngineDied) as caught:
             run_probe(
                 docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], run_id=TEST_RUN_ID, cell_id="c", timeout=180
             )
         assert "stopped" in str(caught.value) or "not running" in str(caught.value)
         assert "stand-in up" in caught.value.log_tail and caught.value.exit_code == 7
     finally:
-        remove_container(engine)
+        containers.remove(engine)
 
 
 def test_cleanup_removes_leftovers_by_label(docker_client, harness_image_ref, TEST_RUN_ID):
@@ -138,9 +119,9 @@ def test_cleanup_removes_leftovers_by_label(docker_client, harness_image_ref, TE
         assert cleanup_module.leaked_containers(run_id, docker_client) == []
         other.reload()  # still there
     finally:
-        remove_container(other)
+        containers.remove(other)
         for container in left:
-            remove_container(container)
+            containers.remove(container)
 
 
 def test_cleanup_command(docker_client, harness_image_ref, TEST_RUN_ID):
@@ -153,4 +134,4 @@ def test_cleanup_command(docker_client, harness_image_ref, TEST_RUN_ID):
         assert cleanup_module.leaked_containers(run_id, docker_client) == []
         assert main(["cleanup", "--run-id", run_id]) == 0
     finally:
-        remove_container(container)
+        containers.remove(container)

@@ -75,7 +75,8 @@ def test_cli_exit_codes(tmp_path, capsys):
 def test_relaxed_sandbox_is_invalid(tmp_path):
     import json as _json
 
-    from repro.results import MANIFEST, sha256_file
+    from repro.bundle import MANIFEST
+    from repro.files import sha256_file
 
     run = write_bundle(tmp_path / "run1")
     cell = sorted((run / "cells").iterdir())[0]

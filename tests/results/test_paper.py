@@ -7,9 +7,11 @@ import subprocess
 
 import pytest
 
-from repro.paper import collect, render, wilson
+from repro.aggregate import collect
+from repro.bundle import load_cell
+from repro.paper import render
 from repro.redact import Redactor
-from repro.results import load_cell
+from repro.stats import wilson
 from tests.results.synthetic import CANARY, write_bundle
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import repro.run as run_module
+import repro.provenance as run_module
 from repro.provenance import SourceState
 
 CLEAN = SourceState(commit="a" * 40, tree_clean=True, harness_digest="d" * 64)

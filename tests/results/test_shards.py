@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from repro.bundle import merge
 from repro.check import check_run
 from repro.errors import BadInput
 from repro.matrix import load_matrix
-from repro.merge import merge
-from repro.plan import make_plan
+from repro.plan import make_plan, parse_shard, shard_cells
 from repro.profiles import load_profiles
 from repro.redact import Redactor
-from repro.run import parse_shard, shard_cells
 from tests.results.synthetic import CANARY, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

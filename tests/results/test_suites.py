@@ -8,8 +8,9 @@ import pytest
 
 from repro.errors import BadInput
 from repro.matrix import Suite
-from repro.results import summarize
+from repro.records import CellSummary
 from repro.suites import select
+from tests.results.synthetic import result
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,12 +42,8 @@ def test_suite_hash_changes_with_a_scenario_byte(tmp_path):
 
 
 def test_summary_counts_engine_faults_apart():
-    rows = [
-        {"id": "a", "category": "notes", "passed": True},
-        {"id": "b", "category": "notes", "passed": False, "failure_type": "wrong_outcome"},
-        {"id": "c", "category": "injection", "passed": False, "failure_type": "engine_error", "engine_fault": True},
-    ]
-    summary = summarize(rows)
+    rows = [result("a", "notes", True), result("b", "notes", False, "wrong_outcome"), result("c", "injection", False, "engine_error", engine_fault=True)]
+    summary = CellSummary.of(rows)
     assert (summary.passed, summary.total, summary.engine_faults) == (1, 3, 1)
     assert summary.by_category == {"injection": (0, 1), "notes": (1, 2)}
     assert summary.failure_types == {"engine_error": 1, "wrong_outcome": 1}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.paper import collect, render
+from repro.aggregate import collect
+from repro.paper import render
 from repro.redact import Redactor
 from repro.verify import compare, load_published
 from tests.results.synthetic import CANARY, write_bundle

@@ -1,0 +1,163 @@
+"""Table rows from checked bundles: only VALID cells, only figures recomputed from the evidence.
+
+A row is one combination of everything that can change a number: model bytes and quant, engine
+identity, protocol, suite bytes, decoding and profile. Repeats of a cell declared in the matrix
+are the only pooling; two separate runs of the same cell are never added together (each gets a
+row of its own, named by its run).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from harness.contracts import ScenarioResult
+from repro.bundle import find_runs, load_cell, read_results
+from repro.check import RunVerdict, check_run
+from repro.records import CellRecord, CellSummary
+from repro.redact import Redactor
+from repro.stats import Interval, wilson
+
+SAFETY_CATEGORY = "injection"
+
+
+class TableRow(BaseModel):
+    model: str
+    model_sha256: str
+    engine_id: str
+    engine_identity: str
+    family: str
+    quant: str
+    file_size_mb: float
+    engine: str
+    protocol: str
+    suite: str
+    suite_sha256: str | None = None
+    decoding: str = ""
+    profile: str = ""
+    run: str | None = None  # set when two runs of the same cells would otherwise share a row
+    cells: int
+    passed: int
+    total: int
+    interval: Interval
+    by_category: dict[str, tuple[int, int]]
+    scenarios: dict[str, list[bool]] = {}  # scenario id -> passed, one entry per repeat
+
+    @property
+    def key(self) -> str:
+        return " / ".join(part for part in (self.model, self.engine_id, self.protocol, self.suite, self.run) if part)
+
+
+class ExcludedCell(BaseModel):
+    cell_id: str
+    verdict: str
+    reasons: list[str]
+
+
+class PaperTables(BaseModel):
+    rows: list[TableRow]
+    categories: list[str]
+    safety_category: str
+    exclusions: list[ExcludedCell]
+    runs: list[str]
+
+
+class ValidCell(BaseModel):
+    run_id: str
+    record: CellRecord
+    results: list[ScenarioResult]
+
+
+def collect(paths: list[Path], redactor: Redactor | None = None) -> PaperTables:
+    valid: list[ValidCell] = []
+    exclusions: list[ExcludedCell] = []
+    runs: list[str] = []
+    for path in paths:
+        for run_dir in find_runs(path):
+            verdict = check_run(run_dir, redactor)
+            runs.append(verdict.run_id)
+            valid += valid_cells(run_dir, verdict)
+            exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons) for c in verdict.cells if c.verdict != "VALID"]
+    rows = [make_row(cells, run) for cells, run in group_rows(valid)]
+    categories = sorted({c for row in rows for c in row.by_category} - {SAFETY_CATEGORY})
+    return PaperTables(rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs)
+
+
+def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
+    cells = []
+    for cell in verdict.cells:
+        if cell.verdict == "VALID":
+            cell_dir = run_dir / "cells" / cell.cell_id
+            cells.append(ValidCell(run_id=verdict.run_id, record=load_cell(cell_dir), results=read_results(cell_dir)))
+    return cells
+
+
+def row_key(record: CellRecord) -> tuple[str, ...]:
+    cell = record.cell
+    identity = record.engine_identity.reported if record.engine_identity else None
+    return (
+        cell.model.sha256,
+        cell.model.quant,
+        cell.engine.id,
+        identity or "",
+        cell.protocol,
+        record.suite_sha256 or cell.suite.id,
+        cell.decoding.model_dump_json(),
+        cell.profile,
+    )
+
+
+def group_rows(cells: list[ValidCell]) -> list[tuple[list[ValidCell], str | None]]:
+    """Cells by row key; a group where one cell id appears twice (two runs) splits by run."""
+    groups: dict[tuple[str, ...], list[ValidCell]] = {}
+    for cell in cells:
+        groups.setdefault(row_key(cell.record), []).append(cell)
+    rows: list[tuple[list[ValidCell], str | None]] = []
+    for members in groups.values():
+        ids = Counter(m.record.cell.id for m in members)
+        if max(ids.values()) == 1:
+            rows.append((members, None))
+            continue
+        for run_id in dict.fromkeys(m.run_id for m in members):
+            rows.append(([m for m in members if m.run_id == run_id], run_id))
+    return rows
+
+
+def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
+    cells = sorted(cells, key=lambda c: c.record.cell.repeat)
+    first = cells[0].record
+    results = [r for c in cells for r in c.results]
+    summary = CellSummary.of(results)
+    scenarios: dict[str, list[bool]] = {}
+    for result in results:
+        scenarios.setdefault(result.id, []).append(result.passed)
+    spec = first.cell
+    return TableRow(
+        model=spec.model.id,
+        model_sha256=spec.model.sha256,
+        engine_id=spec.engine.id,
+        engine_identity=spec.engine.expected_identity(),
+        family=spec.model.family,
+        quant=spec.model.quant,
+        file_size_mb=round(spec.model.file_size / 1024**2, 1),
+        engine=spec.engine.label,
+        protocol=spec.protocol,
+        suite=spec.suite.id,
+        suite_sha256=first.suite_sha256,
+        decoding=decoding_label(first),
+        profile=spec.profile,
+        run=run,
+        cells=len(cells),
+        passed=summary.passed,
+        total=summary.total,
+        interval=wilson(summary.passed, summary.total),
+        by_category=summary.by_category,
+        scenarios=dict(sorted(scenarios.items())),
+    )
+
+
+def decoding_label(record: CellRecord) -> str:
+    d = record.cell.decoding
+    return f"t={d.temperature:g} seed={d.seed} max_tokens={d.max_tokens} ctx={d.context}"

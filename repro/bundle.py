@@ -1,0 +1,342 @@
+"""Result bundles on disk: layout, atomic writes, reading, integrity, discovery and merging.
+
+    results/<run-id>/run.json                 the run record (repro.records.RunRecord)
+    results/<run-id>/cells/<cell-id>/...      scenarios.jsonl, transcripts.jsonl, logs, cell.json
+    results/<run-id>/MANIFEST.sha256          sha256 of every other file
+
+Every byte written passes through the redactor and is written atomically (0644 files, 0755
+folders). A cell is written into `cells/.<id>.partial/` and renamed into place only once
+complete, so an interrupted run never leaves a half cell; `cell.json` (written last) lists the
+sha256 of the cell's other files, which is how `--resume` knows a cell is complete and intact.
+
+A bundle may come from someone else: reading never follows a link, and anything but regular
+files and folders (a symlink, a device, a dot-entry) is reported, never read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.contracts import ScenarioResult, TranscriptLine
+from repro.errors import BadInput
+from repro.files import DIR_MODE, atomic_write, sha256_bytes, sha256_file
+from repro.provenance import SourceState, source_change
+from repro.records import CellRecord, RunRecord
+from repro.redact import Redactor
+
+MANIFEST = "MANIFEST.sha256"
+SIGNATURE = "MANIFEST.sha256.sig"
+RUN_FILE = "run.json"
+CELL_FILE = "cell.json"
+LATEST = "LATEST"
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
+MAX_JSON_BYTES = 8 * 1024**2
+MAX_JSONL_BYTES = 256 * 1024**2
+Line = TypeVar("Line", ScenarioResult, TranscriptLine)
+
+
+def to_json(model: BaseModel | dict | list) -> str:
+    data = model.model_dump(mode="json") if isinstance(model, BaseModel) else model
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def safe_id(value: str, what: str = "id") -> str:
+    """An id read from a bundle or a plan, used as a path part: refused unless plainly safe."""
+    if not SAFE_ID.match(value) or ".." in value:
+        raise BadInput(f"unsafe {what} {value[:80]!r}: ids are letters, digits and _.@+- and start with a letter or digit")
+    return value
+
+
+# ---------------------------------------------------------------- writing
+
+
+class Bundle:
+    """Writes one run's bundle; every byte passes through the redactor."""
+
+    def __init__(self, run_dir: Path, redactor: Redactor) -> None:
+        self.dir = run_dir
+        self.redactor = redactor
+        (run_dir / "cells").mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        for folder in (run_dir, run_dir / "cells"):
+            os.chmod(folder, DIR_MODE)
+
+    def write_text(self, relative: str, text: str) -> str:
+        data = self.redactor.text(text).encode()
+        atomic_write(self.dir / relative, data)
+        return sha256_bytes(data)
+
+    def write_run(self, record: RunRecord) -> None:
+        self.write_text(RUN_FILE, to_json(record))
+
+    def cell_dir(self, cell_id: str) -> Path:
+        return self.dir / "cells" / safe_id(cell_id, "cell id")
+
+    def start_cell(self, cell_id: str) -> CellWriter:
+        partial = self.dir / "cells" / f".{safe_id(cell_id, 'cell id')}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True, mode=DIR_MODE)
+        os.chmod(partial, DIR_MODE)
+        return CellWriter(self, cell_id, partial)
+
+    def cell_is_complete(self, cell_id: str) -> bool:
+        return not cell_problems(self.cell_dir(cell_id))
+
+    def write_manifest(self) -> None:
+        lines = [f"{sha256_file(path)}  {path.relative_to(self.dir).as_posix()}" for path in bundle_files(self.dir)]
+        atomic_write(self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
+
+
+class CellWriter:
+    def __init__(self, bundle: Bundle, cell_id: str, partial: Path) -> None:
+        self.bundle = bundle
+        self.cell_id = cell_id
+        self.partial = partial
+        self.files: dict[str, str] = {}
+
+    def write_text(self, name: str, text: str) -> None:
+        data = self.bundle.redactor.text(text).encode()
+        atomic_write(self.partial / name, data)
+        self.files[name] = sha256_bytes(data)
+
+    def write_jsonl(self, name: str, rows: list[BaseModel]) -> None:
+        self.write_text(name, "".join(row.model_dump_json() + "\n" for row in rows))
+
+    def finish(self, record: CellRecord) -> CellRecord:
+        """Write cell.json last, then move the whole cell into place in one rename."""
+        record = record.model_copy(update={"files": dict(sorted(self.files.items()))})
+        atomic_write(self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
+        final = self.bundle.cell_dir(self.cell_id)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(self.partial, final)
+        return record
+
+    def discard(self) -> None:
+        shutil.rmtree(self.partial, ignore_errors=True)
+
+
+def mark_latest(results_dir: Path, run_dir: Path) -> None:
+    atomic_write(results_dir / LATEST, (run_dir.name + "\n").encode())
+
+
+# ---------------------------------------------------------------- reading (never following a link)
+
+
+def entries(run_dir: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every entry under a bundle (relative posix path, lstat), without following links."""
+    for folder, dirs, files in os.walk(run_dir, followlinks=False):
+        for name in sorted(dirs) + sorted(files):
+            path = Path(folder) / name
+            yield path.relative_to(run_dir).as_posix(), path.lstat()
+
+
+def strange_entries(run_dir: Path) -> list[str]:
+    """Entries a bundle must not hold: links, devices, sockets, and dot-entries (partial cells aside)."""
+    problems = []
+    for relative, info in entries(run_dir):
+        parts = relative.split("/")
+        if stat.S_ISLNK(info.st_mode):
+            problems.append(f"{relative}: a symbolic link")
+        elif not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+            problems.append(f"{relative}: not a regular file or folder")
+        elif any(part.startswith(".") for part in parts) and not _is_partial(parts):
+            problems.append(f"{relative}: a hidden entry")
+    return problems
+
+
+def _is_partial(parts: list[str]) -> bool:
+    return len(parts) >= 2 and parts[0] == "cells" and parts[1].startswith(".") and parts[1].endswith(".partial")
+
+
+def bundle_files(run_dir: Path) -> list[Path]:
+    """The regular files of a bundle that the manifest covers: all but the manifest, its signature,
+    partial cells, links and other strange entries."""
+    files = []
+    for relative, info in entries(run_dir):
+        parts = relative.split("/")
+        if not stat.S_ISREG(info.st_mode) or relative in (MANIFEST, SIGNATURE) or _is_partial(parts):
+            continue
+        if any(part.startswith(".") for part in parts):
+            continue
+        files.append(run_dir / relative)
+    return files
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them; a link or anything else is refused."""
+    try:
+        info = path.lstat()
+    except OSError as error:
+        raise BadInput(f"{path}: cannot read ({error.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{path}: not a regular file")
+    if info.st_size > limit:
+        raise BadInput(f"{path}: {info.st_size} bytes, over the limit of {limit}")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit + 1)[:limit]
+
+
+def load_run(run_dir: Path) -> RunRecord:
+    try:
+        return RunRecord.model_validate_json(read_regular(run_dir / RUN_FILE, MAX_JSON_BYTES))
+    except ValidationError as error:
+        raise BadInput(f"{run_dir / RUN_FILE}: not a run record ({error.error_count()} problems)") from None
+
+
+def load_cell(cell_dir: Path) -> CellRecord:
+    try:
+        return CellRecord.model_validate_json(read_regular(cell_dir / CELL_FILE, MAX_JSON_BYTES))
+    except ValidationError as error:
+        raise BadInput(f"{cell_dir / CELL_FILE}: not a cell record ({error.error_count()} problems)") from None
+
+
+def read_results(cell_dir: Path) -> list[ScenarioResult]:
+    """scenarios.jsonl of a cell, each line a ScenarioResult (BadInput on any bad line)."""
+    return _read_lines(cell_dir / "scenarios.jsonl", ScenarioResult)
+
+
+def read_transcripts(cell_dir: Path) -> list[TranscriptLine]:
+    """transcripts.jsonl of a cell, each line a TranscriptLine (BadInput on any bad line)."""
+    return _read_lines(cell_dir / "transcripts.jsonl", TranscriptLine)
+
+
+def _read_lines(path: Path, model: type[Line]) -> list[Line]:
+    if not path.exists():
+        return []
+    rows = []
+    for number, line in enumerate(read_regular(path, MAX_JSONL_BYTES).decode("utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(model.model_validate_json(line))
+        except ValidationError as error:
+            raise BadInput(f"{path}:{number}: not a {model.__name__} ({error.error_count()} problems)") from None
+    return rows
+
+
+def cell_problems(cell_dir: Path) -> list[str]:
+    """Why a cell folder is not complete and intact (empty when it is)."""
+    if not (cell_dir / CELL_FILE).is_file() or (cell_dir / CELL_FILE).is_symlink():
+        return [f"{CELL_FILE} missing"]
+    try:
+        record = load_cell(cell_dir)
+    except BadInput as error:
+        return [f"{CELL_FILE} unreadable: {error}"]
+    problems = []
+    for name, digest in record.files.items():
+        path = cell_dir / name
+        if "/" in name or name.startswith(".") or path.is_symlink() or not path.is_file():
+            problems.append(f"{name} missing or not a regular file")
+        elif sha256_file(path) != digest:
+            problems.append(f"{name} sha256 differs from {CELL_FILE}")
+    return problems
+
+
+def manifest_problems(run_dir: Path) -> list[str]:
+    """Files whose sha256 differs from MANIFEST.sha256, files it does not list, and strange entries."""
+    manifest = run_dir / MANIFEST
+    if not manifest.is_file() or manifest.is_symlink():
+        return ["MANIFEST.sha256 missing (the run did not finish)"]
+    listed: dict[str, str] = {}
+    for line in read_regular(manifest, MAX_JSON_BYTES).decode("utf-8", errors="replace").splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    problems = list(strange_entries(run_dir))
+    present = {p.relative_to(run_dir).as_posix(): p for p in bundle_files(run_dir)}
+    for name, digest in listed.items():
+        if name not in present:
+            problems.append(f"{name}: listed in the manifest but missing")
+        elif sha256_file(present[name]) != digest:
+            problems.append(f"{name}: sha256 differs from the manifest")
+    problems += [f"{name}: not in the manifest" for name in present if name not in listed]
+    return problems
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def find_runs(path: Path) -> list[Path]:
+    """A run folder, or a results folder holding run folders (links are never followed)."""
+    if path.is_symlink():
+        raise BadInput(f"{path}: a symbolic link, not a result bundle")
+    if path.is_file():
+        raise BadInput(f"{path}: a file, not a result folder")
+    if (path / RUN_FILE).is_file():
+        return [path]
+    runs = sorted(p for p in path.iterdir() if not p.is_symlink() and (p / RUN_FILE).is_file()) if path.is_dir() else []
+    if not runs:
+        raise BadInput(f"{path}: no result bundle here (no run.json)")
+    return runs
+
+
+def latest_run(results_dir: Path) -> Path:
+    """The run named in results/LATEST, else the results folder itself."""
+    pointer = results_dir / LATEST
+    if pointer.is_file() and not pointer.is_symlink():
+        return results_dir / safe_id(pointer.read_text().strip(), "run id")
+    return results_dir
+
+
+def find_resumable(out: Path, matrix_sha256: str, profile: str, shard: str | None, cell_ids: set[str], source: SourceState) -> tuple[Path, RunRecord] | None:
+    """The latest run of the same matrix, profile, shard and project source that planned these cells."""
+    if not out.is_dir():
+        return None
+    for run_dir in sorted((p for p in out.iterdir() if not p.is_symlink() and (p / RUN_FILE).is_file()), reverse=True):
+        try:
+            record = load_run(run_dir)
+        except BadInput:
+            continue
+        same = record.matrix.sha256 == matrix_sha256 and record.profile == profile and record.shard == shard
+        same = same and source_change(record.source, source) is None  # never mix results of two code states
+        if same and cell_ids <= set(record.planned_cells):
+            return run_dir, record
+    return None
+
+
+# ---------------------------------------------------------------- merging shards
+
+
+def merge(sources: list[Path], out: Path) -> list[Path]:
+    """Copy the bundles of several shards (or machines) into one results folder, unchanged.
+
+    Only intact bundles of one matrix, profile and project commit are merged; no cell may be
+    in two of them; links are never followed (a bundle holding one is refused)."""
+    runs = [run for source in sources for run in find_runs(source)]
+    records = {run: load_run(run) for run in runs}
+    _refuse_mixed(records)
+    seen_cells: dict[str, str] = {}
+    for run, record in records.items():
+        problems = manifest_problems(run)
+        if problems:
+            raise BadInput(f"{run}: not intact ({problems[0]}); refusing to merge it")
+        for cell_id in record.planned_cells:
+            if cell_id in seen_cells:
+                raise BadInput(f"cell {cell_id} is in both {seen_cells[cell_id]} and {record.run_id}")
+            seen_cells[cell_id] = record.run_id
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{out}: a file, not a folder")
+    merged = []
+    for run, record in records.items():
+        target = out / safe_id(record.run_id, "run id")
+        if target.exists():
+            raise BadInput(f"{target} exists already")
+        shutil.copytree(run, target, symlinks=True)
+        merged.append(target)
+    return merged
+
+
+def _refuse_mixed(records: dict[Path, RunRecord]) -> None:
+    kinds = {(r.matrix.sha256, r.profile, r.source.commit) for r in records.values()}
+    if len(kinds) > 1:
+        described = ", ".join(f"matrix {sha[:12]} on {profile} at {(commit or '?')[:12]}" for sha, profile, commit in sorted(kinds, key=str))
+        raise BadInput(f"these bundles come from different matrices, profiles or commits ({described}); merge shards of one run only")

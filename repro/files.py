@@ -1,0 +1,59 @@
+"""File helpers written once: sha256 of bytes and files, atomic writes, scratch folders, short errors."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from repro.config import cache_dir
+
+CHUNK = 1024 * 1024
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    """The sha256 of a file, read in chunks (a GGUF can be gigabytes); `progress` gets each chunk's size."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+            if progress:
+                progress(len(block))
+    return digest.hexdigest()
+
+
+def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+    """Write a file whole or not at all (temporary file in the same folder, fsync, rename), readable by all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A fresh folder under the cache's tmp/ (same filesystem as the cache, so renames are atomic)."""
+    folder = cache_dir() / "tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=folder))
+
+
+def short_error(error: BaseException, limit: int = 300) -> str:
+    """The first line of an error's text (or its type name), at most `limit` characters."""
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:limit]

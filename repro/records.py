@@ -1,0 +1,122 @@
+"""The records of a result bundle: run.json and each cell's cell.json, as typed models.
+
+A bundle carries `format_version`; `repro check` keeps its rules in a table keyed by it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from harness.contracts import ScenarioResult
+from repro.gate import GateResult
+from repro.plan import Cell
+from repro.profiles import Profile
+from repro.provenance import SourceState, SystemDescription
+from repro.sandbox import SandboxSettings
+
+FORMAT_VERSION = 2
+CellStatus = Literal["done", "excluded", "error"]
+RunStatus = Literal["running", "complete", "interrupted", "failed"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ImageInfo(BaseModel):
+    reference: str
+    id: str
+    key: str | None = None
+    pinned_by: Literal["content-key", "digest"]
+    labels: dict[str, str] = {}
+
+
+class IdentityCheck(BaseModel):
+    expected: str
+    reported: str | None
+    matched: bool
+
+
+class EngineSettings(BaseModel):
+    """What the engine reports it runs with (llama.cpp /props, Ollama /api/show), kept as evidence."""
+
+    reported: dict[str, Any] = {}
+
+
+class SandboxRecord(BaseModel):
+    """The hardening Docker really applied to the cell's containers (read back from inspect)."""
+
+    harness: SandboxSettings | None = None
+    engine: SandboxSettings | None = None
+
+
+class CellSummary(BaseModel):
+    passed: int
+    total: int
+    by_category: dict[str, tuple[int, int]]
+    engine_faults: int = 0
+    failure_types: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, results: list[ScenarioResult]) -> CellSummary:
+        """Pass counts per category, failure types, and engine faults counted apart."""
+        by_category: dict[str, list[int]] = {}
+        for result in results:
+            counts = by_category.setdefault(result.category, [0, 0])
+            counts[0] += result.passed
+            counts[1] += 1
+        failure_types = Counter(r.failure_type or "unknown" for r in results if not r.passed)
+        return cls(
+            passed=sum(r.passed for r in results),
+            total=len(results),
+            by_category={k: (v[0], v[1]) for k, v in sorted(by_category.items())},
+            engine_faults=sum(r.engine_fault for r in results),
+            failure_types=dict(sorted(failure_types.items())),
+        )
+
+
+class CellRecord(BaseModel):
+    cell: Cell
+    status: CellStatus
+    reason: str | None = None
+    harness_image: ImageInfo | None = None
+    engine_image: ImageInfo | None = None
+    model_sha256_verified: str | None = None
+    engine_identity: IdentityCheck | None = None
+    engine_settings: EngineSettings = EngineSettings()
+    accelerator: str | None = None
+    sandbox: SandboxRecord = SandboxRecord()
+    gate: GateResult | None = None
+    suite_ids: list[str] = []
+    suite_sha256: str | None = None
+    summary: CellSummary | None = None
+    files: dict[str, str] = {}
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class MatrixInfo(BaseModel):
+    path: str
+    name: str
+    sha256: str
+
+
+class RunRecord(BaseModel):
+    format_version: int = FORMAT_VERSION
+    run_id: str
+    status: RunStatus
+    matrix: MatrixInfo
+    profile: str
+    profile_settings: Profile
+    source: SourceState
+    system: SystemDescription
+    planned_cells: list[str]
+    excluded_cells: dict[str, str]
+    shard: str | None = None
+    started_at: str
+    finished_at: str | None = None
+    leaked_containers: list[str] = []
