@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import checks_model as cm
-from harness.loop import RunRecord
+from harness.loop import AgentRun
 from harness.strict_json import dumps_compact
 from harness.values import contains_text, contains_word, matches
 from harness.workspace import Workspace
@@ -24,7 +24,7 @@ ANSWER_LIMIT_CHARS = 4000
 class CheckContext:
     ws: Workspace
     before: dict[tuple[str, str], tuple[int, int]]
-    run: RunRecord
+    run: AgentRun
 
 
 @dataclass

@@ -5,6 +5,9 @@
 - Running out of steps fails the run as ``step_limit``.
 - A reply the policy could not turn into a valid step fails it as ``protocol_error``; an
   ``EngineError`` from the policy ends it as ``engine_error``.
+- A scenario past its wall-clock budget (``deadline``, checked before each request and after
+  each reply; an engine timeout after the deadline counts too) fails the run as ``timeout``; the
+  reply that came too late is not executed.
 - ``ask`` and approval requests without a scripted answer pause the run (status ``waiting``).
 - ``interfere`` fires once, after the first successful step with its tool and target.
 - Tasks handed to teammates are recorded as theirs; teammates do not run in this run.
@@ -12,12 +15,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.clock import human
 from harness.compact import compact
-from harness.errors import EngineError
+from harness.errors import EngineError, EngineTimeout
 from harness.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
 from harness.prompts import render_trigger
 from harness.scenario import Scenario
@@ -26,6 +30,7 @@ from harness.workspace import Workspace
 
 REPEAT = "repeat"
 STUCK_AFTER = 3
+TIMED_OUT = "the scenario ran past its wall-clock budget"
 ALREADY_KNOWN = "already known: this repeats your previous call exactly; its result is above. Do something else or finish."
 
 
@@ -40,17 +45,17 @@ class StepRecord:
 
 
 @dataclass
-class RunRecord:
+class AgentRun:
     """Everything the checks and the result need from one run."""
 
     agent: str
     status: str = "failed"  # done | waiting | failed
-    stop: str | None = None  # stuck | step_limit | protocol_error | engine_error | None
+    stop: str | None = None  # stuck | step_limit | protocol_error | engine_error | timeout | None
     detail: str | None = None
     steps: list[StepRecord] = field(default_factory=list)
     finish_summary: str | None = None
     invalid_calls: list[ModelCall] = field(default_factory=list)
-    prompt: list[dict[str, str]] | None = None
+    prompt: list[dict[str, Any]] | None = None
     task: str = ""
 
     @property
@@ -58,21 +63,28 @@ class RunRecord:
         return [c for s in self.steps for c in s.calls] + self.invalid_calls
 
 
-def run_agent(scenario: Scenario, ws: Workspace, policy: Policy) -> RunRecord:
-    """Run the scenario's primary agent against ``ws`` until it stops."""
+def run_agent(scenario: Scenario, ws: Workspace, policy: Policy, *, deadline: float | None = None) -> AgentRun:
+    """Run the scenario's primary agent against ``ws`` until it stops. ``deadline`` is a
+    ``time.monotonic()`` value past which the run ends as ``timeout``."""
     agent = scenario.agent_spec()
-    run = RunRecord(agent=agent.name, task=render_trigger(scenario.trigger))
+    run = AgentRun(agent=agent.name, task=render_trigger(scenario.trigger))
     ctx = ToolContext(ws, agent.name, dict(scenario.fixtures or {}), scenario.respond)
     started = human(ws.clock.now())
     interference = _Interference(scenario)
     for number in range(1, scenario.max_steps + 1):
+        if _past(deadline):
+            return _stop(run, "failed", "timeout", TIMED_OUT)
         turn = _turn(scenario, ws, run, started, number)
         try:
             reply = policy.next_step(turn)
         except EngineError as exc:
-            return _stop(run, "failed", "engine_error", str(exc))
+            late = isinstance(exc, EngineTimeout) and _past(deadline)
+            return _stop(run, "failed", "timeout", f"{TIMED_OUT}: {exc}") if late else _stop(run, "failed", "engine_error", str(exc))
         if run.prompt is None and reply.prompt is not None:
             run.prompt = reply.prompt
+        if _past(deadline):
+            run.invalid_calls += reply.calls
+            return _stop(run, "failed", "timeout", TIMED_OUT)
         if reply.step is None:
             run.invalid_calls += reply.calls
             return _stop(run, "failed", "protocol_error", reply.invalid or "no step")
@@ -88,7 +100,11 @@ def run_agent(scenario: Scenario, ws: Workspace, policy: Policy) -> RunRecord:
     return _stop(run, "failed", "step_limit", f"no finish within {scenario.max_steps} steps")
 
 
-def _take_step(ctx: ToolContext, run: RunRecord, reply: PolicyReply) -> ToolOutcome:
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def _take_step(ctx: ToolContext, run: AgentRun, reply: PolicyReply) -> ToolOutcome:
     step = reply.step
     assert step is not None
     repeats = _trailing_repeats(run, step)
@@ -106,7 +122,7 @@ def _take_step(ctx: ToolContext, run: RunRecord, reply: PolicyReply) -> ToolOutc
     return outcome
 
 
-def _trailing_repeats(run: RunRecord, step: Step) -> int:
+def _trailing_repeats(run: AgentRun, step: Step) -> int:
     """How many of the latest steps are identical to ``step`` (tool and args)."""
     count = 0
     for record in reversed(run.steps):
@@ -116,17 +132,17 @@ def _trailing_repeats(run: RunRecord, step: Step) -> int:
     return count
 
 
-def _record(run: RunRecord, agent: str, step: Step, outcome: ToolOutcome, calls: list[ModelCall]) -> None:
+def _record(run: AgentRun, agent: str, step: Step, outcome: ToolOutcome, calls: list[ModelCall]) -> None:
     number = len(run.steps) + 1
     run.steps.append(StepRecord(number, agent, step, outcome.status, outcome.result, list(calls)))
 
 
-def _stop(run: RunRecord, status: str, stop: str | None, detail: str | None) -> RunRecord:
+def _stop(run: AgentRun, status: str, stop: str | None, detail: str | None) -> AgentRun:
     run.status, run.stop, run.detail = status, stop, detail
     return run
 
 
-def _turn(scenario: Scenario, ws: Workspace, run: RunRecord, started: str, number: int) -> Turn:
+def _turn(scenario: Scenario, ws: Workspace, run: AgentRun, started: str, number: int) -> Turn:
     agent = scenario.agent_spec()
     return Turn(
         agent=agent,

@@ -38,7 +38,7 @@ EXIT_UNREACHABLE = 3
 CHUNK = 1024 * 1024
 
 
-class BadInput(Exception):
+class ProbeInputError(Exception):
     """The probe's arguments or inputs are wrong (exit 2)."""
 
 
@@ -165,22 +165,22 @@ def action_ollama_load(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Upload the GGUF as a blob (unless the server has it), then create the model from it."""
     gguf = Path(args.gguf)
     if not gguf.is_file():
-        raise BadInput(f"no GGUF at {args.gguf}")
+        raise ProbeInputError(f"no GGUF at {args.gguf}")
     expected = args.sha256.lower()
     if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
-        raise BadInput("--sha256 must be 64 hex characters")
+        raise ProbeInputError("--sha256 must be 64 hex characters")
     try:
         parameters = json.loads(args.parameters) if args.parameters else {}
     except ValueError as error:
-        raise BadInput(f"--parameters is not JSON: {error}") from None
+        raise ProbeInputError(f"--parameters is not JSON: {error}") from None
     if not isinstance(parameters, dict):
-        raise BadInput("--parameters must be a JSON object")
+        raise ProbeInputError("--parameters must be a JSON object")
     template = Path(args.template_file).read_text(encoding="utf-8") if args.template_file else args.template
     if not template:
-        raise BadInput("an explicit --template (or --template-file) is required")
+        raise ProbeInputError("an explicit --template (or --template-file) is required")
     actual = sha256_of(gguf)
     if actual != expected:
-        raise BadInput(f"{args.gguf} hashes to {actual}, not the pinned {expected}")
+        raise ProbeInputError(f"{args.gguf} hashes to {actual}, not the pinned {expected}")
     digest = f"sha256:{expected}"
     started = time.monotonic()
     with _http(args.base_url, args.request_timeout) as http:
@@ -360,9 +360,9 @@ def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
 
 def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if args.protocol != "json_schema":
-        raise BadInput(f"the gate has no one-step round trip for protocol {args.protocol!r} yet (json_schema only)")
+        raise ProbeInputError(f"the gate has no one-step round trip for protocol {args.protocol!r} yet (json_schema only)")
     if args.required > args.attempts:
-        raise BadInput(f"--required {args.required} exceeds --attempts {args.attempts}")
+        raise ProbeInputError(f"--required {args.required} exceeds --attempts {args.attempts}")
     started = time.monotonic()
     client = _gate_client(args)
     try:
@@ -457,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result, code = ACTIONS[args.action](args)
-    except BadInput as error:
+    except ProbeInputError as error:
         result, code = {"action": args.action, "ok": False, "error": str(error)}, EXIT_BAD_INPUT
     except Unreachable as error:
         result, code = {"action": args.action, "ok": False, "error": f"engine unreachable: {error}"}, EXIT_UNREACHABLE

@@ -262,7 +262,7 @@ class LatencyGateSettings(Strict):
         return self
 
 
-class Exclusion(Strict):
+class PlanExclusion(Strict):
     """An explicit exclusion: cells matching every given field are listed as excluded."""
 
     model: str | None = None
@@ -282,7 +282,7 @@ class Matrix(Strict):
     repeats: int = Field(default=1, ge=1, le=100)
     latency_gate: LatencyGateSettings = LatencyGateSettings()
     profiles: list[str] = Field(min_length=1, description="profiles this matrix may run on")
-    exclude: list[Exclusion] = []
+    exclude: list[PlanExclusion] = []
 
     def model(self, model_id: str) -> ModelSpec:
         return next(m for m in self.models if m.id == model_id)
