@@ -1,0 +1,21 @@
+"""`repro sign BUNDLE --key KEY`: a detached SSH signature over the bundle's manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from repro.signing import NAMESPACE, sign_bundle
+
+
+def sign(
+    bundle: Path = typer.Argument(..., help="A run folder (results/<run-id>) whose MANIFEST.sha256 to sign."),
+    key: Path = typer.Option(..., "--key", help="An SSH private key, or a public key whose private half is in ssh-agent."),
+) -> None:
+    """Sign a bundle's MANIFEST.sha256 with an SSH key (ssh-keygen -Y sign, namespace repro-bundle)."""
+    signature = sign_bundle(bundle, key)
+    typer.echo(f"signed {bundle}: {signature}")
+    public = key if key.suffix == ".pub" else key.with_name(key.name + ".pub")
+    if public.is_file():
+        typer.echo(f'reviewers verify with this allowed_signers line: <your principal> namespaces="{NAMESPACE}" {public.read_text().strip()}')

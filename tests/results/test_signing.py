@@ -1,0 +1,148 @@
+"""Bundle signatures: sign a manifest with an SSH key, verify it against allowed signers, tamper."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from repro.__main__ import main
+from repro.errors import BadInput, ReproError
+from repro.signing import MANIFEST, NAMESPACE, SIGNATURE, SignatureError, sign_bundle, verify_signature
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen missing: apt-get install openssh-client")
+
+
+def _key(folder: Path, name: str) -> Path:
+    key = folder / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)], check=True)
+    return key
+
+
+def _allowed(folder: Path, *signers: tuple[str, Path]) -> Path:
+    path = folder / "allowed_signers"
+    path.write_text("".join(f'{principal} namespaces="{NAMESPACE}" {key.with_suffix(".pub").read_text()}' for principal, key in signers))
+    return path
+
+
+def _bundle(folder: Path) -> Path:
+    run_dir = folder / "run-1"
+    cell = run_dir / "cells" / "cell-a"
+    cell.mkdir(parents=True)
+    (run_dir / "run.json").write_text('{"run_id": "run-1"}\n')
+    (cell / "scenarios.jsonl").write_text('{"id": "x", "passed": true}\n')
+    names = ["cells/cell-a/scenarios.jsonl", "run.json"]
+    lines = [f"{hashlib.sha256((run_dir / n).read_bytes()).hexdigest()}  {n}" for n in names]
+    (run_dir / MANIFEST).write_text("\n".join(lines) + "\n")
+    return run_dir
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> dict[str, Path]:
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    return {name: _key(folder, name) for name in ("alice", "mallory")}
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return _bundle(tmp_path)
+
+
+def test_sign_then_verify_names_the_signer(tmp_path, keys, run_dir) -> None:
+    signature = sign_bundle(run_dir, keys["alice"])
+    assert signature == run_dir / SIGNATURE
+    assert signature.read_text().startswith("-----BEGIN SSH SIGNATURE-----")
+    assert stat.S_IMODE(signature.stat().st_mode) == 0o644
+    assert [p.name for p in run_dir.iterdir() if p.name.startswith(".")] == []
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]), ("mallory@example.org", keys["mallory"]))
+    assert verify_signature(run_dir, allowed) == "alice@example.org"
+
+
+def test_a_tampered_manifest_fails_with_one_line(tmp_path, keys, run_dir) -> None:
+    sign_bundle(run_dir, keys["alice"])
+    manifest = run_dir / MANIFEST
+    manifest.write_text(manifest.read_text().replace("run.json", "run.json\n" + "0" * 64 + "  cells/cell-a/extra.jsonl", 1))
+    with pytest.raises(SignatureError) as caught:
+        verify_signature(run_dir, _allowed(tmp_path, ("alice@example.org", keys["alice"])))
+    message = str(caught.value)
+    assert "\n" not in message and "alice@example.org" in message and "incorrect signature" in message
+
+
+def test_a_signer_not_allowed_is_refused(tmp_path, keys, run_dir) -> None:
+    sign_bundle(run_dir, keys["mallory"])
+    with pytest.raises(SignatureError, match="signed by no key that .* allows"):
+        verify_signature(run_dir, _allowed(tmp_path, ("alice@example.org", keys["alice"])))
+
+
+def test_a_signature_in_another_namespace_is_refused(tmp_path, keys, run_dir) -> None:
+    message = (run_dir / MANIFEST).open("rb")
+    done = subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(keys["alice"]), "-n", "git"], stdin=message, capture_output=True, check=True)
+    (run_dir / SIGNATURE).write_bytes(done.stdout)
+    with pytest.raises(SignatureError, match="namespace"):
+        verify_signature(run_dir, _allowed(tmp_path, ("alice@example.org", keys["alice"])))
+
+
+def test_unsigned_and_garbage_signatures(tmp_path, keys, run_dir) -> None:
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
+    with pytest.raises(SignatureError, match="not signed"):
+        verify_signature(run_dir, allowed)
+    (run_dir / SIGNATURE).write_text("not a signature\n")
+    with pytest.raises(SignatureError):
+        verify_signature(run_dir, allowed)
+    (run_dir / SIGNATURE).write_bytes(b"x" * 100_000)
+    with pytest.raises(BadInput, match="larger than"):
+        verify_signature(run_dir, allowed)
+
+
+def test_links_and_missing_files_are_bad_input(tmp_path, keys, run_dir) -> None:
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
+    with pytest.raises(BadInput, match="no such allowed_signers"):
+        verify_signature(run_dir, tmp_path / "nobody")
+    with pytest.raises(BadInput, match="no such key"):
+        sign_bundle(run_dir, tmp_path / "no-key")
+    with pytest.raises(BadInput, match="not a bundle folder"):
+        sign_bundle(tmp_path / "nowhere", keys["alice"])
+    sign_bundle(run_dir, keys["alice"])
+    (run_dir / SIGNATURE).rename(tmp_path / "elsewhere.sig")
+    (run_dir / SIGNATURE).symlink_to(tmp_path / "elsewhere.sig")
+    with pytest.raises(BadInput, match="a link"):
+        verify_signature(run_dir, allowed)
+
+
+def test_refuses_to_sign_a_manifest_that_does_not_match(keys, run_dir) -> None:
+    (run_dir / "run.json").write_text('{"run_id": "forged"}\n')
+    with pytest.raises(BadInput, match="run.json does not match MANIFEST.sha256"):
+        sign_bundle(run_dir, keys["alice"])
+    (run_dir / MANIFEST).write_text("0" * 64 + "  ../../etc/passwd\n")
+    with pytest.raises(BadInput, match="unsafe path"):
+        sign_bundle(run_dir, keys["alice"])
+    assert not (run_dir / SIGNATURE).exists()
+
+
+def test_not_a_key_is_one_line_bad_input(tmp_path, run_dir) -> None:
+    junk = tmp_path / "junk"
+    junk.write_text("not a key\n")
+    with pytest.raises(BadInput, match="could not sign") as caught:
+        sign_bundle(run_dir, junk)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_ssh_keygen_says_what_to_install(monkeypatch, keys, run_dir) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ReproError, match="openssh-client"):
+        sign_bundle(run_dir, keys["alice"])
+
+
+def test_repro_sign_command(tmp_path, keys, run_dir, capsys) -> None:
+    assert main(["sign", str(run_dir), "--key", str(keys["alice"])]) == 0
+    out = capsys.readouterr().out
+    assert f"signed {run_dir}" in out and f'namespaces="{NAMESPACE}" ssh-ed25519 ' in out
+    assert verify_signature(run_dir, _allowed(tmp_path, ("alice@example.org", keys["alice"]))) == "alice@example.org"
+    assert main(["sign", str(run_dir), "--key", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("no such key file") and "\n" not in err
