@@ -19,8 +19,8 @@ USAGE_EXIT = 2
 def main(argv: list[str] | None = None) -> int:
     try:
         from repro.cli import app
-    except ModuleNotFoundError as error:
-        if error.name not in HOST_MODULES:
+    except ImportError as error:
+        if getattr(error, "name", None) not in HOST_MODULES:
             return report(error)
         print(f"repro: {error}; install the host side with: pip install 'repro[host]'", file=sys.stderr)
         return 2

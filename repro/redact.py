@@ -2,6 +2,11 @@
 
 Everything written to a bundle goes through `Redactor.text`. The bundle lint (`find_leaks`)
 runs over finished bundles and reports anything that still looks like this host.
+
+A path is caught in every form it takes in the files a run writes: plain (`/home/ann/x`),
+JSON-escaped (`\\/home\\/ann`), `\\u002f`-escaped and URL-encoded (`%2Fhome%2Fann`). It is
+replaced only at path boundaries: `/root` is the home in `/root/x` and `"/root"`, never in
+`/rootfs` or `/srv/root`. A host name is caught in its full and its short form.
 """
 
 from __future__ import annotations
@@ -10,15 +15,42 @@ import getpass
 import os
 import re
 import socket
+import stat
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+from urllib.parse import quote
 
 from repro.config import PROJECT_ROOT, cache_dir
+from repro.errors import BadInput
 
 # Account names that say nothing about a person; redacting them would mangle ordinary words.
 GENERIC_ACCOUNTS = {"root", "runner", "user", "ubuntu", "debian", "admin", "ci", "docker", "nobody"}
-GENERIC_HOSTS = {"localhost", "docker", "ubuntu", "debian"}
-HOME_LIKE = re.compile(r"(?<![\w<>])(?:/(?:home|Users)/[A-Za-z0-9._-]+|/root)(?=/)[^\s\"'<>]*")
+GENERIC_HOSTS = {"localhost", "localhost.localdomain", "docker", "ubuntu", "debian"}
+
+# How "/" is written in each form a path can take in a bundle (as regular expressions); the
+# escaped forms come first, and the "/" of a JSON "\/" is never taken for a plain one.
+SEPARATORS = {
+    "JSON-escaped": r"\\/",
+    "\\u002f-escaped": r"\\u002[fF]",
+    "URL-encoded": "%2[fF]",
+    "plain": r"(?<!\\)/",
+}
+PATH_CHAR = r"[\w~+@-]"
+# A path starts where no path character precedes it (an encoded separator or colon may).
+START = r"(?:(?<![\w.~+@-])|(?<=\\u002[fF])|(?<=%2[fF])|(?<=%3[aA]))"
+# ... and ends where no path character follows (a full stop ends a sentence, not a path).
+END = rf"(?!{PATH_CHAR}|\.{PATH_CHAR})"
+MAX_SCAN_BYTES = 256 * 1024 * 1024
+
+
+def _home_like(separator: str) -> re.Pattern:
+    """Any home folder (/home/NAME/, /Users/NAME/, /root/) written with `separator`."""
+    s = separator
+    return re.compile(rf"(?<![<>]){START}(?:{s}(?:home|Users){s}[A-Za-z0-9._-]+|{s}root)(?={s})(?:[^\s\"'<>\\%]|{s})*")
+
+
+HOME_LIKE = {form: _home_like(separator) for form, separator in SEPARATORS.items()}
 
 
 @dataclass
@@ -31,6 +63,7 @@ class HostIdentity:
     user: str
     host: str
     extra_paths: dict[str, str] = field(default_factory=dict)
+    fqdn: str = ""
 
     @classmethod
     def current(cls) -> HostIdentity:
@@ -40,7 +73,13 @@ class HostIdentity:
             cache=str(cache_dir()),
             user=_user_name(),
             host=socket.gethostname(),
+            fqdn=_full_host_name(),
         )
+
+    def host_names(self) -> list[str]:
+        """The full and the short host names worth redacting, longest first."""
+        names = {name for full in (self.fqdn, self.host) if full for name in (full, full.split(".")[0])}
+        return sorted((name for name in names if name.lower() not in GENERIC_HOSTS), key=len, reverse=True)
 
 
 def _user_name() -> str:
@@ -50,40 +89,72 @@ def _user_name() -> str:
         return os.environ.get("USER", "")
 
 
+@lru_cache(maxsize=1)
+def _full_host_name() -> str:
+    try:
+        return socket.getfqdn()
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """One host path in one form: the pattern that finds it at path boundaries and its label."""
+
+    label: str
+    form: str
+    pattern: re.Pattern
+
+
+def path_pattern(path: str, form: str) -> re.Pattern:
+    """`path` as written in `form`, matched only at path boundaries."""
+    separator = SEPARATORS[form]
+    parts = path.strip("/").split("/")
+    if form == "URL-encoded":
+        parts = [quote(part, safe="") for part in parts]
+    body = separator + separator.join(re.escape(part) for part in parts)
+    return re.compile(START + body + END, re.IGNORECASE if form == "URL-encoded" else 0)
+
+
 class Redactor:
     def __init__(self, identity: HostIdentity | None = None) -> None:
         self.identity = identity or HostIdentity.current()
         self._paths = self._path_rules()
         self._words = self._word_rules()
 
-    def _path_rules(self) -> list[tuple[str, str]]:
+    def _path_rules(self) -> list[PathRule]:
         ident = self.identity
-        rules = [(ident.cache, "<CACHE>"), (ident.project_root, "<PROJECT_ROOT>"), (ident.home, "<HOME>")]
-        rules += [(path, label) for label, path in ident.extra_paths.items()]
-        rules = [(path.rstrip("/"), label) for path, label in rules if path and path.rstrip("/") not in ("", "/")]
-        return sorted(rules, key=lambda rule: len(rule[0]), reverse=True)  # longest (most specific) first
+        pairs = [(ident.cache, "<CACHE>"), (ident.project_root, "<PROJECT_ROOT>"), (ident.home, "<HOME>")]
+        pairs += [(path, label) for label, path in ident.extra_paths.items()]
+        pairs = [(path.rstrip("/"), label) for path, label in pairs if path and path.rstrip("/") not in ("", "/")]
+        pairs.sort(key=lambda pair: len(pair[0]), reverse=True)  # longest (most specific) first
+        return [PathRule(label, form, path_pattern(path, form)) for path, label in pairs for form in SEPARATORS]
 
     def _word_rules(self) -> list[tuple[re.Pattern, str]]:
         rules = []
         if self.identity.user and self.identity.user.lower() not in GENERIC_ACCOUNTS:
             rules.append((_word(self.identity.user), "<USER>"))
-        if self.identity.host and self.identity.host.lower() not in GENERIC_HOSTS:
-            rules.append((_word(self.identity.host), "<HOST>"))
+        rules += [(_word(name), "<HOST>") for name in self.identity.host_names()]
         return rules
 
     def text(self, value: str) -> str:
-        for path, label in self._paths:
-            value = value.replace(path, label)
+        for rule in self._paths:
+            value = rule.pattern.sub(rule.label, value)
         for pattern, label in self._words:
             value = pattern.sub(label, value)
         return value
 
     def leaks(self, value: str) -> list[str]:
-        """What in `value` still identifies this host (empty when clean)."""
-        found = [f"the host's {label} path" for path, label in self._paths if path in value]
+        """What in `value` still identifies this host, naming the form it slipped through in (empty when clean)."""
+        found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if rule.pattern.search(value)]
         found += [f"the host's {label[1:-1].lower()} name" for pattern, label in self._words if pattern.search(value)]
-        found += [f"host path {match.group(0)[:60]}" for match in HOME_LIKE.finditer(value)]
-        return found
+        for form, pattern in HOME_LIKE.items():
+            found += [f"host path {match.group(0)[:60]}{_in_form(form)}" for match in pattern.finditer(value)]
+        return list(dict.fromkeys(found))
+
+
+def _in_form(form: str) -> str:
+    return "" if form == "plain" else f" ({form})"
 
 
 def _word(value: str) -> re.Pattern:
@@ -91,11 +162,37 @@ def _word(value: str) -> re.Pattern:
 
 
 def find_leaks(bundle: Path, redactor: Redactor | None = None) -> list[str]:
-    """The bundle lint: one line per file that still holds a host path, user or host name."""
+    """The bundle lint: one line per leak in each file that still holds a host path, user or host name.
+
+    Links are not followed (a link in a bundle is the check's business, not the lint's); a file
+    that cannot be scanned (not regular, too large) is named, never skipped silently.
+    """
     redactor = redactor or Redactor()
     problems = []
-    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
-        content = path.read_text(errors="replace")
-        for leak in sorted(set(redactor.leaks(content))):
-            problems.append(f"{path.relative_to(bundle)}: {leak}")
+    for path in _bundle_entries(bundle):
+        relative = path.relative_to(bundle)
+        try:
+            content = _scan_text(path)
+        except BadInput as error:
+            problems.append(f"{relative}: not scanned ({error.lines[0].removeprefix(f'{path}: ')})")
+            continue
+        problems += [f"{relative}: {leak}" for leak in sorted(set(redactor.leaks(content)))]
     return problems
+
+
+def _bundle_entries(bundle: Path) -> list[Path]:
+    """Every entry under `bundle` but folders, links to folders never followed."""
+    entries = []
+    for folder, folders, names in os.walk(bundle, followlinks=False):
+        entries += [Path(folder) / name for name in names]
+        entries += [Path(folder) / name for name in folders if os.path.islink(Path(folder) / name)]
+    return sorted(entries)
+
+
+def _scan_text(path: Path) -> str:
+    from repro.yamlsource import read_bounded
+
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{path}: not a regular file")
+    return read_bounded(path, MAX_SCAN_BYTES, follow_links=False).decode("utf-8", errors="replace")
