@@ -13,6 +13,7 @@ from repro.commands import matrix as matrix_commands
 from repro.commands import models as models_commands
 from repro.commands import paper as paper_commands
 from repro.commands import results as results_commands
+from repro.commands import scale as scale_commands
 from repro.commands import sign as sign_commands
 from repro.commands import verify as verify_commands
 
@@ -46,5 +47,6 @@ app.command("cleanup")(cleanup_commands.cleanup)
 app.command("check")(check_commands.check)
 app.add_typer(paper_commands.app, name="paper")
 app.add_typer(results_commands.app, name="results")
+app.add_typer(scale_commands.app, name="scale")
 app.command("verify")(verify_commands.verify)
 app.command("sign")(sign_commands.sign)
