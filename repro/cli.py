@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from repro import __version__
+from repro.config import require_checkout
 from repro.commands import check as check_commands
 from repro.commands import cleanup as cleanup_commands
+from repro.commands import compose as compose_commands
 from repro.commands import doctor as doctor_commands
 from repro.commands import images as images_commands
 from repro.commands import matrix as matrix_commands
@@ -37,10 +39,12 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Clean-room reproducibility for agent benchmarks of local LLMs."""
+    require_checkout()
 
 
 app.add_typer(matrix_commands.app, name="matrix")
 app.add_typer(images_commands.app, name="images")
+app.add_typer(compose_commands.app, name="compose")
 app.command("doctor")(doctor_commands.doctor)
 app.add_typer(models_commands.app, name="models")
 app.command("cleanup")(cleanup_commands.cleanup)

@@ -16,3 +16,12 @@ def cache_dir() -> Path:
         return Path(os.environ["REPRO_CACHE"]).expanduser().resolve()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser().resolve() / "repro"
+
+
+def require_checkout() -> None:
+    """The orchestrator reads matrices, profiles, Dockerfiles, table templates and scenarios from
+    the project tree: an install without them (a plain `pip install .`) is refused in one line."""
+    if not PROFILES_FILE.is_file():
+        from repro.errors import BadInput
+
+        raise BadInput(f"repro runs from a source checkout (no {PROFILES_FILE.relative_to(PROJECT_ROOT)} beside the package): clone the project and `pip install -e '.[host]'`")
