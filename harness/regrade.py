@@ -47,6 +47,7 @@ MAX_NESTING = 32
 MAX_LINE_CHARS = 16 * 1024**2
 EXTRA_ENTRIES = 4  # trigger, prompt, invalid, end besides the steps
 SHOWN_CHARS = 120
+SHOWN_DIFFERENCES = 8
 ENTRY_ORDER = re.compile(r"tp?s*i?e")
 
 RESULT_FIELDS = (
@@ -108,8 +109,11 @@ class Regrade(BaseModel):
         return not self.differences
 
     def line(self) -> str:
-        """One line: the scenario id and every difference."""
-        return f"{self.id}: " + "; ".join(d.line() for d in self.differences)
+        """One line: the scenario id and its differences (the first few)."""
+        shown = [d.line() for d in self.differences[:SHOWN_DIFFERENCES]]
+        if len(self.differences) > SHOWN_DIFFERENCES:
+            shown.append(f"{len(self.differences) - SHOWN_DIFFERENCES} more")
+        return f"{_printable(self.id)}: " + "; ".join(shown)
 
 
 class RegradeReport(BaseModel):
@@ -124,6 +128,11 @@ class RegradeReport(BaseModel):
 
     def lines(self) -> list[str]:
         return self.problems + [r.line() for r in self.regrades if not r.agrees]
+
+
+def _printable(text: str) -> str:
+    """An id read from a file, safe on one line (control characters escaped, length bounded)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1][:SHOWN_CHARS]
 
 
 def _shown(value: Any) -> str:
@@ -320,7 +329,7 @@ def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None) 
     try:
         recorded = parse_transcript(transcript, scenario.max_steps)
     except TranscriptError as exc:
-        return _unusable(result, f"transcript: {exc}")
+        return _unusable(result, str(exc))
     stats = getattr(result, "protocol_stats", None)
     policy = TranscriptPolicy(recorded, getattr(stats, "protocol", None))
     try:
@@ -452,17 +461,17 @@ def regrade_all(scenarios: Iterable[Scenario], results: Iterable[ScenarioResult]
     seen: set[str] = set()
     for result in results:
         if result.id in seen:
-            report.problems.append(f"{result.id}: more than one result")
+            report.problems.append(f"{_printable(result.id)}: more than one result")
             continue
         seen.add(result.id)
         transcript = found.pop(result.id, result.transcript)
         if result.id not in by_id:
-            report.problems.append(f"{result.id}: no such scenario in the suite")
+            report.problems.append(f"{_printable(result.id)}: no such scenario in the suite")
         elif transcript is None:
-            report.problems.append(f"{result.id}: no transcript")
+            report.problems.append(f"{_printable(result.id)}: no transcript")
         else:
             report.regrades.append(regrade(by_id[result.id], result, transcript))
-    report.problems += [f"{name}: a transcript without a result" for name in found]
+    report.problems += [f"{_printable(name)}: a transcript without a result" for name in found]
     return report
 
 
@@ -470,7 +479,7 @@ def _unique_by_id(lines: Iterable[TranscriptLine], what: str, problems: list[str
     found: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
         if line.id in found:
-            problems.append(f"{line.id}: more than one {what}")
+            problems.append(f"{_printable(line.id)}: more than one {what}")
         found[line.id] = line.transcript
     return found
 
@@ -526,6 +535,6 @@ def command(scenarios_path: Path, results_path: Path, transcripts_path: Path | N
     report = regrade_files(load_scenarios(scenarios_path), results_path, transcripts_path)
     for line in report.lines():
         print(line)
-    differing = len(report.lines())
-    print(f"regrade: {len(report.regrades)} re-graded, {differing} differ")
+    differing = sum(not r.agrees for r in report.regrades)
+    print(f"regrade: {len(report.regrades)} scenarios re-graded, {differing} differ, {len(report.problems)} other problems")
     return 0 if report.agrees else 1

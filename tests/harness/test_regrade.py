@@ -296,6 +296,8 @@ def test_regrade_all_names_missing_duplicate_and_unknown(garden, recorded) -> No
     assert set(report.problems) == {"garden-001: more than one result", "stranger: no such scenario in the suite", "ghost: a transcript without a result"}
     report = regrade_all([garden, garden.model_copy(update={"id": "garden-002"})], [no_transcript])
     assert report.problems == ["garden-002: no transcript"]
+    report = regrade_all([garden], [_forged(recorded, id="evil\nVALID garden-001")])
+    assert report.lines() == ["evil\\nVALID garden-001: no such scenario in the suite"]
 
 
 def _write_bundle_files(folder: Path, results: list[ScenarioResult]) -> tuple[Path, Path]:
@@ -313,7 +315,7 @@ def test_command_agrees_then_names_each_differing_scenario(tmp_path, capsys) -> 
     results_path, transcripts_path = _write_bundle_files(tmp_path, results)
     argv = ["regrade", "--scenarios", str(SUITE / "conflict"), "--results", str(results_path), "--transcripts", str(transcripts_path)]
     assert main(argv) == 0
-    assert f"{len(results)} re-graded, 0 differ" in capsys.readouterr().out
+    assert f"{len(results)} scenarios re-graded, 0 differ, 0 other problems" in capsys.readouterr().out
 
     results[0] = _forged(results[0], passed=False)
     results[1].transcript[1]["result"] = {"rows": []}
