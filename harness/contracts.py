@@ -142,3 +142,43 @@ class GateProbeResult(BaseModel):
     attempts: list[GateAttempt] = []
     total_seconds: float | None = None
     error: str | None = None
+
+
+# The escapes a sandbox audit tries from inside a harness container (harness.audit runs them).
+AUDIT_ITEMS: tuple[str, ...] = (
+    "dns",
+    "tcp_outside",
+    "tcp_gateway",
+    "write_root",
+    "write_outside_output",
+    "docker_socket",
+    "capabilities",
+    "no_new_privileges",
+    "seccomp",
+    "pids_limit",
+    "memory_limit",
+)
+
+
+class AuditItem(Contract):
+    """One escape the audit tried: whether it was attempted, whether it was blocked, and how."""
+
+    name: str
+    attempted: bool
+    blocked: bool
+    detail: str
+
+
+class SandboxAudit(Contract):
+    """What a container with a cell's harness settings could do from inside (``probe audit``)."""
+
+    items: list[AuditItem] = []
+    uid: int | None = None
+    seconds: float | None = None
+    error: str | None = None
+
+    def escapes(self) -> list[AuditItem]:
+        """Items that were not both attempted and blocked, and required items that are missing."""
+        seen = {item.name for item in self.items}
+        missing = [AuditItem(name=name, attempted=False, blocked=False, detail="not in the audit") for name in AUDIT_ITEMS if name not in seen]
+        return [item for item in self.items if not (item.attempted and item.blocked)] + missing

@@ -11,6 +11,7 @@ Actions:
   ollama-show     ``POST /api/show`` (what the created model really has)
   gate            latency gate: a warm-up, then k one-step tool round trips with the real
                   protocol; pass when at least r are valid steps within the thresholds
+  audit           sandbox audit: try every escape from inside (harness.audit), record each
 
 Each action writes one JSON object to ``--out`` atomically. Exit status: 0 the probe ran (the
 JSON says pass or fail), 2 bad input, 3 engine unreachable. Stdlib and httpx only.
@@ -440,7 +441,28 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--max-tokens", type=int, default=64)
     gate.add_argument("--seed", type=int, default=42)
     gate.add_argument("--num-ctx", type=int, default=None, help="Ollama num_ctx")
+    add_audit_parser(actions)
     return parser
+
+
+def add_audit_parser(actions) -> None:
+    audit = actions.add_parser("audit", help="sandbox audit: try every escape from inside, record what was blocked")
+    audit.add_argument("--out", required=True, help="file to write the JSON result to")
+    audit.add_argument("--output-dir", default="/out", help="the one folder this container may write (besides /tmp)")
+    audit.add_argument("--outside", default="1.1.1.1:443", help="an outside HOST:PORT to try a TCP connection to")
+    audit.add_argument("--dns-name", default="example.com", help="a name to try to resolve")
+    audit.add_argument("--gateway", action="append", default=[], help="the host's default gateway address (repeatable)")
+    audit.add_argument("--read-only", action="append", default=[], help="a read-only mount to try writing into (repeatable)")
+    audit.add_argument("--max-forks", type=int, default=4096, help="stop the fork bomb here if no limit stops it first")
+
+
+def action_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from harness.audit import AuditOptions, run_audit
+
+    options = AuditOptions(
+        output_dir=args.output_dir, outside=args.outside, dns_name=args.dns_name, gateways=args.gateway, read_only=args.read_only, max_forks=args.max_forks
+    )
+    return {"action": "audit", "ok": True, "audit": run_audit(options).model_dump(mode="json")}, EXIT_OK
 
 
 ACTIONS = {
@@ -450,6 +472,7 @@ ACTIONS = {
     "ollama-load": action_ollama_load,
     "ollama-show": action_ollama_show,
     "gate": action_gate,
+    "audit": action_audit,
 }
 
 
