@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.contracts import ScenarioResult
+from harness.protocols import PROTOCOLS
 from harness.results import progress_event, progress_line, summary_lines
 from harness.scenario import Scenario, ScenarioError, load_scenarios
+from harness.scripted_engine import FAULTS, serve_command
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ENGINE_DOWN = 0, 1, 2, 3
 
@@ -34,19 +36,20 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness", description="The repro agent harness.")
-    commands = parser.add_subparsers(dest="command", metavar="{run,replay,lint,regrade,probe}", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="{run,replay,lint,regrade,probe,scripted-engine}", parser_class=_Parser)
     commands.required = True
 
     run = commands.add_parser("run", help="run scenarios against an OpenAI-compatible engine")
     _scenario_options(run)
     run.add_argument("--base-url", required=True, help="engine root URL, e.g. http://127.0.0.1:8080")
     run.add_argument("--model", required=True, help="model name sent with each request")
-    run.add_argument("--protocol", default="json_schema", choices=["json_schema"])
+    run.add_argument("--protocol", default="json_schema", choices=list(PROTOCOLS), help="how steps are asked for and read (docs/harness.md)")
     run.add_argument("--api", default="openai", choices=["openai", "ollama"], help="openai: /v1/chat/completions (llama.cpp); ollama: /api/chat")
     run.add_argument("--max-tokens", type=_positive_int, default=512)
     run.add_argument("--temperature", type=float, default=0.0)
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="seconds per request")
+    run.add_argument("--scenario-timeout", type=_positive_float, default=None, metavar="SECONDS", help="wall-clock budget per scenario (failure type timeout)")
     run.add_argument("--out", required=True, type=Path, help="results, one JSON line per scenario")
     run.add_argument("--transcripts", type=Path, help="write transcripts here instead of into --out")
     run.add_argument("--progress", choices=["text", "json"], default="text", help="json: one ProgressEvent line per scenario")
@@ -64,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--transcripts", type=Path, help="transcripts.jsonl (default: the transcripts inside --results)")
 
     commands.add_parser("probe", help="engine probe (harness.probe)", add_help=False)
+
+    scripted = commands.add_parser("scripted-engine", help="serve scenarios' reference steps as an OpenAI-compatible engine")
+    scripted.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder to play")
+    scripted.add_argument("--port", type=int, default=8080)
+    scripted.add_argument("--host", default="127.0.0.1")
+    scripted.add_argument("--fault", choices=list(FAULTS), default=None, help="emit this failure mode in every reply")
     return parser
 
 
@@ -149,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
 
         def play(scenario: Scenario) -> ScenarioResult:
-            return run_scenario(scenario, make_policy(args.protocol, client, **options))
+            return run_scenario(scenario, make_policy(args.protocol, client, **options), timeout=args.scenario_timeout)
 
         _run_all(scenarios, play, args.out, args.transcripts, args.progress)
     return EXIT_OK
@@ -200,6 +209,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": cmd_replay,
     "lint": cmd_lint,
     "regrade": cmd_regrade,
+    "scripted-engine": lambda args: serve_command(args.scenarios, args.host, args.port, args.fault),
 }
 
 
