@@ -1,0 +1,51 @@
+"""`repro compose env`: the .env for docker-compose.yml (one cell by hand, not clean-room)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from repro.errors import BadInput
+
+app = typer.Typer(help="One cell by hand with docker-compose (not clean-room: no bundle, no gate).", no_args_is_help=True)
+err = Console(stderr=True, highlight=False)
+
+
+@app.command("env")
+def env_command(
+    matrix: Path = typer.Argument(None, help="Matrix file (or take the cell from a bundle with --from)."),
+    profile: str = typer.Option(None, "--profile", "-p", help="Hardware profile (with MATRIX)."),
+    cell: str = typer.Option(None, "--cell", help="Cell id (see: repro matrix plan MATRIX --profile P); optional with --from when the bundle has one cell."),
+    from_run: Path = typer.Option(None, "--from", help="A result bundle (results/<run-id>): its cell, profile and image ids."),
+    out: Path = typer.Option(Path(".env"), "--out", help="Where to write the .env (docker-compose reads ./.env)."),
+    out_dir: Path = typer.Option(None, "--out-dir", help="The harness's output folder (default: compose-out/<run id>)."),
+) -> None:
+    """Write the .env that docker-compose.yml reads to run one cell sealed as a run seals it."""
+    from repro.compose import from_bundle, from_matrix, new_run_id, prepare_out, write_env
+
+    if from_run is not None:
+        if matrix is not None or profile is not None:
+            raise BadInput("give either MATRIX --profile P --cell CELL, or --from RUN_DIR [--cell CELL]")
+        source = from_bundle(from_run, cell)
+    else:
+        if matrix is None or profile is None or cell is None:
+            raise BadInput("repro compose env needs MATRIX --profile P --cell CELL (or --from RUN_DIR)")
+        source = from_matrix(matrix, profile, cell)
+    run_id = new_run_id(source.cell.id)
+    folder = (out_dir or Path("compose-out") / run_id).resolve()
+    prepare_out(folder)
+    from repro.compose import compose_env
+
+    values = compose_env(source, out_dir=folder, run_id=run_id)
+    write_env(values, out)
+    for note in source.notes:
+        err.print(f"[yellow]note[/] {escape(note)}")
+    err.print(f"cell     {escape(source.cell.id)} on {source.profile_name} ({len(source.suite.ids)} scenarios)", soft_wrap=True)
+    err.print(f"run id   {run_id} (label repro.run; repro cleanup --run-id {run_id} removes leftovers)", soft_wrap=True)
+    err.print(f"output   {escape(str(folder))}", soft_wrap=True)
+    err.print("not clean-room: no bundle, no latency gate, no identity check (docs/compose.md)")
+    err.print("run:     docker-compose up -d engine && docker-compose run --rm -T harness; docker-compose down -v")
+    typer.echo(str(out))
