@@ -111,8 +111,9 @@ def _ladder_reasons(s: Scenario) -> list[str]:
     reasons = []
     if s.level != level:
         reasons.append(f"ladder scenario in {s.category} needs level {level}, has {s.level}")
-    if not {c.type for c in s.expect} & OUTCOME_CHECKS:
-        reasons.append("ladder scenario without an outcome check (answer, tool result, asked, row, note or task)")
+    outcome = [c for c in s.expect if c.type in OUTCOME_CHECKS or (c.type == "called" and c.args)]
+    if not outcome:
+        reasons.append("ladder scenario without an outcome check (answer, tool result, called with args, asked, row, note or task)")
     return reasons
 
 

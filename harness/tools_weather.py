@@ -48,9 +48,9 @@ def find_city(weather: WeatherSet, query: str) -> City:
     if found:
         options = "; ".join(_label(c) for c in found)
         raise ToolFailure(f"{len(found)} cities are called {query.strip()!r}: {options}. Give the region too, like {_label(found[0])!r}")
-    known = sorted({normalized(c.name) for c in weather.cities})
-    close = difflib.get_close_matches(wanted.split(",")[0].strip(), known, n=3, cutoff=0.75)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    known = {normalized(c.name): c.name for c in weather.cities}
+    close = difflib.get_close_matches(wanted.split(",")[0].strip(), sorted(known), n=3, cutoff=0.75)
+    hint = f"; did you mean {', '.join(known[c] for c in close)}?" if close else ""
     raise ToolFailure(f"unknown city {query.strip()!r}{hint}")
 
 
