@@ -111,7 +111,8 @@ def run(
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle."""
     from repro.progress import RunProgress
-    from repro.run import RunOptions, parse_shard, run_matrix
+    from repro.plan import parse_shard
+    from repro.run import RunOptions, run_matrix
 
     require_folder(out, "results folder")
     options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=parse_shard(shard) if shard else None)
