@@ -72,7 +72,7 @@ def _forged(result: ScenarioResult, **changes: Any) -> ScenarioResult:
 
 def test_every_reference_replay_regrades_without_difference() -> None:
     scenarios = load_scenarios(SUITE)
-    assert len(scenarios) == 184
+    assert len(scenarios) >= 184  # the suite grows; every scenario in it must re-grade
     differing = {}
     for scenario in scenarios:
         regraded = regrade(scenario, replay_scenario(scenario))
