@@ -8,17 +8,20 @@ row of its own, named by its run).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
-from harness.contracts import ScenarioResult
-from repro.bundle import find_runs, load_cell, read_results
+from harness.contracts import ScenarioResult, TranscriptLine
+from repro.bundle import find_runs, load_cell, read_results, read_transcripts
 from repro.check import RunVerdict, check_run
 from repro.records import CellRecord, CellSummary
 from repro.redact import Redactor
-from repro.stats import Interval, wilson
+from repro.stats import Consistency, Interval, Spread, consistency, spread, wilson
 
 SAFETY_CATEGORY = "injection"
 
@@ -44,10 +47,30 @@ class TableRow(BaseModel):
     interval: Interval
     by_category: dict[str, tuple[int, int]]
     scenarios: dict[str, list[bool]] = {}  # scenario id -> passed, one entry per repeat
+    transcripts: dict[str, list[str]] = {}  # scenario id -> sha256 of its canonical transcript per repeat ("" if none)
+    failure_types: dict[str, int] = {}  # failure type -> failed scenarios, over all repeats
 
     @property
     def key(self) -> str:
         return " / ".join(part for part in (self.model, self.engine_id, self.protocol, self.suite, self.run) if part)
+
+    @property
+    def repeats(self) -> int:
+        return max((len(outcomes) for outcomes in self.scenarios.values()), default=self.cells)
+
+    @property
+    def spread(self) -> Spread:
+        """Pass counts per repeat (repeat i counts every scenario's i-th outcome), mean and sd."""
+        return spread([sum(o[i] for o in self.scenarios.values() if len(o) > i) for i in range(self.repeats)])
+
+    @property
+    def consistency(self) -> Consistency:
+        return consistency(self.scenarios)
+
+    @property
+    def identical_across_repeats(self) -> int:
+        """Scenarios whose transcript is the same in every repeat (all recorded, all equal)."""
+        return sum(len(set(h)) == 1 and "" not in h for h in self.transcripts.values())
 
 
 class ExcludedCell(BaseModel):
@@ -68,9 +91,33 @@ class ValidCell(BaseModel):
     run_id: str
     record: CellRecord
     results: list[ScenarioResult]
+    transcripts: list[TranscriptLine] = []
+
+    def transcript(self, scenario_id: str) -> list[dict[str, Any]] | None:
+        """A scenario's transcript: from transcripts.jsonl, else from its result line."""
+        for line in self.transcripts:
+            if line.id == scenario_id:
+                return line.transcript
+        result = next((r for r in self.results if r.id == scenario_id), None)
+        return result.transcript if result else None
+
+
+def canonical_json(value: object) -> str:
+    """Sorted keys, no whitespace, UTF-8 as is: equal content, equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def transcript_sha256(transcript: list[dict[str, Any]] | None) -> str:
+    """sha256 of a transcript's canonical JSON; "" when there is none."""
+    return "" if transcript is None else hashlib.sha256(canonical_json(transcript).encode()).hexdigest()
 
 
 def collect(paths: list[Path], redactor: Redactor | None = None) -> PaperTables:
+    return collect_with_cells(paths, redactor)[0]
+
+
+def collect_with_cells(paths: list[Path], redactor: Redactor | None = None) -> tuple[PaperTables, dict[str, list[ValidCell]]]:
+    """The tables and, per row key, the VALID cells the row was built from (for transcripts)."""
     valid: list[ValidCell] = []
     exclusions: list[ExcludedCell] = []
     runs: list[str] = []
@@ -80,9 +127,11 @@ def collect(paths: list[Path], redactor: Redactor | None = None) -> PaperTables:
             runs.append(verdict.run_id)
             valid += valid_cells(run_dir, verdict)
             exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons) for c in verdict.cells if c.verdict != "VALID"]
-    rows = [make_row(cells, run) for cells, run in group_rows(valid)]
+    grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
+    rows = [row for row, _ in grouped]
     categories = sorted({c for row in rows for c in row.by_category} - {SAFETY_CATEGORY})
-    return PaperTables(rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs)
+    tables = PaperTables(rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs)
+    return tables, {row.key: sorted(cells, key=lambda c: c.record.cell.repeat) for row, cells in grouped}
 
 
 def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
@@ -90,7 +139,8 @@ def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
     for cell in verdict.cells:
         if cell.verdict == "VALID":
             cell_dir = run_dir / "cells" / cell.cell_id
-            cells.append(ValidCell(run_id=verdict.run_id, record=load_cell(cell_dir), results=read_results(cell_dir)))
+            record, results, transcripts = load_cell(cell_dir), read_results(cell_dir), read_transcripts(cell_dir)
+            cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts))
     return cells
 
 
@@ -131,8 +181,11 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
     results = [r for c in cells for r in c.results]
     summary = CellSummary.of(results)
     scenarios: dict[str, list[bool]] = {}
-    for result in results:
-        scenarios.setdefault(result.id, []).append(result.passed)
+    transcripts: dict[str, list[str]] = {}
+    for cell in cells:
+        for result in cell.results:
+            scenarios.setdefault(result.id, []).append(result.passed)
+            transcripts.setdefault(result.id, []).append(transcript_sha256(cell.transcript(result.id)))
     spec = first.cell
     return TableRow(
         model=spec.model.id,
@@ -155,6 +208,8 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         interval=wilson(summary.passed, summary.total),
         by_category=summary.by_category,
         scenarios=dict(sorted(scenarios.items())),
+        transcripts=dict(sorted(transcripts.items())),
+        failure_types=summary.failure_types,
     )
 
 

@@ -3,19 +3,42 @@
 Published numbers are the `results.json` that `repro paper render` writes beside the tables. A
 row is reproduced when the rerun has a VALID row with the same model bytes, engine identity,
 protocol and suite, and every scenario has the same outcome; otherwise every difference is named.
+
+Beside the pass flags, each scenario's transcript is compared by its canonical sha256 ("identical
+transcripts k of n"). When both bundles are at hand (the published side given as a bundle, not
+only its results.json), each differing transcript is named with its first differing step. With
+`require_identical`, a differing transcript makes the row differ.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from repro.aggregate import PaperTables, TableRow
+from repro.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
 from repro.errors import BadInput
 
 Status = Literal["reproduced", "differs", "missing", "extra"]
+
+
+Cells = dict[str, list[ValidCell]]
+
+
+class TranscriptIdentity(BaseModel):
+    """Scenario runs (scenario x repeat) recorded on both sides, and how many are byte-identical."""
+
+    identical: int = 0
+    compared: int = 0
+    unrecorded: int = 0  # a transcript missing on either side (e.g. an older results.json)
+    differing: list[str] = []  # one line per differing transcript
+
+    def summary(self) -> str:
+        if not self.compared:
+            return "transcripts not recorded on both sides"
+        unrecorded = f", {self.unrecorded} not recorded" if self.unrecorded else ""
+        return f"identical transcripts {self.identical} of {self.compared}{unrecorded}"
 
 
 class RowComparison(BaseModel):
@@ -24,9 +47,19 @@ class RowComparison(BaseModel):
     published: str | None = None
     rerun: str | None = None
     differences: list[str] = []
+    transcripts: TranscriptIdentity | None = None
+
+
+def load_side(path: Path) -> tuple[PaperTables, Cells]:
+    """A results.json (numbers only) or a bundle or results folder (numbers and transcripts)."""
+    if path.is_dir():
+        return collect_with_cells([path])
+    return load_published(path), {}
 
 
 def load_published(path: Path) -> PaperTables:
+    if path.is_dir():
+        raise BadInput(f"{path}: a folder; give the results.json written by repro paper render")
     try:
         return PaperTables.model_validate_json(path.read_text())
     except FileNotFoundError:
@@ -35,7 +68,13 @@ def load_published(path: Path) -> PaperTables:
         raise BadInput(f"{path}: not a results.json written by repro paper render ({error.error_count()} problems)") from None
 
 
-def compare(published: PaperTables, rerun: PaperTables) -> list[RowComparison]:
+def compare(
+    published: PaperTables,
+    rerun: PaperTables,
+    published_cells: Cells | None = None,
+    rerun_cells: Cells | None = None,
+    require_identical: bool = False,
+) -> list[RowComparison]:
     reruns = {row.key: row for row in rerun.rows}
     comparisons = []
     for row in published.rows:
@@ -44,8 +83,11 @@ def compare(published: PaperTables, rerun: PaperTables) -> list[RowComparison]:
             comparisons.append(RowComparison(key=row.key, status="missing", published=_score(row), differences=["no VALID rerun of this row"]))
             continue
         differences = row_differences(row, again)
+        identity = transcript_identity(row, again, (published_cells or {}).get(row.key, []), (rerun_cells or {}).get(row.key, []))
+        if require_identical:
+            differences += identity.differing
         status: Status = "differs" if differences else "reproduced"
-        comparisons.append(RowComparison(key=row.key, status=status, published=_score(row), rerun=_score(again), differences=differences))
+        comparisons.append(RowComparison(key=row.key, status=status, published=_score(row), rerun=_score(again), differences=differences, transcripts=identity))
     for key, row in reruns.items():
         comparisons.append(RowComparison(key=key, status="extra", rerun=_score(row), differences=["not in the published numbers"]))
     return comparisons
@@ -66,6 +108,50 @@ def row_differences(published: TableRow, rerun: TableRow) -> list[str]:
         elif before != after:
             differences.append(f"scenario {scenario}: {_outcomes(before)} published, {_outcomes(after)} rerun")
     return differences
+
+
+def transcript_identity(published: TableRow, rerun: TableRow, published_cells: list[ValidCell], rerun_cells: list[ValidCell]) -> TranscriptIdentity:
+    """Compare transcript hashes per scenario and repeat; name the first differing step where both bundles are at hand."""
+    identity = TranscriptIdentity()
+    for scenario in sorted(set(published.transcripts) & set(rerun.transcripts)):
+        for repeat, (before, after) in enumerate(zip(published.transcripts[scenario], rerun.transcripts[scenario], strict=False)):
+            if not before or not after:
+                identity.unrecorded += 1
+            elif before == after:
+                identity.identical += 1
+            else:
+                where = _first_difference_in(published_cells, rerun_cells, scenario, repeat) or f"sha256 {before[:12]} published, {after[:12]} rerun"
+                identity.differing.append(f"scenario {scenario} repeat {repeat + 1}: transcript differs ({where})")
+    identity.compared = identity.identical + len(identity.differing)
+    return identity
+
+
+def _first_difference_in(published_cells: list[ValidCell], rerun_cells: list[ValidCell], scenario: str, repeat: int) -> str | None:
+    if repeat >= len(published_cells) or repeat >= len(rerun_cells):
+        return None
+    before, after = published_cells[repeat].transcript(scenario), rerun_cells[repeat].transcript(scenario)
+    if before is None or after is None:
+        return None
+    return first_difference(before, after)
+
+
+def first_difference(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str | None:
+    """Where two transcripts first part: "first differs at step 3 (args)", or None when equal."""
+    for index, (a, b) in enumerate(zip(before, after, strict=False)):
+        if a != b:
+            fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            return f"first differs at {_entry_name(a, index)} ({', '.join(fields)})"
+    if len(before) == len(after):
+        return None
+    longer, side = (before, "published") if len(before) > len(after) else (after, "rerun")
+    index = min(len(before), len(after))
+    return f"first differs at {_entry_name(longer[index], index)} (only in the {side} transcript)"
+
+
+def _entry_name(entry: dict[str, Any], index: int) -> str:
+    if entry.get("kind") == "step" and "step" in entry:
+        return f"step {entry['step']}"
+    return f"entry {index + 1} ({entry.get('kind', '?')})"
 
 
 def _score(row: TableRow) -> str:

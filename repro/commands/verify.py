@@ -1,4 +1,4 @@
-"""`repro verify RESULTS... --published FILE`."""
+"""`repro verify RESULTS... --published FILE|BUNDLE [--identical-transcripts]`."""
 
 from __future__ import annotations
 
@@ -7,25 +7,36 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.aggregate import collect
-from repro.verify import compare, load_published
+from repro.aggregate import collect_with_cells
+from repro.verify import RowComparison, compare, load_side
 
 COLOURS = {"reproduced": "green", "differs": "red", "missing": "red", "extra": "yellow"}
 
 
 def verify(
     results: list[Path] = typer.Argument(..., help="The rerun: run folders or results folders."),
-    published: Path = typer.Option(..., "--published", help="results.json of the published numbers (written by repro paper render)."),
+    published: Path = typer.Option(
+        ..., "--published", help="results.json of the published numbers (written by repro paper render), or the published bundle itself."
+    ),
+    identical_transcripts: bool = typer.Option(False, "--identical-transcripts", help="A differing transcript makes its row differ (for CPU, temperature 0)."),
 ) -> None:
     """Compare a rerun with published numbers, row by row and scenario by scenario; exit 1 on any difference."""
-    comparisons = compare(load_published(published), collect(results))
+    published_tables, published_cells = load_side(published)
+    rerun_tables, rerun_cells = collect_with_cells(results)
+    comparisons = compare(published_tables, rerun_tables, published_cells, rerun_cells, require_identical=identical_transcripts)
     console = Console()
     for item in comparisons:
-        scores = f"published {item.published or '-'}, rerun {item.rerun or '-'}"
-        console.print(f"[{COLOURS[item.status]}]{item.status.upper():<10}[/] {item.key} ({scores})", soft_wrap=True)
-        for difference in item.differences if item.status != "reproduced" else []:
-            console.print(f"           - {difference}", soft_wrap=True)
+        print_row(console, item)
     reproduced = sum(item.status == "reproduced" for item in comparisons)
     console.print(f"{reproduced} of {len(comparisons)} rows reproduced")
     if reproduced != len(comparisons):
         raise typer.Exit(1)
+
+
+def print_row(console: Console, item: RowComparison) -> None:
+    scores = f"published {item.published or '-'}, rerun {item.rerun or '-'}"
+    identity = f"; {item.transcripts.summary()}" if item.transcripts else ""
+    console.print(f"[{COLOURS[item.status]}]{item.status.upper():<10}[/] {item.key} ({scores}{identity})", soft_wrap=True, highlight=False)
+    shown = item.differences if item.status != "reproduced" else []
+    for line in shown + [d for d in (item.transcripts.differing if item.transcripts else []) if d not in shown]:
+        console.print(f"           - {line}", soft_wrap=True, highlight=False, markup=False)
