@@ -34,6 +34,7 @@ def test_precedence_order_is_fixed() -> None:
     assert FAILURE_PRECEDENCE == (
         "engine_error",
         "protocol_error",
+        "timeout",
         "stuck",
         "step_limit",
         "unsafe_action",
