@@ -334,13 +334,13 @@ def _gate_client(args: argparse.Namespace):
 
 
 def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
-    """One schema-constrained step with the real protocol; engine failures become an error entry."""
+    """One step with the cell's protocol (no retry); engine failures become an error entry."""
     from harness.errors import EngineError, EngineTimeout
     from harness.policy import Step
-    from harness.protocols.json_schema import round_trip
+    from harness.protocols import round_trip
 
     try:
-        reply, parsed = round_trip(client, max_tokens=args.max_tokens, seed=args.seed)
+        reply, parsed = round_trip(args.protocol, client, max_tokens=args.max_tokens, seed=args.seed)
     except EngineTimeout as error:  # the engine answers too slowly: a slow step, not a fault
         return GateAttempt(error=f"no reply: {error}", timed_out=True)
     except EngineError as error:
@@ -360,8 +360,10 @@ def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
 
 
 def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    if args.protocol != "json_schema":
-        raise ProbeInputError(f"the gate has no one-step round trip for protocol {args.protocol!r} yet (json_schema only)")
+    from harness.protocols import PROTOCOLS
+
+    if args.protocol not in PROTOCOLS:
+        raise ProbeInputError(f"unknown protocol {args.protocol!r} (protocols: {', '.join(PROTOCOLS)})")
     if args.required > args.attempts:
         raise ProbeInputError(f"--required {args.required} exceeds --attempts {args.attempts}")
     started = time.monotonic()
