@@ -18,8 +18,8 @@ from repro.matrix import Decoding, EngineSpec, LoadedMatrix, Matrix, ModelSpec, 
 from repro.profiles import Profile
 
 GIB = 1024**3
-# Protocols the harness implements today; cells of the others are planned and listed as excluded.
-IMPLEMENTED_PROTOCOLS = {"json_schema"}
+# Protocols the harness implements (harness.protocols.PROTOCOLS); a cell naming another is listed as excluded.
+IMPLEMENTED_PROTOCOLS = {"json_schema", "native_tools", "react", "json_prompt"}
 
 
 class Cell(BaseModel):
