@@ -12,6 +12,7 @@ as the paper templates are. Nothing here talks to a scheduler.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -200,13 +201,6 @@ def k8s(options: K8sOptions) -> list[Path]:
         "k8s_version": K8S_VERSION,
     }
     env = environment()
-    env.filters["json"] = _json
+    env.filters["json"] = json.dumps  # a YAML-safe scalar: JSON is YAML
     rendered = {name: env.get_template(f"k8s/{name}.j2").render(context) for name in ("job.yaml", "merge-job.yaml", "submit.sh")}
     return write_files(options.out, rendered)
-
-
-def _json(value: object) -> str:
-    """A YAML-safe scalar (JSON is YAML) that keeps the characters shell scripts need."""
-    import json
-
-    return json.dumps(value)

@@ -6,6 +6,7 @@ one-machine run of the same matrix. Skipped with the reason when Slurm is not in
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def project(tmp_path_factory, model_cache, smollm2_gguf, harness_image_ref, llam
     home = tmp_path_factory.mktemp("home")
     (home / ".cache" / "repro").mkdir(parents=True)
     (home / ".cache" / "repro" / "models").symlink_to(model_cache / "models", target_is_directory=True)
-    keep = {k: v for k, v in __import__("os").environ.items() if k not in ("REPRO_CACHE", "XDG_CACHE_HOME")}
+    keep = {k: v for k, v in os.environ.items() if k not in ("REPRO_CACHE", "XDG_CACHE_HOME")}
     return snapshot, {**keep, "HOME": str(home), "PYTHONPATH": str(snapshot), "COLUMNS": "160"}
 
 
