@@ -219,3 +219,10 @@ def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harnes
     by_run = transcripts(cell_dir / "transcripts.jsonl", redactor)
     assert [t["id"] for t in by_compose] == ["approval-001", "approval-002", "ask-001"]
     assert by_compose == by_run
+
+    # The bundle's cell gives the same .env (its recorded image ids), apart from the run's own names.
+    from_bundle = tmp_path / ".env.bundle"
+    repro("compose", "env", "--from", str(run_dir), "--out", str(from_bundle), "--out-dir", str(tmp_path / "again"), env=env)
+    own = {"COMPOSE_PROJECT_NAME", "REPRO_RUN", "REPRO_READY_OUT", "REPRO_HARNESS_OUT"}
+    again = env_values(from_bundle)
+    assert {k: v for k, v in again.items() if k not in own} == {k: v for k, v in values.items() if k not in own}
