@@ -1,0 +1,161 @@
+"""The scripted engine: its endpoints, scenario identification, and every failure mode it emits
+ending the run with the failure type the taxonomy names for it, under each protocol."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harness.cli import main
+from harness.client import OpenAIClient
+from harness.policy import PolicyReply, Step
+from harness.protocols import PROTOCOLS, make_policy
+from harness.runner import run_scenario
+from harness.scenario import Scenario, load_scenarios
+from harness.scripted_engine import FAULTS, ScriptedEngine
+
+REPO = Path(__file__).resolve().parents[2]
+CATEGORIES = ["approval", "ask", "conflict", "injection", "notes", "table_add", "table_update", "web_research"]
+PROTOCOL_FAULTS = ["text_call", "unknown_tool", "bad_args", "broken_json", "empty", "length"]
+
+
+def sample() -> list[Scenario]:
+    """One scenario per category whose reference makes a call before finishing and whose checks
+    need a finish (so a run cut short fails)."""
+    picked = []
+    for category in CATEGORIES:
+        for scenario in load_scenarios(REPO / "scenarios" / category):
+            tools = [r.tool for r in scenario.reference]
+            if "finished" in {c.type for c in scenario.expect} and any(t not in ("finish", "ask") for t in tools):
+                picked.append(scenario)
+                break
+    return picked
+
+
+SAMPLE = sample()
+
+
+@pytest.fixture(scope="module")
+def engine():
+    with ScriptedEngine(SAMPLE) as running:
+        yield running
+
+
+def run_all(engine: ScriptedEngine, protocol: str, model: str = "scripted", **options) -> list:
+    with OpenAIClient(engine.base_url, model, timeout=30) as client:
+        return [run_scenario(s, make_policy(protocol, client, **options)) for s in SAMPLE]
+
+
+def test_endpoints_answer(engine):
+    for path, key in (("/health", "status"), ("/props", "build_info"), ("/v1/models", "data")):
+        response = httpx.get(engine.base_url + path, trust_env=False)
+        assert response.status_code == 200 and key in response.json()
+    assert httpx.get(engine.base_url + "/nowhere", trust_env=False).status_code == 404
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_the_sample_passes_without_faults(engine, protocol):
+    results = run_all(engine, protocol)
+    assert [r.id for r in results if not r.passed] == []
+    assert all(r.protocol_stats.protocol == protocol and r.protocol_stats.valid_tool_call_rate == 1.0 for r in results)
+
+
+@pytest.mark.parametrize("fault", PROTOCOL_FAULTS)
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_each_fault_is_a_protocol_error(engine, protocol, fault):
+    results = run_all(engine, protocol, model=f"scripted+fault={fault}")
+    assert {r.failure_type for r in results} == {"protocol_error"}, [(r.id, r.failure_type, r.error) for r in results]
+    for result in results:
+        stats = result.protocol_stats
+        assert stats.model_turns == 2 and stats.invalid_turns == 2 and stats.valid_calls == 0  # the reply and its one re-prompt
+        assert stats.valid_tool_call_rate == 0.0 and result.invalid_steps == 2
+        assert result.transcript[-2]["kind"] == "invalid" and all(r["problem"] for r in result.transcript[-2]["replies"])
+
+
+def test_a_cut_reply_is_named_as_such(engine):
+    result = run_all(engine, "json_schema", model="scripted+fault=length")[0]
+    assert "cut at the token limit" in result.error
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_the_endless_call_gets_stuck(engine, protocol):
+    results = run_all(engine, protocol, model="scripted+fault=endless")
+    assert {r.failure_type for r in results} <= {"stuck", "step_limit"} and results
+    assert any(r.failure_type == "stuck" for r in results)
+
+
+def test_repairs_are_counted_under_json_prompt_and_refused_under_json_schema(engine):
+    repaired = run_all(engine, "json_prompt", model="scripted+fault=repairable")
+    assert all(r.passed for r in repaired)
+    for result in repaired:
+        assert result.protocol_stats.repairs == 3 * result.protocol_stats.model_turns
+        replies = [reply for entry in result.transcript if entry["kind"] == "step" for reply in entry["replies"]]
+        assert all(reply["repairs"] == ["code_fence", "surrounding_text", "trailing_commas"] for reply in replies)
+    strict = run_all(engine, "json_schema", model="scripted+fault=repairable")
+    assert {r.failure_type for r in strict} == {"protocol_error"}
+
+
+def test_the_server_fault_applies_unless_the_model_names_one():
+    with ScriptedEngine(SAMPLE[:1], fault="empty") as faulty:
+        assert run_all_one(faulty, "json_schema", "scripted").failure_type == "protocol_error"
+        assert run_all_one(faulty, "json_schema", "scripted+fault=unknown_tool").error.startswith("$.tool")
+
+
+def run_all_one(engine: ScriptedEngine, protocol: str, model: str):
+    with OpenAIClient(engine.base_url, model, timeout=30) as client:
+        return run_scenario(SAMPLE[0], make_policy(protocol, client))
+
+
+def test_an_unknown_scenario_or_fault_is_an_engine_error(engine, make_scenario):
+    with OpenAIClient(engine.base_url, "scripted", timeout=30) as client:
+        result = run_scenario(make_scenario(), make_policy("json_schema", client))
+    assert result.failure_type == "engine_error" and "no scenario has the trigger" in result.error
+    assert run_all_one(engine, "react", "scripted+fault=nonsense").failure_type == "engine_error"
+
+
+def test_same_trigger_scenarios_are_told_apart_by_their_results(tmp_path, scenario_dict):
+    approve = scenario_dict(
+        id="garden-002",
+        workspace={"rules": [{"agent": "*", "tool": "note_write", "match": "*", "decision": "ask"}]},
+        respond={"approve": True},
+        reference=[{"tool": "note_write", "args": {"title": "Log", "text": "x", "mode": "append"}}, {"tool": "finish", "args": {"summary": "Wrote it."}}],
+        expect=[{"type": "finish_contains", "all": ["Wrote"]}],
+    )
+    deny = dict(approve, id="garden-003", respond={"approve": False})
+    deny["reference"] = [approve["reference"][0], {"tool": "finish", "args": {"summary": "Not allowed."}}]
+    deny["expect"] = [{"type": "finish_contains", "all": ["Not allowed"]}]
+    scenarios = [Scenario.model_validate(approve), Scenario.model_validate(deny)]
+    with ScriptedEngine(scenarios) as engine, OpenAIClient(engine.base_url, "scripted") as client:
+        assert all(run_scenario(s, make_policy("native_tools", client)).passed for s in scenarios)
+
+
+class SlowPolicy:
+    protocol = "slow"
+
+    def next_step(self, turn) -> PolicyReply:
+        time.sleep(0.2)
+        return PolicyReply(step=Step("search", {"query": f"kale {turn.step_number}"}))
+
+
+def test_a_scenario_past_its_budget_is_a_timeout(make_scenario):
+    result = run_scenario(make_scenario(), SlowPolicy(), timeout=0.3)
+    assert (result.failure_type, result.passed) == ("timeout", False)
+    assert "wall-clock budget" in result.error and result.steps == 1
+
+
+def test_an_engine_that_does_not_answer_stays_an_engine_error(make_scenario):
+    with OpenAIClient("http://127.0.0.1:9", "m", timeout=1) as client:
+        result = run_scenario(make_scenario(), make_policy("react", client), timeout=60)
+    assert (result.failure_type, result.engine_fault) == ("engine_error", True)
+
+
+def test_the_cli_refuses_an_unknown_fault(capsys):
+    assert main(["scripted-engine", "--scenarios", "scenarios/ask", "--fault", "boom"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_faults_are_documented():
+    assert set(PROTOCOL_FAULTS) | {"endless", "repairable"} == set(FAULTS)
