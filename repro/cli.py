@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 
 from repro import __version__
-from repro.config import require_checkout
 from repro.commands import check as check_commands
 from repro.commands import cleanup as cleanup_commands
+from repro.commands import compare as compare_commands
 from repro.commands import compose as compose_commands
 from repro.commands import doctor as doctor_commands
 from repro.commands import images as images_commands
@@ -18,6 +18,7 @@ from repro.commands import results as results_commands
 from repro.commands import scale as scale_commands
 from repro.commands import sign as sign_commands
 from repro.commands import verify as verify_commands
+from repro.config import require_checkout
 
 app = typer.Typer(
     name="repro",
@@ -53,4 +54,5 @@ app.add_typer(paper_commands.app, name="paper")
 app.add_typer(results_commands.app, name="results")
 app.add_typer(scale_commands.app, name="scale")
 app.command("verify")(verify_commands.verify)
+app.command("compare")(compare_commands.compare_command)
 app.command("sign")(sign_commands.sign)

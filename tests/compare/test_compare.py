@@ -1,0 +1,82 @@
+"""`repro compare`: paired verdicts on the same scenarios, unpaired intervals otherwise, flips, failure types."""
+
+from __future__ import annotations
+
+import json
+
+from repro.__main__ import main
+from repro.aggregate import collect
+from repro.compare import compare, load_tables
+from repro.paper import render
+from repro.redact import Redactor
+from tests.compare.bundles import write_bundle
+from tests.results.synthetic import CANARY
+
+IDS = [f"notes-{n:03d}" for n in range(1, 13)]
+
+
+def outcomes(passing: int, failure: str = "wrong_outcome"):
+    """The first `passing` of twelve scenarios pass; the rest fail with `failure`."""
+
+    def scenarios(cell):
+        return [(sid, "notes", i < passing, None if i < passing else failure, None) for i, sid in enumerate(IDS)]
+
+    return scenarios
+
+
+def tables(tmp_path, name, passing, failure="wrong_outcome", repeats=1):
+    return collect([write_bundle(tmp_path / name, outcomes(passing, failure), repeats=repeats, models=1)], Redactor(CANARY))
+
+
+def test_paired_better_with_exact_p_value_flips_and_failure_types(tmp_path):
+    result = compare(tables(tmp_path, "a", 2), tables(tmp_path, "b", 8, "stuck"))
+    (row,) = result.rows
+    assert row.test == "paired" and row.verdict == "better" and row.p_value == 2 / 2**6
+    assert [f.scenario for f in row.flips] == IDS[2:8] and {f.direction for f in row.flips} == {"fixed"}
+    assert row.failure_types == {"stuck": (0, 4), "wrong_outcome": (10, 0)}
+    assert result.settings == [] and result.only_before == result.only_after == []
+
+
+def test_paired_worse_and_no_clear_difference(tmp_path):
+    base = tables(tmp_path, "a", 8)
+    assert compare(base, tables(tmp_path, "b", 2)).rows[0].verdict == "worse"
+    small = compare(base, tables(tmp_path, "c", 5)).rows[0]  # 3 discordant pairs: p = 0.25
+    assert small.verdict == "no clear difference" and small.p_value == 0.25
+
+
+def test_unpaired_when_repeats_differ(tmp_path):
+    row = compare(tables(tmp_path, "a", 2), tables(tmp_path, "b", 11, repeats=2)).rows[0]
+    assert row.test == "unpaired" and row.interval is not None and row.interval.low > 0 and row.verdict == "better"
+
+
+def test_settings_that_differ_are_named(tmp_path):
+    before = tables(tmp_path, "a", 6)
+    before.rows[0].suite_sha256 = "e" * 64
+    after = before.model_copy(deep=True)
+    after.rows[0].engine_identity = "b9999 (other)"
+    after.rows[0].suite_sha256 = "f" * 64
+    row = compare(before, after).rows[0]
+    assert [s.name for s in row.settings] == ["engine identity", "suite sha256"]
+    assert row.test == "unpaired"  # other suite bytes: not the same scenarios
+
+
+def test_cli_reads_bundles_and_results_json_and_fails_on_worse(tmp_path, capsys):
+    good = write_bundle(tmp_path / "good", outcomes(9), models=1)
+    bad = write_bundle(tmp_path / "bad", outcomes(2), models=1)
+    render(collect([good], Redactor(CANARY)), tmp_path / "paper")
+    assert load_tables(tmp_path / "paper").rows[0].passed == 9
+    assert main(["compare", str(tmp_path / "paper" / "results.json"), str(bad)]) == 0
+    out = capsys.readouterr().out
+    assert "WORSE" in out and "9/12 -> 2/12 (-58.3 points)" in out and "exact McNemar p=0.0156" in out
+    assert "broken (7): notes-003" in out and "failure type wrong_outcome: 3 -> 10" in out
+    assert main(["compare", str(good), str(bad), "--fail-on", "worse"]) == 1
+    assert main(["compare", str(bad), str(good), "--fail-on", "worse"]) == 0
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    good = write_bundle(tmp_path / "good", outcomes(9), models=1)
+    assert main(["compare", str(good), str(tmp_path / "nothing")]) == 2
+    assert capsys.readouterr().err.strip().endswith("nothing: no such file or folder")
+    (tmp_path / "junk.json").write_text(json.dumps({"rows": 3}))
+    assert main(["compare", str(tmp_path / "junk.json"), str(good)]) == 2
+    assert main(["compare", str(good), str(good), "--fail-on", "sideways"]) == 2
