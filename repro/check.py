@@ -191,6 +191,16 @@ def rule_sandbox(ev: CellEvidence) -> list[str]:
     return problems
 
 
+def rule_sandbox_audit(ev: CellEvidence) -> list[str]:
+    """The audit from inside, with the harness settings: every escape tried, and every one failed."""
+    audit = ev.record.sandbox_audit
+    if audit is None:
+        return ["sandbox audit not recorded"]
+    if audit.error:
+        return [f"sandbox audit failed: {audit.error}"]
+    return [f"sandbox audit: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
+
+
 def rule_hardware(ev: CellEvidence) -> list[str]:
     record, run = ev.record, ev.run
     if record.cell.profile != run.profile:
@@ -256,6 +266,7 @@ RULES_V2 = Rules(
         "images": rule_images,
         "model-and-engine": rule_model_and_engine,
         "sandbox": rule_sandbox,
+        "sandbox-audit": rule_sandbox_audit,
         "hardware": rule_hardware,
         "gate": rule_gate,
         "summary": rule_summary_recomputed,

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from harness.contracts import ScenarioResult
+from harness.contracts import SandboxAudit, ScenarioResult
 from repro.gate import GateResult
 from repro.plan import Cell
 from repro.profiles import Profile
@@ -79,6 +79,36 @@ class CellSummary(BaseModel):
         )
 
 
+class EngineFault(BaseModel):
+    """Why an engine stopped serving a cell, read from Docker when the run noticed."""
+
+    noticed_at: str
+    cause: str  # in plain words: stopped while the harness ran, stopped answering, ...
+    status: str  # Docker's state then: exited, dead, removed, or running (but not answering)
+    exit_code: int | None = None
+    oom_killed: bool = False
+    error: str | None = None  # Docker's State.Error
+    log_tail: str = ""
+
+
+class HealAttempt(BaseModel):
+    """One boot of a fresh engine from the same image and model, with identity check and gate."""
+
+    attempt: int
+    healed: bool
+    reason: str
+    identity: str | None = None
+    gate_passed: bool | None = None
+
+
+class EngineIncident(BaseModel):
+    """An engine fault during a cell and what the run did about it."""
+
+    fault: EngineFault
+    attempts: list[HealAttempt] = []
+    healed: bool = False
+
+
 class CellRecord(BaseModel):
     cell: Cell
     status: CellStatus
@@ -97,6 +127,8 @@ class CellRecord(BaseModel):
     files: dict[str, str] = {}
     started_at: str | None = None
     finished_at: str | None = None
+    engine_incidents: list[EngineIncident] = []  # engine deaths during this cell, healed or not
+    sandbox_audit: SandboxAudit | None = None  # what a container with the harness settings could do
 
 
 class MatrixInfo(BaseModel):

@@ -17,17 +17,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.contracts import ProgressEvent
+from harness.contracts import ProgressEvent, SandboxAudit
 from repro import containers
-from repro.bundle import Bundle, CellWriter, find_resumable, mark_latest, read_results, read_transcripts
+from repro.audit import audit_command, run_audit
+from repro.bundle import Bundle, CellWriter, find_resumable, load_cell, load_run, mark_latest, read_results, read_transcripts
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
 from repro.docker_client import get_client
-from repro.engines import boot_engine, stop_engine
+from repro.engines import boot_engine, engine_for, stop_engine
 from repro.engines.base import EngineDied, EngineHandle, EngineRefused
 from repro.errors import BadInput
 from repro.files import scratch_dir
 from repro.gate import GateResult, run_gate
+from repro.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
 from repro.images import ImageRef, engine_image, harness_image
 from repro.matrix import LoadedMatrix, load_matrix
 from repro.models import model_path
@@ -35,13 +37,27 @@ from repro.plan import Cell, Plan, make_plan, select_cells, shard_cells
 from repro.profiles import Profile, load_profiles
 from repro.progress import RunProgress
 from repro.provenance import SourceState, source_at_end, source_state, system_description
-from repro.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
+from repro.records import (
+    CellRecord,
+    CellSummary,
+    EngineIncident,
+    EngineSettings,
+    IdentityCheck,
+    ImageInfo,
+    MatrixInfo,
+    RunRecord,
+    SandboxRecord,
+    utc_now,
+)
 from repro.redact import Redactor
 from repro.sandbox import bind, container_name, harness_kwargs, read_back
 from repro.suites import SuiteSelection, select
 
 HARNESS_UID = 10001
 SCENARIO_MOUNT = "/scenarios"
+EXIT_OK = 0
+EXIT_FAULT = 1  # a cell ended in an engine fault (or another error), or the latency gate excluded it
+EXIT_INTERRUPTED = 130
 
 
 class RunOptions(BaseModel):
@@ -121,12 +137,45 @@ def groups_to_run(ctx: RunContext, resume: bool) -> list[list[Cell]]:
     groups = []
     for _, cells in ctx.prepared.plan.groups():
         cells = [c for c in cells if c.id in selected]
-        done = [c for c in cells if resume and ctx.bundle.cell_is_complete(c.id)]
+        done = [c for c in cells if resume and cell_is_kept(ctx, c.id)]
         ctx.progress.skip_cells(done)
         todo = [c for c in cells if c not in done]
         if todo:
             groups.append(todo)
     return groups
+
+
+def cell_is_kept(ctx: RunContext, cell_id: str) -> bool:
+    """--resume keeps complete, intact cells, except those that ended in an engine fault."""
+    if not ctx.bundle.cell_is_complete(cell_id):
+        return False
+    if cell_needs_rerun(load_cell(ctx.bundle.cell_dir(cell_id))):
+        ctx.progress.note(f"rerun {cell_id}: it ended in an engine fault or error")
+        return False
+    return True
+
+
+def cell_needs_rerun(record: CellRecord) -> bool:
+    """An error, or a done cell with scenarios that hit engine faults: --resume runs it again."""
+    return record.status == "error" or bool(record.summary and record.summary.engine_faults)
+
+
+def run_exit_status(run_dir: Path) -> int:
+    """0 when every planned cell completed without engine faults; 1 when a cell ended in an
+    engine fault or error, was excluded by the latency gate, or is missing; 130 when interrupted."""
+    record = load_run(run_dir)
+    if record.status == "interrupted":
+        return EXIT_INTERRUPTED
+    if record.status != "complete":
+        return EXIT_FAULT
+    for cell_id in record.planned_cells:
+        try:
+            cell = load_cell(run_dir / "cells" / cell_id)
+        except BadInput:
+            return EXIT_FAULT
+        if cell.status != "done" or cell_needs_rerun(cell):
+            return EXIT_FAULT
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------- before anything boots
@@ -200,23 +249,51 @@ def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
 
 
 def run_group(ctx: RunContext, cells: list[Cell]) -> None:
+    """Boot and gate the group's engine, run its cells (healing the engine when it dies), stop it."""
     first = cells[0]
     ctx.progress.start_group(first.engine.id, first.model.id)
-    handle: EngineHandle | None = None
+    booted: list[EngineHandle] = []  # every engine this group booted; all are stopped at the end
     try:
         try:
-            handle = boot_group_engine(ctx, first)
-            ctx.progress.engine_ready(handle.boot_seconds)
-            group = GroupEngine(handle=handle, gate=gate_group_engine(ctx, first, handle))
-            ctx.progress.gate(group.gate)
+            group = boot_and_gate(ctx, first, booted)
         except (EngineRefused, EngineDied) as error:
             for cell in cells:
-                write_failed_cell(ctx, cell, "error", f"engine: {error}", handle=handle)
+                write_failed_cell(ctx, cell, "error", f"engine: {error}", handle=booted[-1] if booted else None)
             return
-        for cell in cells:
-            run_or_exclude(ctx, cell, group)
+        for index, cell in enumerate(cells):
+            healthy = run_or_exclude(ctx, cell, group, booted)
+            if healthy is None:
+                give_up_group(ctx, cell, cells[index + 1 :], group)
+                return
+            group = healthy
     finally:
+        for handle in booted:
+            stop_engine(ctx.client, handle)
+
+
+def boot_and_gate(ctx: RunContext, cell: Cell, booted: list[EngineHandle]) -> GroupEngine:
+    handle = boot_group_engine(ctx, cell)
+    booted.append(handle)
+    ctx.progress.engine_ready(handle.boot_seconds)
+    try:
+        gate = gate_group_engine(ctx, cell, handle)
+    except BaseException:
         stop_engine(ctx.client, handle)
+        raise
+    ctx.progress.gate(gate)
+    return GroupEngine(handle=handle, gate=gate)
+
+
+def give_up_group(ctx: RunContext, failed: Cell, rest: list[Cell], group: GroupEngine) -> None:
+    """The engine could not be healed: say so, end the group's other cells as engine faults."""
+    first = failed.engine.id, failed.model.id
+    ctx.progress.note(
+        f"[red]engine {first[0]} with model {first[1]} could not be booted again[/]: cell {failed.id} ended as an engine fault"
+        f"{f' and its {len(rest)} other cells are not run' if rest else ''}; going on with the next group (rerun them with --resume)"
+    )
+    for cell in rest:
+        reason = f"engine fault: the group's engine died during cell {failed.id} and could not be healed; rerun with --resume"
+        write_failed_cell(ctx, cell, "error", reason, handle=group.handle, gate=group.gate)
 
 
 def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
@@ -244,20 +321,54 @@ def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Gate
     )
 
 
-def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine) -> None:
+def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> GroupEngine | None:
+    """Run (or exclude) one cell; the group's engine afterwards, None when it could not be healed."""
     if not group.gate.passed:
         status = "error" if group.gate.engine_fault else "excluded"
         write_failed_cell(ctx, cell, status, f"latency gate: {group.gate.reason}", handle=group.handle, gate=group.gate)
-        return
-    record = run_cell(ctx, cell, group)
+        return group
+    record, healthy = run_healing(ctx, cell, group, booted)
     ctx.progress.cell_done(cell.id, record.status, summary_line(record))
+    return healthy
+
+
+def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> tuple[CellRecord, GroupEngine | None]:
+    """Run a cell; when its engine dies or stops answering, heal it and rerun the whole cell.
+    A cell whose engine cannot be healed (or dies too often) ends as an engine fault at once."""
+    incidents: list[EngineIncident] = []
+    while True:
+        try:
+            return run_cell(ctx, cell, group, incidents), group
+        except EngineLost as lost:
+            ctx.progress.note(f"  [red]engine fault[/] during {cell.id}: {describe(lost.fault)}")
+            stop_engine(ctx.client, group.handle)
+            healed, incident = heal(lost.fault, lambda: boot_and_gate(ctx, cell, booted), lambda g: stop_engine(ctx.client, g.handle), ctx.progress.note)
+            incidents.append(incident)
+            if healed is None or len(incidents) > MAX_CELL_RERUNS:
+                record = record_failed_cell(ctx, cell, "error", unhealed_reason(incidents), handle=group.handle, gate=group.gate, incidents=incidents)
+                return record, healed
+            ctx.progress.note(f"  engine healed: rerunning {cell.id} from its first scenario")
+            group = healed
 
 
 def write_failed_cell(ctx: RunContext, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None) -> None:
-    writer = ctx.bundle.start_cell(cell.id)
-    record = base_record(ctx.prepared, cell, handle, gate).model_copy(update={"status": status, "reason": reason, "finished_at": utc_now()})
-    writer.finish(record)
+    record_failed_cell(ctx, cell, status, reason, handle=handle, gate=gate)
     ctx.progress.cell_done(cell.id, status, reason)
+
+
+def record_failed_cell(
+    ctx: RunContext,
+    cell: Cell,
+    status: str,
+    reason: str,
+    *,
+    handle: EngineHandle | None,
+    gate: GateResult | None = None,
+    incidents: list[EngineIncident] | None = None,
+) -> CellRecord:
+    writer = ctx.bundle.start_cell(cell.id)
+    update = {"status": status, "reason": reason, "finished_at": utc_now(), "engine_incidents": list(incidents or [])}
+    return writer.finish(base_record(ctx.prepared, cell, handle, gate).model_copy(update=update))
 
 
 def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gate: GateResult | None) -> CellRecord:
@@ -292,36 +403,68 @@ def image_info(image: ImageRef) -> ImageInfo:
 # ---------------------------------------------------------------- one cell
 
 
-def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine) -> CellRecord:
+def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None) -> CellRecord:
+    """Audit the sandbox, run the cell's harness while watching the engine, record the cell.
+    EngineLost (nothing of the cell kept) when the engine died or stopped answering meanwhile."""
     suite = ctx.prepared.suites[cell.suite.id]
-    record = base_record(ctx.prepared, cell, group.handle, group.gate)
+    record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update={"engine_incidents": list(incidents or [])})
+    engine = engine_container(ctx.client, group.handle)
+    watch = engine_watch(engine)
     writer = ctx.bundle.start_cell(cell.id)
     out_dir = harness_output_dir()
     try:
-        kwargs = harness_kwargs(
-            ctx.prepared.harness.id,
-            group.handle.container_id,
-            harness_command(cell, group.handle, suite, ctx.prepared.profile),
-            out_dir,
-            run_id=ctx.run_id,
-            cell_id=cell.id,
-            mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
-            name=container_name(ctx.run_id, "harness", cell.model.id),
-        )
-        with containers.started(ctx.client, kwargs) as container:
-            ctx.progress.start_cell(cell.id, len(suite.ids))
-            ended = containers.wait(container, harness_deadline(len(suite.ids), ctx.prepared.profile), on_line=lambda line: feed_progress(ctx, cell, line))
-            engine = ctx.client.containers.get(group.handle.container_id)  # type: ignore[attr-defined]
-            record = record.model_copy(update={"sandbox": SandboxRecord(harness=read_back(container), engine=read_back(engine))})
-            writer.write_text("harness.log", ended.log_tail + "\n")
-            writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
+        with blame_engine(watch):
+            watch()  # the engine may have died between cells
+            record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
+            command = harness_command(cell, group.handle, suite, ctx.prepared.profile)
+            with containers.started(ctx.client, cell_kwargs(ctx, cell, group, suite, command, out_dir)) as container:
+                ctx.progress.start_cell(cell.id, len(suite.ids))
+                deadline = harness_deadline(len(suite.ids), ctx.prepared.profile)
+                ended = containers.wait(container, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
+                record = record.model_copy(update={"sandbox": SandboxRecord(harness=read_back(container), engine=read_back(engine))})
+                writer.write_text("harness.log", ended.log_tail + "\n")
+                writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
         record = collect_results(writer, record, out_dir, suite, ended)
+        if engine_suspect(record, ended):
+            require_answering(engine, lambda timeout: engine_for_group(ctx, cell).wait_ready(group.handle, timeout))
         return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
     except BaseException:
         writer.discard()
         raise
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def cell_kwargs(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
+    """A container with the cell's harness settings (the harness itself, or its sandbox audit)."""
+    return harness_kwargs(
+        ctx.prepared.harness.id,
+        group.handle.container_id,
+        command,
+        out_dir,
+        run_id=ctx.run_id,
+        cell_id=cell.id,
+        mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
+        name=container_name(ctx.run_id, "harness", cell.model.id),
+    )
+
+
+def audit_cell(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, watch) -> SandboxAudit:
+    """The sandbox audit, run with the harness container's exact settings in the engine's namespace."""
+    out_dir = harness_output_dir()
+    try:
+        return run_audit(ctx.client, cell_kwargs(ctx, cell, group, suite, audit_command([SCENARIO_MOUNT]), out_dir), out_dir, watch)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def engine_suspect(record: CellRecord, ended: containers.Exit) -> bool:
+    """Did the harness end in a way a dead or silent engine explains (faults, no finish)?"""
+    return ended.timed_out or ended.code != 0 or bool(record.summary and record.summary.engine_faults)
+
+
+def engine_for_group(ctx: RunContext, cell: Cell):
+    return engine_for(ctx.client, cell.engine, probe_image=ctx.prepared.harness, run_id=ctx.run_id, group_id=f"{cell.engine.id}.{cell.model.id}")
 
 
 def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
@@ -402,4 +545,4 @@ def summary_line(record: CellRecord) -> str:
     return f"{record.summary.passed}/{record.summary.total} passed"
 
 
-__all__ = ["RunOptions", "run_matrix", "prepare", "harness_command"]
+__all__ = ["RunOptions", "run_matrix", "run_exit_status", "prepare", "harness_command"]

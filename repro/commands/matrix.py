@@ -109,15 +109,23 @@ def run(
     only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
     shard: str = typer.Option(None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."),
 ) -> None:
-    """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle."""
-    from repro.progress import RunProgress
+    """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
+
+    Exit status: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
+    fault (or another error) or was excluded by the latency gate; 2 bad input; 130 interrupted
+    (`--resume` continues, and reruns cells that ended in engine faults)."""
     from repro.plan import parse_shard
-    from repro.run import RunOptions, run_matrix
+    from repro.progress import RunProgress
+    from repro.run import RunOptions, run_exit_status, run_matrix
 
     require_folder(out, "results folder")
     options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=parse_shard(shard) if shard else None)
     run_dir = run_matrix(options, RunProgress(console))
     print_run_summary(run_dir)
+    status = run_exit_status(run_dir)
+    if status:
+        console.print(f"exit status {status}: a cell ended in an engine fault or error, or the latency gate excluded it (rerun faults with --resume)")
+        raise typer.Exit(status)
 
 
 def print_run_summary(run_dir: Path) -> None:

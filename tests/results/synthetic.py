@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.contracts import FailureType, ScenarioResult, TranscriptLine
+from harness.contracts import AUDIT_ITEMS, AuditItem, FailureType, SandboxAudit, ScenarioResult, TranscriptLine
 from repro.bundle import Bundle
 from repro.gate import GateResult
 from repro.matrix import load_matrix
@@ -25,6 +25,9 @@ CANARY = HostIdentity(project_root="/srv/canary-project", home="/home/canaryuser
 
 HARNESS_SANDBOX = harness_settings(run_id="run1", cell_id="c", engine_id="abc")
 ENGINE_SANDBOX = engine_settings(run_id="run1", cell_id=None, mem_limit=2**31, nano_cpus=2 * 10**9)
+
+
+CLEAN_AUDIT = SandboxAudit(items=[AuditItem(name=name, attempted=True, blocked=True, detail="blocked") for name in AUDIT_ITEMS], uid=10001)
 
 
 def result(scenario_id: str, category: str, passed: bool, failure_type: FailureType | None = None, engine_fault: bool = False) -> ScenarioResult:
@@ -98,6 +101,7 @@ def write_bundle(run_dir: Path, *, tree_clean: bool = True, identity_ok: bool = 
                 model_sha256_verified=cell.model.sha256,
                 engine_identity=IdentityCheck(expected=expected, reported=expected if identity_ok else "b1-other", matched=identity_ok),
                 sandbox=SandboxRecord(harness=HARNESS_SANDBOX, engine=ENGINE_SANDBOX),
+                sandbox_audit=CLEAN_AUDIT,
                 gate=GateResult(passed=gate_passed, reason="ok" if gate_passed else "too slow"),
                 suite_ids=[r.id for r in rows],
                 summary=CellSummary.of(rows),
