@@ -1,23 +1,26 @@
 """Synthetic bundles with chosen outcomes, transcripts and repeats, written with the real Bundle writer.
 
-Built on tests/results/synthetic.py (same records, same clean-room evidence) so that `repro check`
-calls every cell VALID; only what the statistics read varies: outcomes, failure types, transcripts.
+The run and cell records are those of tests/results/synthetic.py (the same clean-room evidence, so
+`repro check` calls every cell VALID, and they follow that writer when the rules grow); only what
+the statistics read varies: the plan (repeats, models), outcomes, failure types and transcripts.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle import Bundle
-from repro.gate import GateResult
+from repro.bundle import Bundle, load_cell, load_run
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
 from repro.profiles import load_profiles
-from repro.records import CellRecord, CellSummary, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
+from repro.records import CellRecord, CellSummary, IdentityCheck, RunRecord
 from repro.redact import Redactor
-from tests.results.synthetic import CANARY, ENGINE_SANDBOX, HARNESS_DIGEST, HARNESS_SANDBOX, ROOT, result
+from tests.results.synthetic import CANARY, ROOT, result
+from tests.results.synthetic import write_bundle as write_synthetic_bundle
 
 # One scenario: (id, category, passed, failure type or None, transcript or None).
 Scenario = tuple[str, str, bool, str | None, list[dict] | None]
@@ -32,47 +35,26 @@ def transcript(*steps: dict) -> list[dict]:
     return [{"kind": "trigger", "agent": "main", "text": "do it"}, *steps, {"kind": "end", "status": "done", "stop": "finish", "detail": None}]
 
 
+@cache
+def templates() -> tuple[RunRecord, CellRecord]:
+    """The run record and a VALID cell record of the synthetic writer, to copy from."""
+    with tempfile.TemporaryDirectory() as folder:
+        run_dir = write_synthetic_bundle(Path(folder) / "template")
+        return load_run(run_dir), load_cell(sorted((run_dir / "cells").iterdir())[0])
+
+
 def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models: int = 2) -> Path:
     """A complete, VALID bundle of the smoke matrix with `repeats` repeats and `outcomes(cell)` per cell."""
     loaded = load_matrix(ROOT / "matrix" / "smoke.yaml")
     matrix = loaded.matrix.model_copy(update={"repeats": repeats, "models": loaded.matrix.models[:models]})
-    profiles = load_profiles()
-    plan = make_plan(loaded.model_copy(update={"matrix": matrix}), "cpu", profiles.get("cpu"))
+    plan = make_plan(loaded.model_copy(update={"matrix": matrix}), "cpu", load_profiles().get("cpu"))
+    run_template, _ = templates()
     bundle = Bundle(run_dir, Redactor(CANARY))
-    bundle.write_run(run_record(run_dir.name, plan.matrix_sha256, [c.id for c in plan.cells]))
+    bundle.write_run(run_template.model_copy(update={"run_id": run_dir.name, "planned_cells": [c.id for c in plan.cells]}))
     for cell in plan.cells:
         write_cell(bundle, cell, outcomes(cell))
     bundle.write_manifest()
     return run_dir
-
-
-def run_record(run_id: str, matrix_sha256: str, cells: list[str]) -> RunRecord:
-    from repro.provenance import SourceState, SystemDescription
-
-    system = SystemDescription(
-        cpu_model="test cpu",
-        cpu_cores=2,
-        memory_gb=8,
-        os="Debian",
-        kernel="6",
-        machine="x86_64",
-        docker_engine="20",
-        docker_api="1.41",
-        storage_driver="overlay2",
-    )
-    return RunRecord(
-        run_id=run_id,
-        status="complete",
-        matrix=MatrixInfo(path="matrix/smoke.yaml", name="smoke", sha256=matrix_sha256),
-        profile="cpu",
-        profile_settings=load_profiles().get("cpu"),
-        source=SourceState(commit="a" * 40, tree_clean=True, dirty_files=[], harness_digest=HARNESS_DIGEST),
-        system=system,
-        planned_cells=cells,
-        excluded_cells={},
-        started_at=utc_now(),
-        finished_at=utc_now(),
-    )
 
 
 def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
@@ -82,23 +64,11 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
     writer.write_jsonl("transcripts.jsonl", [TranscriptLine(id=sid, transcript=t) for sid, _, _, _, t in scenarios if t is not None])
     writer.write_text("engine.log", "llama server listening\n")
     expected = cell.engine.expected_identity()
-    writer.finish(
-        CellRecord(
-            cell=cell,
-            status="done",
-            harness_image=ImageInfo(
-                reference="repro/harness:k",
-                id="sha256:" + "1" * 64,
-                key="k",
-                pinned_by="content-key",
-                labels={"repro.key": "k", "repro.harness_tree": HARNESS_DIGEST},
-            ),
-            engine_image=ImageInfo(reference="repro/llama-cpp:e", id="sha256:" + "2" * 64, key="e", pinned_by="content-key", labels={"repro.key": "e"}),
-            model_sha256_verified=cell.model.sha256,
-            engine_identity=IdentityCheck(expected=expected, reported=expected, matched=True),
-            sandbox=SandboxRecord(harness=HARNESS_SANDBOX, engine=ENGINE_SANDBOX),
-            gate=GateResult(passed=True, reason="ok"),
-            suite_ids=[r.id for r in rows],
-            summary=CellSummary.of(rows),
-        )
-    )
+    update = {
+        "cell": cell,
+        "model_sha256_verified": cell.model.sha256,
+        "engine_identity": IdentityCheck(expected=expected, reported=expected, matched=True),
+        "suite_ids": [r.id for r in rows],
+        "summary": CellSummary.of(rows),
+    }
+    writer.finish(templates()[1].model_copy(update=update))
