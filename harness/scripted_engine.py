@@ -16,6 +16,7 @@ How a request is answered:
   ``You are <agent>.``. Scenarios that share both (the same task with a different scripted owner
   answer) are told apart by their tool results: each candidate's reference is replayed once at
   load time, and the candidate whose latest results appear in the request's messages is played.
+  The latency gate's probe task (``PROBE_TASK``) is answered with ``finish {"summary": "ready"}``.
 - **Step**: the number of assistant messages in the request is the number of steps taken; the
   next reference step is played (``finish`` once the reference is used up).
 - **Faults**, for every reply: the server's ``--fault``, or a model name ending in
@@ -36,6 +37,7 @@ from typing import Any
 from harness.loop import run_agent
 from harness.policy import ScriptedPolicy, Step
 from harness.prompts import render_trigger
+from harness.protocols.base import PROBE_TASK
 from harness.scenario import Scenario, load_scenarios
 from harness.strict_json import dumps_compact
 from harness.workspace import Workspace
@@ -107,12 +109,18 @@ class Library:
         first_user = next((_text(m) for m in messages if m.get("role") == "user"), "")
         trigger = NEXT_LINE.sub("", first_user)
         scripts = [s for s in self.by_trigger.get(trigger, []) if system.startswith(f"You are {s.scenario.agent_spec().name}.")]
+        if not scripts and trigger == PROBE_TASK:
+            return PROBE_SCRIPT
         if not scripts:
             raise ScriptError(f"no scenario has the trigger {trigger[:80]!r}")
         seen = "\n".join(_text(m) for m in messages)
         recent = range(max(0, taken - RESULTS_COMPARED), taken)
         matching = [s for s in scripts if all(i < len(s.results) and s.results[i] in seen for i in recent)]
         return (matching or scripts)[0]
+
+
+# The latency gate's one-step probe (harness.protocols.base.probe_turn) is answered too.
+PROBE_SCRIPT = Script(scenario=None, steps=[Step("finish", {"summary": "ready"}, "Ready.")], results=[])  # type: ignore[arg-type]
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -294,7 +302,11 @@ def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> type[BaseHTT
         disable_nagle_algorithm = True
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            routes: dict[str, dict[str, Any]] = {"/health": {"status": "ok"}, "/props": PROPS, "/v1/models": {"object": "list", "data": [{"id": "scripted", "object": "model"}]}}
+            routes: dict[str, dict[str, Any]] = {
+                "/health": {"status": "ok"},
+                "/props": PROPS,
+                "/v1/models": {"object": "list", "data": [{"id": "scripted", "object": "model"}]},
+            }
             if self.path in routes:
                 self._send(200, routes[self.path])
             else:

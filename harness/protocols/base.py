@@ -226,7 +226,10 @@ class ChatPolicy:
         return answer, parsed.step if parsed.step is not None else str(parsed.problem)
 
 
-def probe_turn(task: str = "Call finish with the summary 'ready'.", tools: Iterable[str] = ("finish",)) -> Turn:
+PROBE_TASK = "Call finish with the summary 'ready'."
+
+
+def probe_turn(task: str = PROBE_TASK, tools: Iterable[str] = ("finish",)) -> Turn:
     """A minimal one-step turn, for latency gates and smoke tests."""
     from harness.scenario import AgentSpec
 

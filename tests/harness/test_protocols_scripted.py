@@ -19,7 +19,23 @@ OURS = REPO / "scenarios"
 
 def run_suite(folder: Path, protocol: str, out: Path, capsys) -> tuple[str, list[dict]]:
     with ScriptedEngine(folder) as engine:
-        code = main(["run", "--scenarios", str(folder), "--base-url", engine.base_url, "--model", "scripted", "--protocol", protocol, "--out", str(out), "--scenario-timeout", "60"])
+        code = main(
+            [
+                "run",
+                "--scenarios",
+                str(folder),
+                "--base-url",
+                engine.base_url,
+                "--model",
+                "scripted",
+                "--protocol",
+                protocol,
+                "--out",
+                str(out),
+                "--scenario-timeout",
+                "60",
+            ]
+        )
     assert code == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     return capsys.readouterr().out, records

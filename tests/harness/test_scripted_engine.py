@@ -3,6 +3,7 @@ ending the run with the failure type the taxonomy names for it, under each proto
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -159,3 +160,14 @@ def test_the_cli_refuses_an_unknown_fault(capsys):
 
 def test_faults_are_documented():
     assert set(PROTOCOL_FAULTS) | {"endless", "repairable"} == set(FAULTS)
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_the_gate_probe_round_trips_every_protocol(engine, protocol, tmp_path):
+    from harness.probe import main as probe
+
+    out = tmp_path / "gate.json"
+    argv = ["gate", "--base-url", engine.base_url, "--out", str(out), "--model", "scripted", "--protocol", protocol, "--max-seconds", "5", "--min-tps", "1"]
+    assert probe(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["passed"] and all(a["valid_step"] and a["tool"] == "finish" for a in result["attempts"])
