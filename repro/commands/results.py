@@ -1,13 +1,23 @@
-"""`repro results merge`."""
+"""`repro results merge` and `repro results csv`."""
 
 from __future__ import annotations
 
+import csv
+import io
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
+from repro.bundle import CELL_FILE, find_runs, load_cell, load_run, read_results
 from repro.bundle import merge as merge_bundles
+from repro.errors import BadInput
+from repro.files import atomic_write
+
+CSV_COLUMNS = "run cell model engine protocol repeat scenario category passed failure_type steps seconds tokens_in tokens_out".split()
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 app = typer.Typer(help="Work with result bundles.", no_args_is_help=True)
 
@@ -23,3 +33,67 @@ def merge(
     for path in merged:
         console.print(f"merged {path}")
     console.print(f"{len(merged)} bundles in {out}; check them with: repro check {out}")
+
+
+@app.command("csv")
+def csv_export(
+    results: Path = typer.Argument(..., help="A run folder or a results folder."),
+    out: Path | None = typer.Option(None, "--out", help="The CSV file (standard output when omitted)."),
+) -> None:
+    """Per-scenario results of a bundle as CSV: one row per scenario, repeat and cell (complete cells, any verdict)."""
+    if out is not None and out.is_dir():
+        raise BadInput(f"{out}: a folder, not a file")
+    rows = list(scenario_rows(results))
+    text = to_csv(rows)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    atomic_write(out, text.encode())
+    Console(stderr=True).print(f"wrote {len(rows)} scenario rows to {out}")
+
+
+def to_csv(rows: list[list[object]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows([_cell_text(value) for value in row] for row in rows)
+    return buffer.getvalue()
+
+
+def scenario_rows(results: Path) -> Iterator[list[object]]:
+    for run_dir in find_runs(results):
+        run_id = load_run(run_dir).run_id
+        for cell_dir in complete_cells(run_dir):
+            cell = load_cell(cell_dir).cell
+            for r in read_results(cell_dir):
+                yield [
+                    run_id,
+                    cell.id,
+                    cell.model.id,
+                    cell.engine.id,
+                    cell.protocol,
+                    cell.repeat,
+                    r.id,
+                    r.category,
+                    r.passed,
+                    r.failure_type or "",
+                    r.steps,
+                    r.seconds,
+                    r.tokens_in,
+                    r.tokens_out,
+                ]
+
+
+def complete_cells(run_dir: Path) -> list[Path]:
+    """Cell folders holding a cell.json (partial cells, dot-entries and links are skipped)."""
+    cells = run_dir / "cells"
+    if not cells.is_dir() or cells.is_symlink():
+        return []
+    return sorted(p for p in cells.iterdir() if not p.name.startswith(".") and not p.is_symlink() and p.is_dir() and (p / CELL_FILE).is_file())
+
+
+def _cell_text(value: object) -> object:
+    """Text a spreadsheet would run as a formula is quoted (a bundle may come from anyone)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
