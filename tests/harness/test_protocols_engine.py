@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures are imported by name and requested as parameters)
 """Real engine, sealed pair: SmolLM2 and gemma-3-270m on llama.cpp (``--jinja``) under each of
 the four protocols on three scenarios, twice. Every reply is parsed or classified (the harness
 exits 0, no engine fault, every invalid reply names its problem) and the second run's
@@ -7,6 +6,7 @@ transcripts are identical to the first's.
 Slow (an engine boot per model, 24 harness runs); run it alone, under
 ``flock /tmp/repro-engine.lock``.
 """
+# ruff: noqa: F811  (pytest fixtures are imported by name and requested as parameters)
 
 from __future__ import annotations
 
