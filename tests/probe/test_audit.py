@@ -1,0 +1,57 @@
+"""The sandbox audit in a real hardened container: the cell's exact harness settings, joined to a
+sealed stand-in engine's namespace. Every escape must be tried and blocked."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.contracts import AUDIT_ITEMS
+from repro import containers
+from repro.audit import audit_command, host_gateways, run_audit
+from repro.sandbox import bind, container_name, create_kwargs, engine_settings, hardening_problems, harness_kwargs, image_id, read_back
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stand_in_engine_kwargs(image: str, run_id: str) -> dict:
+    """A sealed 'engine' (network none) that only sleeps: the namespace the audit joins."""
+    settings = engine_settings(run_id=run_id, cell_id="audit-tests", mem_limit=256 * 1024**2, nano_cpus=500_000_000)
+    command = ["-c", "import time; time.sleep(600)"]
+    return create_kwargs(settings, image, command, entrypoint=["python3"], name=container_name(run_id, "engine", "audit"))
+
+
+@pytest.fixture()
+def out_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    os.chmod(folder, 0o777)  # the audit runs as uid 10001
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_every_escape_is_tried_and_blocked(docker_client, harness_image_ref, TEST_RUN_ID, out_dir: Path):
+    image = image_id(docker_client, harness_image_ref)
+    with containers.started(docker_client, stand_in_engine_kwargs(image, TEST_RUN_ID)) as engine:
+        scenarios = bind(ROOT / "scenarios", "/scenarios", read_only=True)
+        kwargs = harness_kwargs(
+            image, engine.id, audit_command(["/scenarios"], host_gateways()), out_dir, run_id=TEST_RUN_ID, cell_id="audit", mounts=[scenarios]
+        )
+        created = docker_client.containers.create(**kwargs)  # its settings, read back before it runs
+        try:
+            assert hardening_problems(read_back(created), "harness") == []
+        finally:
+            containers.remove(created)
+        audit = run_audit(docker_client, kwargs, out_dir)
+    assert audit.error is None
+    assert audit.uid == 10001
+    assert [item.name for item in audit.items] and {item.name for item in audit.items} == set(AUDIT_ITEMS)
+    assert audit.escapes() == [], [f"{item.name}: {item.detail}" for item in audit.escapes()]
+    details = {item.name: item.detail for item in audit.items}
+    assert "fork failed" in details["pids_limit"]
+    assert "killed by signal 9" in details["memory_limit"] or "MemoryError" in details["memory_limit"]
+    assert details["capabilities"] == "CapEff 0000000000000000"
