@@ -19,6 +19,7 @@ from repro import containers
 from repro.engines.base import EngineDied, EngineHandle, EngineRefused
 from repro.gate import GateResult
 from repro.records import EngineFault, EngineIncident, HealAttempt, utc_now
+from repro.sandbox import ProbeFailed
 
 MAX_BOOTS = 2  # fresh engines tried per fault
 MAX_CELL_RERUNS = 2  # a cell whose engine dies more often than this ends as an engine fault
@@ -101,7 +102,7 @@ def require_answering(container: Any, ready: Callable[[float], object]) -> None:
     engine_watch(container)()
     try:
         ready(ANSWER_TIMEOUT_S)
-    except EngineDied as error:
+    except (EngineDied, ProbeFailed) as error:
         cause = f"stopped answering its health path within {ANSWER_TIMEOUT_S:g}s ({str(error).splitlines()[0][:200]})"
         raise EngineLost(fault_of(container, cause)) from None
 
