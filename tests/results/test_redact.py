@@ -1,0 +1,164 @@
+"""Redaction: every form of a host path is caught, only at path boundaries; the leak finder names the form."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from repro.redact import HostIdentity, Redactor, find_leaks
+
+IDENTITY = HostIdentity(
+    project_root="/srv/canary-project",
+    home="/root",
+    cache="/root/.cache/repro",
+    user="canaryuser",
+    host="canaryhost",
+    fqdn="canaryhost.lab.example.org",
+)
+
+
+@pytest.fixture
+def redactor() -> Redactor:
+    return Redactor(IDENTITY)
+
+
+def json_escaped(text: str) -> str:
+    return text.replace("/", "\\/")
+
+
+def unicode_escaped(text: str, upper: bool = False) -> str:
+    return text.replace("/", "\\u002F" if upper else "\\u002f")
+
+
+def url_encoded(text: str, lower: bool = False) -> str:
+    encoded = quote(text, safe="")
+    return encoded.replace("%2F", "%2f") if lower else encoded
+
+
+# (name, text, redacted): every form of the home, cache and project paths
+FORMS = [
+    ("plain-home", "/root/notes.md", "<HOME>/notes.md"),
+    ("plain-cache", "/root/.cache/repro/models/x.gguf", "<CACHE>/models/x.gguf"),
+    ("plain-project", "/srv/canary-project/scenarios/a.json", "<PROJECT_ROOT>/scenarios/a.json"),
+    ("json-home", json_escaped('"/root/notes.md"'), '"<HOME>\\/notes.md"'),
+    ("json-cache", json_escaped("/root/.cache/repro/models"), "<CACHE>\\/models"),
+    ("json-project", json_escaped("/srv/canary-project/x"), "<PROJECT_ROOT>\\/x"),
+    ("unicode-home", unicode_escaped("/root/x"), "<HOME>\\u002fx"),
+    ("unicode-upper-cache", unicode_escaped("/root/.cache/repro/x", upper=True), "<CACHE>\\u002Fx"),
+    ("unicode-project", unicode_escaped("/srv/canary-project/x"), "<PROJECT_ROOT>\\u002fx"),
+    ("url-home", url_encoded("/root/x"), "<HOME>%2Fx"),
+    ("url-lower-cache", url_encoded("/root/.cache/repro/x", lower=True), "<CACHE>%2fx"),
+    ("url-project", url_encoded("/srv/canary-project/x"), "<PROJECT_ROOT>%2Fx"),
+    ("url-in-query", "file=" + url_encoded("/srv/canary-project/x") + "&y=1", "file=<PROJECT_ROOT>%2Fx&y=1"),
+    ("file-url", "file:///root/x", "file://<HOME>/x"),
+    ("encoded-file-url", "file%3A%2F%2F%2Froot%2Fx", "file%3A%2F%2F<HOME>%2Fx"),
+    ("path-alone", "/srv/canary-project", "<PROJECT_ROOT>"),
+    ("quoted", "'/root'", "'<HOME>'"),
+    ("end-of-sentence", "in /root.", "in <HOME>."),
+    ("full-host", "on canaryhost.lab.example.org today", "on <HOST> today"),
+    ("short-host", "on canaryhost today", "on <HOST> today"),
+    ("short-host-other-domain", "canaryhost.local", "<HOST>.local"),
+    ("user", "by CanaryUser", "by <USER>"),
+]
+
+
+@pytest.mark.parametrize("name,text,redacted", FORMS, ids=[case[0] for case in FORMS])
+def test_every_form_is_redacted(redactor, name, text, redacted):
+    assert redactor.text(text) == redacted
+    assert redactor.leaks(redacted) == []
+
+
+# (name, text): look like a host path but are not one; redaction must leave them alone
+NOT_PATHS = [
+    ("rootfs", "/rootfs/etc"),
+    ("root-suffix", "/root-backup/x"),
+    ("root-dot-name", "/root.old/x"),
+    ("root-inside-other-path", "/srv/root/x"),
+    ("json-root-inside-other-path", json_escaped("/srv/root/x")),
+    ("url-rootfs", url_encoded("/rootfs/x")),
+    ("unicode-rootfs", unicode_escaped("/rootfs/x")),
+    ("project-prefix", "/srv/canary-project2/x"),
+    ("project-sibling", "/srv/canary-project-old/x"),
+    ("relative", "scenarios/root/x"),
+    ("host-inside-word", "canaryhostile"),
+]
+
+
+@pytest.mark.parametrize("name,text", NOT_PATHS, ids=[case[0] for case in NOT_PATHS])
+def test_only_path_boundaries_are_replaced(redactor, name, text):
+    assert redactor.text(text) == text
+
+
+def test_json_stays_valid_json(redactor):
+    document = json.dumps({"workspace": "/root/.cache/repro/work", "project": "/srv/canary-project"}).replace("/", "\\/")
+    assert json.loads(redactor.text(document)) == {"workspace": "<CACHE>/work", "project": "<PROJECT_ROOT>"}
+
+
+def test_json_with_unicode_escapes_stays_valid_json(redactor):
+    document = '{"cwd": "' + unicode_escaped("/srv/canary-project/x") + '"}'
+    assert json.loads(redactor.text(document)) == {"cwd": "<PROJECT_ROOT>/x"}
+
+
+LEAK_FORMS = [
+    ("plain", "/srv/canary-project/x", "the host's <PROJECT_ROOT> path"),
+    ("json", json_escaped("/srv/canary-project/x"), "the host's <PROJECT_ROOT> path (JSON-escaped)"),
+    ("unicode", unicode_escaped("/srv/canary-project/x"), "the host's <PROJECT_ROOT> path (\\u002f-escaped)"),
+    ("url", url_encoded("/srv/canary-project/x"), "the host's <PROJECT_ROOT> path (URL-encoded)"),
+    ("full-host", "canaryhost.lab.example.org", "the host's host name"),
+    ("other-home-plain", "/home/someone/x", "host path /home/someone/x"),
+    ("other-home-json", json_escaped("/home/someone/x"), "host path \\/home\\/someone\\/x (JSON-escaped)"),
+    ("other-home-unicode", unicode_escaped("/home/someone/x"), "host path \\u002fhome\\u002fsomeone\\u002fx (\\u002f-escaped)"),
+    ("other-home-url", url_encoded("/Users/someone/x"), "host path %2FUsers%2Fsomeone%2Fx (URL-encoded)"),
+]
+
+
+@pytest.mark.parametrize("name,text,leak", LEAK_FORMS, ids=[case[0] for case in LEAK_FORMS])
+def test_the_leak_finder_names_each_form(redactor, name, text, leak):
+    assert leak in redactor.leaks(text)
+
+
+def test_the_leak_finder_is_quiet_on_lookalikes(redactor):
+    assert redactor.leaks(" ".join(text for _, text in NOT_PATHS)) == []
+
+
+def test_host_names_full_and_short():
+    assert IDENTITY.host_names() == ["canaryhost.lab.example.org", "canaryhost"]
+    generic = HostIdentity(project_root="/p", home="/h", cache="/c", user="u", host="localhost", fqdn="localhost.localdomain")
+    assert generic.host_names() == []
+
+
+def test_find_leaks_reports_each_file_and_form(tmp_path, redactor):
+    (tmp_path / "cells" / "a").mkdir(parents=True)
+    (tmp_path / "run.json").write_text(json.dumps({"cwd": "/srv/canary-project"}).replace("/", "\\/"))
+    (tmp_path / "cells" / "a" / "log.txt").write_text("GET /x?dir=" + url_encoded("/root/.cache/repro/y"))
+    (tmp_path / "clean.txt").write_text("<HOME>/x and /rootfs")
+    assert find_leaks(tmp_path, redactor) == [
+        "cells/a/log.txt: host path %2Froot%2F.cache%2Frepro%2Fy (URL-encoded)",
+        "cells/a/log.txt: the host's <CACHE> path (URL-encoded)",
+        "cells/a/log.txt: the host's <HOME> path (URL-encoded)",
+        "run.json: the host's <PROJECT_ROOT> path (JSON-escaped)",
+    ]
+
+
+def test_find_leaks_never_follows_a_link(tmp_path, redactor):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("/srv/canary-project")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    os.symlink(outside / "secret.txt", bundle / "link.txt")
+    os.symlink(outside, bundle / "folder-link")
+    problems = find_leaks(bundle, redactor)
+    assert problems == ["folder-link: not scanned (not a regular file)", "link.txt: not scanned (not a regular file)"]
+
+
+def test_current_identity_redacts_this_host():
+    redactor = Redactor()
+    home = str(Path.home())
+    if home in ("", "/"):
+        pytest.skip("no home folder")
+    assert home not in redactor.text(f"{home}/x").replace("<HOME>", "")
