@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -107,7 +107,7 @@ class CellWriter:
         atomic_write(self.partial / name, data)
         self.files[name] = sha256_bytes(data)
 
-    def write_jsonl(self, name: str, rows: list[BaseModel]) -> None:
+    def write_jsonl(self, name: str, rows: Sequence[BaseModel]) -> None:
         self.write_text(name, "".join(row.model_dump_json() + "\n" for row in rows))
 
     def finish(self, record: CellRecord) -> CellRecord:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from repro import containers
+from repro.docker_client import Container, DockerClient
 from repro.sandbox import LABEL_CELL, LABEL_ROLE, LABEL_RUN
 
 
@@ -25,13 +26,13 @@ class Leftover(BaseModel):
     removed: bool = False
 
 
-def repro_containers(client, run_id: str | None = None) -> list:
+def repro_containers(client: DockerClient, run_id: str | None = None) -> list:
     """Containers labelled by one run, or by any run when run_id is None (running or not)."""
     label = f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN
     return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
 
 
-def describe(container) -> Leftover:
+def describe(container: Container) -> Leftover:
     labels = container.labels or {}
     return Leftover(
         id=container.id[:12],
@@ -43,13 +44,13 @@ def describe(container) -> Leftover:
     )
 
 
-def leaked_containers(run_id: str, client=None) -> list[str]:
+def leaked_containers(run_id: str, client: DockerClient | None = None) -> list[str]:
     """Names of the containers a run left behind (empty when it tore everything down)."""
     client = client or _client()
     return sorted(c.name for c in repro_containers(client, run_id))
 
 
-def cleanup(run_id: str | None = None, client=None) -> list[Leftover]:
+def cleanup(run_id: str | None = None, client: DockerClient | None = None) -> list[Leftover]:
     """Remove the containers of one run (or of every run); report each and whether it is gone."""
     client = client or _client()
     report = []
@@ -61,7 +62,7 @@ def cleanup(run_id: str | None = None, client=None) -> list[Leftover]:
     return report
 
 
-def _client():
+def _client() -> DockerClient:
     from repro.docker_client import get_client
 
     return get_client()

@@ -24,4 +24,6 @@ def require_checkout() -> None:
     if not PROFILES_FILE.is_file():
         from repro.errors import BadInput
 
-        raise BadInput(f"repro runs from a source checkout (no {PROFILES_FILE.relative_to(PROJECT_ROOT)} beside the package): clone the project and `pip install -e '.[host]'`")
+        raise BadInput(
+            f"repro runs from a source checkout (no {PROFILES_FILE.relative_to(PROJECT_ROOT)} beside the package): clone the project and `pip install -e '.[host]'`"
+        )

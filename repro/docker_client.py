@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Any
 
 import docker
 from docker.errors import DockerException
@@ -30,3 +31,8 @@ def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
     except Exception as error:  # requests' connection errors surface here
         raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}") from None
     return client
+
+
+# The Docker SDK ships no type information: these aliases name what a parameter holds.
+DockerClient = Any
+Container = Any

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from harness.contracts import GateAttempt, GateProbeResult
 from harness.probe import judge
+from repro.docker_client import DockerClient
 from repro.engines.base import EngineDied, EngineHandle
 from repro.matrix import Decoding, LatencyGateSettings
 from repro.profiles import Profile
@@ -104,7 +105,7 @@ def from_probe(raw: dict[str, Any], handle: EngineHandle, profile: Profile, sett
 
 
 def run_gate(
-    client,
+    client: DockerClient,
     handle: EngineHandle,
     *,
     profile: Profile,

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from harness.contracts import ProgressEvent
+from repro.gate import GateResult
+from repro.plan import Cell
 
 
 class RunProgress:
@@ -28,8 +30,8 @@ class RunProgress:
             console=self.console,
             transient=False,
         )
-        self.cells_task = None
-        self.cell_tasks: dict[str, int] = {}
+        self.cells_task: TaskID | None = None
+        self.cell_tasks: dict[str, TaskID] = {}
         self.passed: dict[str, int] = {}
 
     def note(self, text: str) -> None:
@@ -40,10 +42,11 @@ class RunProgress:
         self.bars.start()
         self.cells_task = self.bars.add_task("cells", total=cells)
 
-    def skip_cells(self, cells) -> None:
+    def skip_cells(self, cells: list[Cell]) -> None:
         for cell in cells:
             self.console.print(f"[dim]skip {cell.id} (complete and intact)[/]", soft_wrap=True)
-            self.bars.advance(self.cells_task)
+            if self.cells_task is not None:
+                self.bars.advance(self.cells_task)
 
     def start_group(self, engine_id: str, model_id: str) -> None:
         self.console.print(f"[bold]engine {engine_id}[/] with model [bold]{model_id}[/]: booting (sealed, network none)", soft_wrap=True)
@@ -51,7 +54,7 @@ class RunProgress:
     def engine_ready(self, seconds: float | None) -> None:
         self.console.print(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin", soft_wrap=True)
 
-    def gate(self, gate) -> None:
+    def gate(self, gate: GateResult) -> None:
         colour = "green" if gate.passed else "yellow"
         self.console.print(f"  latency gate: [{colour}]{'pass' if gate.passed else 'excluded'}[/] ({gate.reason})", soft_wrap=True)
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from repro import __version__
 from repro.config import PROJECT_ROOT
+from repro.docker_client import DockerClient
 
 
 class SourceState(BaseModel):
@@ -52,13 +53,15 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
 
         repo = git.Repo(root)
         commit = repo.head.commit.hexsha
-        dirty = sorted({item.a_path for item in repo.index.diff(None)} | {item.a_path for item in repo.index.diff("HEAD")} | set(repo.untracked_files))
+        dirty = sorted(
+            {str(item.a_path) for item in repo.index.diff(None)} | {str(item.a_path) for item in repo.index.diff("HEAD")} | set(repo.untracked_files)
+        )
     except Exception as error:  # not a git checkout, or no commit yet
         return SourceState(commit=None, tree_clean=False, dirty_files=[f"(no git commit: {type(error).__name__})"], harness_digest=digest)
     return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:50], harness_digest=digest)
 
 
-def system_description(docker_client=None) -> SystemDescription:
+def system_description(docker_client: DockerClient | None = None) -> SystemDescription:
     info, version = {}, {}
     if docker_client is not None:
         info, version = docker_client.info(), docker_client.version()

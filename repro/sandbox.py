@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from repro import containers
+from repro.docker_client import Container, DockerClient
 from repro.errors import BadInput, ReproError
 from repro.files import scratch_dir, short_error
 
@@ -47,7 +48,7 @@ class EngineDied(ReproError):
         lines = [message] + ([f"  {line}" for line in log_tail.splitlines()[-15:]] if log_tail else [])
         super().__init__(message, lines=lines)
         self.log_tail = log_tail
-        self.exit_code = exit_code
+        self.container_exit_code = exit_code  # the engine container's, not the CLI's exit status
         self.probe_result = probe_result  # what the probe wrote before the engine died, if anything
 
 
@@ -205,7 +206,7 @@ def hardening_problems(settings: SandboxSettings, role: Role) -> list[str]:
 # ---------------------------------------------------------------- create kwargs
 
 
-def image_id(client, image: Any) -> str:
+def image_id(client: DockerClient, image: Any) -> str:
     """A local image id from an ImageRef-like object (`.id`), an id, or a local reference. Never pulls."""
     ident = getattr(image, "id", None) or (image if isinstance(image, str) else None)
     if not ident:
@@ -220,7 +221,7 @@ def image_id(client, image: Any) -> str:
         raise BadInput(f"image {ident} is not present locally (repro never pulls at run time); build or load it first") from None
 
 
-def bind(source: str | os.PathLike, target: str, *, read_only: bool):
+def bind(source: str | os.PathLike, target: str, *, read_only: bool) -> Any:
     from docker.types import Mount
 
     return Mount(target=target, source=str(Path(source).resolve()), type="bind", read_only=read_only)
@@ -312,7 +313,7 @@ def container_name(run_id: str, role: Role, suffix: str = "") -> str:
 # ---------------------------------------------------------------- read back
 
 
-def read_back(container) -> SandboxSettings:
+def read_back(container: Container) -> SandboxSettings:
     """What Docker really applied to a container (from `container.attrs`)."""
     with contextlib.suppress(Exception):
         container.reload()
@@ -351,7 +352,15 @@ def read_back(container) -> SandboxSettings:
 
 
 def run_probe(
-    client, image_id: str, engine_container, argv: list[str], *, run_id: str, cell_id: str | None = None, timeout: float, mounts: list | None = None
+    client: DockerClient,
+    image_id: str,
+    engine_container: Container,
+    argv: list[str],
+    *,
+    run_id: str,
+    cell_id: str | None = None,
+    timeout: float,
+    mounts: list | None = None,
 ) -> dict:
     """Run `python3 -m harness probe <argv>` in the engine's namespace; return the JSON it wrote.
 
@@ -389,7 +398,7 @@ def run_probe(
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def require_running(engine_container, when: str, probe_result: dict | None = None) -> None:
+def require_running(engine_container: Container, when: str, probe_result: dict | None = None) -> None:
     """EngineDied (with its exit code and log tail) unless the engine container is running."""
     if containers.status(engine_container) == "running":
         return

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from repro.bundle import find_runs, latest_run
-from repro.check import check_run
+from repro.check import RunVerdict, check_run
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 
@@ -29,7 +29,7 @@ def check(
         raise typer.Exit(1)
 
 
-def print_verdicts(verdicts) -> None:
+def print_verdicts(verdicts: list[RunVerdict]) -> None:
     console = Console()
     for run in verdicts:
         console.print(f"[bold]run {run.run_id}[/]")

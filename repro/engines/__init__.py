@@ -5,6 +5,9 @@ What a run calls: `boot_engine(...) -> EngineHandle` and `stop_engine(client, ha
 
 from __future__ import annotations
 
+from typing import Any
+
+from repro.docker_client import DockerClient
 from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, boot_engine, stop_engine
 from repro.matrix import EngineSpec
 
@@ -23,5 +26,5 @@ def engine_class(kind: str) -> type[Engine]:
     raise ValueError(f"unknown engine kind {kind!r}")
 
 
-def engine_for(client, spec: EngineSpec, *, probe_image, run_id: str, group_id: str | None = None) -> Engine:
+def engine_for(client: DockerClient, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> Engine:
     return engine_class(spec.kind)(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from repro import containers
+from repro.docker_client import Container, DockerClient
 from repro.errors import ReproError
 from repro.files import short_error
 from repro.matrix import Decoding, EngineSpec, ModelSpec
@@ -114,7 +115,7 @@ def nano_cpus_for(profile: Profile, host_cpus: int | None = None) -> int:
     return int(threads * 1_000_000_000)
 
 
-def _host_cpus(client) -> int | None:
+def _host_cpus(client: DockerClient) -> int | None:
     try:
         return int(client.info().get("NCPU") or 0) or None
     except Exception:
@@ -129,7 +130,7 @@ class Engine(ABC):
     api: str = "openai"
     health_path: str = "/health"
 
-    def __init__(self, client, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
+    def __init__(self, client: DockerClient, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
         self.client = client
         self.spec = spec
         self.probe_image_id = image_id(client, probe_image)
@@ -164,7 +165,7 @@ class Engine(ABC):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def container(self, handle: EngineHandle):
+    def container(self, handle: EngineHandle) -> Container:
         return self.client.containers.get(handle.container_id)
 
     def probe(self, handle: EngineHandle, argv: list[str], *, timeout: float, mounts: list | None = None) -> dict:
@@ -270,7 +271,7 @@ class Engine(ABC):
 
 
 def boot_engine(
-    client,
+    client: DockerClient,
     spec: EngineSpec,
     *,
     image: Any,
@@ -299,7 +300,7 @@ def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile,
         raise EngineRefused(f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs '{profile.accelerator}'; refused")
 
 
-def stop_engine(client, handle: EngineHandle | None) -> None:
+def stop_engine(client: DockerClient, handle: EngineHandle | None) -> None:
     """Stop and remove the engine container of a handle; never raises."""
     if handle is None:
         return

@@ -99,7 +99,7 @@ def test_probe_fails_fast_when_the_engine_exits(docker_client, harness_image_ref
                 docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], run_id=TEST_RUN_ID, cell_id="c", timeout=180
             )
         assert "stopped" in str(caught.value) or "not running" in str(caught.value)
-        assert "stand-in up" in caught.value.log_tail and caught.value.exit_code == 7
+        assert "stand-in up" in caught.value.log_tail and caught.value.container_exit_code == 7
     finally:
         containers.remove(engine)
 
