@@ -28,7 +28,7 @@ DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 PARAMETER_COUNT = re.compile(r"^\d+(\.\d+)?[KMBT]$")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
-Protocol = Literal["json_schema", "native_tools", "react"]
+Protocol = Literal["json_schema", "native_tools", "react", "json_prompt"]
 Variant = Literal["cpu", "cuda"]
 
 

@@ -55,6 +55,7 @@ from repro.suites import SuiteSelection, select
 
 HARNESS_UID = 10001
 SCENARIO_MOUNT = "/scenarios"
+FIXTURES_MOUNT = "/fixtures"
 EXIT_OK = 0
 EXIT_FAULT = 1  # a cell ended in an engine fault (or another error), or the latency gate excluded it
 EXIT_INTERRUPTED = 130
@@ -435,6 +436,13 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def fixture_mounts(suite: SuiteSelection) -> list:
+    """The shared fixtures (file trees, weather, pages) beside the suite's folder, read-only at
+    /fixtures, where the harness looks for them (harness.fixtures)."""
+    fixtures = suite.folder.parent / "fixtures"
+    return [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
+
+
 def cell_kwargs(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
     """A container with the cell's harness settings (the harness itself, or its sandbox audit)."""
     return harness_kwargs(
@@ -444,7 +452,7 @@ def cell_kwargs(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSel
         out_dir,
         run_id=ctx.run_id,
         cell_id=cell.id,
-        mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True)],
+        mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True), *fixture_mounts(suite)],
         name=container_name(ctx.run_id, "harness", cell.model.id),
     )
 

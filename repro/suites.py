@@ -43,6 +43,9 @@ def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
     digest = hashlib.sha256()
     for path in files:
         digest.update(f"{path.relative_to(folder).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    fixtures = folder.parent / "fixtures"  # shared fixtures the harness mounts beside the suite
+    for path in sorted(p for p in fixtures.rglob("*") if p.is_file() and not p.is_symlink()) if fixtures.is_dir() else []:
+        digest.update(f"fixtures/{path.relative_to(fixtures).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     return SuiteSelection(
         folder=folder,
         ids=[f.stem for f in files],
