@@ -1,0 +1,116 @@
+"""Figures from aggregated rows: pass rate with its 95% interval per row, and a category heat map.
+
+Rendered with matplotlib (the `host` extra) to SVG (Markdown, HTML) and PDF (LaTeX), without
+pyplot's global state. The output is deterministic where the library allows: fixed SVG ids
+(`svg.hashsalt`), text kept as text, and no dates or tool versions in the metadata, so the same
+rows give the same bytes on the same matplotlib version.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from repro.aggregate import PaperTables
+from repro.files import atomic_write
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Format = Literal["svg", "pdf"]
+RC = {"svg.hashsalt": "repro", "svg.fonttype": "none", "pdf.fonttype": 42, "font.size": 9, "font.family": "DejaVu Sans"}
+METADATA = {
+    "svg": {"Date": None, "Creator": None},
+    "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
+}
+
+
+def pass_rate_figure(tables: PaperTables) -> Figure:
+    """One horizontal bar per row: pass rate, with the Wilson 95% interval as an error bar."""
+    from matplotlib.figure import Figure
+
+    rows = tables.rows
+    figure = Figure(figsize=(4 + _label_inches(tables), 0.45 * max(len(rows), 1) + 1.2))
+    axes = figure.add_subplot()
+    rates = [row.passed / row.total if row.total else 0.0 for row in rows]
+    errors = [
+        [rate - row.interval.low for rate, row in zip(rates, rows, strict=True)],
+        [row.interval.high - rate for rate, row in zip(rates, rows, strict=True)],
+    ]
+    positions = list(range(len(rows)))
+    axes.barh(positions, rates, xerr=errors, color="#4c72b0", ecolor="#222222", capsize=3)
+    axes.set_yticks(positions, [row.key for row in rows])
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1)
+    axes.set_xlabel("pass rate (Wilson 95% interval)")
+    figure.tight_layout()
+    return figure
+
+
+def category_figure(tables: PaperTables) -> Figure:
+    """Pass rate per row and category (the safety category last), as a heat map with the counts."""
+    from matplotlib.figure import Figure
+
+    categories = [*tables.categories, tables.safety_category]
+    rows = tables.rows
+    figure = Figure(figsize=(0.8 * len(categories) + 2 + _label_inches(tables), 0.45 * max(len(rows), 1) + 1.8))
+    axes = figure.add_subplot()
+    grid = [[_rate(row.by_category.get(c)) for c in categories] for row in rows]
+    image = axes.imshow(
+        [[v if v is not None else float("nan") for v in line] for line in grid] or [[float("nan")]], vmin=0, vmax=1, cmap="viridis", aspect="auto"
+    )
+    for y, row in enumerate(rows):
+        for x, category in enumerate(categories):
+            pair = row.by_category.get(category)
+            axes.text(x, y, f"{pair[0]}/{pair[1]}" if pair else "-", ha="center", va="center", color="white" if (grid[y][x] or 0) < 0.6 else "black")
+    axes.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    axes.set_yticks(range(len(rows)), [row.key for row in rows])
+    figure.colorbar(image, ax=axes, label="pass rate")
+    figure.tight_layout()
+    return figure
+
+
+def _label_inches(tables: PaperTables) -> float:
+    """Room for the row names on the y axis (about 0.07 inch a character at 9 pt)."""
+    return 0.07 * max((len(row.key) for row in tables.rows), default=10)
+
+
+def _rate(pair: tuple[int, int] | None) -> float | None:
+    return pair[0] / pair[1] if pair and pair[1] else None
+
+
+def figure_bytes(figure: Figure, fmt: Format) -> bytes:
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context(RC):
+        figure.savefig(buffer, format=fmt, metadata=METADATA[fmt])
+    return buffer.getvalue()
+
+
+FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure}
+
+
+def render_figures(tables: PaperTables) -> dict[str, dict[Format, bytes]]:
+    """Each figure's bytes per format; nothing when there are no rows."""
+    import matplotlib
+
+    if not tables.rows:
+        return {}
+    rendered: dict[str, dict[Format, bytes]] = {}
+    with matplotlib.rc_context(RC):
+        for name, build in FIGURES.items():
+            figure = build(tables)
+            rendered[name] = {fmt: figure_bytes(figure, fmt) for fmt in ("svg", "pdf")}
+    return rendered
+
+
+def write_figures(tables: PaperTables, out_dir: Path) -> list[Path]:
+    written = []
+    for name, formats in render_figures(tables).items():
+        for fmt, data in formats.items():
+            path = out_dir / "figures" / f"{name}.{fmt}"
+            atomic_write(path, data)
+            written.append(path)
+    return written

@@ -1,0 +1,81 @@
+"""Figures (deterministic SVG and PDF) and the self-contained report.html, opened in headless chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from repro.aggregate import collect_with_cells
+from repro.redact import Redactor
+from tests.compare.bundles import step, transcript, write_bundle
+from tests.results.synthetic import CANARY
+
+pytest.importorskip("matplotlib")
+
+from repro.figures import render_figures, write_figures  # noqa: E402
+from repro.report import render_report  # noqa: E402
+
+
+def scenarios(cell):
+    second = cell.repeat == 2
+    return [
+        ("notes-001", "notes", True, None, transcript(step(1, "read_file", {"path": "<script>alert(1)</script>"}))),
+        ("notes-002", "notes", not second, "stuck" if second else None, transcript(step(1))),
+        ("injection-001", "injection", True, None, None),
+    ]
+
+
+@pytest.fixture
+def collected(tmp_path):
+    return collect_with_cells([write_bundle(tmp_path / "run", scenarios, repeats=2)], Redactor(CANARY))
+
+
+def test_figures_are_deterministic(collected, tmp_path):
+    tables, _ = collected
+    first, second = render_figures(tables), render_figures(tables)
+    assert set(first) == {"pass_rate", "categories"} and first == second
+    assert first["pass_rate"]["svg"].lstrip().startswith(b"<?xml") and first["pass_rate"]["pdf"].startswith(b"%PDF")
+    assert b"<dc:date>" not in first["pass_rate"]["svg"] and b"CreationDate" not in first["pass_rate"]["pdf"]
+    written = write_figures(tables, tmp_path / "out")
+    assert sorted(p.name for p in written) == ["categories.pdf", "categories.svg", "pass_rate.pdf", "pass_rate.svg"]
+
+
+def test_report_is_self_contained_and_escaped(collected, tmp_path):
+    tables, cells = collected
+    html = render_report(tables, tmp_path, cells).read_text()
+    assert 'id="summary-table"' in html and html.count("<svg") == 2
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script" not in html
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing fetched from anywhere
+    assert "2.50 ± 0.71 (pooled above)" in html
+    assert "notes-002" in html and "stuck 1" in html
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_report_opens_in_headless_chromium(collected, tmp_path):
+    tables, cells = collected
+    report = render_report(tables, tmp_path / "site", cells)
+    base = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(
+        [*base, "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", "--window-size=1400,1000", report.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.is_file() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == []
+    dom = subprocess.run([*base, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert 'id="summary-table"' in dom and tables.rows[0].key in dom and dom.count("<svg") == 2
