@@ -60,3 +60,18 @@ ensure_latex() {
             || echo "warning: pdflatex not installed; the LaTeX compile test will be skipped" >&2
     fi
 }
+
+# What the test suite drives besides Docker: ssh-keygen (bundle signatures), docker-compose (the
+# compose files), chromium (the HTML report in a real browser). Best effort, as root on Debian.
+ensure_test_tools() {
+    local missing=()
+    command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+    command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing ${missing[*]}"
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; } \
+            || echo "warning: could not install ${missing[*]}; the tests that need them are skipped" >&2
+    fi
+}
