@@ -17,9 +17,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro.config import cache_dir
 from repro.errors import BadInput, ReproError
+
+if TYPE_CHECKING:
+    from repro.docker_client import DockerClient, Image
 
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -61,7 +65,7 @@ def preflight() -> str:
     return tool
 
 
-def existing_base(client, suite: str = DEFAULT_SUITE):
+def existing_base(client: DockerClient, suite: str = DEFAULT_SUITE) -> Image | None:
     from docker.errors import ImageNotFound
 
     try:
@@ -71,7 +75,7 @@ def existing_base(client, suite: str = DEFAULT_SUITE):
 
 
 def bootstrap(
-    client,
+    client: DockerClient,
     *,
     suite: str = DEFAULT_SUITE,
     mirror: str = DEFAULT_MIRROR,
@@ -153,7 +157,7 @@ def _trim(root: Path) -> str:
     return "".join(sorted(packages.splitlines(keepends=True)))
 
 
-def _check_import(result) -> None:
+def _check_import(result: object) -> None:
     text = result if isinstance(result, str) else str(result)
     if '"error"' in text or "errorDetail" in text:
         raise ReproError(f"docker import failed: {text.strip()[-300:]}")

@@ -36,3 +36,4 @@ def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
 # The Docker SDK ships no type information: these aliases name what a parameter holds.
 DockerClient = Any
 Container = Any
+Image = Any

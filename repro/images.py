@@ -29,14 +29,18 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from repro.bootstrap import DEFAULT_SUITE, base_reference
 from repro.config import PROJECT_ROOT, cache_dir
 from repro.errors import BadInput, ReproError
 from repro.files import sha256_bytes
 from repro.matrix import EngineSpec, LoadedMatrix, Variant
+
+if TYPE_CHECKING:
+    from repro.docker_client import DockerClient, Image
 
 KEY_SCHEMA = 1
 REPOSITORY = "repro"
@@ -163,7 +167,7 @@ def configured_base() -> str:
     return os.environ.get("REPRO_BASE_IMAGE") or base_reference(DEFAULT_SUITE)
 
 
-def _client(client):
+def _client(client: DockerClient | None) -> DockerClient:
     if client is not None:
         return client
     from repro.docker_client import get_client
@@ -171,7 +175,7 @@ def _client(client):
     return get_client()
 
 
-def resolve_base(reference: str, client) -> str:
+def resolve_base(reference: str, client: DockerClient) -> str:
     """The local image id of a base reference, or a one-line ReproError saying how to get it."""
     from docker.errors import ImageNotFound
 
@@ -184,7 +188,7 @@ def resolve_base(reference: str, client) -> str:
         raise ReproError(f"base image {reference} is not present locally; pull it by digest first (docker pull {reference}); builds never pull") from None
 
 
-def base_image_id(client=None) -> str:
+def base_image_id(client: DockerClient | None = None) -> str:
     """The id of the base CPU images build on (repro/base:bookworm unless REPRO_BASE_IMAGE)."""
     return resolve_base(configured_base(), _client(client))
 
@@ -233,7 +237,7 @@ def cuda_architectures(dockerfile: Path, compute_capability: str | None) -> str:
 # ---------------------------------------------------------------- build plans
 
 
-def build_plan_harness(client=None, *, root: Path = PROJECT_ROOT) -> BuildPlan:
+def build_plan_harness(client: DockerClient | None = None, *, root: Path = PROJECT_ROOT) -> BuildPlan:
     client = _client(client)
     dockerfile = root / HARNESS_DOCKERFILE
     lock = root / HARNESS_LOCK
@@ -280,7 +284,9 @@ def engine_image_name(engine: EngineSpec, variant: str) -> str:
     return f"{engine.id}-{variant}"
 
 
-def build_plan_engine(engine: EngineSpec, variant: Variant, client=None, *, root: Path = PROJECT_ROOT, compute_capability: str | None = None) -> BuildPlan:
+def build_plan_engine(
+    engine: EngineSpec, variant: Variant, client: DockerClient | None = None, *, root: Path = PROJECT_ROOT, compute_capability: str | None = None
+) -> BuildPlan:
     """How to build an engine image; for CUDA, `compute_capability` (a profile's) picks the one
     architecture to compile for (None: every architecture the Dockerfile lists)."""
     client = _client(client)
@@ -355,7 +361,7 @@ class Blocked:
 def needed_images(
     loaded: LoadedMatrix,
     variant: Variant,
-    client=None,
+    client: DockerClient | None = None,
     *,
     engine_ids: list[str] | None = None,
     collect: bool = False,
@@ -369,7 +375,7 @@ def needed_images(
     client = _client(client)
     needs: list[BuildPlan | DigestPin | Blocked] = []
 
-    def add(name: str, make) -> None:
+    def add(name: str, make: Callable[[], BuildPlan | DigestPin | Blocked]) -> None:
         try:
             needs.append(make())
         except ReproError as error:
@@ -386,14 +392,14 @@ def needed_images(
         if engine.image is not None:
             needs.append(DigestPin(name=engine.id, reference=engine.image, engine=engine))
         else:
-            add(engine_image_name(engine, variant), lambda engine=engine: build_plan_engine(engine, variant, client, compute_capability=compute_capability))
+            add(engine_image_name(engine, variant), partial(build_plan_engine, engine, variant, client, compute_capability=compute_capability))
     return needs
 
 
 # ---------------------------------------------------------------- resolving
 
 
-def find_local(reference: str, client):
+def find_local(reference: str, client: DockerClient) -> Image | None:
     from docker.errors import ImageNotFound
 
     try:
@@ -402,7 +408,7 @@ def find_local(reference: str, client):
         return None
 
 
-def ref_for_plan(plan: BuildPlan, image) -> ImageRef:
+def ref_for_plan(plan: BuildPlan, image: Image) -> ImageRef:
     return ImageRef(
         name=plan.name,
         reference=plan.tag,
@@ -413,7 +419,7 @@ def ref_for_plan(plan: BuildPlan, image) -> ImageRef:
     )
 
 
-def resolve_plan(plan: BuildPlan, client) -> ImageRef | None:
+def resolve_plan(plan: BuildPlan, client: DockerClient) -> ImageRef | None:
     image = find_local(plan.tag, client)
     if image is None:
         return None
@@ -424,7 +430,7 @@ def resolve_plan(plan: BuildPlan, client) -> ImageRef | None:
     return ref_for_plan(plan, image)
 
 
-def resolve_digest(pin: DigestPin, client) -> ImageRef:
+def resolve_digest(pin: DigestPin, client: DockerClient) -> ImageRef:
     image = find_local(pin.reference, client)
     if image is None:
         raise ReproError(
@@ -440,7 +446,7 @@ def _missing(plan: BuildPlan, matrix: str | None) -> ReproError:
     return ReproError(f"image {plan.tag} is missing; run: {hint}")
 
 
-def harness_image(client=None, *, build: bool = False, log: Log = _quiet) -> ImageRef:
+def harness_image(client: DockerClient | None = None, *, build: bool = False, log: Log = _quiet) -> ImageRef:
     """The harness image for the current tree (harness/ + pyproject.toml); build it if asked."""
     client = _client(client)
     plan = build_plan_harness(client)
@@ -455,7 +461,7 @@ def harness_image(client=None, *, build: bool = False, log: Log = _quiet) -> Ima
 def engine_image(
     engine: EngineSpec,
     variant: str,
-    client=None,
+    client: DockerClient | None = None,
     *,
     build: bool = False,
     log: Log = _quiet,
@@ -481,7 +487,7 @@ def engine_image(
 # ---------------------------------------------------------------- building
 
 
-def build_image(plan: BuildPlan, client, *, log: Log = _quiet) -> ImageRef:
+def build_image(plan: BuildPlan, client: DockerClient, *, log: Log = _quiet) -> ImageRef:
     """Assemble the build context (fetching and verifying inputs), build, check the tag exists."""
     work_parent = cache_dir() / "contexts"
     work_parent.mkdir(parents=True, exist_ok=True)
@@ -498,7 +504,7 @@ def build_image(plan: BuildPlan, client, *, log: Log = _quiet) -> ImageRef:
     return ref_for_plan(plan, image)
 
 
-def _docker_build(plan: BuildPlan, context: Path, client, log: Log) -> None:
+def _docker_build(plan: BuildPlan, context: Path, client: DockerClient, log: Log) -> None:
     tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
     error: str | None = None
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +18,10 @@ from repro.images import Blocked, BuildPlan, DigestPin, build_image, lock_harnes
 from repro.matrix import load_matrix
 from repro.profiles import load_profiles
 
+if TYPE_CHECKING:
+    from repro.docker_client import DockerClient
+    from repro.matrix import Variant
+
 app = typer.Typer(help="Bootstrap the offline base, build and list the images a matrix needs.", no_args_is_help=True)
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -25,7 +30,7 @@ MATRIX_OPTION = typer.Option(DEFAULT_MATRIX, "--matrix", "-m", help="Matrix file
 PROFILE_OPTION = typer.Option("cpu", "--profile", "-p", help="Hardware profile; its engine_variant picks the engine images.")
 
 
-def _client():
+def _client() -> DockerClient:
     from repro.docker_client import get_client
 
     return get_client()
@@ -48,7 +53,7 @@ def bootstrap_command(
     typer.echo(image_id)
 
 
-def _needs(matrix: Path, profile: str, *, collect: bool = False):
+def _needs(matrix: Path, profile: str, *, collect: bool = False) -> tuple[DockerClient, Variant, list[BuildPlan | DigestPin | Blocked]]:
     """The Docker client and the images a matrix needs; the matrix and profile are checked before Docker is asked."""
     profiles = load_profiles()
     loaded = load_matrix(matrix, set(profiles.profiles))
@@ -75,6 +80,7 @@ def build_command(
                 problems.append(error.lines[0])
                 console.print(f"[red]missing[/]  {need.name}: {escape(error.lines[0])}")
             continue
+        assert not isinstance(need, Blocked)  # without collect, a plan that cannot be computed raised
         found = resolve_plan(need, client)
         if found is not None:
             console.print(f"[green]up to date[/] {need.tag} ({found.id[7:19]})")
@@ -119,7 +125,7 @@ def list_command(
         console.print(f"{missing} missing; run: repro images build --matrix {escape(str(matrix))} --profile {profile}", soft_wrap=True)
 
 
-def _row(need, client) -> dict:
+def _row(need: BuildPlan | DigestPin | Blocked, client: DockerClient) -> dict[str, Any]:
     if isinstance(need, Blocked):
         return {"name": need.name, "kind": None, "reference": None, "pinned_by": None, "key": None, "present": False, "id": None, "reason": need.reason}
     if isinstance(need, DigestPin):
