@@ -24,9 +24,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from repro.errors import BadInput, ReproError
+
+if TYPE_CHECKING:
+    from repro.docker_client import DockerClient
+    from repro.engines.base import EngineHandle
+    from repro.plan import Cell
 
 COMPOSE_FILE = "docker-compose.yml"
 COMPOSE_GPU_FILE = "docker-compose.gpu.yml"
@@ -56,7 +61,7 @@ class ComposeCell:
 # ---------------------------------------------------------------- resolving a cell
 
 
-def from_matrix(matrix: Path, profile_name: str, cell_id: str, client=None) -> ComposeCell:
+def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerClient | None = None) -> ComposeCell:
     """A planned cell of a matrix on a profile, its images (present, by content key) and model."""
     from repro.images import engine_image, harness_image
     from repro.matrix import load_matrix
@@ -83,7 +88,7 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client=None) -> C
     )
 
 
-def from_bundle(run_dir: Path, cell_id: str | None = None, client=None) -> ComposeCell:
+def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient | None = None) -> ComposeCell:
     """A cell of a result bundle, with the image ids it recorded (they must be present here)."""
     from repro.bundle import load_cell, load_run
     from repro.images import ImageRef
@@ -126,7 +131,7 @@ def from_bundle(run_dir: Path, cell_id: str | None = None, client=None) -> Compo
     )
 
 
-def _pick(cells: list, excluded: list, cell_id: str, hint: str):
+def _pick(cells: list[Cell], excluded: list[Cell], cell_id: str, hint: str) -> Cell:
     for cell in cells:
         if cell.id == cell_id:
             return cell
@@ -136,12 +141,12 @@ def _pick(cells: list, excluded: list, cell_id: str, hint: str):
     raise BadInput(f"unknown cell {cell_id} (see: {hint})")
 
 
-def _supported(cell) -> None:
+def _supported(cell: Cell) -> None:
     if cell.engine.kind != "llama.cpp":
         raise BadInput(f"cell {cell.id}: the compose files run llama.cpp cells only (engine {cell.engine.id} is {cell.engine.kind})")
 
 
-def _present(client, image_id: str) -> bool:
+def _present(client: DockerClient, image_id: str) -> bool:
     from docker.errors import ImageNotFound
 
     try:
@@ -151,7 +156,7 @@ def _present(client, image_id: str) -> bool:
     return True
 
 
-def _client():
+def _client() -> DockerClient:
     from repro.docker_client import get_client
 
     return get_client()
@@ -160,12 +165,14 @@ def _client():
 # ---------------------------------------------------------------- the orchestrator's kwargs
 
 
-def group_id(cell) -> str:
+def group_id(cell: Cell) -> str:
     """The engine's `repro.cell` label: its (engine, model) group, as a run labels it."""
     return f"{cell.engine.id}.{cell.model.id}"
 
 
-def expected_services(source: ComposeCell, *, run_id: str, out_dir: Path, host_cpus: int | None, client=None) -> dict[str, dict[str, Any]]:
+def expected_services(
+    source: ComposeCell, *, run_id: str, out_dir: Path, host_cpus: int | None, client: DockerClient | None = None
+) -> dict[str, dict[str, Any]]:
     """The `containers.create(...)` kwargs a run would use for this cell's engine, readiness probe
     and harness (the engine's namespace named `ENGINE`)."""
     from repro.engines import engine_for
@@ -177,7 +184,8 @@ def expected_services(source: ComposeCell, *, run_id: str, out_dir: Path, host_c
     engine_kwargs = engine.container_kwargs(source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus)
     ready = ["ready", "--base-url", engine.base_url, "--timeout", f"{source.profile.ready_timeout_s:g}", "--path", engine.health_path]
     probe = probe_kwargs(source.harness.id, "ENGINE", ready, out_dir / "ready", run_id=run_id, cell_id=group_id(cell))
-    target = SimpleNamespace(base_url=engine.base_url, model_name=engine.model_name(cell.model), api=engine.api)
+    # harness_command reads only base_url, model_name and api: a stand-in for a booted engine's handle
+    target = cast("EngineHandle", SimpleNamespace(base_url=engine.base_url, model_name=engine.model_name(cell.model), api=engine.api))
     harness = harness_kwargs(
         source.harness.id,
         "ENGINE",
@@ -199,7 +207,7 @@ def new_run_id(cell_id: str) -> str:
     return f"{RUN_PREFIX}-{stamp}-{digest}"
 
 
-def compose_env(source: ComposeCell, *, out_dir: Path, run_id: str, client=None) -> dict[str, str]:
+def compose_env(source: ComposeCell, *, out_dir: Path, run_id: str, client: DockerClient | None = None) -> dict[str, str]:
     """The `.env` values for one cell: every one read off the orchestrator's create kwargs."""
     client = client or _client()
     host_cpus = _host_cpus(client)
@@ -267,7 +275,7 @@ def _gpu_values(requests: list) -> dict[str, str]:
     return {}
 
 
-def _host_cpus(client) -> int | None:
+def _host_cpus(client: DockerClient) -> int | None:
     from repro.engines.base import _host_cpus as host_cpus  # the run's clamp of the CPU quota
 
     return host_cpus(client)
