@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 HOST_MODULES = {"typer", "click", "rich", "docker", "git", "jinja2", "huggingface_hub"}
 USAGE_EXIT = 2
@@ -75,7 +76,8 @@ def _click_error(error: Exception) -> int | None:
         print("repro: aborted", file=sys.stderr)
         return 130
     for module in _click_modules():
-        if isinstance(error, getattr(module, "NoArgsIsHelpError", ())):
+        no_args_error: Any = getattr(module, "NoArgsIsHelpError", ())  # not every click copy has it
+        if isinstance(error, no_args_error):
             print(error.format_message())  # `repro` or a group without a command: its help
             return USAGE_EXIT
         if isinstance(error, module.UsageError):
@@ -90,7 +92,7 @@ def _click_error(error: Exception) -> int | None:
     return None
 
 
-def _usage_line(error) -> str:
+def _usage_line(error: Any) -> str:  # a UsageError of either click copy
     """`repro matrix plan: Missing option '--profile' / '-p'. (see repro matrix plan --help)`."""
     context = getattr(error, "ctx", None)
     command = context.command_path if context is not None else "repro"

@@ -11,7 +11,7 @@ from rich.console import Console
 from repro.config import DEFAULT_MATRIX
 from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
-from repro.plan import Plan, make_plan
+from repro.plan import Cell, Plan, make_plan
 from repro.profiles import is_profiles_file, load_profiles
 from repro.yamlsource import require_folder
 
@@ -69,7 +69,7 @@ def plan_for(file: Path, profile: str) -> Plan:
 
 
 def plan_summary(the_plan: Plan) -> dict:
-    def row(cell) -> dict:
+    def row(cell: Cell) -> dict:
         entry = {
             "id": cell.id,
             "model": cell.model.id,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from repro import models
 from repro.config import DEFAULT_MATRIX
@@ -22,7 +22,7 @@ class RichProgress(models.Progress):
 
     def __init__(self, bars: Progress) -> None:
         self.bars = bars
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def status(self, model_id: str, text: str) -> None:
         self.bars.console.print(f"[dim]{model_id}: {text}[/]", soft_wrap=True)
