@@ -7,8 +7,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.aggregate import collect
+from repro.aggregate import collect_with_cells
+from repro.figures import write_figures
 from repro.paper import render as render_tables
+from repro.report import render_report
 
 app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
 
@@ -18,9 +20,9 @@ def render(
     results: list[Path] = typer.Argument(..., help="Run folders or results folders."),
     out: Path = typer.Option(Path("paper/tables"), "--out", help="Where results.md and results.tex go."),
 ) -> None:
-    """Render LaTeX (booktabs) and Markdown tables from VALID cells; the rest are listed as excluded."""
-    tables = collect(results)
-    written = render_tables(tables, out)
+    """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the rest are listed as excluded."""
+    tables, cells = collect_with_cells(results)
+    written = render_tables(tables, out) + write_figures(tables, out) + [render_report(tables, out, cells)]
     console = Console()
     console.print(f"{len(tables.rows)} table rows from VALID cells, {len(tables.exclusions)} exclusions")
     for path in written:
