@@ -344,9 +344,9 @@ def fetch(spec: ModelSpec, *, cache: Path | None = None, base_dir: Path | None =
                 continue
             return StoredModel(model_id=spec.id, sha256=spec.sha256, size=size, path=target, source=describe, downloaded=True, skipped_sources=skipped)
     head = f"model {spec.id}: no source delivered sha256 {spec.sha256}"
-    error = ModelError(head, lines=[head] + [f"  {line}" for line in skipped])
-    error.args = (f"{head}: " + "; ".join(skipped),)
-    raise error
+    exhausted = ModelError(head, lines=[head] + [f"  {line}" for line in skipped])
+    exhausted.args = (f"{head}: " + "; ".join(skipped),)
+    raise exhausted
 
 
 def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: Path | None, progress: Progress) -> tuple[int, str]:

@@ -25,6 +25,7 @@ import stat
 import subprocess
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from repro.errors import BadInput, ReproError
 
@@ -201,7 +202,7 @@ def _ssh_keygen() -> str:
     return found
 
 
-def _run(command: list[str], stdin: object, timeout: float) -> subprocess.CompletedProcess[bytes]:
+def _run(command: list[str], stdin: IO[bytes] | None, timeout: float) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(command, stdin=stdin if stdin is not None else subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

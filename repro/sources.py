@@ -114,7 +114,7 @@ def _fetch_pypi_sdist(requirement: str, work: Path, log: Log) -> Path:
     page = f"{index}/{_normalize(name)}/"
     files = _simple_index_files(page)
     wanted = _normalize(f"{name}-{version}")
-    sdists = [f for f in files if _sdist_stem(f["filename"]) is not None and _normalize(_sdist_stem(f["filename"])) == wanted]
+    sdists = [f for f in files if (stem := _sdist_stem(f["filename"])) is not None and _normalize(stem) == wanted]
     if not sdists:
         zips = [f["filename"] for f in files if f["filename"].endswith(".zip") and _normalize(f["filename"][:-4]) == wanted]
         why = f"only a zip sdist ({zips[0]})" if zips else "no sdist"
@@ -171,16 +171,16 @@ class _Links(HTMLParser):
         self._href: str | None = None
         self._text = ""
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             self._href = dict(attrs).get("href")
             self._text = ""
 
-    def handle_data(self, data):
+    def handle_data(self, data: str) -> None:
         if self._href is not None:
             self._text += data
 
-    def handle_endtag(self, tag):
+    def handle_endtag(self, tag: str) -> None:
         if tag == "a" and self._href is not None:
             self.links.append((self._href, self._text))
             self._href = None
