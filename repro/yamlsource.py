@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from repro.errors import BadInput
 
@@ -218,11 +219,16 @@ def _check_events(path: Path, text: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise BadInput(f"{path}:{event.start_mark.line + 1} nested deeper than {MAX_DEPTH} levels")
+                raise BadInput(f"{path}:{_event_line(event)} nested deeper than {MAX_DEPTH} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
         if count > MAX_NODES:
-            raise BadInput(f"{path}:{event.start_mark.line + 1} more than {MAX_NODES} values")
+            raise BadInput(f"{path}:{_event_line(event)} more than {MAX_NODES} values")
+
+
+def _event_line(event: yaml.Event) -> int | str:
+    """The 1-based line a parser event starts on (the parser marks every event)."""
+    return event.start_mark.line + 1 if event.start_mark is not None else "?"
 
 
 def _check_expansion(path: Path, root: yaml.Node) -> None:
@@ -334,7 +340,7 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part.startswith("function-"))
 
 
-def _reason(item: dict) -> str:
+def _reason(item: ErrorDetails) -> str:
     kind, message = item["type"], item["msg"]
     if kind == "extra_forbidden":
         return "unknown key"
