@@ -10,6 +10,7 @@ from rich.console import Console
 
 from repro.bundle import find_runs, latest_run
 from repro.check import RunVerdict, check_run
+from repro.signing import verify_signature
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 
@@ -17,10 +18,16 @@ COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 def check(
     results: Path = typer.Argument(None, help="A run folder, or a results folder of runs (default: the latest run in results/)."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    allowed_signers: Path = typer.Option(None, "--allowed-signers", help="An ssh allowed_signers file: each run must carry a valid signature by one of them."),
 ) -> None:
-    """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID."""
+    """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID
+    (or, with --allowed-signers, when a run is not signed by an allowed signer)."""
     target = results if results is not None else latest_run(Path("results"))
-    verdicts = [check_run(run_dir) for run_dir in find_runs(target)]
+    runs = find_runs(target)
+    signers = [(run_dir, verify_signature(run_dir, allowed_signers)) for run_dir in runs] if allowed_signers else []
+    verdicts = [check_run(run_dir) for run_dir in runs]
+    for run_dir, signer in signers:
+        Console().print(f"signed: {run_dir.name} by {signer}", soft_wrap=True)
     if as_json:
         typer.echo(json.dumps([v.model_dump(mode="json") for v in verdicts], indent=2))
     else:

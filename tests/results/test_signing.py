@@ -146,3 +146,28 @@ def test_repro_sign_command(tmp_path, keys, run_dir, capsys) -> None:
     assert main(["sign", str(run_dir), "--key", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith("no such key file") and "\n" not in err
+
+
+def test_sign_and_check_with_allowed_signers_through_the_cli(tmp_path, keys) -> None:
+    """`repro sign`, then `repro check --allowed-signers` names the signer; a tampered manifest
+    makes check fail in one line."""
+    import subprocess
+    import sys
+
+    from tests.results.synthetic import write_bundle
+
+    run = write_bundle(tmp_path / "run1")
+    env = {"DOCKER_HOST": "unix:///nonexistent.sock", "PATH": "/usr/bin:/bin"}
+
+    def repro(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, env=env)
+
+    assert repro("sign", str(run), "--key", str(keys["alice"])).returncode == 0
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
+    checked = repro("check", str(run), "--allowed-signers", str(allowed))
+    assert "signed: run1 by alice@example.org" in checked.stdout, checked.stdout + checked.stderr
+    manifest = run / MANIFEST
+    manifest.write_text(manifest.read_text().replace("a", "b", 1))
+    tampered = repro("check", str(run), "--allowed-signers", str(allowed))
+    assert tampered.returncode != 0 and "signed:" not in tampered.stdout
+    assert len((tampered.stdout + tampered.stderr).strip().splitlines()) == 1
