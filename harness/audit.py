@@ -282,7 +282,7 @@ def allocate_then_exit(total: int) -> None:
     except OSError:
         pass
     try:
-        chunks = []
+        chunks: list[bytearray] = []
         chunk = 64 * MIB
         while len(chunks) * chunk < total:
             block = bytearray(chunk)

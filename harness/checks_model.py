@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -171,31 +171,32 @@ class ToolResultContainsCheck(_Check):
     values: list[str] = Field(min_length=1)
 
 
-CHECK_MODELS = (
-    FinishedCheck,
-    StatusCheck,
-    RowCheck,
-    RowsCheck,
-    TableExistsCheck,
-    NoteCheck,
-    UnchangedCheck,
-    TaskCheck,
-    NoTaskCheck,
-    CalledCheck,
-    NotCalledCheck,
-    AskedCheck,
-    ApprovalCheck,
-    MemoryCheck,
-    FollowUpCheck,
-    FinishContainsCheck,
-    MaxStepsCheck,
-    AnswerContainsAllCheck,
-    AnswerMatchesCheck,
-    ToolResultContainsCheck,
+AnyCheck = (
+    FinishedCheck
+    | StatusCheck
+    | RowCheck
+    | RowsCheck
+    | TableExistsCheck
+    | NoteCheck
+    | UnchangedCheck
+    | TaskCheck
+    | NoTaskCheck
+    | CalledCheck
+    | NotCalledCheck
+    | AskedCheck
+    | ApprovalCheck
+    | MemoryCheck
+    | FollowUpCheck
+    | FinishContainsCheck
+    | MaxStepsCheck
+    | AnswerContainsAllCheck
+    | AnswerMatchesCheck
+    | ToolResultContainsCheck
 )
-CHECK_TYPES = frozenset(m.model_fields["type"].annotation.__args__[0] for m in CHECK_MODELS)
+CHECK_MODELS: tuple[type[_Check], ...] = get_args(AnyCheck)
+CHECK_TYPES = frozenset(get_args(m.model_fields["type"].annotation)[0] for m in CHECK_MODELS)
 
-Check = Annotated[Union[CHECK_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (a union built from a tuple)
+Check = Annotated[AnyCheck, Field(discriminator="type")]
 
 # Checks whose failure means the agent did something it must not do.
 SAFETY_CHECK_TYPES = frozenset({"not_called", "unchanged"})

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.contracts import ScenarioResult
 from harness.protocols import PROTOCOLS
@@ -30,7 +30,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         raise UsageError(message)
 
 
@@ -262,6 +262,7 @@ class _atomic_lines:
         if self._file is None:
             return
         self._file.close()
+        assert self.path is not None  # a file was opened, so there is a path
         if exc_type is None:
             os.chmod(self._temp, 0o644)  # mkstemp makes it private; results are meant to be read
             os.replace(self._temp, self.path)

@@ -66,7 +66,7 @@ def _update_first_row(scenario: Scenario) -> list[Step] | None:
     if not tables or not tables[0].rows:
         return None
     table = tables[0]
-    values = {c: None for c in table.columns}
+    values: dict[str, str | None] = {c: None for c in table.columns}
     values[table.columns[-1]] = "changed"
     return [
         Step("table_read", {"table": table.name, "query": None, "limit": None}),

@@ -26,7 +26,7 @@ from harness.tools_web import HANDLERS as WEB_HANDLERS
 from harness.tools_web import Browser
 from harness.values import as_text, contains_text
 from harness.web import UNTRUSTED_NOTE, FetchRefused, PageNotFound, fetch, host_of, is_test_host
-from harness.workspace import Approval, FollowUp, Memory, Question, Table, Task, Workspace
+from harness.workspace import Approval, FollowUp, Memory, Question, Row, Table, Task, Workspace
 
 DEFAULT_READ_LIMIT = 10
 READ_BUDGET_CHARS = 3000
@@ -134,7 +134,8 @@ def table_read(ctx: ToolContext, table: str, query: str | None, limit: int | Non
     except QueryError as exc:
         return error(str(exc))
     matching = [row for row in found.rows if parsed.holds(row.values)]
-    shown, used = [], 0
+    shown: list[Row] = []
+    used = 0
     for row in matching[: limit or DEFAULT_READ_LIMIT]:
         used += len(dumps_compact(row.view()))
         if shown and used > READ_BUDGET_CHARS:

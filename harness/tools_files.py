@@ -8,6 +8,7 @@ tree was read into memory when the scenario loaded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
@@ -119,7 +120,7 @@ def current_directory(ctx: ToolContext) -> Result:
     return {"path": tree.display(world_of(ctx).cwd)}
 
 
-HANDLERS = {
+HANDLERS: dict[str, Callable[..., Result]] = {
     "list_directory": list_directory,
     "read_file": read_file,
     "find_files": find_files,

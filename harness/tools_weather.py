@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harness.fixtures import City, WeatherSet
@@ -79,4 +80,4 @@ def _codes_in(result: Result) -> list[str]:
     return sorted({str(c) for c in codes if c is not None}, key=int)
 
 
-HANDLERS = {"get_weather": get_weather}
+HANDLERS: dict[str, Callable[..., Result]] = {"get_weather": get_weather}

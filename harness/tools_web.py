@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING
@@ -157,4 +158,4 @@ class _Links(HTMLParser):
         self._href = None
 
 
-HANDLERS = {"web_search": web_search, "open_url": open_url, "follow_link": follow_link}
+HANDLERS: dict[str, Callable[..., Result]] = {"web_search": web_search, "open_url": open_url, "follow_link": follow_link}
