@@ -26,12 +26,16 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 
 from harness.contracts import GateAttempt, GateVerdict
+
+if TYPE_CHECKING:
+    from harness.client import HttpClient
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -121,7 +125,7 @@ def action_ready(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return result, (EXIT_OK if answered else EXIT_UNREACHABLE)
 
 
-def action_get(action: str, path: str, key: str):
+def action_get(action: str, path: str, key: str) -> Callable[[argparse.Namespace], tuple[dict[str, Any], int]]:
     def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         with _http(args.base_url, args.request_timeout) as http:
             response = _request(http, "GET", path)
@@ -156,7 +160,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _file_chunks(path: Path):
+def _file_chunks(path: Path) -> Iterator[bytes]:
     with open(path, "rb") as handle:
         while block := handle.read(CHUNK):
             yield block
@@ -323,7 +327,7 @@ def attempt_problems(attempt: GateAttempt, *, max_seconds: float, min_tps: float
     return reasons
 
 
-def _gate_client(args: argparse.Namespace):
+def _gate_client(args: argparse.Namespace) -> HttpClient:
     if args.api == "ollama":
         from harness.ollama_client import OllamaClient
 
@@ -354,7 +358,7 @@ def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
         prompt_tokens=usage.get("prompt_tokens"),
         valid_step=valid,
         problem=None if valid else str(parsed),
-        tool=parsed.tool if valid else None,
+        tool=parsed.tool if isinstance(parsed, Step) else None,
         finish_reason=reply.finish_reason,
     )
 
@@ -398,7 +402,7 @@ def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 on bad input: keep that, one line
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 on bad input: keep that, one line
         self.print_usage(sys.stderr)
         print(f"probe: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
@@ -447,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_audit_parser(actions) -> None:
+def add_audit_parser(actions: argparse._SubParsersAction[_Parser]) -> None:
     audit = actions.add_parser("audit", help="sandbox audit: try every escape from inside, record what was blocked")
     audit.add_argument("--out", required=True, help="file to write the JSON result to")
     audit.add_argument("--output-dir", default="/out", help="the one folder this container may write (besides /tmp)")
