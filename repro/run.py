@@ -25,7 +25,7 @@ from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
 from repro.docker_client import get_client
 from repro.engines import boot_engine, engine_for, stop_engine
-from repro.engines.base import EngineDied, EngineHandle, EngineRefused
+from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused
 from repro.errors import BadInput
 from repro.files import scratch_dir
 from repro.gate import GateResult, run_gate
@@ -457,7 +457,7 @@ def cell_kwargs(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSel
     )
 
 
-def audit_cell(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, watch) -> SandboxAudit:
+def audit_cell(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, watch: containers.Watch) -> SandboxAudit:
     """The sandbox audit, run with the harness container's exact settings in the engine's namespace."""
     out_dir = harness_output_dir()
     try:
@@ -471,7 +471,7 @@ def engine_suspect(record: CellRecord, ended: containers.Exit) -> bool:
     return ended.timed_out or ended.code != 0 or bool(record.summary and record.summary.engine_faults)
 
 
-def engine_for_group(ctx: RunContext, cell: Cell):
+def engine_for_group(ctx: RunContext, cell: Cell) -> Engine:
     return engine_for(ctx.client, cell.engine, probe_image=ctx.prepared.harness, run_id=ctx.run_id, group_id=f"{cell.engine.id}.{cell.model.id}")
 
 
