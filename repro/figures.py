@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from repro.aggregate import PaperTables
 from repro.files import atomic_write
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 Format = Literal["svg", "pdf"]
-RC = {"svg.hashsalt": "repro", "svg.fonttype": "none", "pdf.fonttype": 42, "font.size": 9, "font.family": "DejaVu Sans"}
+RC: dict[RcKeyType, Any] = {"svg.hashsalt": "repro", "svg.fonttype": "none", "pdf.fonttype": 42, "font.size": 9, "font.family": "DejaVu Sans"}
 METADATA = {
     "svg": {"Date": None, "Creator": None},
     "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
