@@ -15,10 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from repro.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
 from repro.errors import BadInput
+from repro.yamlsource import read_model_bounded
 
 Status = Literal["reproduced", "differs", "missing", "extra"]
 
@@ -60,12 +61,8 @@ def load_side(path: Path) -> tuple[PaperTables, Cells]:
 def load_published(path: Path) -> PaperTables:
     if path.is_dir():
         raise BadInput(f"{path}: a folder; give the results.json written by repro paper render")
-    try:
-        return PaperTables.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except ValidationError as error:
-        raise BadInput(f"{path}: not a results.json written by repro paper render ({error.error_count()} problems)") from None
+    tables: PaperTables = read_model_bounded(path, PaperTables, "a results.json written by repro paper render")
+    return tables
 
 
 def compare(

@@ -197,8 +197,7 @@ def test_pathological_json_is_refused_fast(tmp_path, name):
 
 
 # repro/verify.py reads --published with read_text(): it must read through yamlsource.read_model_bounded.
-NOT_YET_BOUNDED = pytest.mark.xfail(reason="verify.load_published must use repro.yamlsource.read_model_bounded", strict=False)
-VERIFY_CASES = [pytest.param(name, marks=NOT_YET_BOUNDED) if name == "non-utf8" else name for name in [*PATHOLOGICAL_JSON, "oversized", "folder", "missing"]]
+VERIFY_CASES = [*PATHOLOGICAL_JSON, "oversized", "folder", "missing"]
 
 
 @pytest.mark.parametrize("name", VERIFY_CASES)
