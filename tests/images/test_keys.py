@@ -127,7 +127,10 @@ def test_the_engine_key_covers_source_stamp_and_base():
     assert len({plan.key, *(v.key for v in variants)}) == 5
 
 
-def test_the_cuda_variant_builds_on_the_pinned_cuda_bases_and_never_pulls():
+def test_the_cuda_variant_builds_on_the_pinned_cuda_bases_and_never_pulls(monkeypatch):
+    """With REPRO_CUDA_BASES=registry (the default is the offline base), the nvidia/cuda bases
+    pinned by digest must be present locally: never pulled."""
+    monkeypatch.setenv("REPRO_CUDA_BASES", "registry")
     engine = smoke_engine()
     defaults = images.dockerfile_args(PROJECT_ROOT / "images/llama-cpp/Dockerfile.cuda")
     with pytest.raises(ReproError) as caught:
