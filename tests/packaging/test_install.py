@@ -23,7 +23,9 @@ def test_a_plain_install_names_the_source_checkout(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": str(target), "DOCKER_HOST": "unix:///nonexistent.sock"}
     version = subprocess.run([sys.executable, "-m", "repro", "--version"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert version.returncode == 0 and version.stdout.startswith("repro ")
-    proc = subprocess.run([sys.executable, "-m", "repro", "matrix", "plan", "x.yaml", "--profile", "cpu"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "repro", "matrix", "plan", "x.yaml", "--profile", "cpu"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, lines
     assert "source checkout" in lines[0] and "Traceback" not in lines[0]
