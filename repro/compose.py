@@ -176,7 +176,7 @@ def expected_services(
     """The `containers.create(...)` kwargs a run would use for this cell's engine, readiness probe
     and harness (the engine's namespace named `ENGINE`)."""
     from repro.engines import engine_for
-    from repro.run import SCENARIO_MOUNT, harness_command
+    from repro.run import SCENARIO_MOUNT, fixture_mounts, harness_command
     from repro.sandbox import bind, harness_kwargs, probe_kwargs
 
     cell = source.cell
@@ -193,7 +193,7 @@ def expected_services(
         out_dir,
         run_id=run_id,
         cell_id=cell.id,
-        mounts=[bind(source.suite.folder, SCENARIO_MOUNT, read_only=True)],
+        mounts=[bind(source.suite.folder, SCENARIO_MOUNT, read_only=True), *fixture_mounts(source.suite)],
     )
     return {"engine": engine_kwargs, "ready": probe, "harness": harness}
 
@@ -229,6 +229,10 @@ def compose_env(source: ComposeCell, *, out_dir: Path, run_id: str, client: Dock
     for name, role in (("engine", "engine"), ("ready", "probe"), ("harness", "harness")):
         if services[name]["labels"].get("repro.role") != role:
             raise ReproError(f"the {name} service's labels are not a {role}'s: {services[name]['labels']}")
+    if "REPRO_HARNESS_FIXTURES" not in values:  # the run mounts none: compose mounts an empty folder
+        empty = out_dir / ".no-fixtures"
+        empty.mkdir(parents=True, exist_ok=True)
+        values["REPRO_HARNESS_FIXTURES"] = str(empty)
     if gpu:
         values.update(_gpu_values(gpu))
     return values
@@ -247,7 +251,7 @@ def _service_values(prefix: str, kwargs: dict[str, Any]) -> dict[str, str]:
         f"REPRO_{prefix}_TMPFS": f"{tmpfs_path}:{tmpfs_options}",
     }
     for mount in kwargs["mounts"]:
-        name = {"/out": "OUT", "/models/model.gguf": "MODEL", "/scenarios": "SCENARIOS"}.get(mount["Target"])
+        name = {"/out": "OUT", "/models/model.gguf": "MODEL", "/scenarios": "SCENARIOS", "/fixtures": "FIXTURES"}.get(mount["Target"])
         if name is None:
             raise ReproError(f"{prefix.lower()}: the compose files have no mount at {mount['Target']}")
         values[f"REPRO_{prefix}_{name}"] = mount["Source"]
