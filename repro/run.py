@@ -196,7 +196,7 @@ def prepare(options: RunOptions) -> Prepared:
         profile=profile,
         cells=cells,
         harness=harness_image(),
-        engines={c.engine.id: engine_image(c.engine, profile.engine_variant) for c in cells},
+        engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
         models={c.model.id: model_path(c.model) for c in cells},
         suites={c.suite.id: select(c.suite) for c in cells},
     )

@@ -57,9 +57,10 @@ def _needs(matrix: Path, profile: str, *, collect: bool = False) -> tuple[Docker
     """The Docker client and the images a matrix needs; the matrix and profile are checked before Docker is asked."""
     profiles = load_profiles()
     loaded = load_matrix(matrix, set(profiles.profiles))
-    variant = profiles.get(profile).engine_variant
+    chosen = profiles.get(profile)
     client = _client()
-    return client, variant, needed_images(loaded, variant, client, collect=collect)
+    # the same key as `repro matrix run` asks for: CUDA engines built for the profile's capability only
+    return client, chosen.engine_variant, needed_images(loaded, chosen.engine_variant, client, collect=collect, compute_capability=chosen.compute_capability)
 
 
 @app.command("build")
