@@ -49,12 +49,7 @@ class GateResult(BaseModel):
 def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema") -> list[str]:
     argv = [
         "gate",
-        "--base-url",
-        handle.base_url,
-        "--model",
-        handle.model_name,
-        "--api",
-        handle.api,
+        *handle.client_argv(),
         "--protocol",
         protocol,
         "--attempts",

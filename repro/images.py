@@ -51,6 +51,8 @@ HARNESS_LOCK = f"{HARNESS_DIR}/requirements.txt"
 WHEEL_PYTHON = "3.11"
 WHEEL_PLATFORM = "manylinux2014_x86_64"
 WHEEL_IMPLEMENTATION = "cp"
+# The harness image's platform: pip downloads wheels for it, whatever the host runs.
+WHEEL_TARGET = ["--only-binary=:all:", "--python-version", WHEEL_PYTHON, "--platform", WHEEL_PLATFORM, "--implementation", WHEEL_IMPLEMENTATION]
 BUILD_TIMEOUT_S = 3 * 3600
 LOG_TAIL_LINES = 30
 # Reproducible zip timestamps for the repro wheel built on the host (1980-01-01, zip's epoch).
@@ -620,13 +622,7 @@ def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -> Path:
             "download",
             "--require-hashes",
             "--no-deps",
-            "--only-binary=:all:",
-            "--python-version",
-            WHEEL_PYTHON,
-            "--platform",
-            WHEEL_PLATFORM,
-            "--implementation",
-            WHEEL_IMPLEMENTATION,
+            *WHEEL_TARGET,
             "-r",
             str(lock),
             "-d",
@@ -682,13 +678,7 @@ def lock_harness_requirements(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -
         _run(
             _pip(
                 "download",
-                "--only-binary=:all:",
-                "--python-version",
-                WHEEL_PYTHON,
-                "--platform",
-                WHEEL_PLATFORM,
-                "--implementation",
-                WHEEL_IMPLEMENTATION,
+                *WHEEL_TARGET,
                 "-d",
                 work,
                 *requirements,

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from repro.config import cache_dir
 from repro.errors import ReproError
-from repro.files import sha256_file
+from repro.files import atomic_write, sha256_file
 from repro.matrix import HfSource, ModelSource, ModelSpec, PypiSource
 
 CHUNK = 1024 * 1024
@@ -111,21 +111,8 @@ def verify_stored(path: Path, sha256: str) -> bool:
     if sha256_file(path) != sha256:
         return False
     with contextlib.suppress(OSError):
-        _write_atomic(sidecar, json.dumps(stamp).encode())
+        atomic_write(sidecar, json.dumps(stamp).encode())
     return True
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def is_stored(spec: ModelSpec, cache: Path | None = None) -> bool:
@@ -379,7 +366,7 @@ def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: 
         os.replace(tmp, target)
         with contextlib.suppress(OSError):
             stat = target.stat()
-            _write_atomic(_sidecar(target), json.dumps({"sha256": spec.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}).encode())
+            atomic_write(_sidecar(target), json.dumps({"sha256": spec.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}).encode())
         return size, stream.describe
     finally:
         progress.finish(spec.id)

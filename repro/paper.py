@@ -14,6 +14,7 @@ import jinja2
 from repro.aggregate import PaperTables
 from repro.config import PROJECT_ROOT
 from repro.files import atomic_write
+from repro.templating import template_environment
 
 TEMPLATES = PROJECT_ROOT / "paper" / "templates"
 TEX_REPLACEMENTS = {
@@ -43,14 +44,7 @@ def md_escape(value: object) -> str:
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    env = template_environment(TEMPLATES)
     env.filters["tex"] = tex_escape
     env.filters["md"] = md_escape
     return env

@@ -12,19 +12,14 @@ import jinja2
 from repro.aggregate import PaperTables, ValidCell
 from repro.files import atomic_write
 from repro.paper import TEMPLATES
+from repro.templating import template_environment
 
 REPORT = "report.html"
 MAX_TRANSCRIPT_CHARS = 200_000
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return template_environment(TEMPLATES, autoescape=True, keep_trailing_newline=False)
 
 
 def inline_svg(data: bytes) -> str:

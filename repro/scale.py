@@ -27,6 +27,7 @@ from repro.errors import BadInput
 from repro.matrix import load_matrix
 from repro.plan import make_plan
 from repro.profiles import Profile, load_profiles
+from repro.templating import template_environment
 
 TEMPLATES = PROJECT_ROOT / "repro" / "templates" / "scale"
 K8S_VERSION = "1.30"  # the Kubernetes version the generated manifests are written and validated for
@@ -141,14 +142,7 @@ def job_matrix_path(matrix: Path, workdir: Path) -> str:
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    env = template_environment(TEMPLATES)
     env.filters["q"] = lambda value: shlex.quote(str(value))
     return env
 

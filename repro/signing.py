@@ -23,11 +23,11 @@ import re
 import shutil
 import stat
 import subprocess
-import tempfile
 from pathlib import Path, PurePosixPath
 from typing import IO
 
 from repro.errors import BadInput, ReproError
+from repro.files import atomic_write
 
 NAMESPACE = "repro-bundle"
 MANIFEST = "MANIFEST.sha256"
@@ -63,7 +63,7 @@ def sign_bundle(run_dir: Path, key: Path) -> Path:
     if done.returncode != 0 or not done.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
         raise BadInput(f"{key}: ssh-keygen could not sign with this key: {_reason(done)}")
     target = run_dir / SIGNATURE
-    _write_public(target, done.stdout)
+    atomic_write(target, done.stdout)  # 0644; the dot-prefixed temporary file is never in a manifest
     return target
 
 
@@ -79,20 +79,6 @@ def _check_manifest(run_dir: Path, manifest: Path) -> None:
         path = _bundle_file(run_dir, name)
         if _sha256(path) != digest:
             raise BadInput(f"{run_dir}: {name} does not match {MANIFEST}; run repro check before signing")
-
-
-def _write_public(target: Path, data: bytes) -> None:
-    """Write atomically, readable by everyone (0644); the temporary file is a dot-file, which a
-    bundle's manifest never lists."""
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------------------- verifying

@@ -90,6 +90,10 @@ class EngineHandle(BaseModel):
     command: list[str] = []
     boot_seconds: float | None = None  # create to ready
 
+    def client_argv(self) -> list[str]:
+        """How a harness-image container inside the namespace talks to this engine."""
+        return ["--base-url", self.base_url, "--model", self.model_name, "--api", self.api]
+
 
 def gpu_device_requests(profile: Profile) -> list:
     """Docker device requests for a GPU profile: REPRO_GPU_DEVICES (ids) or profile.gpu_count GPUs."""
