@@ -36,6 +36,7 @@ from repro.redact import Redactor
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
 RUN_FILE = "run.json"
+MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 CELL_FILE = "cell.json"
 LATEST = "LATEST"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
@@ -76,6 +77,16 @@ class Bundle:
 
     def write_run(self, record: RunRecord) -> None:
         self.write_text(RUN_FILE, to_json(record))
+
+    def embed_matrix(self, raw: bytes, sha256: str) -> None:
+        """The matrix's bytes, so `repro check` can recompute the plan; refused when they are not the
+        planned file's (changed since it was read) or when redaction would alter them."""
+        if sha256_bytes(raw) != sha256:
+            raise BadInput("the matrix file changed while the run was starting; run again")
+        text = raw.decode("utf-8", errors="strict")
+        if self.redactor.text(text) != text:
+            raise BadInput("the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout")
+        atomic_write(self.dir / MATRIX_COPY, raw)
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.dir / "cells" / safe_id(cell_id, "cell id")

@@ -20,8 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle import cell_problems, load_cell, load_run, manifest_problems, read_results, safe_id
+from repro.bundle import MATRIX_COPY, cell_problems, load_cell, load_run, manifest_problems, read_results, safe_id
 from repro.errors import BadInput
+from repro.matrix import load_matrix
+from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
 from repro.records import FORMAT_VERSION, CellRecord, CellSummary, RunRecord
 from repro.redact import Redactor, find_leaks
 from repro.sandbox import hardening_problems
@@ -61,6 +63,29 @@ class RunVerdict(BaseModel):
         return [cell for cell in self.cells if cell.verdict == "INVALID"]
 
 
+class RecomputedPlan(BaseModel):
+    """The run's plan as the embedded matrix gives it, or why it could not be recomputed."""
+
+    planned: list[Cell] = []
+    excluded: dict[str, str] = {}
+    error: str | None = None
+
+    @classmethod
+    def of(cls, run: RunRecord, run_dir: Path) -> RecomputedPlan:
+        copy = run_dir / MATRIX_COPY
+        try:
+            loaded = load_matrix(copy, embedded=True)
+            if loaded.sha256 != run.matrix.sha256:
+                return cls(error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, recorded {run.matrix.sha256[:12]})")
+            plan = make_plan(loaded, run.profile, run.profile_settings)
+            cells = shard_cells(select_cells(plan, run.only), parse_shard(run.shard) if run.shard else None)
+        except BadInput as error:
+            return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
+        first_shard = run.shard is None or run.shard.startswith("1/")
+        excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
+        return cls(planned=cells, excluded=excluded)
+
+
 class RunEvidence(BaseModel):
     """What the run rules read: the parsed run record, its folder, and the host's redactor."""
 
@@ -69,6 +94,7 @@ class RunEvidence(BaseModel):
     run: RunRecord
     run_dir: Path
     redactor: Redactor
+    plan: RecomputedPlan | None = None  # format 3: the plan recomputed from the embedded matrix
 
 
 class CellEvidence(RunEvidence):
@@ -126,6 +152,25 @@ def rule_plan_listing(ev: RunEvidence) -> list[str]:
     return problems
 
 
+def rule_plan_recomputed(ev: RunEvidence) -> list[str]:
+    """planned_cells and excluded_cells are exactly what the embedded matrix gives for this
+    profile, --only selection and shard: no cell added, dropped or moved out of the plan."""
+    plan = ev.plan
+    if plan is None:
+        return [f"{MATRIX_COPY} missing: the plan cannot be recomputed"]
+    if plan.error:
+        return [plan.error]
+    expected = [cell.id for cell in plan.planned]
+    problems = []
+    if ev.run.planned_cells != expected:
+        missing = [c for c in expected if c not in ev.run.planned_cells]
+        extra = [c for c in ev.run.planned_cells if c not in expected]
+        problems.append(f"planned_cells differ from the recomputed plan (missing {missing[:2]}, not in the plan {extra[:2]})")
+    if set(ev.run.excluded_cells) != set(plan.excluded):
+        problems.append("excluded_cells differ from the recomputed plan's exclusions")
+    return problems
+
+
 def rule_no_host_identity(ev: RunEvidence) -> list[str]:
     text = (ev.run_dir / "run.json").read_text(errors="replace")
     return [f"host identity left in run.json: {leak}" for leak in sorted(set(ev.redactor.leaks(text)))]
@@ -177,6 +222,18 @@ def rule_model_and_engine(ev: CellEvidence) -> list[str]:
         reported = identity.reported if identity else None
         problems.append(f"engine identity did not match the pin (expected {expected}, reported {reported})")
     return problems
+
+
+def rule_cell_as_planned(ev: CellEvidence) -> list[str]:
+    """The cell's record describes the cell the recomputed plan has under its id (model pin,
+    engine, protocol, suite, decoding): an id cannot be kept while its content is changed."""
+    planned = {cell.id: cell for cell in ev.plan.planned} if ev.plan and not ev.plan.error else {}
+    cell = planned.get(ev.cell_id)
+    if cell is None:
+        return []  # plan-recomputed names the run-level problem
+    if ev.record.cell.model_dump(mode="json") != cell.model_dump(mode="json"):
+        return ["the cell's record differs from the plan's cell of that id (model, engine, protocol, suite or decoding)"]
+    return []
 
 
 def rule_sandbox(ev: CellEvidence) -> list[str]:
@@ -272,7 +329,12 @@ RULES_V2 = Rules(
         "summary": rule_summary_recomputed,
     },
 )
-RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V2}
+RULES_V3 = Rules(
+    run={**RULES_V2.run, "plan-recomputed": rule_plan_recomputed},
+    every_cell=RULES_V2.every_cell,
+    ran_cell={**RULES_V2.ran_cell, "cell-as-planned": rule_cell_as_planned},
+)
+RULES: dict[int, Rules] = {2: RULES_V2, FORMAT_VERSION: RULES_V3}
 
 
 # ---------------------------------------------------------------- checking
@@ -289,7 +351,8 @@ def rules_for(run: RunRecord, run_dir: Path) -> Rules:
 def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
     run = load_run(run_dir)
     rules = rules_for(run, run_dir)
-    evidence = RunEvidence(run=run, run_dir=run_dir, redactor=redactor or Redactor())
+    plan = RecomputedPlan.of(run, run_dir) if run.format_version >= 3 else None
+    evidence = RunEvidence(run=run, run_dir=run_dir, redactor=redactor or Redactor(), plan=plan)
     run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
     verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
     verdicts += [CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason]) for cell_id, reason in run.excluded_cells.items()]

@@ -23,14 +23,12 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from repro.errors import BadInput, ReproError
 
 if TYPE_CHECKING:
     from repro.docker_client import DockerClient
-    from repro.engines.base import EngineHandle
     from repro.plan import Cell
 
 COMPOSE_FILE = "docker-compose.yml"
@@ -176,6 +174,7 @@ def expected_services(
     """The `containers.create(...)` kwargs a run would use for this cell's engine, readiness probe
     and harness (the engine's namespace named `ENGINE`)."""
     from repro.engines import engine_for
+    from repro.engines.base import client_argv
     from repro.run import SCENARIO_MOUNT, fixture_mounts, harness_command
     from repro.sandbox import bind, harness_kwargs, probe_kwargs
 
@@ -184,12 +183,11 @@ def expected_services(
     engine_kwargs = engine.container_kwargs(source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus)
     ready = ["ready", "--base-url", engine.base_url, "--timeout", f"{source.profile.ready_timeout_s:g}", "--path", engine.health_path]
     probe = probe_kwargs(source.harness.id, "ENGINE", ready, out_dir / "ready", run_id=run_id, cell_id=group_id(cell))
-    # harness_command reads only base_url, model_name and api: a stand-in for a booted engine's handle
-    target = cast("EngineHandle", SimpleNamespace(base_url=engine.base_url, model_name=engine.model_name(cell.model), api=engine.api))
+    client = client_argv(engine.base_url, engine.model_name(cell.model), engine.api)
     harness = harness_kwargs(
         source.harness.id,
         "ENGINE",
-        harness_command(cell, target, source.suite, source.profile),
+        harness_command(cell, client, source.suite, source.profile),
         out_dir,
         run_id=run_id,
         cell_id=cell.id,

@@ -307,17 +307,22 @@ class LoadedMatrix(BaseModel):
 # ---------------------------------------------------------------- loading
 
 
-def load_matrix(path: str | Path, profile_names: set[str] | None = None) -> LoadedMatrix:
-    """Load and validate a matrix file; raise BadInput with one line per problem."""
+def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False) -> LoadedMatrix:
+    """Load and validate a matrix file; raise BadInput with one line per problem. An `embedded`
+    copy (a bundle's matrix.yaml) is read without following links, and the files it names are
+    not looked for: only its plan is recomputed from it."""
     from repro.profiles import load_profiles
 
-    document = load_yaml_document(path)
+    document = load_yaml_document(path, follow_links=not embedded)
     try:
         matrix = Matrix.model_validate(document.data)
     except ValidationError as error:
         raise BadInput(f"{path}: invalid matrix", lines=pydantic_problems(document, error)) from None
-    known_profiles = profile_names if profile_names is not None else set(load_profiles().profiles)
-    found = _cross_check(matrix, known_profiles) + path_problems(matrix)
+    if embedded:
+        known_profiles = set(matrix.profiles)  # the run's own profile settings are in run.json
+    else:
+        known_profiles = profile_names if profile_names is not None else set(load_profiles().profiles)
+    found = _cross_check(matrix, known_profiles) + ([] if embedded else path_problems(matrix))
     problems = [format_problem(document, loc, reason) for loc, reason in found]
     if problems:
         raise BadInput(f"{path}: invalid matrix", lines=problems)

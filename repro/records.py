@@ -18,7 +18,7 @@ from repro.profiles import Profile
 from repro.provenance import SourceState, SystemDescription
 from repro.sandbox import SandboxSettings
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the bundle embeds its matrix (matrix.yaml) and records --only
 CellStatus = Literal["done", "excluded", "error"]
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 
@@ -149,6 +149,7 @@ class RunRecord(BaseModel):
     planned_cells: list[str]
     excluded_cells: dict[str, str]
     shard: str | None = None
+    only: list[str] = []  # the --only selection, so the plan can be recomputed from the embedded matrix
     started_at: str
     finished_at: str | None = None
     leaked_containers: list[str] = []

@@ -52,6 +52,7 @@ from repro.records import (
 from repro.redact import Redactor
 from repro.sandbox import bind, container_name, harness_kwargs, read_back
 from repro.suites import SuiteSelection, select
+from repro.yamlsource import MAX_YAML_BYTES, read_bounded
 
 HARNESS_UID = 10001
 SCENARIO_MOUNT = "/scenarios"
@@ -212,7 +213,9 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
             return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
     record = new_run_record(options, prepared, source, client)
     run_dir = options.out / record.run_id
-    Bundle(run_dir, Redactor()).write_run(record)
+    bundle = Bundle(run_dir, Redactor())
+    bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
+    bundle.write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record, False
 
@@ -232,6 +235,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         planned_cells=[c.id for c in prepared.cells],
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
         shard=options.shard_text,
+        only=list(options.only),
         started_at=utc_now(),
     )
 
@@ -417,7 +421,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
         with blame_engine(watch):
             watch()  # the engine may have died between cells
             record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
-            command = harness_command(cell, group.handle, suite, ctx.prepared.profile)
+            command = harness_command(cell, group.handle.client_argv(), suite, ctx.prepared.profile)
             with containers.started(ctx.client, cell_kwargs(ctx, cell, group, suite, command, out_dir)) as container:
                 ctx.progress.start_cell(cell.id, len(suite.ids))
                 deadline = harness_deadline(len(suite.ids), ctx.prepared.profile)
@@ -481,13 +485,14 @@ def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
         ctx.progress.scenario_done(cell.id, event)
 
 
-def harness_command(cell: Cell, handle: EngineHandle, suite: SuiteSelection, profile: Profile) -> list[str]:
+def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile) -> list[str]:
+    """The harness's argv for one cell; `client` names the engine (engines.base.client_argv)."""
     decoding = cell.decoding
     return [
         "run",
         "--scenarios",
         SCENARIO_MOUNT,
-        *handle.client_argv(),
+        *client,
         "--protocol",
         cell.protocol,
         "--ids",

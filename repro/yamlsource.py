@@ -175,10 +175,10 @@ class YamlDocument:
         return self.lines.get(loc, 1)
 
 
-def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES) -> YamlDocument:
+def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_links: bool = True) -> YamlDocument:
     """A YAML file whose top level is a mapping, read within the bounds above, with the line of every key."""
     path = Path(path)
-    raw = read_bounded(path, limit)
+    raw = read_bounded(path, limit, follow_links=follow_links)
     text = decode_text(path, raw)
     node = _compose(path, text)
     if node is None:

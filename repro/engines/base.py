@@ -92,7 +92,12 @@ class EngineHandle(BaseModel):
 
     def client_argv(self) -> list[str]:
         """How a harness-image container inside the namespace talks to this engine."""
-        return ["--base-url", self.base_url, "--model", self.model_name, "--api", self.api]
+        return client_argv(self.base_url, self.model_name, self.api)
+
+
+def client_argv(base_url: str, model_name: str, api: str) -> list[str]:
+    """The harness's arguments that name an engine: where it listens, which model, which API."""
+    return ["--base-url", base_url, "--model", model_name, "--api", api]
 
 
 def gpu_device_requests(profile: Profile) -> list:

@@ -1,6 +1,6 @@
 """Synthetic bundles with chosen outcomes, transcripts and repeats, written with the real Bundle writer.
 
-The run and cell records are those of tests/results/synthetic.py (the same clean-room evidence, so
+The run and cell records are those of tests/fixtures/synthetic.py (the same clean-room evidence, so
 `repro check` calls every cell VALID, and they follow that writer when the rules grow); only what
 the statistics read varies: the plan (repeats, models), outcomes, failure types and transcripts.
 """
@@ -12,15 +12,18 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+import yaml
+
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle import Bundle, load_cell, load_run
+from repro.files import sha256_bytes
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
 from repro.profiles import load_profiles
 from repro.records import CellRecord, CellSummary, IdentityCheck, RunRecord
 from repro.redact import Redactor
-from tests.results.synthetic import CANARY, ROOT, result
-from tests.results.synthetic import write_bundle as write_synthetic_bundle
+from tests.fixtures.synthetic import CANARY, ROOT, result
+from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 
 # One scenario: (id, category, passed, failure type or None, transcript or None).
 Scenario = tuple[str, str, bool, str | None, list[dict] | None]
@@ -47,10 +50,14 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
     """A complete, VALID bundle of the smoke matrix with `repeats` repeats and `outcomes(cell)` per cell."""
     loaded = load_matrix(ROOT / "matrix" / "smoke.yaml")
     matrix = loaded.matrix.model_copy(update={"repeats": repeats, "models": loaded.matrix.models[:models]})
-    plan = make_plan(loaded.model_copy(update={"matrix": matrix}), "cpu", load_profiles().get("cpu"))
+    raw = yaml.safe_dump(matrix.model_dump(mode="json", exclude_none=True), sort_keys=False).encode()
+    variant = loaded.model_copy(update={"matrix": matrix, "sha256": sha256_bytes(raw)})
+    plan = make_plan(variant, "cpu", load_profiles().get("cpu"))
     run_template, _ = templates()
     bundle = Bundle(run_dir, Redactor(CANARY))
-    bundle.write_run(run_template.model_copy(update={"run_id": run_dir.name, "planned_cells": [c.id for c in plan.cells]}))
+    bundle.embed_matrix(raw, variant.sha256)
+    matrix_info = run_template.matrix.model_copy(update={"sha256": variant.sha256})
+    bundle.write_run(run_template.model_copy(update={"run_id": run_dir.name, "matrix": matrix_info, "planned_cells": [c.id for c in plan.cells]}))
     for cell in plan.cells:
         write_cell(bundle, cell, outcomes(cell))
     bundle.write_manifest()

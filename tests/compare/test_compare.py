@@ -10,7 +10,7 @@ from repro.compare import compare, load_tables
 from repro.paper import render
 from repro.redact import Redactor
 from tests.compare.bundles import write_bundle
-from tests.results.synthetic import CANARY
+from tests.fixtures.synthetic import CANARY
 
 IDS = [f"notes-{n:03d}" for n in range(1, 13)]
 

@@ -11,7 +11,7 @@ import pytest
 from repro.aggregate import collect_with_cells
 from repro.redact import Redactor
 from tests.compare.bundles import step, transcript, write_bundle
-from tests.results.synthetic import CANARY
+from tests.fixtures.synthetic import CANARY
 
 pytest.importorskip("matplotlib")
 

@@ -11,7 +11,7 @@ from repro.aggregate import collect
 from repro.paper import render
 from repro.redact import Redactor
 from tests.compare.bundles import step, transcript, write_bundle
-from tests.results.synthetic import CANARY
+from tests.fixtures.synthetic import CANARY
 
 STEADY = transcript(step(1))
 

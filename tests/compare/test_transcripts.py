@@ -10,7 +10,7 @@ from repro.paper import render
 from repro.redact import Redactor
 from repro.verify import compare, first_difference, load_published
 from tests.compare.bundles import step, transcript, write_bundle
-from tests.results.synthetic import CANARY
+from tests.fixtures.synthetic import CANARY
 
 SAME = transcript(step(1), step(2, "write_file", {"path": "notes.md", "text": "hi"}))
 OTHER = transcript(step(1), step(2, "write_file", {"path": "notes.md", "text": "HI"}))

@@ -62,6 +62,7 @@ def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_
 def run_harness(docker_client, harness_image_ref, handle, protocol: str, run_id: str) -> list[dict]:
     from repro import containers
     from repro.files import scratch_dir
+    from repro.run import FIXTURES_MOUNT
     from repro.sandbox import bind, container_name, harness_kwargs
 
     out_dir = scratch_dir("protocols-")
@@ -75,7 +76,7 @@ def run_harness(docker_client, harness_image_ref, handle, protocol: str, run_id:
         out_dir,
         run_id=run_id,
         cell_id=f"protocols-{protocol}",
-        mounts=[bind(REPO / "scenarios", "/scenarios", read_only=True)],
+        mounts=[bind(REPO / "scenarios", "/scenarios", read_only=True), bind(REPO / "fixtures", FIXTURES_MOUNT, read_only=True)],
         name=container_name(run_id, "harness", protocol),
     )
     try:

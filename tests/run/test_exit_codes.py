@@ -24,7 +24,7 @@ from repro.records import CellRecord, CellSummary, EngineFault, utc_now
 from repro.redact import Redactor
 from repro.sandbox import SandboxSettings
 from repro.suites import select
-from tests.results.synthetic import CANARY, result, write_bundle
+from tests.fixtures.synthetic import CANARY, result, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = ImageRef(name="x", reference="repro/x:k", key="k", id="sha256:" + "1" * 64, pinned_by="content-key")

@@ -7,7 +7,7 @@ import json
 from repro.__main__ import main
 from repro.check import check_run
 from repro.redact import Redactor, find_leaks
-from tests.results.synthetic import CANARY, write_bundle
+from tests.fixtures.synthetic import CANARY, write_bundle
 
 
 def verdicts(run_dir):

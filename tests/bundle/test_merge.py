@@ -14,7 +14,7 @@ from repro.matrix import load_matrix
 from repro.plan import make_plan, parse_shard, shard_cells
 from repro.profiles import load_profiles
 from repro.redact import Redactor
-from tests.results.synthetic import CANARY, write_bundle
+from tests.fixtures.synthetic import CANARY, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from repro.bundle import load_cell
 from repro.paper import render
 from repro.redact import Redactor
 from repro.stats import wilson
-from tests.results.synthetic import CANARY, write_bundle
+from tests.fixtures.synthetic import CANARY, write_bundle
 
 
 def test_wilson_interval_known_values():

@@ -154,7 +154,7 @@ def test_sign_and_check_with_allowed_signers_through_the_cli(tmp_path, keys) -> 
     import subprocess
     import sys
 
-    from tests.results.synthetic import write_bundle
+    from tests.fixtures.synthetic import write_bundle
 
     run = write_bundle(tmp_path / "run1")
     env = {"DOCKER_HOST": "unix:///nonexistent.sock", "PATH": "/usr/bin:/bin"}

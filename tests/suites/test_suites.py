@@ -10,7 +10,7 @@ from repro.errors import BadInput
 from repro.matrix import Suite
 from repro.records import CellSummary
 from repro.suites import select
-from tests.results.synthetic import result
+from tests.fixtures.synthetic import result
 
 ROOT = Path(__file__).resolve().parents[2]
 

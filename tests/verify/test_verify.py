@@ -9,7 +9,7 @@ from repro.aggregate import collect
 from repro.paper import render
 from repro.redact import Redactor
 from repro.verify import compare, load_published
-from tests.results.synthetic import CANARY, write_bundle
+from tests.fixtures.synthetic import CANARY, write_bundle
 
 
 def published_from(run, out):
