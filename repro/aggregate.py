@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle import find_runs, load_cell, read_results, read_transcripts
+from repro.bundle import find_runs, load_cell, merge_problems, read_results, read_transcripts
 from repro.check import RunVerdict, check_run
+from repro.errors import BadInput
 from repro.records import CellRecord, CellSummary
 from repro.redact import Redactor
 from repro.stats import Consistency, Interval, Spread, consistency, spread, wilson
@@ -112,6 +113,13 @@ def transcript_sha256(transcript: list[dict[str, Any]] | None) -> str:
     return "" if transcript is None else hashlib.sha256(canonical_json(transcript).encode()).hexdigest()
 
 
+def refuse_broken_merge(path: Path) -> None:
+    """A merged folder renders only while it holds exactly the whole split it recorded."""
+    problems = merge_problems(path) if path.is_dir() else []
+    if problems:
+        raise BadInput(f"{path}: not the merged folder MERGED.json records ({problems[0]}); see: repro check {path}")
+
+
 def collect(paths: list[Path], redactor: Redactor | None = None) -> PaperTables:
     return collect_with_cells(paths, redactor)[0]
 
@@ -122,6 +130,7 @@ def collect_with_cells(paths: list[Path], redactor: Redactor | None = None) -> t
     exclusions: list[ExcludedCell] = []
     runs: list[str] = []
     for path in paths:
+        refuse_broken_merge(path)
         for run_dir in find_runs(path):
             verdict = check_run(run_dir, redactor)
             runs.append(verdict.run_id)

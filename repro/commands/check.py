@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.bundle import find_runs, latest_run
+from repro.bundle import find_runs, latest_run, merge_problems
 from repro.check import RunVerdict, check_run
 from repro.signing import verify_signature
 
@@ -20,10 +20,12 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     allowed_signers: Path = typer.Option(None, "--allowed-signers", help="An ssh allowed_signers file: each run must carry a valid signature by one of them."),
 ) -> None:
-    """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID
-    (or, with --allowed-signers, when a run is not signed by an allowed signer)."""
+    """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID,
+    when a merged folder is not the whole split its MERGED.json records (or, with
+    --allowed-signers, when a run is not signed by an allowed signer)."""
     target = results if results is not None else latest_run(Path("results"))
     runs = find_runs(target)
+    merge = merge_problems(target) if target.is_dir() else []
     signers = [(run_dir, verify_signature(run_dir, allowed_signers)) for run_dir in runs] if allowed_signers else []
     verdicts = [check_run(run_dir) for run_dir in runs]
     for run_dir, signer in signers:
@@ -32,7 +34,9 @@ def check(
         typer.echo(json.dumps([v.model_dump(mode="json") for v in verdicts], indent=2))
     else:
         print_verdicts(verdicts)
-    if any(v.invalid for v in verdicts):
+    for problem in merge:
+        Console(stderr=True).print(f"[red]merge[/]: {problem}", soft_wrap=True)
+    if merge or any(v.invalid for v in verdicts):
         raise typer.Exit(1)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle import merge
+from repro.bundle import merge, merge_problems
 from repro.check import check_run
 from repro.errors import BadInput
 from repro.matrix import load_matrix
@@ -45,7 +45,7 @@ def test_merge_copies_intact_bundles_and_refuses_the_rest(tmp_path):
     merged = merge([tmp_path / "shards"], tmp_path / "merged")
     assert [p.name for p in merged] == ["run1"]
     assert {c.verdict for c in check_run(tmp_path / "merged" / "run1", Redactor(CANARY)).cells} == {"VALID"}
-    with pytest.raises(BadInput, match="exists already"):
+    with pytest.raises(BadInput, match="holds runs already"):
         merge([run], tmp_path / "merged")
     twin = tmp_path / "other" / "run2"
     shutil.copytree(run, twin)
@@ -54,3 +54,55 @@ def test_merge_copies_intact_bundles_and_refuses_the_rest(tmp_path):
     (run / "cells").iterdir().__next__().joinpath("engine.log").write_text("changed\n")
     with pytest.raises(BadInput, match="not intact"):
         merge([run], tmp_path / "merged3")
+
+
+def sharded(run_dir: Path, shard: str, cells: list[str]) -> Path:
+    """A synthetic bundle relabelled as one shard holding `cells` (hashes recomputed)."""
+    import json
+
+    from repro.bundle import Bundle
+
+    write_bundle(run_dir)
+    record = json.loads((run_dir / "run.json").read_text())
+    for cell_id in set(record["planned_cells"]) - set(cells):
+        shutil.rmtree(run_dir / "cells" / cell_id)
+    record.update(shard=shard, planned_cells=cells)
+    (run_dir / "run.json").write_text(json.dumps(record))
+    Bundle(run_dir, Redactor(CANARY)).write_manifest()
+    return run_dir
+
+
+def two_shards(tmp_path: Path) -> tuple[Path, Path]:
+    cells = [c.id for c in make_plan(load_matrix(ROOT / "matrix" / "smoke.yaml"), "cpu", load_profiles().get("cpu")).cells]
+    return sharded(tmp_path / "s" / "a-shard1of2", "1/2", cells[:1]), sharded(tmp_path / "s" / "b-shard2of2", "2/2", cells[1:])
+
+
+def test_a_split_merges_only_whole_and_the_folder_records_it(tmp_path):
+    first, second = two_shards(tmp_path)
+    with pytest.raises(BadInput, match="shard 2/2 is missing"):
+        merge([first], tmp_path / "half")
+    shutil.copytree(second, tmp_path / "copy" / second.name)
+    with pytest.raises(BadInput, match="is in both"):
+        merge([first, second, tmp_path / "copy"], tmp_path / "twice")
+    out = tmp_path / "merged"
+    merge([first, second], out)
+    assert merge_problems(out) == []
+    assert {v.verdict for run in sorted(out.glob("*-shard*")) for v in check_run(run, Redactor(CANARY)).cells} == {"VALID"}
+
+
+@pytest.mark.parametrize("damage", ["drop a shard", "add a run", "edit a shard"])
+def test_a_merged_folder_that_changed_is_refused_by_check_and_render(tmp_path, damage):
+    from repro.aggregate import collect
+
+    first, second = two_shards(tmp_path)
+    out = tmp_path / "merged"
+    merge([first, second], out)
+    if damage == "drop a shard":
+        shutil.rmtree(out / second.name)
+    elif damage == "add a run":
+        write_bundle(out / "stranger")
+    else:
+        (out / first.name / "MANIFEST.sha256").write_text("")
+    assert merge_problems(out)
+    with pytest.raises(BadInput, match="not the merged folder"):
+        collect([out], Redactor(CANARY))
