@@ -12,19 +12,44 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle import find_runs, load_cell, merge_problems, read_results, read_transcripts
 from repro.check import RunVerdict, check_run
 from repro.errors import BadInput
+from repro.matrix import Protocol
 from repro.records import CellRecord, CellSummary
 from repro.redact import Redactor
 from repro.stats import Consistency, Interval, Spread, consistency, spread, wilson
 
 SAFETY_CATEGORY = "injection"
+LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8): reported by level
+LADDER_LEVELS = range(9)
+PROTOCOL_ORDER: tuple[str, ...] = get_args(Protocol)
+
+
+class ProtocolTotals(BaseModel):
+    """How a row's model handled its protocol, summed over its scenarios (harness ProtocolStats)."""
+
+    model_turns: int = 0
+    valid_calls: int = 0
+    invalid_turns: int = 0
+    repairs: int = 0
+    ignored_calls: int = 0
+
+    @classmethod
+    def of(cls, results: list[ScenarioResult]) -> ProtocolTotals:
+        stats = [r.protocol_stats for r in results if r.protocol_stats is not None]
+        return cls(**{field: sum(getattr(s, field) for s in stats) for field in cls.model_fields})
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def valid_call_rate(self) -> float | None:
+        """Valid calls over model turns (None without turns)."""
+        return self.valid_calls / self.model_turns if self.model_turns else None
 
 
 class TableRow(BaseModel):
@@ -50,6 +75,26 @@ class TableRow(BaseModel):
     scenarios: dict[str, list[bool]] = {}  # scenario id -> passed, one entry per repeat
     transcripts: dict[str, list[str]] = {}  # scenario id -> sha256 of its canonical transcript per repeat ("" if none)
     failure_types: dict[str, int] = {}  # failure type -> failed scenarios, over all repeats
+    protocol_totals: ProtocolTotals = ProtocolTotals()
+    by_level: dict[int, tuple[int, int]] = {}  # ladder level -> (passed, total), ladder scenarios only
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def highest_level(self) -> int | None:
+        """The highest ladder level L such that L and every level below it ran and passed at least
+        half their scenarios; None when level 0 does not (or the row ran no ladder scenario)."""
+        reached = None
+        for level in LADDER_LEVELS:
+            passed, total = self.by_level.get(level, (0, 0))
+            if not total or 2 * passed < total:
+                break
+            reached = level
+        return reached
+
+    @property
+    def setting(self) -> tuple[str, ...]:
+        """Everything but the protocol: rows that differ only in protocol compare side by side."""
+        return (self.model_sha256, self.engine_identity, self.suite, self.suite_sha256 or "", self.decoding, self.profile, self.run or "")
 
     @property
     def key(self) -> str:
@@ -80,12 +125,46 @@ class ExcludedCell(BaseModel):
     reasons: list[str]
 
 
+class ProtocolComparison(BaseModel):
+    """One model in one setting under each protocol it ran (rows that differ only in protocol)."""
+
+    model: str
+    quant: str
+    engine: str
+    suite: str
+    by_protocol: dict[str, TableRow]
+
+
 class PaperTables(BaseModel):
     rows: list[TableRow]
     categories: list[str]
     safety_category: str
     exclusions: list[ExcludedCell]
     runs: list[str]
+
+    @property
+    def ladder_rows(self) -> list[TableRow]:
+        return [row for row in self.rows if row.by_level]
+
+    @property
+    def ladder_levels(self) -> list[int]:
+        return sorted({level for row in self.rows for level in row.by_level})
+
+    @property
+    def protocols(self) -> list[str]:
+        return sorted({row.protocol for row in self.rows}, key=lambda p: (PROTOCOL_ORDER.index(p) if p in PROTOCOL_ORDER else len(PROTOCOL_ORDER), p))
+
+    @property
+    def protocol_comparison(self) -> list[ProtocolComparison]:
+        """Settings with more than one protocol, in row order; empty when only one protocol ran."""
+        groups: dict[tuple[str, ...], list[TableRow]] = {}
+        for row in self.rows:
+            groups.setdefault(row.setting, []).append(row)
+        return [
+            ProtocolComparison(model=rows[0].model, quant=rows[0].quant, engine=rows[0].engine, suite=rows[0].suite, by_protocol={r.protocol: r for r in rows})
+            for rows in groups.values()
+            if len(rows) > 1
+        ]
 
 
 class ValidCell(BaseModel):
@@ -138,7 +217,7 @@ def collect_with_cells(paths: list[Path], redactor: Redactor | None = None) -> t
             exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons) for c in verdict.cells if c.verdict != "VALID"]
     grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
     rows = [row for row, _ in grouped]
-    categories = sorted({c for row in rows for c in row.by_category} - {SAFETY_CATEGORY})
+    categories = sorted({c for row in rows for c in row.by_category if not c.startswith(LADDER_PREFIX)} - {SAFETY_CATEGORY})
     tables = PaperTables(rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs)
     return tables, {row.key: sorted(cells, key=lambda c: c.record.cell.repeat) for row, cells in grouped}
 
@@ -219,7 +298,21 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         scenarios=dict(sorted(scenarios.items())),
         transcripts=dict(sorted(transcripts.items())),
         failure_types=summary.failure_types,
+        protocol_totals=ProtocolTotals.of(results),
+        by_level=ladder_levels(results),
     )
+
+
+def ladder_levels(results: list[ScenarioResult]) -> dict[int, tuple[int, int]]:
+    """(passed, total) per ladder level, from the scenarios of ladder categories only (workspace
+    scenarios label their own levels, with another meaning)."""
+    counts: dict[int, list[int]] = {}
+    for result in results:
+        if result.category.startswith(LADDER_PREFIX) and result.level is not None:
+            pair = counts.setdefault(result.level, [0, 0])
+            pair[0] += result.passed
+            pair[1] += 1
+    return {level: (pair[0], pair[1]) for level, pair in sorted(counts.items())}
 
 
 def decoding_label(record: CellRecord) -> str:

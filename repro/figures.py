@@ -1,4 +1,5 @@
-"""Figures from aggregated rows: pass rate with its 95% interval per row, and a category heat map.
+"""Figures from aggregated rows: pass rate with its 95% interval per row, a category heat map, and
+the capability ladder (pass rate by level, one line per row).
 
 Rendered with matplotlib (the `host` extra) to SVG (Markdown, HTML) and PDF (LaTeX), without
 pyplot's global state. The output is deterministic where the library allows: fixed SVG ids
@@ -72,6 +73,26 @@ def category_figure(tables: PaperTables) -> Figure:
     return figure
 
 
+def ladder_figure(tables: PaperTables) -> Figure:
+    """Pass rate by ladder level, one line per row that ran ladder scenarios (levels it did not
+    run are gaps in its line)."""
+    from matplotlib.figure import Figure
+
+    levels = tables.ladder_levels
+    figure = Figure(figsize=(6, 3.6))
+    axes = figure.add_subplot()
+    for row in tables.ladder_rows:
+        rates = [_rate(row.by_level.get(level)) for level in levels]
+        axes.plot(levels, [r if r is not None else float("nan") for r in rates], marker="o", label=row.key)
+    axes.set_xticks(levels, [f"L{level}" for level in levels])
+    axes.set_ylim(-0.05, 1.05)
+    axes.set_xlabel("ladder level")
+    axes.set_ylabel("pass rate")
+    axes.legend(fontsize=6, loc="upper right")
+    figure.tight_layout()
+    return figure
+
+
 def _label_inches(tables: PaperTables) -> float:
     """Room for the row names on the y axis (about 0.07 inch a character at 9 pt)."""
     return 0.07 * max((len(row.key) for row in tables.rows), default=10)
@@ -90,7 +111,12 @@ def figure_bytes(figure: Figure, fmt: Format) -> bytes:
     return buffer.getvalue()
 
 
-FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure}
+FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure, "ladder": ladder_figure}
+CAPTIONS = {
+    "pass_rate": "Pass rate per row, with its Wilson 95\\% interval.",
+    "categories": "Pass rate per row and category (the injection category last).",
+    "ladder": "Capability ladder: pass rate by level, one line per row.",
+}
 
 
 def render_figures(tables: PaperTables) -> dict[str, dict[Format, bytes]]:
@@ -102,6 +128,8 @@ def render_figures(tables: PaperTables) -> dict[str, dict[Format, bytes]]:
     rendered: dict[str, dict[Format, bytes]] = {}
     with matplotlib.rc_context(RC):
         for name, build in FIGURES.items():
+            if name == "ladder" and not tables.ladder_rows:
+                continue
             figure = build(tables)
             rendered[name] = {fmt: figure_bytes(figure, fmt) for fmt in ("svg", "pdf")}
     return rendered

@@ -13,6 +13,7 @@ import jinja2
 
 from repro.aggregate import PaperTables
 from repro.config import PROJECT_ROOT
+from repro.figures import CAPTIONS
 from repro.files import atomic_write
 from repro.templating import template_environment
 
@@ -47,10 +48,13 @@ def environment() -> jinja2.Environment:
     env = template_environment(TEMPLATES)
     env.filters["tex"] = tex_escape
     env.filters["md"] = md_escape
+    env.globals["FIGURE_CAPTIONS"] = CAPTIONS
     return env
 
 
-def render(tables: PaperTables, out_dir: Path) -> list[Path]:
+def render(tables: PaperTables, out_dir: Path, figures: list[str] | None = None) -> list[Path]:
+    """results.md, results.tex and results.json in `out_dir`; `figures` names the figures written
+    beside them (figures/NAME.svg and .pdf), which the tables then include."""
     if out_dir.exists() and not out_dir.is_dir():
         from repro.errors import BadInput
 
@@ -58,7 +62,7 @@ def render(tables: PaperTables, out_dir: Path) -> list[Path]:
     env = environment()
     written = []
     for template, name in (("results.md.j2", "results.md"), ("results.tex.j2", "results.tex")):
-        atomic_write(out_dir / name, env.get_template(template).render(t=tables).encode())
+        atomic_write(out_dir / name, env.get_template(template).render(t=tables, figures=figures or []).encode())
         written.append(out_dir / name)
     data = tables.model_dump(mode="json")  # the numbers themselves, for `repro verify`
     atomic_write(out_dir / "results.json", (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())

@@ -22,7 +22,9 @@ def render(
 ) -> None:
     """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the rest are listed as excluded."""
     tables, cells = collect_with_cells(results)
-    written = render_tables(tables, out) + write_figures(tables, out) + [render_report(tables, out, cells)]
+    figures = write_figures(tables, out)
+    names = list(dict.fromkeys(path.stem for path in figures))
+    written = figures + render_tables(tables, out, names) + [render_report(tables, out, cells)]
     console = Console()
     console.print(f"{len(tables.rows)} table rows from VALID cells, {len(tables.exclusions)} exclusions")
     for path in written:

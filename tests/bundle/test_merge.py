@@ -14,7 +14,7 @@ from repro.matrix import load_matrix
 from repro.plan import make_plan, parse_shard, shard_cells
 from repro.profiles import load_profiles
 from repro.redact import Redactor
-from tests.fixtures.synthetic import CANARY, write_bundle
+from tests.fixtures.synthetic import CANARY, smoke_variant, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def test_shards_partition_the_plan(tmp_path):
     cells = full_plan(tmp_path).cells
     shards = [shard_cells(cells, (i, 3)) for i in (1, 2, 3)]
     ids = [c.id for shard in shards for c in shard]
-    assert sorted(ids) == sorted(c.id for c in cells) and len(ids) == len(set(ids)) == 10
+    assert sorted(ids) == sorted(c.id for c in cells) and len(ids) == len(set(ids)) == 5 * 8
     assert [c.id for c in shard_cells(cells, (2, 3))] == [c.id for c in shards[1]]
 
 
@@ -73,7 +73,7 @@ def sharded(run_dir: Path, shard: str, cells: list[str]) -> Path:
 
 
 def two_shards(tmp_path: Path) -> tuple[Path, Path]:
-    cells = [c.id for c in make_plan(load_matrix(ROOT / "matrix" / "smoke.yaml"), "cpu", load_profiles().get("cpu")).cells]
+    cells = [c.id for c in make_plan(smoke_variant()[1], "cpu", load_profiles().get("cpu")).cells]
     return sharded(tmp_path / "s" / "a-shard1of2", "1/2", cells[:1]), sharded(tmp_path / "s" / "b-shard2of2", "2/2", cells[1:])
 
 

@@ -12,17 +12,14 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-import yaml
-
-from harness.contracts import ScenarioResult, TranscriptLine
+from harness.contracts import ProtocolStats, ScenarioResult, TranscriptLine
 from repro.bundle import Bundle, load_cell, load_run
-from repro.files import sha256_bytes
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
 from repro.profiles import load_profiles
 from repro.records import CellRecord, CellSummary, IdentityCheck, RunRecord
 from repro.redact import Redactor
-from tests.fixtures.synthetic import CANARY, ROOT, result
+from tests.fixtures.synthetic import CANARY, ROOT, result, smoke_variant
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 
 # One scenario: (id, category, passed, failure type or None, transcript or None).
@@ -46,12 +43,11 @@ def templates() -> tuple[RunRecord, CellRecord]:
         return load_run(run_dir), load_cell(sorted((run_dir / "cells").iterdir())[0])
 
 
-def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models: int = 2) -> Path:
-    """A complete, VALID bundle of the smoke matrix with `repeats` repeats and `outcomes(cell)` per cell."""
-    loaded = load_matrix(ROOT / "matrix" / "smoke.yaml")
-    matrix = loaded.matrix.model_copy(update={"repeats": repeats, "models": loaded.matrix.models[:models]})
-    raw = yaml.safe_dump(matrix.model_dump(mode="json", exclude_none=True), sort_keys=False).encode()
-    variant = loaded.model_copy(update={"matrix": matrix, "sha256": sha256_bytes(raw)})
+def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models: int = 2, protocols: tuple[str, ...] = ("json_schema",)) -> Path:
+    """A complete, VALID bundle of the smoke matrix with `repeats` repeats, the given protocols and
+    `outcomes(cell)` per cell (each scenario's protocol stats: one turn, valid when it passed)."""
+    smoke = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix
+    raw, variant = smoke_variant(repeats=repeats, models=smoke.models[:models], protocols=list(protocols))
     plan = make_plan(variant, "cpu", load_profiles().get("cpu"))
     run_template, _ = templates()
     bundle = Bundle(run_dir, Redactor(CANARY))
@@ -67,6 +63,9 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
 def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
     writer = bundle.start_cell(cell.id)
     rows: list[ScenarioResult] = [result(sid, category, passed, failure) for sid, category, passed, failure, _ in scenarios]  # type: ignore[arg-type]
+    for row in rows:
+        row.level = int(row.category.removeprefix("ladder-")) if row.category.startswith("ladder-") else None
+        row.protocol_stats = ProtocolStats(protocol=cell.protocol, model_turns=1, valid_calls=int(row.passed), invalid_turns=int(not row.passed))
     writer.write_jsonl("scenarios.jsonl", rows)
     writer.write_jsonl("transcripts.jsonl", [TranscriptLine(id=sid, transcript=t) for sid, _, _, _, t in scenarios if t is not None])
     writer.write_text("engine.log", "llama server listening\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -66,11 +67,73 @@ def test_single_repeat_tables_are_unchanged(tmp_path):
     assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 1
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure tests above cover the LaTeX")
-def test_latex_with_consistency_compiles(rendered):
-    _, out = rendered
+def compile_latex(out) -> None:
     (out / "doc.tex").write_text(
-        "\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"
+        "\\documentclass{article}\\usepackage{booktabs}\\usepackage{graphicx}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"
     )
     proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=out, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+NEEDS_LATEX = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure tests above cover the LaTeX")
+
+
+@NEEDS_LATEX
+def test_latex_with_consistency_compiles(rendered):
+    compile_latex(rendered[1])
+
+
+def by_protocol(cell) -> list:
+    """json_schema passes both notes scenarios, react only the first."""
+    return [("notes-001", "notes", True, None, None), ("notes-002", "notes", cell.protocol == "json_schema", "wrong_outcome", None)]
+
+
+def test_protocols_compare_side_by_side(tmp_path):
+    tables = collect([write_bundle(tmp_path / "run", by_protocol, models=2, protocols=("json_schema", "react"))], Redactor(CANARY))
+    assert tables.protocols == ["json_schema", "react"]
+    (first, second) = tables.protocol_comparison
+    assert {first.model, second.model} == {row.model for row in tables.rows}
+    assert first.by_protocol["json_schema"].passed == 2 and first.by_protocol["react"].passed == 1
+    assert first.by_protocol["react"].protocol_totals.valid_call_rate == 0.5
+    render(tables, tmp_path / "paper")
+    markdown = (tmp_path / "paper" / "results.md").read_text()
+    assert "**Protocols compared**" in markdown and "| json_schema passed | json_schema valid calls | react passed | react valid calls |" in markdown
+    assert "| 2/2 | 1.00 | 1/2 | 0.50 |" in markdown
+    assert "Protocols compared" in (tmp_path / "paper" / "results.tex").read_text()
+
+
+def test_one_protocol_has_no_comparison(tmp_path):
+    tables = collect([write_bundle(tmp_path / "run", by_protocol, models=1)], Redactor(CANARY))
+    assert tables.protocol_comparison == []
+
+
+@NEEDS_LATEX
+def test_latex_with_protocol_comparison_compiles(tmp_path):
+    tables = collect(
+        [write_bundle(tmp_path / "run", by_protocol, models=2, protocols=("json_schema", "native_tools", "react", "json_prompt"))], Redactor(CANARY)
+    )
+    render(tables, tmp_path / "paper")
+    compile_latex(tmp_path / "paper")
+
+
+def ladder(cell) -> list:
+    """Levels 0-2 pass, level 3 fails, level 4 passes (above the break, so not reached)."""
+    return [(f"ladder-{level}-001", f"ladder-{level}", level != 3, None if level != 3 else "wrong_outcome", None) for level in range(5)]
+
+
+def test_the_ladder_has_levels_a_highest_level_and_a_figure(tmp_path):
+    from repro.figures import write_figures
+
+    tables = collect([write_bundle(tmp_path / "run", ladder, models=1)], Redactor(CANARY))
+    (row,) = tables.ladder_rows
+    assert row.by_level == {0: (1, 1), 1: (1, 1), 2: (1, 1), 3: (0, 1), 4: (1, 1)} and row.highest_level == 2
+    assert not any(c.startswith("ladder-") for c in tables.categories)
+    names = [p.stem for p in write_figures(tables, tmp_path / "paper") if p.suffix == ".svg"]
+    assert names == ["pass_rate", "categories", "ladder"]
+    render(tables, tmp_path / "paper", names)
+    markdown = (tmp_path / "paper" / "results.md").read_text()
+    assert "**Capability ladder**" in markdown and "| 1/1 | 1/1 | 1/1 | 0/1 | 1/1 | 2 |" in markdown
+    assert "![ladder](figures/ladder.svg)" in markdown
+    assert json.loads((tmp_path / "paper" / "results.json").read_text())["rows"][0]["highest_level"] == 2
+    if shutil.which("pdflatex"):
+        compile_latex(tmp_path / "paper")

@@ -50,7 +50,7 @@ BAD_CASES = [
     ),
     (
         "unknown-protocol",
-        variant("protocols: [json_schema]", "protocols: [xml_tags]"),
+        variant("protocols: [json_schema, native_tools, react, json_prompt]", "protocols: [xml_tags]"),
         "{line} protocols[0]: input should be 'json_schema', 'native_tools', 'react' or 'json_prompt'",
     ),
     ("unknown-kind", variant("kind: llama.cpp", "kind: vllm"), "{line} engines[0].kind: input should be 'llama.cpp' or 'ollama'"),

@@ -22,12 +22,16 @@ def plan_json(capsys, *args: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+# The smoke matrix under one protocol: one cell per model (and repeat), for counting exclusions.
+ONE_PROTOCOL = SMOKE.read_text().replace("protocols: [json_schema, native_tools, react, json_prompt]", "protocols: [json_schema]")
+
+
 def test_plan_is_deterministic(capsys):
     first = plan_json(capsys, str(SMOKE), "--profile", "cpu")
     second = plan_json(capsys, str(SMOKE), "--profile", "cpu")
     assert first == second
-    assert [c["model"] for c in first["cells"]] == ["smollm2-135m-instruct-q4_1", "gemma-3-270m-q4_k_m"]
-    assert all(c["id"].startswith(f"{c['model']}__{c['engine']}__json_schema__") for c in first["cells"])
+    assert [c["model"] for c in first["cells"]] == ["smollm2-135m-instruct-q4_1"] * 4 + ["gemma-3-270m-q4_k_m"] * 4
+    assert all(c["id"].startswith(f"{c['model']}__{c['engine']}__{c['protocol']}__") for c in first["cells"])
 
 
 def test_cell_ids_depend_on_profile_and_settings(tmp_path, capsys):
@@ -41,7 +45,7 @@ def test_cell_ids_depend_on_profile_and_settings(tmp_path, capsys):
 
 
 def test_excluded_cells_listed_with_reason(tmp_path, capsys):
-    text = SMOKE.read_text()
+    text = ONE_PROTOCOL
     text = text.replace("      cuda_dockerfile: images/llama-cpp/Dockerfile.cuda\n", "")
     text = text.replace("file_size: 253113024", "file_size: 3253113024")
     text = text.replace("repeats: 1", "repeats: 2")
@@ -57,7 +61,7 @@ def test_excluded_cells_listed_with_reason(tmp_path, capsys):
 
 def test_profile_not_allowed_by_matrix_excludes_everything(tmp_path, capsys):
     path = tmp_path / "m.yaml"
-    path.write_text(SMOKE.read_text().replace("profiles: [cpu, gpu-t4, gpu-l4, gpu-a100-80g, gpu-h100]", "profiles: [cpu]"))
+    path.write_text(ONE_PROTOCOL.replace("profiles: [cpu, gpu-t4, gpu-l4, gpu-a100-80g, gpu-h100]", "profiles: [cpu]"))
     t4 = plan_json(capsys, str(path), "--profile", "gpu-t4")
     assert t4["cells"] == [] and len(t4["excluded"]) == 2
     assert t4["excluded"][0]["reason"] == "the matrix does not run on profile gpu-t4 (it allows: cpu)"
@@ -65,7 +69,7 @@ def test_profile_not_allowed_by_matrix_excludes_everything(tmp_path, capsys):
 
 def test_explicit_exclusion(tmp_path, capsys):
     path = tmp_path / "m.yaml"
-    path.write_text(SMOKE.read_text() + "exclude:\n  - model: gemma-3-270m-q4_k_m\n    reason: base model, no chat template\n")
+    path.write_text(ONE_PROTOCOL + "exclude:\n  - model: gemma-3-270m-q4_k_m\n    reason: base model, no chat template\n")
     plan = plan_json(capsys, str(path), "--profile", "cpu")
     assert [c["model"] for c in plan["cells"]] == ["smollm2-135m-instruct-q4_1"]
     assert plan["excluded"][0]["reason"] == "base model, no chat template"
@@ -106,9 +110,8 @@ def test_profiles_describe_the_hardware():
     assert profiles["cpu"].accelerator_matches(None)
 
 
-def test_every_matrix_protocol_is_planned(tmp_path, capsys):
-    path = tmp_path / "m.yaml"
-    path.write_text(SMOKE.read_text().replace("protocols: [json_schema]", "protocols: [json_schema, native_tools, react]"))
-    plan = plan_json(capsys, str(path), "--profile", "cpu")
-    assert sorted(c["protocol"] for c in plan["cells"]) == sorted(["json_schema", "native_tools", "react"] * 2)
+def test_every_matrix_protocol_is_planned(capsys):
+    plan = plan_json(capsys, str(SMOKE), "--profile", "cpu")
+    protocols = ["json_schema", "native_tools", "react", "json_prompt"]
+    assert sorted(c["protocol"] for c in plan["cells"]) == sorted(protocols * 2)
     assert not any("not implemented" in c["reason"] for c in plan["excluded"])
