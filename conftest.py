@@ -3,6 +3,8 @@ every test by what it needs, so `pytest -m "not docker and not engine"` starts n
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 pytest_plugins = [
@@ -26,3 +28,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(getattr(pytest.mark, marker))
                 if marker == "engine":
                     item.add_marker(pytest.mark.docker)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+# A SIGTERM (a CI timeout, `kill`) stops the session as Ctrl-C does, so fixtures' finalizers run
+# and every container a test started is removed.
+signal.signal(signal.SIGTERM, _interrupt)

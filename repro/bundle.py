@@ -34,11 +34,13 @@ from repro.plan import parse_shard
 from repro.provenance import SourceState, source_change
 from repro.records import CellRecord, RunRecord, utc_now
 from repro.redact import Redactor
+from repro.suites import SuiteSelection
 
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
 RUN_FILE = "run.json"
 MERGE_RECORD = "MERGED.json"  # beside the runs of a merged results folder
+SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and .../fixtures/ (format 3)
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 CELL_FILE = "cell.json"
 LATEST = "LATEST"
@@ -107,6 +109,17 @@ class Bundle:
     def write_manifest(self) -> None:
         lines = [f"{sha256_file(path)}  {path.relative_to(self.dir).as_posix()}" for path in bundle_files(self.dir)]
         atomic_write(self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
+
+    def embed_suite(self, suite_id: str, selection: SuiteSelection) -> None:
+        """The exact scenario files a suite ran, and the shared fixtures beside them, laid out so
+        that `suites.select` over the copy gives the same ids, categories and sha256."""
+        target = self.dir / SUITES_DIR / safe_id(suite_id, "suite id")
+        for scenario_id, category in selection.categories.items():
+            source = selection.folder / category / f"{scenario_id}.json"
+            atomic_write(target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
+        fixtures = selection.folder.parent / "fixtures"
+        for path in sorted(p for p in fixtures.rglob("*") if p.is_file() and not p.is_symlink()) if fixtures.is_dir() else []:
+            atomic_write(target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
 
 
 class CellWriter:

@@ -20,13 +20,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle import MATRIX_COPY, cell_problems, load_cell, load_run, manifest_problems, read_results, safe_id
+from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_results, safe_id
 from repro.errors import BadInput
-from repro.matrix import load_matrix
+from repro.gate import rejudge
+from repro.matrix import LatencyGateSettings, load_matrix
 from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
 from repro.records import FORMAT_VERSION, CellRecord, CellSummary, RunRecord
 from repro.redact import Redactor, find_leaks
 from repro.sandbox import hardening_problems
+from repro.suites import select
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
 Scope = Literal["run", "cell"]
@@ -68,6 +70,7 @@ class RecomputedPlan(BaseModel):
 
     planned: list[Cell] = []
     excluded: dict[str, str] = {}
+    latency_gate: LatencyGateSettings | None = None
     error: str | None = None
 
     @classmethod
@@ -83,7 +86,7 @@ class RecomputedPlan(BaseModel):
             return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
         first_shard = run.shard is None or run.shard.startswith("1/")
         excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
-        return cls(planned=cells, excluded=excluded)
+        return cls(planned=cells, excluded=excluded, latency_gate=loaded.matrix.latency_gate)
 
 
 class RunEvidence(BaseModel):
@@ -119,7 +122,7 @@ def rule_provenance(ev: RunEvidence) -> list[str]:
         problems.append("matrix file sha256 not recorded")
     if not run.source.commit:
         problems.append("project commit not recorded")
-    if not run.source.tree_clean:
+    if not run.source.tree_clean or run.source.dirty_files:
         problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'})")
     return problems
 
@@ -276,6 +279,30 @@ def rule_gate(ev: CellEvidence) -> list[str]:
     return []
 
 
+def rule_gate_recomputed(ev: CellEvidence) -> list[str]:
+    """The recorded attempts pass the gate again, under the profile's thresholds and the embedded
+    matrix's settings: a gate result is never taken on its word."""
+    settings = ev.plan.latency_gate if ev.plan else None
+    if settings is None or ev.record.gate is None:
+        return []  # plan-recomputed and gate name these
+    if rejudge(ev.record.gate, ev.run.profile_settings, settings) is False:
+        return ["the recorded gate attempts do not pass the gate the profile and matrix set"]
+    return []
+
+
+def rule_exclusion_evidenced(ev: CellEvidence) -> list[str]:
+    """A cell the run excluded carries a gate whose recorded attempts really fail."""
+    if ev.record.status != "excluded":
+        return []
+    settings = ev.plan.latency_gate if ev.plan else None
+    if ev.record.gate is None or settings is None:
+        return ["excluded without a recorded latency gate"]
+    verdict = rejudge(ev.record.gate, ev.run.profile_settings, settings)
+    if verdict is None:
+        return ["excluded by a latency gate the matrix turns off"]
+    return ["excluded, but its recorded gate attempts pass the gate"] if verdict else []
+
+
 def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
     """The recorded summary must equal the one recomputed from scenarios.jsonl; no engine faults."""
     try:
@@ -296,6 +323,40 @@ def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
     return problems
 
 
+def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
+    """The scenarios the cell ran are the embedded suite's: its ids (once each, in order), its
+    sha256, and each result's category and level as the scenario files give them."""
+    suite = ev.record.cell.suite
+    copy = ev.run_dir / SUITES_DIR / suite.id
+    try:
+        selection = select(suite.model_copy(update={"path": "scenarios"}), root=copy)
+    except BadInput as error:
+        return [f"the suite cannot be recomputed from {SUITES_DIR}/{suite.id}: {error}"]
+    problems = []
+    if selection.sha256 != ev.record.suite_sha256:
+        problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded suite's ({selection.sha256[:12]})")
+    if ev.record.suite_ids != selection.ids:
+        problems.append("suite_ids are not the embedded suite's scenarios, once each, in order")
+    try:
+        results = read_results(ev.cell_dir)
+    except BadInput:
+        return problems  # the summary rule names it
+    wrong = [r.id for r in results if selection.categories.get(r.id) != r.category]
+    problems += [f"scenario {wrong[0]} is recorded in another category than its file's"] if wrong else []
+    return problems
+
+
+def rule_results_consistent(ev: CellEvidence) -> list[str]:
+    """Each result line agrees with itself: a pass has no failure type, no failed check, no engine
+    fault and did not end failed; a failure names its type."""
+    try:
+        results = read_results(ev.cell_dir)
+    except BadInput:
+        return []  # the summary rule names it
+    bad = [r.id for r in results if r.passed != (r.failure_type is None and not r.failed_checks and not r.engine_fault and r.status != "failed")]
+    return [f"scenario {bad[0]}: passed does not follow from its status, failure type and failed checks ({len(bad)} such lines)"] if bad else []
+
+
 def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
     return [f"host identity left in cells/{ev.cell_id}/{line}" for line in find_leaks(ev.cell_dir, ev.redactor)][:5]
 
@@ -310,7 +371,8 @@ class Rules(BaseModel):
     ran_cell: dict[str, CellRule]
 
 
-RULES_V2 = Rules(
+# The rules of every format; format 3 adds the recomputations from the embedded matrix and suites.
+BASE_RULES = Rules(
     run={
         "provenance": rule_provenance,
         "run-complete": rule_run_complete,
@@ -330,11 +392,19 @@ RULES_V2 = Rules(
     },
 )
 RULES_V3 = Rules(
-    run={**RULES_V2.run, "plan-recomputed": rule_plan_recomputed},
-    every_cell=RULES_V2.every_cell,
-    ran_cell={**RULES_V2.ran_cell, "cell-as-planned": rule_cell_as_planned},
+    run={**BASE_RULES.run, "plan-recomputed": rule_plan_recomputed},
+    every_cell={**BASE_RULES.every_cell, "exclusion-evidenced": rule_exclusion_evidenced},
+    ran_cell={
+        **BASE_RULES.ran_cell,
+        "cell-as-planned": rule_cell_as_planned,
+        "suite-recomputed": rule_suite_recomputed,
+        "results-consistent": rule_results_consistent,
+        "gate-recomputed": rule_gate_recomputed,
+    },
 )
-RULES: dict[int, Rules] = {2: RULES_V2, FORMAT_VERSION: RULES_V3}
+# Format 2 (no embedded matrix or suites) is retired: a bundle relabelled 2 would escape every
+# recomputation, and none was ever published.
+RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V3}
 
 
 # ---------------------------------------------------------------- checking
@@ -355,13 +425,23 @@ def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
     evidence = RunEvidence(run=run, run_dir=run_dir, redactor=redactor or Redactor(), plan=plan)
     run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
     verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
-    verdicts += [CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason]) for cell_id, reason in run.excluded_cells.items()]
+    verdicts += [plan_exclusion(evidence, cell_id, reason) for cell_id, reason in run.excluded_cells.items()]
     return RunVerdict(run_dir=str(run_dir), run_id=run.run_id, format_version=run.format_version, cells=verdicts, run_problems=run_problems)
+
+
+def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:
+    """A cell the plan excluded: EXCLUDED when the recomputed plan excludes it too."""
+    plan = ev.plan
+    if plan is not None and not plan.error and cell_id not in plan.excluded:
+        problem = Problem(rule="plan-recomputed", scope="cell", cell=cell_id, text="listed as excluded, but the recomputed plan does not exclude it")
+        return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem])
+    return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason])
 
 
 def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Problem], rules: Rules) -> CellVerdict:
     run, run_dir = run_evidence.run, run_evidence.run_dir
-    problems = [p for p in run_problems if not p.text.startswith("cells/") or p.text.startswith(f"cells/{cell_id}/")]
+    others = [f"cells/{other}" for other in run.planned_cells if other != cell_id]
+    problems = [p for p in run_problems if not any(p.text.startswith((f"{o}/", f"{o}:")) for o in others)]  # another cell's file is that cell's problem
     try:
         cell_dir = run_dir / "cells" / safe_id(cell_id, "cell id")
         record = load_cell(cell_dir)

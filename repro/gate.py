@@ -74,6 +74,15 @@ def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSetti
     return argv
 
 
+def rejudge(gate: GateResult, profile: Profile, settings: LatencyGateSettings) -> bool | None:
+    """Whether a recorded gate's attempts pass under the profile's thresholds and the matrix's
+    settings (the probe's rule, on copies); None when the matrix turns the gate off."""
+    if not settings.enabled:
+        return None
+    attempts = [a.model_copy() for a in gate.attempts]
+    return judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second).passed
+
+
 def from_probe(raw: dict[str, Any], handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
     """A GateResult from the probe's JSON, judged again here with the same rule (harness.probe.judge)."""
     result = GateProbeResult.model_validate(raw)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -121,6 +122,7 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
     progress.start_run(record.run_id, run_dir, len(prepared.cells))
     try:
+        signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
         for cells in groups_to_run(ctx, options.resume):
             run_group(ctx, cells)
         record = record.model_copy(update={"status": "complete"})
@@ -131,6 +133,12 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         finish_run(ctx, record, options.out)
         progress.end_run(record.status)
     return run_dir
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's cancel, `docker stop`, `kill`): stop as on Ctrl-C, so the run's
+    containers are removed and its bundle is closed as interrupted, ready for --resume."""
+    raise KeyboardInterrupt
 
 
 def groups_to_run(ctx: RunContext, resume: bool) -> list[list[Cell]]:
@@ -215,6 +223,8 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     run_dir = options.out / record.run_id
     bundle = Bundle(run_dir, Redactor())
     bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
+    for suite_id, selection in prepared.suites.items():
+        bundle.embed_suite(suite_id, selection)
     bundle.write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record, False

@@ -19,7 +19,8 @@ from repro.plan import Cell, make_plan
 from repro.profiles import load_profiles
 from repro.records import CellRecord, CellSummary, IdentityCheck, RunRecord
 from repro.redact import Redactor
-from tests.fixtures.synthetic import CANARY, ROOT, result, smoke_variant
+from repro.suites import select
+from tests.fixtures.synthetic import CANARY, ROOT, embed, result, smoke_variant
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 
 # One scenario: (id, category, passed, failure type or None, transcript or None).
@@ -47,11 +48,14 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
     """A complete, VALID bundle of the smoke matrix with `repeats` repeats, the given protocols and
     `outcomes(cell)` per cell (each scenario's protocol stats: one turn, valid when it passed)."""
     smoke = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix
-    raw, variant = smoke_variant(repeats=repeats, models=smoke.models[:models], protocols=list(protocols))
+    update = {"repeats": repeats, "models": smoke.models[:models], "protocols": list(protocols)}
+    provisional = make_plan(smoke_variant(**update)[1], "cpu", load_profiles().get("cpu")).cells[0]
+    real = [sid for sid, category, *_ in outcomes(provisional) if (ROOT / "scenarios" / category / f"{sid}.json").is_file()]
+    raw, variant = smoke_variant(real, **update)  # a made-up scenario id leaves its cell INVALID
     plan = make_plan(variant, "cpu", load_profiles().get("cpu"))
     run_template, _ = templates()
     bundle = Bundle(run_dir, Redactor(CANARY))
-    bundle.embed_matrix(raw, variant.sha256)
+    embed(bundle, raw, variant)
     matrix_info = run_template.matrix.model_copy(update={"sha256": variant.sha256})
     bundle.write_run(run_template.model_copy(update={"run_id": run_dir.name, "matrix": matrix_info, "planned_cells": [c.id for c in plan.cells]}))
     for cell in plan.cells:
@@ -61,6 +65,8 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
 
 
 def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
+    """The cell's scenarios in suite order (category, then id), as a run writes them."""
+    scenarios = sorted(scenarios, key=lambda scenario: (scenario[1], scenario[0]))
     writer = bundle.start_cell(cell.id)
     rows: list[ScenarioResult] = [result(sid, category, passed, failure) for sid, category, passed, failure, _ in scenarios]  # type: ignore[arg-type]
     for row in rows:
@@ -75,6 +81,7 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
         "model_sha256_verified": cell.model.sha256,
         "engine_identity": IdentityCheck(expected=expected, reported=expected, matched=True),
         "suite_ids": [r.id for r in rows],
+        "suite_sha256": select(cell.suite, ROOT).sha256,
         "summary": CellSummary.of(rows),
     }
     writer.finish(templates()[1].model_copy(update=update))

@@ -1,0 +1,539 @@
+"""Forgeries: what a hostile publisher could do to a bundle, and whether `repro check` catches it.
+
+Each case starts from a fresh synthetic VALID bundle (tests.fixtures.synthetic), changes it the
+way a forger would, then recomputes every hash a forger can recompute (`rehash`: each cell.json
+`files` map and MANIFEST.sha256), so integrity hashes alone never give a forgery away: only the
+rules can. For every forgery the suite asserts that
+
+  (a) `check_run` gives the forged cell(s) -- every cell, for a run-level forgery -- the verdict
+      INVALID with a Problem naming the expected rule, while untouched cells stay VALID;
+  (b) `repro paper render` keeps the forged cell's number out of results.md (or refuses to run).
+
+A forgery the checker does not catch today is kept as a strict xfail whose reason names the gap:
+the suite passes now and XPASSes (fails) the day the gap is closed, to be made a plain case then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from repro.__main__ import main
+from repro.bundle import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
+from repro.check import RunVerdict, check_run
+from repro.errors import BadInput
+from repro.files import sha256_file
+from repro.records import CellSummary
+from repro.redact import Redactor
+from tests.fixtures.synthetic import CANARY, write_bundle
+
+ALL = None  # what a forge function returns for a run-level forgery: every cell is affected
+Forged = list[str] | None  # the forged cells' ids, or ALL
+Forge = Callable[[Path], Forged]
+
+
+def gap(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"gap: {reason}")
+
+
+# ---------------------------------------------------------------- reading and re-signing as a forger
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")  # as repro.bundle.to_json
+
+
+def cell_dirs(run: Path) -> list[Path]:
+    return sorted(p for p in (run / "cells").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def rehash(run: Path) -> None:
+    """Recompute every hash as a forger would: each cell.json `files` map, then MANIFEST.sha256."""
+    for cell_dir in cell_dirs(run):
+        record = read_json(cell_dir / CELL_FILE)
+        record["files"] = {name: sha256_file(cell_dir / name) for name in record["files"] if (cell_dir / name).is_file()}
+        write_json(cell_dir / CELL_FILE, record)
+    Bundle(run, Redactor(CANARY)).write_manifest()
+
+
+def edit_run(run: Path, change: Callable[[dict], None]) -> None:
+    record = read_json(run / RUN_FILE)
+    change(record)
+    write_json(run / RUN_FILE, record)
+
+
+def edit_cell(cell_dir: Path, change: Callable[[dict], None]) -> None:
+    record = read_json(cell_dir / CELL_FILE)
+    change(record)
+    write_json(cell_dir / CELL_FILE, record)
+
+
+def planned(run: Path) -> list[str]:
+    return read_json(run / RUN_FILE)["planned_cells"]
+
+
+def target(run: Path) -> Path:
+    """The cell a cell-level forgery changes: the first planned one."""
+    return run / "cells" / planned(run)[0]
+
+
+def read_rows(cell_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (cell_dir / "scenarios.jsonl").read_text().splitlines() if line.strip()]
+
+
+def write_rows(cell_dir: Path, rows: list[dict]) -> None:
+    (cell_dir / "scenarios.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def edit_rows(cell_dir: Path, change: Callable[[list[dict]], list[dict]]) -> None:
+    write_rows(cell_dir, change(read_rows(cell_dir)))
+
+
+def resummarize(cell_dir: Path) -> None:
+    """Make cell.json's summary agree with scenarios.jsonl, as a careful forger would."""
+    summary = CellSummary.of(read_results(cell_dir)).model_dump(mode="json")
+    edit_cell(cell_dir, lambda record: record.update(summary=summary))
+
+
+def flip_to_passed(row: dict) -> dict:
+    return {**row, "passed": True}
+
+
+def failed_row_index(rows: list[dict]) -> int:
+    return next(i for i, row in enumerate(rows) if not row["passed"])
+
+
+def flip_first_failure(rows: list[dict], change: Callable[[dict], dict]) -> list[dict]:
+    index = failed_row_index(rows)
+    return [change(row) if i == index else row for i, row in enumerate(rows)]
+
+
+# ---------------------------------------------------------------- scenario results
+
+
+def forge_flipped_result(run: Path) -> list[str]:
+    """1. A failed scenario made passed in scenarios.jsonl; the summary left as it was."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: flip_first_failure(rows, flip_to_passed))
+    return [cell.name]
+
+
+def forge_flipped_result_and_summary(run: Path) -> list[str]:
+    """2. The same flip, with cell.json's summary recomputed to match."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: flip_first_failure(rows, flip_to_passed))
+    resummarize(cell)
+    return [cell.name]
+
+
+def forge_clean_flip(run: Path) -> list[str]:
+    """2b. The flip done thoroughly: status, failure type and summary all say passed."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: flip_first_failure(rows, lambda row: {**row, "passed": True, "status": "done", "failure_type": None}))
+    resummarize(cell)
+    return [cell.name]
+
+
+def forge_summary_only(run: Path) -> list[str]:
+    """3. Only cell.json's summary.passed raised."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["summary"].update(passed=record["summary"]["total"]))
+    return [cell.name]
+
+
+def forge_engine_fault_passed(run: Path) -> list[str]:
+    """21. A scenario the engine failed (engine_fault) counted as passed."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: flip_first_failure(rows, lambda row: {**flip_to_passed(row), "engine_fault": True}))
+    resummarize(cell)
+    return [cell.name]
+
+
+def forge_removed_result(run: Path) -> list[str]:
+    """22. A failed scenario's line removed, summary.total fixed to match."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: [row for i, row in enumerate(rows) if i != failed_row_index(rows)])
+    resummarize(cell)
+    return [cell.name]
+
+
+def forge_removed_result_and_suite_id(run: Path) -> list[str]:
+    """22b. The same removal, with the scenario also dropped from cell.json's suite_ids."""
+    cell = forge_removed_result(run)[0]
+    kept = [row["id"] for row in read_rows(run / "cells" / cell)]
+    edit_cell(run / "cells" / cell, lambda record: record.update(suite_ids=kept))
+    return [cell]
+
+
+def forge_duplicated_result(run: Path) -> list[str]:
+    """23. A passed scenario's line written twice, summary recomputed."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: [*rows, next(row for row in rows if row["passed"])])
+    resummarize(cell)
+    return [cell.name]
+
+
+def forge_duplicated_result_and_suite_id(run: Path) -> list[str]:
+    """23b. The same duplicate, also listed twice in cell.json's suite_ids."""
+    cell = forge_duplicated_result(run)[0]
+    ids = [row["id"] for row in read_rows(run / "cells" / cell)]
+    edit_cell(run / "cells" / cell, lambda record: record.update(suite_ids=ids))
+    return [cell]
+
+
+def forge_moved_category(run: Path) -> list[str]:
+    """24. A failed `notes` scenario relabelled `injection` (the safety column), summary recomputed."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: flip_first_failure(rows, lambda row: {**row, "category": "injection"}))
+    resummarize(cell)
+    return [cell.name]
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def forge_listed_twice(run: Path) -> Forged:
+    """4. A planned cell listed twice in run.json."""
+    edit_run(run, lambda record: record["planned_cells"].append(record["planned_cells"][0]))
+    return ALL
+
+
+def forge_dropped_cell(run: Path) -> Forged:
+    """5. A planned cell dropped from run.json, its folder deleted."""
+    dropped = planned(run)[-1]
+    edit_run(run, lambda record: record["planned_cells"].remove(dropped))
+    shutil.rmtree(run / "cells" / dropped)
+    return ALL
+
+
+def forge_unplanned_cell(run: Path) -> Forged:
+    """6. A cell the plan does not have, copied from a real one under a new id."""
+    source = target(run)
+    new_id = source.name[:-8] + "feedf00d"
+    shutil.copytree(source, run / "cells" / new_id)
+    edit_cell(run / "cells" / new_id, lambda record: record["cell"].update(id=new_id))
+    edit_run(run, lambda record: record["planned_cells"].append(new_id))
+    return ALL
+
+
+def forge_moved_to_excluded(run: Path) -> Forged:
+    """7. A planned cell moved to excluded_cells with a made-up reason."""
+    moved = planned(run)[0]
+
+    def move(record: dict) -> None:
+        record["planned_cells"].remove(moved)
+        record["excluded_cells"][moved] = "engine crashed (hardware fault)"
+
+    edit_run(run, move)
+    return ALL
+
+
+def forge_cell_excluded_in_record(run: Path) -> list[str]:
+    """A ran cell relabelled status=excluded by the latency gate, while its gate record passed."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record.update(status="excluded", reason="latency gate: too slow"))
+    return [cell.name]
+
+
+def forge_model_pin(run: Path) -> list[str]:
+    """8. The model sha256 inside cell.json's `cell` changed (and the verified sha256 with it)."""
+    cell = target(run)
+    other = "e" * 64
+
+    def change(record: dict) -> None:
+        record["cell"]["model"]["sha256"] = other
+        record["model_sha256_verified"] = other
+
+    edit_cell(cell, change)
+    return [cell.name]
+
+
+def forge_protocol(run: Path) -> list[str]:
+    """9. The protocol inside cell.json's `cell` changed, the id kept."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["cell"].update(protocol="native_tools"))
+    return [cell.name]
+
+
+def forge_matrix_sha256(run: Path) -> Forged:
+    """10. run.json's matrix.sha256 edited."""
+    edit_run(run, lambda record: record["matrix"].update(sha256="f" * 64))
+    return ALL
+
+
+def forge_embedded_matrix(run: Path) -> Forged:
+    """11. The embedded matrix.yaml's decoding temperature raised, run.json's sha256 updated to match."""
+    copy = run / MATRIX_COPY
+    text, count = re.subn(r"(?m)^(\s+temperature:\s*)\S+$", r"\g<1>1.7", copy.read_text())
+    assert count == 1
+    copy.write_text(text)
+    digest = hashlib.sha256(copy.read_bytes()).hexdigest()
+    edit_run(run, lambda record: record["matrix"].update(sha256=digest))
+    return ALL
+
+
+# ---------------------------------------------------------------- the files of the bundle
+
+
+def forge_symlinked_results(run: Path) -> list[str]:
+    """12. scenarios.jsonl replaced by a link to an all-passed copy outside the bundle."""
+    cell = target(run)
+    edit_rows(cell, lambda rows: [flip_to_passed(row) for row in rows])
+    resummarize(cell)
+    outside = run.parent / "outside-scenarios.jsonl"
+    (cell / "scenarios.jsonl").rename(outside)
+    (cell / "scenarios.jsonl").symlink_to(outside)
+    return [cell.name]
+
+
+def forge_hidden_cell_folder(run: Path) -> Forged:
+    """13. A hidden `cells/.x` folder holding a copy of a cell."""
+    shutil.copytree(target(run), run / "cells" / ".x")
+    return ALL
+
+
+def forge_dot_file_in_cell(run: Path) -> list[str]:
+    """13b. A dot file inside a cell's folder."""
+    cell = target(run)
+    (cell / ".scenarios.jsonl").write_text("{}\n")
+    return [cell.name]
+
+
+def forge_dot_file_in_run(run: Path) -> Forged:
+    """13c. A dot file at the bundle's top."""
+    (run / ".notes").write_text("nothing to see\n")
+    return ALL
+
+
+def forge_cell_id_mismatch(run: Path) -> list[str]:
+    """14. cell.json naming the other cell's id from inside this cell's folder."""
+    cell, other = (run / "cells" / cell_id for cell_id in planned(run)[:2])
+    other_cell = read_json(other / CELL_FILE)["cell"]
+    edit_cell(cell, lambda record: record.update(cell=other_cell))
+    return [cell.name]
+
+
+# ---------------------------------------------------------------- what the cell ran with
+
+
+def forge_engine_identity(run: Path) -> list[str]:
+    """15. The engine identity check claims a match while reporting another build."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["engine_identity"].update(reported="b1-other", matched=True))
+    return [cell.name]
+
+
+def forge_relaxed_sandbox(run: Path) -> list[str]:
+    """16. The harness recorded privileged on the host network."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["sandbox"]["harness"].update(privileged=True, network_mode="host"))
+    return [cell.name]
+
+
+def forge_audit_escape(run: Path) -> list[str]:
+    """17. The sandbox audit's `docker_socket` escape succeeded."""
+    cell = target(run)
+
+    def escape(record: dict) -> None:
+        for item in record["sandbox_audit"]["items"]:
+            if item["name"] == "docker_socket":
+                item.update(blocked=False, detail="socket reachable")
+
+    edit_cell(cell, escape)
+    return [cell.name]
+
+
+def forge_failed_gate(run: Path) -> list[str]:
+    """18. The latency gate failed, the cell kept as done."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["gate"].update(passed=False, reason="too slow"))
+    return [cell.name]
+
+
+def forge_harness_image(run: Path) -> list[str]:
+    """The harness image labelled as built from another harness tree."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["harness_image"]["labels"].update({"repro.harness_tree": "0" * 64}))
+    return [cell.name]
+
+
+# ---------------------------------------------------------------- the run
+
+
+def forge_interrupted(run: Path) -> Forged:
+    """19. The run's status is interrupted."""
+    edit_run(run, lambda record: record.update(status="interrupted"))
+    return ALL
+
+
+def forge_leaked_containers(run: Path) -> Forged:
+    """19b. The run left containers behind."""
+    edit_run(run, lambda record: record.update(leaked_containers=["repro-run1-engine"]))
+    return ALL
+
+
+def forge_dirty_tree(run: Path) -> Forged:
+    """20. The project tree was dirty."""
+    edit_run(run, lambda record: record["source"].update(tree_clean=False, dirty_files=["repro/check.py"]))
+    return ALL
+
+
+def forge_dirty_files_marked_clean(run: Path) -> Forged:
+    """20b. Dirty files listed, yet the tree marked clean."""
+    edit_run(run, lambda record: record["source"].update(tree_clean=True, dirty_files=["repro/check.py"]))
+    return ALL
+
+
+def forge_format_version(run: Path, version: int) -> None:
+    """25. A format_version this checker does not check: unknown (99), or retired (2: a bundle
+    relabelled 2 would escape the recomputations of format 3)."""
+    edit_run(run, lambda record: record.update(format_version=version))
+
+
+# Forgeries check does not catch today: id -> what it misses and what it would need.
+GAPS: dict[str, str] = {
+    "02b-result-flipped-thoroughly": (
+        "a consistent flip of a result, its status, failure type and summary: only a re-grade of the scenario from its transcript catches it"
+    ),
+}
+
+
+def case(forge: Forge, rule: str, ident: str) -> object:
+    """One forgery, the rule expected to catch it, and its id; a strict xfail where GAPS names it."""
+    marks = [gap(GAPS[ident])] if ident in GAPS else []
+    return pytest.param(forge, rule, id=ident, marks=marks)
+
+
+FORGERIES = [
+    case(forge_flipped_result, "summary", "01-result-flipped"),
+    case(forge_flipped_result_and_summary, "results-consistent", "02-result-flipped-summary-fixed"),
+    case(forge_clean_flip, "summary", "02b-result-flipped-thoroughly"),
+    case(forge_summary_only, "summary", "03-summary-edited"),
+    case(forge_listed_twice, "plan-listing", "04-cell-listed-twice"),
+    case(forge_dropped_cell, "plan-recomputed", "05-cell-dropped"),
+    case(forge_unplanned_cell, "plan-recomputed", "06-unplanned-cell-added"),
+    case(forge_moved_to_excluded, "plan-recomputed", "07-cell-moved-to-excluded"),
+    case(forge_cell_excluded_in_record, "exclusion-evidenced", "07b-cell-record-says-excluded"),
+    case(forge_model_pin, "cell-as-planned", "08-model-sha256-changed"),
+    case(forge_protocol, "cell-as-planned", "09-protocol-changed"),
+    case(forge_matrix_sha256, "plan-recomputed", "10-matrix-sha256-edited"),
+    case(forge_embedded_matrix, "plan-recomputed", "11-embedded-matrix-edited"),
+    case(forge_symlinked_results, "cell-intact", "12-results-symlinked-outside"),
+    case(forge_hidden_cell_folder, "manifest", "13-hidden-cell-folder"),
+    case(forge_dot_file_in_cell, "manifest", "13b-dot-file-in-cell"),
+    case(forge_dot_file_in_run, "manifest", "13c-dot-file-in-run"),
+    case(forge_cell_id_mismatch, "cell-intact", "14-cell-id-not-folder"),
+    case(forge_engine_identity, "model-and-engine", "15-engine-identity"),
+    case(forge_relaxed_sandbox, "sandbox", "16-sandbox-relaxed"),
+    case(forge_audit_escape, "sandbox-audit", "17-audit-escape"),
+    case(forge_failed_gate, "gate", "18-gate-failed-cell-done"),
+    case(forge_harness_image, "images", "18b-harness-image-other-tree"),
+    case(forge_interrupted, "run-complete", "19-run-interrupted"),
+    case(forge_leaked_containers, "run-complete", "19b-leaked-containers"),
+    case(forge_dirty_tree, "provenance", "20-dirty-tree"),
+    case(forge_dirty_files_marked_clean, "provenance", "20b-dirty-files-marked-clean"),
+    case(forge_engine_fault_passed, "summary", "21-engine-fault-passed"),
+    case(forge_removed_result, "summary", "22-result-removed"),
+    case(forge_removed_result_and_suite_id, "suite-recomputed", "22b-result-removed-from-suite"),
+    case(forge_duplicated_result, "summary", "23-result-duplicated"),
+    case(forge_duplicated_result_and_suite_id, "suite-recomputed", "23b-result-duplicated-in-suite"),
+    case(forge_moved_category, "suite-recomputed", "24-category-changed"),
+]
+
+
+# ---------------------------------------------------------------- the assertions
+
+RowKey = tuple[str, str]  # (model id, protocol): the columns that tell a cell's table row apart here
+
+
+def row_keys(run: Path) -> dict[str, RowKey]:
+    """Cell id -> its row's (model id, protocol), read before the forgery."""
+    cells = {cell_dir.name: read_json(cell_dir / CELL_FILE)["cell"] for cell_dir in cell_dirs(run)}
+    return {cell_id: (cell["model"]["id"], cell["protocol"]) for cell_id, cell in cells.items()}
+
+
+def rules_of(verdict: RunVerdict, cell_id: str) -> set[str]:
+    cell = next(c for c in verdict.cells if c.cell_id == cell_id)
+    assert cell.verdict == "INVALID", f"{cell_id} is {cell.verdict}: {cell.reasons}"
+    return {problem.rule for problem in cell.problems}
+
+
+def assert_caught(verdict: RunVerdict, forged: Forged, rule: str) -> None:
+    """The forged cells (all, for a run-level forgery) INVALID by `rule`, the rest VALID."""
+    everyone = [cell.cell_id for cell in verdict.cells]
+    if forged is ALL:
+        assert rule in {problem.rule for problem in verdict.run_problems}, verdict.run_problems
+    for cell_id in everyone if forged is ALL else forged:
+        assert rule in rules_of(verdict, cell_id)
+    untouched = [c for c in verdict.cells if forged is not ALL and c.cell_id not in forged]
+    assert all(cell.verdict == "VALID" for cell in untouched), [c.reasons for c in untouched]
+
+
+def rendered_rows(out: Path) -> tuple[set[RowKey], str]:
+    """The (model, protocol) of every row results.json holds, and results.md's text."""
+    rows = read_json(out / "results.json")["rows"]
+    return {(row["model"], row["protocol"]) for row in rows}, (out / "results.md").read_text()
+
+
+def in_markdown(markdown: str, key: RowKey) -> bool:
+    model, protocol = key
+    return any(line.startswith(f"| {model} |") and f"| {protocol} |" in line for line in markdown.splitlines())
+
+
+def assert_not_rendered(run: Path, out: Path, keys: dict[str, RowKey], forged: Forged) -> None:
+    """`repro paper render` keeps the forged cells' rows out of its tables (or refuses to render)."""
+    if main(["paper", "render", str(run), "--out", str(out)]) != 0:
+        return
+    rows, markdown = rendered_rows(out)
+    if forged is ALL:
+        assert rows == set() and not any(in_markdown(markdown, key) for key in keys.values())
+        return
+    kept = {key for cell_id, key in keys.items() if cell_id not in forged}
+    for cell_id in forged:
+        assert f"`{cell_id}` (INVALID)" in markdown
+        assert keys[cell_id] in kept or (keys[cell_id] not in rows and not in_markdown(markdown, keys[cell_id]))
+    assert kept <= rows and all(in_markdown(markdown, key) for key in kept)
+
+
+@pytest.mark.parametrize(("forge", "rule"), FORGERIES)
+def test_forgery_is_caught(tmp_path: Path, forge: Forge, rule: str) -> None:
+    run = write_bundle(tmp_path / "run1")
+    keys = row_keys(run)
+    forged = forge(run)
+    rehash(run)
+    assert_caught(check_run(run, Redactor(CANARY)), forged, rule)
+    assert_not_rendered(run, tmp_path / "tables", keys, forged)
+
+
+def test_rehash_alone_keeps_the_bundle_valid(tmp_path: Path) -> None:
+    """The forger's re-signing changes nothing by itself: every verdict above is the forgery's."""
+    run = write_bundle(tmp_path / "run1")
+    rehash(run)
+    verdict = check_run(run, Redactor(CANARY))
+    assert not verdict.run_problems and {c.verdict for c in verdict.cells} == {"VALID"}
+
+
+@pytest.mark.parametrize("version", [99, 2])
+def test_unknown_or_retired_format_version_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int) -> None:
+    """25. check_run raises BadInput; `repro check` exits 2 with one line; render refuses too."""
+    run = write_bundle(tmp_path / "run1")
+    forge_protocol(run)
+    forge_format_version(run, version)
+    rehash(run)
+    with pytest.raises(BadInput, match=f"bundle format {version} "):
+        check_run(run, Redactor(CANARY))
+    capsys.readouterr()
+    assert main(["check", str(run)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert main(["paper", "render", str(run), "--out", str(tmp_path / "tables")]) == 2
+    assert not (tmp_path / "tables" / "results.md").exists()
