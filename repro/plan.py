@@ -36,6 +36,12 @@ class Cell(BaseModel):
     excluded: str | None = None
 
     @property
+    def seed(self) -> int:
+        """The seed this repeat's requests carry: the matrix's seed for repeat 1, then seed+1, ...
+        (repeats are then distinct samples; the row still names the matrix's seed)."""
+        return self.decoding.seed + self.repeat - 1
+
+    @property
     def group(self) -> tuple[str, str]:
         """Cells of one (engine, model) group share one engine boot."""
         return (self.engine.id, self.model.id)

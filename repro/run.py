@@ -512,7 +512,7 @@ def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profil
         "--temperature",
         str(decoding.temperature),
         "--seed",
-        str(decoding.seed),
+        str(cell.seed),
         "--timeout",
         str(profile.step_timeout_s),
         "--out",

@@ -24,3 +24,24 @@ def test_a_tree_edited_during_the_run_is_recorded_dirty(monkeypatch):
     assert ended.dirty_files[0] == "changed during the run: the project tree became dirty (README.md)"
     monkeypatch.setattr(run_module, "source_state", lambda: CLEAN)
     assert run_module.source_at_end(CLEAN) == CLEAN
+
+
+def test_each_repeat_carries_its_own_seed():
+    """Repeat k sends seed + k - 1 (distinct samples); the cell still records the matrix's seed."""
+    from repro.engines.base import client_argv
+    from repro.matrix import load_matrix
+    from repro.plan import make_plan
+    from repro.profiles import load_profiles
+    from repro.run import harness_command
+    from repro.suites import select
+    from tests.fixtures.synthetic import ROOT, smoke_variant
+
+    profile = load_profiles().get("cpu")
+    cells = make_plan(smoke_variant(repeats=3)[1], "cpu", profile).cells
+    suite = select(cells[0].suite, ROOT)
+    seeds = []
+    for cell in cells[:3]:
+        argv = harness_command(cell, client_argv("http://127.0.0.1:8080", "m", "openai"), suite, profile)
+        seeds.append(argv[argv.index("--seed") + 1])
+    assert [c.repeat for c in cells[:3]] == [1, 2, 3] and seeds == ["42", "43", "44"]
+    assert {c.decoding.seed for c in cells} == {load_matrix(ROOT / "matrix" / "smoke.yaml").matrix.decoding.seed}
