@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any, get_args
@@ -52,6 +53,55 @@ class ProtocolTotals(BaseModel):
         return self.valid_calls / self.model_turns if self.model_turns else None
 
 
+class TimeSplit(BaseModel):
+    """Where a row's time went: the engine's boot and gate (per engine, shared by its group's
+    cells: medians over the row's cells), then, summed over the row's cells, the engine's own
+    prompt processing and generation time (its reported timings) and the harness's share (the
+    harness container's wall time minus the engine's); medians of tokens per second per request."""
+
+    engine_boot_s: float | None = None
+    gate_s: float | None = None
+    wall_s: float | None = None
+    prompt_s: float = 0.0
+    generation_s: float = 0.0
+    harness_s: float | None = None
+    prompt_tps: float | None = None
+    generation_tps: float | None = None
+
+    @classmethod
+    def of(cls, records: list[CellRecord], results: list[ScenarioResult]) -> TimeSplit:
+        steps = [t.timings for r in results for t in r.engine_timings if t.timings]
+        prompt_s = sum(_number(t.get("prompt_ms")) for t in steps) / 1000
+        generation_s = sum(_number(t.get("predicted_ms")) for t in steps) / 1000
+        walls = [r.harness_seconds for r in records if r.harness_seconds is not None]
+        wall = sum(walls) if len(walls) == len(records) else None
+        return cls(
+            engine_boot_s=_median([r.engine_boot_seconds for r in records]),
+            gate_s=_median([r.gate.total_seconds if r.gate else None for r in records]),
+            wall_s=wall,
+            prompt_s=round(prompt_s, 3),
+            generation_s=round(generation_s, 3),
+            harness_s=round(max(wall - prompt_s - generation_s, 0.0), 3) if wall is not None else None,
+            prompt_tps=_median([_rate(t.get("prompt_n"), t.get("prompt_ms")) for t in steps]),
+            generation_tps=_median([_rate(t.get("predicted_n"), t.get("predicted_ms")) for t in steps]),
+        )
+
+
+def _number(value: object) -> float:
+    """A finite, non-negative timing from an engine's reply (anything else counts as 0)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e12 else 0.0
+
+
+def _rate(count: object, milliseconds: object) -> float | None:
+    n, ms = _number(count), _number(milliseconds)
+    return n / ms * 1000 if n and ms else None
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    return round(statistics.median(known), 3) if known else None
+
+
 class TableRow(BaseModel):
     model: str
     model_sha256: str
@@ -77,6 +127,7 @@ class TableRow(BaseModel):
     failure_types: dict[str, int] = {}  # failure type -> failed scenarios, over all repeats
     protocol_totals: ProtocolTotals = ProtocolTotals()
     by_level: dict[int, tuple[int, int]] = {}  # ladder level -> (passed, total), ladder scenarios only
+    time: TimeSplit = TimeSplit()
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -300,6 +351,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         failure_types=summary.failure_types,
         protocol_totals=ProtocolTotals.of(results),
         by_level=ladder_levels(results),
+        time=TimeSplit.of([c.record for c in cells], results),
     )
 
 

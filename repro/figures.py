@@ -93,6 +93,27 @@ def ladder_figure(tables: PaperTables) -> Figure:
     return figure
 
 
+def time_figure(tables: PaperTables) -> Figure:
+    """Per row, the engine's prompt and generation time and the harness's share, stacked."""
+    from matplotlib.figure import Figure
+
+    rows = tables.rows
+    figure = Figure(figsize=(4 + _label_inches(tables), 0.45 * max(len(rows), 1) + 1.4))
+    axes = figure.add_subplot()
+    positions = list(range(len(rows)))
+    left = [0.0] * len(rows)
+    for label, part, colour in (("prompt", "prompt_s", "#4c72b0"), ("generation", "generation_s", "#55a868"), ("harness", "harness_s", "#c44e52")):
+        widths = [getattr(row.time, part) or 0.0 for row in rows]
+        axes.barh(positions, widths, left=left, color=colour, label=label)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    axes.set_yticks(positions, [row.key for row in rows])
+    axes.invert_yaxis()
+    axes.set_xlabel("seconds")
+    axes.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    return figure
+
+
 def _label_inches(tables: PaperTables) -> float:
     """Room for the row names on the y axis (about 0.07 inch a character at 9 pt)."""
     return 0.07 * max((len(row.key) for row in tables.rows), default=10)
@@ -111,11 +132,12 @@ def figure_bytes(figure: Figure, fmt: Format) -> bytes:
     return buffer.getvalue()
 
 
-FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure, "ladder": ladder_figure}
+FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure, "ladder": ladder_figure, "time": time_figure}
 CAPTIONS = {
     "pass_rate": "Pass rate per row, with its Wilson 95\\% interval.",
     "categories": "Pass rate per row and category (the injection category last).",
     "ladder": "Capability ladder: pass rate by level, one line per row.",
+    "time": "Where the time went: the engine's prompt processing and generation time and the harness's own share, per row.",
 }
 
 

@@ -129,6 +129,8 @@ class CellRecord(BaseModel):
     finished_at: str | None = None
     engine_incidents: list[EngineIncident] = []  # engine deaths during this cell, healed or not
     sandbox_audit: SandboxAudit | None = None  # what a container with the harness settings could do
+    engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
+    harness_seconds: float | None = None  # the harness container's wall time for the cell's scenarios
 
 
 class MatrixInfo(BaseModel):

@@ -407,6 +407,7 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
             "engine_identity": IdentityCheck(expected=expected, reported=handle.identity, matched=handle.identity == expected),
             "engine_settings": EngineSettings(reported=handle.settings),
             "accelerator": handle.accelerator,
+            "engine_boot_seconds": handle.boot_seconds,
         }
     )
 
@@ -436,7 +437,8 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
                 ctx.progress.start_cell(cell.id, len(suite.ids))
                 deadline = harness_deadline(len(suite.ids), ctx.prepared.profile)
                 ended = containers.wait(container, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
-                record = record.model_copy(update={"sandbox": SandboxRecord(harness=read_back(container), engine=read_back(engine))})
+                sandbox = SandboxRecord(harness=read_back(container), engine=read_back(engine))
+                record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(ended.seconds, 3)})
                 writer.write_text("harness.log", ended.log_tail + "\n")
                 writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
         record = collect_results(writer, record, out_dir, suite, ended)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from harness.contracts import ProtocolStats, ScenarioResult, TranscriptLine
+from harness.contracts import ProtocolStats, ScenarioResult, StepTiming, TranscriptLine
 from repro.bundle import Bundle, load_cell, load_run
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
@@ -22,6 +22,9 @@ from repro.redact import Redactor
 from repro.suites import select
 from tests.fixtures.synthetic import CANARY, ROOT, embed, result, smoke_variant
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
+
+# What llama.cpp reports for one request: 100 prompt tokens in 0.1 s, 20 generated in 0.2 s.
+TIMINGS = {"prompt_n": 100, "prompt_ms": 100.0, "predicted_n": 20, "predicted_ms": 200.0}
 
 # One scenario: (id, category, passed, failure type or None, transcript or None).
 Scenario = tuple[str, str, bool, str | None, list[dict] | None]
@@ -71,6 +74,7 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
     rows: list[ScenarioResult] = [result(sid, category, passed, failure) for sid, category, passed, failure, _ in scenarios]  # type: ignore[arg-type]
     for row in rows:
         row.level = int(row.category.removeprefix("ladder-")) if row.category.startswith("ladder-") else None
+        row.engine_timings = [StepTiming(step=1, attempt=1, seconds=0.4, tokens_in=10, tokens_out=5, timings=TIMINGS)]
         row.protocol_stats = ProtocolStats(protocol=cell.protocol, model_turns=1, valid_calls=int(row.passed), invalid_turns=int(not row.passed))
     writer.write_jsonl("scenarios.jsonl", rows)
     writer.write_jsonl("transcripts.jsonl", [TranscriptLine(id=sid, transcript=t) for sid, _, _, _, t in scenarios if t is not None])
@@ -82,6 +86,8 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
         "engine_identity": IdentityCheck(expected=expected, reported=expected, matched=True),
         "suite_ids": [r.id for r in rows],
         "suite_sha256": select(cell.suite, ROOT).sha256,
+        "engine_boot_seconds": 2.0,
+        "harness_seconds": 1.0 * len(rows),
         "summary": CellSummary.of(rows),
     }
     writer.finish(templates()[1].model_copy(update=update))

@@ -36,17 +36,17 @@ def collected(tmp_path):
 def test_figures_are_deterministic(collected, tmp_path):
     tables, _ = collected
     first, second = render_figures(tables), render_figures(tables)
-    assert set(first) == {"pass_rate", "categories"} and first == second
+    assert set(first) == {"pass_rate", "categories", "time"} and first == second
     assert first["pass_rate"]["svg"].lstrip().startswith(b"<?xml") and first["pass_rate"]["pdf"].startswith(b"%PDF")
     assert b"<dc:date>" not in first["pass_rate"]["svg"] and b"CreationDate" not in first["pass_rate"]["pdf"]
     written = write_figures(tables, tmp_path / "out")
-    assert sorted(p.name for p in written) == ["categories.pdf", "categories.svg", "pass_rate.pdf", "pass_rate.svg"]
+    assert sorted(p.name for p in written) == ["categories.pdf", "categories.svg", "pass_rate.pdf", "pass_rate.svg", "time.pdf", "time.svg"]
 
 
 def test_report_is_self_contained_and_escaped(collected, tmp_path):
     tables, cells = collected
     html = render_report(tables, tmp_path, cells).read_text()
-    assert 'id="summary-table"' in html and html.count("<svg") == 2
+    assert 'id="summary-table"' in html and html.count("<svg") == 3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script" not in html
     assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing fetched from anywhere
     assert "2.50 ± 0.71 (pooled above)" in html
@@ -78,4 +78,4 @@ def test_report_opens_in_headless_chromium(collected, tmp_path):
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == []
     dom = subprocess.run([*base, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    assert 'id="summary-table"' in dom and tables.rows[0].key in dom and dom.count("<svg") == 2
+    assert 'id="summary-table"' in dom and tables.rows[0].key in dom and dom.count("<svg") == 3

@@ -55,7 +55,7 @@ def test_markdown_states_pooling_and_shows_consistency(rendered):
 def test_latex_has_a_consistency_table(rendered):
     _, out = rendered
     tex = (out / "results.tex").read_text()
-    assert tex.count("\\begin{tabular}") == 2 and tex.count("\\end{tabular}") == 2
+    assert tex.count("\\begin{tabular}") == 3 and tex.count("\\end{tabular}") == 3
     assert "2.50\\,$\\pm$\\,0.71" in tex and "pool them as independent trials" in tex
     assert "notes-002 \\\\" in tex
 
@@ -64,7 +64,7 @@ def test_single_repeat_tables_are_unchanged(tmp_path):
     tables = collect([write_bundle(tmp_path / "run", flaky_on_repeat_two, models=1)], Redactor(CANARY))
     render(tables, tmp_path / "tables")
     assert "Repeats and consistency" not in (tmp_path / "tables" / "results.md").read_text()
-    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 1
+    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 2  # the results and where the time went
 
 
 def compile_latex(out) -> None:
@@ -129,7 +129,7 @@ def test_the_ladder_has_levels_a_highest_level_and_a_figure(tmp_path):
     assert row.by_level == {0: (1, 1), 1: (1, 1), 2: (1, 1), 3: (0, 1), 4: (1, 1)} and row.highest_level == 2
     assert not any(c.startswith("ladder-") for c in tables.categories)
     names = [p.stem for p in write_figures(tables, tmp_path / "paper") if p.suffix == ".svg"]
-    assert names == ["pass_rate", "categories", "ladder"]
+    assert names == ["pass_rate", "categories", "ladder", "time"]
     render(tables, tmp_path / "paper", names)
     markdown = (tmp_path / "paper" / "results.md").read_text()
     assert "**Capability ladder**" in markdown and "| 1/1 | 1/1 | 1/1 | 0/1 | 1/1 | 2 |" in markdown
@@ -137,3 +137,13 @@ def test_the_ladder_has_levels_a_highest_level_and_a_figure(tmp_path):
     assert json.loads((tmp_path / "paper" / "results.json").read_text())["rows"][0]["highest_level"] == 2
     if shutil.which("pdflatex"):
         compile_latex(tmp_path / "paper")
+
+
+def test_where_the_time_went(tmp_path):
+    tables = collect([write_bundle(tmp_path / "run", by_protocol, models=1)], Redactor(CANARY))
+    (row,) = tables.rows
+    time = row.time
+    assert (time.engine_boot_s, time.wall_s, time.prompt_s, time.generation_s) == (2.0, 2.0, 0.2, 0.4)
+    assert time.harness_s == 1.4 and time.prompt_tps == 1000.0 and time.generation_tps == 100.0
+    render(tables, tmp_path / "paper")
+    assert "| 2.0 | - | 0.2 | 0.4 | 1.4 | 1000.0 | 100.0 |" in (tmp_path / "paper" / "results.md").read_text()
