@@ -107,6 +107,14 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
     raise SignatureError(f"{signature}: does not hold for {MANIFEST} as signed by {', '.join(principals)} ({reasons[0]}): the manifest changed after signing")
 
 
+def require_signed(paths: list[Path], allowed_signers: Path) -> list[tuple[Path, str]]:
+    """Every run under `paths` with its signer from `allowed_signers`; SignatureError at the first
+    run that is not signed by one of them (what --require-signature and --allowed-signers ask)."""
+    from repro.bundle import find_runs
+
+    return [(run_dir, verify_signature(run_dir, allowed_signers)) for path in paths for run_dir in find_runs(path)]
+
+
 def _allowed_signers(path: Path) -> str:
     if not path.is_file():
         raise BadInput(f"{path}: no such allowed_signers file")

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from repro.bundle import find_runs, latest_run, merge_problems
 from repro.check import RunVerdict, check_run
-from repro.signing import verify_signature
+from repro.signing import require_signed
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 
@@ -26,7 +26,7 @@ def check(
     target = results if results is not None else latest_run(Path("results"))
     runs = find_runs(target)
     merge = merge_problems(target) if target.is_dir() else []
-    signers = [(run_dir, verify_signature(run_dir, allowed_signers)) for run_dir in runs] if allowed_signers else []
+    signers = require_signed([target], allowed_signers) if allowed_signers else []
     verdicts = [check_run(run_dir) for run_dir in runs]
     for run_dir, signer in signers:
         Console().print(f"signed: {run_dir.name} by {signer}", soft_wrap=True)

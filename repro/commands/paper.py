@@ -11,6 +11,7 @@ from repro.aggregate import collect_with_cells
 from repro.figures import write_figures
 from repro.paper import render as render_tables
 from repro.report import render_report
+from repro.signing import require_signed
 
 app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
 
@@ -19,8 +20,14 @@ app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=
 def render(
     results: list[Path] = typer.Argument(..., help="Run folders or results folders."),
     out: Path = typer.Option(Path("paper/tables"), "--out", help="Where results.md and results.tex go."),
+    require_signature: Path = typer.Option(
+        None, "--require-signature", help="An ssh allowed_signers file: render only when every run is signed by one of them (exit 1 otherwise)."
+    ),
 ) -> None:
     """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the rest are listed as excluded."""
+    if require_signature is not None:
+        for run_dir, signer in require_signed(results, require_signature):
+            Console().print(f"signed: {run_dir.name} by {signer}", soft_wrap=True)
     tables, cells = collect_with_cells(results)
     figures = write_figures(tables, out)
     names = list(dict.fromkeys(path.stem for path in figures))

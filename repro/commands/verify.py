@@ -8,6 +8,8 @@ import typer
 from rich.console import Console
 
 from repro.aggregate import collect_with_cells
+from repro.errors import BadInput
+from repro.signing import require_signed
 from repro.verify import RowComparison, compare, load_side
 
 COLOURS = {"reproduced": "green", "differs": "red", "missing": "red", "extra": "yellow"}
@@ -19,8 +21,16 @@ def verify(
         ..., "--published", help="results.json of the published numbers (written by repro paper render), or the published bundle itself."
     ),
     identical_transcripts: bool = typer.Option(False, "--identical-transcripts", help="A differing transcript makes its row differ (for CPU, temperature 0)."),
+    require_signature: Path = typer.Option(
+        None, "--require-signature", help="An ssh allowed_signers file: the published bundle must be signed by one of them (exit 1 otherwise)."
+    ),
 ) -> None:
     """Compare a rerun with published numbers, row by row and scenario by scenario; exit 1 on any difference."""
+    if require_signature is not None:
+        if not published.is_dir():
+            raise BadInput(f"{published}: --require-signature needs the published bundle (a results.json carries no signature)")
+        for run_dir, signer in require_signed([published], require_signature):
+            Console().print(f"published bundle signed: {run_dir.name} by {signer}", soft_wrap=True)
     published_tables, published_cells = load_side(published)
     rerun_tables, rerun_cells = collect_with_cells(results)
     comparisons = compare(published_tables, rerun_tables, published_cells, rerun_cells, require_identical=identical_transcripts)

@@ -171,3 +171,23 @@ def test_sign_and_check_with_allowed_signers_through_the_cli(tmp_path, keys) -> 
     tampered = repro("check", str(run), "--allowed-signers", str(allowed))
     assert tampered.returncode != 0 and "signed:" not in tampered.stdout
     assert len((tampered.stdout + tampered.stderr).strip().splitlines()) == 1
+
+
+def test_render_and_verify_can_require_a_signature(tmp_path, keys, capsys) -> None:
+    """`paper render --require-signature` renders a bundle signed by an allowed signer and
+    refuses an unsigned one (exit 1, nothing written); `verify --require-signature` needs the
+    published bundle, not its results.json."""
+    from repro.__main__ import main
+    from tests.fixtures.synthetic import write_bundle
+
+    signed, unsigned = write_bundle(tmp_path / "signed" / "run1"), write_bundle(tmp_path / "unsigned" / "run1")
+    sign_bundle(signed, keys["alice"])
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
+    assert main(["paper", "render", str(signed), "--out", str(tmp_path / "ok"), "--require-signature", str(allowed)]) == 0
+    assert "signed: run1 by alice@example.org" in capsys.readouterr().out
+    assert main(["paper", "render", str(unsigned), "--out", str(tmp_path / "refused"), "--require-signature", str(allowed)]) == 1
+    assert not (tmp_path / "refused").exists() and "not signed" in capsys.readouterr().err
+    published = tmp_path / "ok" / "results.json"
+    assert main(["verify", str(signed), "--published", str(published), "--require-signature", str(allowed)]) == 2
+    assert main(["verify", str(signed), "--published", str(signed), "--require-signature", str(allowed)]) == 0
+    assert main(["verify", str(signed), "--published", str(unsigned), "--require-signature", str(allowed)]) == 1
