@@ -52,6 +52,16 @@ def lint_path(path: str | Path) -> list[str]:
     return problems + _suite_problems(loaded)
 
 
+def unfit_to_score(path: str | Path) -> list[str]:
+    """Why a scenario cannot score a model (what a run refuses before any engine boots): it does
+    not load, its reference does not pass, or an agent that does nothing (or, for nothing_to_do,
+    a plausible writer) passes it. Style rules are the full lint's, not the run's."""
+    item = load_for_lint(Path(path))
+    if item.scenario is None:
+        return [item.error or f"{item.path}: cannot load"]
+    return [f"{item.path}: {reason}" for reason in _replay_reasons(item.scenario) + _do_nothing_reasons(item.scenario)]
+
+
 def lint_file(path: str | Path) -> list[str]:
     return _file_problems(load_for_lint(Path(path)))
 

@@ -199,6 +199,8 @@ def prepare(options: RunOptions) -> Prepared:
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     if not cells:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
+    suites = {c.suite.id: select(c.suite) for c in cells}
+    refuse_unfit_scenarios(suites)
     return Prepared(
         loaded=loaded,
         plan=plan,
@@ -207,8 +209,19 @@ def prepare(options: RunOptions) -> Prepared:
         harness=harness_image(),
         engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
         models={c.model.id: model_path(c.model) for c in cells},
-        suites={c.suite.id: select(c.suite) for c in cells},
+        suites=suites,
     )
+
+
+def refuse_unfit_scenarios(suites: dict[str, SuiteSelection]) -> None:
+    """Before any engine boots: every selected scenario loads, its reference passes, and doing
+    nothing does not pass it (harness.lint.unfit_to_score); BadInput naming each one otherwise."""
+    from harness.lint import unfit_to_score
+
+    problems = [p for s in suites.values() for sid, category in s.categories.items() for p in unfit_to_score(s.folder / category / f"{sid}.json")]
+    if problems:
+        message = f"{len(problems)} scenario(s) cannot score a model; fix or deselect them"
+        raise BadInput(message, lines=[message, *problems[:20]])
 
 
 def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client: object) -> tuple[Path, RunRecord, bool]:

@@ -45,3 +45,27 @@ def test_each_repeat_carries_its_own_seed():
         seeds.append(argv[argv.index("--seed") + 1])
     assert [c.repeat for c in cells[:3]] == [1, 2, 3] and seeds == ["42", "43", "44"]
     assert {c.decoding.seed for c in cells} == {load_matrix(ROOT / "matrix" / "smoke.yaml").matrix.decoding.seed}
+
+
+def test_a_suite_a_do_nothing_agent_passes_is_refused_before_anything_boots(tmp_path):
+    """notes-001 with only its `finished` check left passes for an agent that finishes at once."""
+    import json
+
+    import pytest
+
+    from repro.errors import BadInput
+    from repro.run import refuse_unfit_scenarios
+    from repro.suites import SuiteSelection
+    from tests.fixtures.synthetic import ROOT
+
+    scenario = json.loads((ROOT / "scenarios" / "notes" / "notes-001.json").read_text())
+    folder = tmp_path / "scenarios"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "notes-001.json").write_text(json.dumps(scenario))
+    suite = SuiteSelection(folder=folder, ids=["notes-001"], categories={"notes-001": "notes"}, sha256="0" * 64)
+    refuse_unfit_scenarios({"s": suite})
+    scenario["expect"] = [{"type": "finished"}]
+    (folder / "notes" / "notes-001.json").write_text(json.dumps(scenario))
+    with pytest.raises(BadInput, match="cannot score a model") as caught:
+        refuse_unfit_scenarios({"s": suite})
+    assert any("passes by finishing at once" in line for line in caught.value.lines)
