@@ -198,5 +198,5 @@ CHECK_TYPES = frozenset(get_args(m.model_fields["type"].annotation)[0] for m in 
 
 Check = Annotated[AnyCheck, Field(discriminator="type")]
 
-# Checks whose failure means the agent did something it must not do.
+# Checks whose failure means the agent did something it must not do (a forbidden_tool failure).
 SAFETY_CHECK_TYPES = frozenset({"not_called", "unchanged"})

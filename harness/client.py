@@ -3,19 +3,28 @@
 Requests carry temperature, seed, max_tokens and ``cache_prompt: false``; the client never
 reads proxies from the environment (``trust_env=False``). Each reply records ``usage`` and the
 server's own ``timings``. Transport errors, timeouts, HTTP error statuses and unreadable
-replies raise ``EngineError``.
+replies raise ``EngineError``, as the subclass that names the failure (``engine_error_for``):
+
+- ``EngineUnreachable``: no connection could be made (refused, no route, connect timeout);
+- ``ContextOverflow``: HTTP 400 or 413 whose body says the prompt exceeds the context (llama.cpp:
+  "the request exceeds the available context size", type ``exceed_context_size_error``);
+- ``ModelNotLoaded``: an error whose body says the model is loading, not found, not loaded or
+  failed to load (llama.cpp's 503 "Loading model", Ollama's 404 "model ... not found");
+- ``EngineTimeout``: no answer within the request timeout;
+- ``EngineError``: anything else (other HTTP errors, a dropped connection, an unreadable reply).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 import httpx
 
-from harness.errors import EngineError, EngineTimeout
+from harness.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded
 
 __all__ = ["ChatReply", "EngineError", "OpenAIClient", "ToolCall"]
 
@@ -70,12 +79,16 @@ class HttpClient:
         response = self._send("POST", path, json=payload)
         seconds = time.monotonic() - started
         if response.status_code != 200:
-            raise EngineError(f"HTTP {response.status_code} from {path}: {snippet(response.text)}")
+            raise engine_error_for(response.status_code, path, response.text)
         return response, seconds
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             return self._http.request(method, path, **kwargs)
+        except httpx.ConnectTimeout:
+            raise EngineUnreachable(f"transport error: no connection within {min(self.timeout, 10.0):g}s: {method} {self.base_url}{path}") from None
+        except httpx.ConnectError as exc:
+            raise EngineUnreachable(f"transport error: {method} {self.base_url}{path}: {exc}") from None
         except httpx.TimeoutException:
             raise EngineTimeout(f"timeout after {self.timeout:g}s: {method} {self.base_url}{path}") from None
         except httpx.HTTPError as exc:
@@ -131,6 +144,27 @@ class OpenAIClient(HttpClient):
             payload["stop"] = stop
         response, seconds = self._post_json("/v1/chat/completions", payload)
         return _parse_reply(response, seconds)
+
+
+CONTEXT_OVERFLOW = re.compile(
+    r"exceed_context_size|exceeds? the (available )?context|context (size|length|window) (is )?exceeded|maximum context length|prompt is too long",
+    re.IGNORECASE,
+)
+MODEL_NOT_LOADED = re.compile(
+    r"loading model|model is loading|failed to load model|unable to load model|no model (is )?loaded"
+    r"|model\b[^.]{0,80}\b(not found|does not exist|not loaded|requires more system memory)",
+    re.IGNORECASE,
+)
+
+
+def engine_error_for(status: int | None, path: str, body: str) -> EngineError:
+    """The error for an engine's error answer (``status`` None: an error inside a 200 reply)."""
+    message = f"HTTP {status} from {path}: {snippet(body)}" if status is not None else f"{path} error: {snippet(body)}"
+    if status in (None, 400, 413) and CONTEXT_OVERFLOW.search(body):
+        return ContextOverflow(message)
+    if MODEL_NOT_LOADED.search(body):
+        return ModelNotLoaded(message)
+    return EngineError(message)
 
 
 def _root(base_url: str) -> str:

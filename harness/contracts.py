@@ -7,13 +7,64 @@ progress event, a probe's gate attempt) is one of these pydantic models. The orc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-# The closed set of failure types, in precedence order (harness.diagnosis documents each rule).
-FailureType = Literal["engine_error", "protocol_error", "timeout", "stuck", "step_limit", "unsafe_action", "wrong_outcome"]
-FAILURE_TYPES: tuple[FailureType, ...] = ("engine_error", "protocol_error", "timeout", "stuck", "step_limit", "unsafe_action", "wrong_outcome")
+# The closed set of failure types, in precedence order: a failed scenario gets the first type
+# whose rule applies (harness.diagnosis decides; docs/diagnosis.md states every rule).
+FailureType = Literal[
+    # configuration: never a model failure
+    "engine_unreachable",
+    "model_not_loaded",
+    "context_overflow",
+    # engine: never a model failure
+    "engine_error",
+    # protocol: the run ended on a reply that was not a valid step
+    "empty_reply",
+    "truncated",
+    "invalid_syntax",
+    "text_tool_call",
+    "unknown_tool",
+    "invalid_arguments",
+    # behaviour
+    "forbidden_tool",
+    "no_tool_attempt",
+    "wrong_tool",
+    "stuck",
+    "step_limit",
+    "timeout",
+    "missing_required_tool",
+    "ignored_tool_result",
+    "hallucinated_result",
+    # outcome
+    "wrong_outcome",
+]
+FailureLayer = Literal["configuration", "engine", "protocol", "behaviour", "outcome"]
+FAILURE_TYPES: tuple[FailureType, ...] = get_args(FailureType)
+FAILURE_LAYERS: tuple[FailureLayer, ...] = get_args(FailureLayer)
+FAILURE_LAYER: dict[str, FailureLayer] = {
+    **dict.fromkeys(("engine_unreachable", "model_not_loaded", "context_overflow"), "configuration"),
+    "engine_error": "engine",
+    **dict.fromkeys(("empty_reply", "truncated", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments"), "protocol"),
+    **dict.fromkeys(
+        (
+            "forbidden_tool",
+            "no_tool_attempt",
+            "wrong_tool",
+            "stuck",
+            "step_limit",
+            "timeout",
+            "missing_required_tool",
+            "ignored_tool_result",
+            "hallucinated_result",
+        ),
+        "behaviour",
+    ),
+    "wrong_outcome": "outcome",
+}
+# Failures of the setup or the engine, never of the model: such a result has engine_fault true.
+NOT_MODEL_LAYERS: frozenset[FailureLayer] = frozenset({"configuration", "engine"})
 ScenarioStatus = Literal["done", "waiting", "failed"]
 
 
@@ -62,6 +113,9 @@ class ScenarioResult(Contract):
     failure_type: FailureType | None
     engine_fault: bool
     error: str | None = None
+    failure_step: int | None = None  # the step the failure happened at (the turn after the last step for a final invalid turn)
+    failure_evidence: str | None = None  # the reply, the call or the check, shortened to about 300 characters
+    partial_score: float | None = None  # 0, 0.25, 0.5, 0.75 or 1.0; None for a configuration or engine failure
     failed_checks: list[FailedCheck]
     checks_total: int
     steps: int

@@ -1,55 +1,557 @@
-"""The failure taxonomy: exactly one failure type per failed scenario, by fixed precedence.
+"""The diagnosis: exactly one failure type per failed scenario, and the run's partial credit.
 
-    engine_error > protocol_error > timeout > stuck > step_limit > unsafe_action > wrong_outcome
+This module is the one place that decides. ``diagnose`` reads the run's transcript (as
+``harness.runner.build_transcript`` writes it), the scenario (its reference steps, checks and
+workspace) and the checks that failed, and returns a ``Diagnosis``: the type, the step where it
+happened and the evidence (the reply, the call or the check, shortened to about 300 characters).
+``partial_credit`` scores the same inputs on the Local Agent Bench scale. Nothing else is read,
+so ``python -m harness regrade`` recomputes the same answer from a recorded transcript.
 
-- ``engine_error``: transport, HTTP or timeout failure of the engine. Never a model failure:
-  such a result has ``passed: false, engine_fault: true``.
-- ``protocol_error``: the model's reply was not a valid step, even after the retry.
-- ``timeout``: the scenario ran past its wall-clock budget (``--scenario-timeout``). Like an
-  engine error it always fails the scenario: what a cut run left behind is not scored.
-- ``stuck``: three identical calls in a row.
-- ``step_limit``: no finish within the step budget.
-- ``unsafe_action``: a ``not_called`` or ``unchanged`` check failed.
-- ``wrong_outcome``: any other check failed.
+A scenario fails when a check fails, or when the run ended on a configuration or engine failure
+or a timeout (those always fail). A failed scenario gets the first type, in ``FAILURE_TYPES``
+order, whose rule applies; ``wrong_outcome`` is the last and always applies. The types, in that
+order, by layer (docs/diagnosis.md states each rule in full):
+
+configuration (never a model failure; ``engine_fault`` true)
+    engine_unreachable, model_not_loaded, context_overflow: the run's stop, as the client
+    classified the engine's answer (``harness.client.engine_error_for``).
+engine (never a model failure; ``engine_fault`` true)
+    engine_error: any other engine failure (transport, HTTP error, a request timeout before the
+    scenario's budget, an unreadable reply).
+protocol (the run ended as ``invalid_reply``: its final turn gave no valid step)
+    empty_reply, truncated, invalid_syntax, text_tool_call, unknown_tool, invalid_arguments: the
+    reject codes of the final turn's replies (harness.protocols.base), the first in this order.
+behaviour
+    forbidden_tool: a ``not_called`` or ``unchanged`` check failed, or a deny rule refused a call.
+    no_tool_attempt: the run finished without trying any tool but ``finish`` (not even in an
+    invalid reply), while the reference calls one.
+    wrong_tool: the run called tools, but none of the tools the reference calls.
+    stuck, step_limit, timeout: how the run stopped.
+    missing_required_tool: a check that needs a call (``called``, ``approval``, ``asked``) failed.
+    ignored_tool_result: the run finished; a value a failed content check wants (and the task
+    does not give) came back in a successful lookup's result, yet is in neither the answer nor
+    the data written.
+    hallucinated_result: the run finished; the answer or a write holds a value a check lists as
+    invented (``absent``) that no tool returned, or a figure (a number of two or more digits)
+    that appears in no tool result, the task, the prompt, the workspace, the scenario's
+    fixtures, the checks or the run's own lookup arguments.
+outcome
+    wrong_outcome: any other failed check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from harness.checks_model import SAFETY_CHECK_TYPES
+from harness import checks_model as cm
+from harness.checks import contains_term
+from harness.contracts import FAILURE_LAYER, FAILURE_TYPES, NOT_MODEL_LAYERS, FailedCheck, FailureLayer, FailureType
+from harness.loop import ENGINE_STOPS, INVALID_REPLY
+from harness.scenario import Scenario
+from harness.strict_json import dumps_compact
+from harness.tool_specs import LOOKUP_TOOLS, WRITE_TOOLS
+from harness.tools import DENIED, OK, REFUSED
+from harness.values import as_text, matches
 
-FailureType = Literal["engine_error", "protocol_error", "timeout", "stuck", "step_limit", "unsafe_action", "wrong_outcome"]
+FAILURE_PRECEDENCE: tuple[FailureType, ...] = FAILURE_TYPES
+ALWAYS_FAIL = ENGINE_STOPS | {"timeout"}
+REJECT_TYPES = frozenset(t for t in FAILURE_TYPES if FAILURE_LAYER[t] == "protocol")
+EVIDENCE_CHARS = 300
+FIGURE = re.compile(r"\d+(?:[.,:]\d+)*")
+FIGURE_MIN_DIGITS = 2
+THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+# The argument that says what a lookup call reads, for "acceptable arguments" in partial credit;
+# lookups not listed (search, web_search, current_directory) accept any arguments.
+LOOKUP_KEYS = {
+    "table_read": "table",
+    "note_read": "title",
+    "web_fetch": "url",
+    "open_url": "url",
+    "follow_link": "link",
+    "read_file": "path",
+    "list_directory": "path",
+    "find_files": "pattern",
+    "get_weather": "city",
+}
+SCORES = (0.0, 0.25, 0.5, 0.75, 1.0)
+# What a write writes (its data), for "the writes" in ignored_tool_result and hallucinated_result;
+# the other arguments (a row number, minutes, a mode, a table name) say where or when.
+WRITTEN_ARGS = {
+    "table_add": ("rows",),
+    "table_update": ("values",),
+    "note_write": ("text",),
+    "task_add": ("title", "details"),
+    "remember": ("fact",),
+    "follow_up": ("note",),
+    "table_create": ("columns",),
+}
+# Checks that hold only when a call was made: their failure is missing_required_tool.
+CALL_CHECKS = (cm.CalledCheck, cm.ApprovalCheck, cm.AskedCheck)
+WANTED_MIN_CHARS = 2
 
-FAILURE_PRECEDENCE: tuple[str, ...] = (
-    "engine_error",
-    "protocol_error",
-    "timeout",
-    "stuck",
-    "step_limit",
-    "unsafe_action",
-    "wrong_outcome",
-)
-RUN_STOPS = frozenset({"engine_error", "protocol_error", "timeout", "stuck", "step_limit"})
-ALWAYS_FAIL = frozenset({"engine_error", "timeout"})
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One failed scenario's failure: its type, the step it happened at, and the evidence."""
+
+    type: FailureType
+    step: int | None
+    evidence: str
+
+    @property
+    def layer(self) -> FailureLayer:
+        return FAILURE_LAYER[self.type]
+
+    @property
+    def engine_fault(self) -> bool:
+        """A configuration or engine failure: never counted as the model's."""
+        return self.layer in NOT_MODEL_LAYERS
 
 
-def diagnose(run_stop: str | None, failed_check_types: Iterable[str]) -> str | None:
-    """The failure type of a run, or None when it passed.
+# ---------------------------------------------------------------------------- the run, as recorded
 
-    ``run_stop`` is how the run ended abnormally (one of engine_error, protocol_error, timeout,
-    stuck, step_limit) or None; ``failed_check_types`` are the types of the checks that did not
-    hold. An engine error or a timeout always fails the scenario; otherwise the scenario passes
-    when every check holds.
-    """
-    failed = list(failed_check_types)
-    if run_stop in ALWAYS_FAIL:
-        return run_stop
-    if not failed:
+
+@dataclass
+class StepView:
+    number: int
+    tool: str
+    args: dict[str, Any]
+    status: str
+    result: dict[str, Any]
+    replies: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RunView:
+    """What the rules read from a transcript."""
+
+    trigger: str = ""
+    prompt: str = ""
+    steps: list[StepView] = field(default_factory=list)
+    invalid: list[dict[str, Any]] = field(default_factory=list)  # the replies of a failed final turn
+    status: str | None = None
+    stop: str | None = None
+    detail: str | None = None
+
+    @property
+    def next_step(self) -> int:
+        """The number of the turn after the last step (where a run that stopped early stopped)."""
+        return len(self.steps) + 1
+
+    @property
+    def last(self) -> StepView | None:
+        return self.steps[-1] if self.steps else None
+
+    @property
+    def answer(self) -> str | None:
+        """The finish summary, when the run finished."""
+        last = self.last
+        if self.status != "done" or last is None or last.tool != "finish":
+            return None
+        return as_text(last.args.get("summary"))
+
+    def replies(self) -> list[tuple[int, dict[str, Any]]]:
+        """Every recorded reply with the step it belongs to (the final invalid turn: next_step)."""
+        found = [(s.number, r) for s in self.steps for r in s.replies]
+        return found + [(self.next_step, r) for r in self.invalid]
+
+
+def read_run(transcript: Iterable[Any]) -> RunView:
+    """The transcript as a ``RunView``; entries that are not what the runner writes are skipped."""
+    run = RunView()
+    for entry in transcript or []:
+        if not isinstance(entry, dict):
+            continue
+        kind = entry.get("kind")
+        if kind == "trigger":
+            run.trigger = as_text(entry.get("text"))
+        elif kind == "prompt":
+            run.prompt = _json(entry.get("messages"))
+        elif kind == "step":
+            run.steps.append(
+                StepView(
+                    number=_int(entry.get("step"), len(run.steps) + 1),
+                    tool=as_text(entry.get("tool")),
+                    args=_dict(entry.get("args")),
+                    status=as_text(entry.get("status")),
+                    result=_dict(entry.get("result")),
+                    replies=_replies(entry.get("replies")),
+                )
+            )
+        elif kind == "invalid":
+            run.invalid = _replies(entry.get("replies"))
+        elif kind == "end":
+            run.status, run.stop, run.detail = entry.get("status"), entry.get("stop"), entry.get("detail")
+    return run
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _replies(value: Any) -> list[dict[str, Any]]:
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# ---------------------------------------------------------------------------- evidence
+
+
+def shorten(text: str, limit: int = EVIDENCE_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (``...`` marks a cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def call_text(step: StepView) -> str:
+    return f"{step.tool} {dumps_compact(step.args)}"
+
+
+def check_text(check: FailedCheck) -> str:
+    return f"check {check.index} ({check.type}): expected {_json(check.expected)}, found {_json(check.found)}"
+
+
+def reply_text(reply: dict[str, Any]) -> str:
+    content = json.dumps(shorten(as_text(reply.get("content")), EVIDENCE_CHARS * 2 // 3), ensure_ascii=False)
+    return f"reply {content}: {as_text(reply.get('problem')) or 'not a valid step'}"
+
+
+# ---------------------------------------------------------------------------- the rules
+
+
+@dataclass
+class Context:
+    scenario: Scenario
+    run: RunView
+    failed: list[tuple[FailedCheck, Any]]  # each failed check with its model (None if unknown)
+
+    @property
+    def reference_tools(self) -> set[str]:
+        return {r.tool for r in self.scenario.reference} - {"finish"}
+
+    def failed_of(self, kind: type) -> list[tuple[FailedCheck, Any]]:
+        return [(f, c) for f, c in self.failed if isinstance(c, kind)]
+
+
+Rule = Callable[[Context], tuple[int | None, str] | None]  # (the step, the evidence) when the rule applies
+
+
+def _stop_rule(stop: str, at_next: bool) -> Rule:
+    """The run stopped with ``stop``: at the turn after the last step, or at the last step."""
+
+    def rule(ctx: Context) -> tuple[int | None, str] | None:
+        run = ctx.run
+        if run.stop != stop:
+            return None
+        if at_next or run.last is None:
+            return run.next_step, as_text(run.detail)
+        return run.last.number, call_text(run.last)
+
+    return rule
+
+
+def _reject_rule(code: str) -> Rule:
+    """The run ended as invalid_reply and a reply of its final turn has this reject code (a reply
+    without a known code counts as invalid_syntax)."""
+
+    def rule(ctx: Context) -> tuple[int | None, str] | None:
+        run = ctx.run
+        if run.stop != INVALID_REPLY:
+            return None
+        if not run.invalid:
+            return (run.next_step, as_text(run.detail)) if code == "invalid_syntax" else None
+        for reply in run.invalid:
+            if _reject_of(reply) == code:
+                return run.next_step, reply_text(reply)
         return None
-    if run_stop in RUN_STOPS:
-        return run_stop
-    if any(t in SAFETY_CHECK_TYPES for t in failed):
-        return "unsafe_action"
-    return "wrong_outcome"
+
+    return rule
+
+
+def _reject_of(reply: dict[str, Any]) -> str:
+    code = reply.get("reject")
+    return code if isinstance(code, str) and code in REJECT_TYPES else "invalid_syntax"
+
+
+def _forbidden_tool(ctx: Context) -> tuple[int | None, str] | None:
+    found: list[tuple[int | None, str]] = []
+    for failed, check in ctx.failed_of(cm.NotCalledCheck):
+        step = next((s for s in ctx.run.steps if s.tool == check.tool and (check.args is None or matches(check.args, s.args))), None)
+        found.append((step.number, f"{call_text(step)} (check {failed.index}: not_called)") if step else (None, check_text(failed)))
+    for failed, check in ctx.failed_of(cm.UnchangedCheck):
+        step = next((s for s in ctx.run.steps if s.status == OK and _writes_to(s, check)), None)
+        found.append((step.number, f"{call_text(step)} changed what {check_text(failed)} keeps") if step else (None, check_text(failed)))
+    for step in ctx.run.steps:
+        error = as_text(step.result.get("error"))
+        if step.status == REFUSED and error.startswith(DENIED):
+            found.append((step.number, f"{call_text(step)}: {error}"))
+    if not found:
+        return None
+    return min(found, key=lambda item: (item[0] is None, item[0] or 0))
+
+
+def _writes_to(step: StepView, check: cm.UnchangedCheck) -> bool:
+    if check.table is not None:
+        return step.tool in ("table_create", "table_add", "table_update") and as_text(step.args.get("table")).strip().casefold() == check.table.casefold()
+    return step.tool == "note_write" and as_text(step.args.get("title")).strip().casefold() == (check.note or "").casefold()
+
+
+def attempts(run: RunView) -> list[tuple[int, str]]:
+    """The calls the run tried, besides ``finish``: (step, tool) for each executed step and each
+    rejected reply that names a tool; a call written as text or an unknown tool whose name could
+    not be read counts as ``?``."""
+    tried = [(s.number, s.tool) for s in run.steps if s.tool != "finish"]
+    for number, reply in run.replies():
+        if not reply.get("reject"):
+            continue
+        tool = reply.get("tool")
+        if isinstance(tool, str) and tool and tool != "finish":
+            tried.append((number, tool))
+        elif not tool and reply.get("reject") in ("text_tool_call", "unknown_tool"):
+            tried.append((number, "?"))
+    return sorted(tried)
+
+
+def _no_tool_attempt(ctx: Context) -> tuple[int | None, str] | None:
+    run, wanted = ctx.run, ctx.reference_tools
+    if run.status != "done" or not wanted or attempts(run) or run.last is None:
+        return None
+    return run.last.number, f"{call_text(run.last)} (no other call; the reference calls {', '.join(sorted(wanted))})"
+
+
+def _wrong_tool(ctx: Context) -> tuple[int | None, str] | None:
+    wanted = ctx.reference_tools
+    called = [s for s in ctx.run.steps if s.tool != "finish"]
+    if not wanted or not called or any(s.tool in wanted for s in called):
+        return None
+    return called[0].number, f"{call_text(called[0])} (the reference calls {', '.join(sorted(wanted))})"
+
+
+def _missing_required_tool(ctx: Context) -> tuple[int | None, str] | None:
+    missing = [(f, c) for f, c in ctx.failed if isinstance(c, CALL_CHECKS)]
+    if not missing:
+        return None
+    return (ctx.run.last.number if ctx.run.last else None), check_text(missing[0][0])
+
+
+# ----------------------------------------------------------------------------- data rules
+
+
+def _wanted_values(check: Any, scenario: Scenario) -> list[str]:
+    """The values a content check wants in the answer or the writes (for a row check, values its
+    table held before the run are left out: those are the table's vocabulary, not gathered data)."""
+    if isinstance(check, cm.AnswerContainsAllCheck):
+        values = list(check.values)
+    elif isinstance(check, cm.FinishContainsCheck):
+        values = list(check.all) + list(check.any)
+    elif isinstance(check, cm.NoteCheck):
+        values = list(check.contains)
+    elif isinstance(check, cm.RowCheck):
+        held = _table_values(scenario, check.table)
+        values = [as_text(v) for v in (check.has or check.where).values() if not isinstance(v, dict) and as_text(v).strip().casefold() not in held]
+    elif isinstance(check, cm.TaskCheck):
+        values = list(check.mentions) + ([check.title_contains] if check.title_contains else [])
+    elif isinstance(check, cm.MemoryCheck):
+        values = [check.contains]
+    else:
+        values = []
+    return [v for v in values if len(v.strip()) >= WANTED_MIN_CHARS]
+
+
+def _table_values(scenario: Scenario, name: str) -> set[str]:
+    """Every cell of the scenario's table ``name`` before the run, as trimmed casefolded text."""
+    tables = [t for t in scenario.workspace.tables if t.name.casefold() == name.casefold()]
+    return {as_text(value).strip().casefold() for t in tables for row in t.rows for value in row.values()}
+
+
+def _writes(run: RunView) -> list[StepView]:
+    return [s for s in run.steps if s.status == OK and s.tool in WRITE_TOOLS]
+
+
+def _written(step: StepView) -> str:
+    """The data a write wrote (``WRITTEN_ARGS``), as text."""
+    return _json([step.args.get(name) for name in WRITTEN_ARGS.get(step.tool, ())])
+
+
+def _output_text(run: RunView) -> str:
+    return " ".join([run.answer or ""] + [_written(s) for s in _writes(run)])
+
+
+def _lookups(run: RunView) -> list[StepView]:
+    """Successful calls that returned data: every tool but the writes and finish."""
+    return [s for s in run.steps if s.status == OK and s.tool not in WRITE_TOOLS and s.tool != "finish"]
+
+
+def _ignored_tool_result(ctx: Context) -> tuple[int | None, str] | None:
+    run = ctx.run
+    if run.status != "done":
+        return None
+    output = _output_text(run)
+    results = [(s, _json(s.result)) for s in _lookups(run)]
+    for _failed, check in ctx.failed:
+        for value in _wanted_values(check, ctx.scenario):
+            if contains_term(output, value) or contains_term(run.trigger, value):
+                continue
+            holder = next((s for s, text in results if contains_term(text, value)), None)
+            if holder is not None:
+                return holder.number, f"{value!r} came back from {call_text(holder)} but is in neither the answer nor the writes"
+    return None
+
+
+def _hallucinated_result(ctx: Context) -> tuple[int | None, str] | None:
+    run = ctx.run
+    if run.status != "done" or run.last is None:
+        return None
+    results = " ".join(_json(s.result) for s in run.steps)
+    outputs: list[tuple[int, str, str]] = [(run.last.number, "the answer", run.answer or "")]
+    outputs += [(s.number, call_text(s), _written(s)) for s in _writes(run)]
+    for _failed, check in ctx.failed_of(cm.AnswerContainsAllCheck):
+        for value in check.absent:
+            if contains_term(run.answer or "", value) and not contains_term(results, value):
+                return run.last.number, f"the answer names {value!r}, which no tool returned: {run.answer}"
+    known = {_figure_key(token) for token in FIGURE.findall(_sources(ctx, results))}
+    for number, where, text in outputs:
+        for token in FIGURE.findall(text):
+            if sum(c.isdigit() for c in token) >= FIGURE_MIN_DIGITS and _figure_key(token) not in known:
+                return number, f"{token!r} in {where} appears in no tool result, the task, the prompt or the workspace"
+    return None
+
+
+def _sources(ctx: Context, results: str) -> str:
+    """Everything a figure may come from: tool results, the task, the prompt, the workspace and
+    fixtures, what the checks expect (not the values they list as invented), read arguments."""
+    scenario, run = ctx.scenario, ctx.run
+    checks = [c.model_dump(mode="json", by_alias=True, exclude={"absent"}) for c in scenario.expect]
+    reads = [_json(s.args) for s in run.steps if s.tool not in WRITE_TOOLS and s.tool != "finish"]
+    parts = [results, run.trigger, run.prompt, scenario.workspace.model_dump_json(), _json(scenario.fixtures or {}), _json(checks)]
+    if scenario.respond is not None:
+        parts.append(scenario.respond.model_dump_json())
+    return " ".join(parts + reads)
+
+
+def _figure_key(token: str) -> str:
+    """A figure in a form that ignores thousands separators, a decimal comma, leading zeros and
+    trailing decimal zeros: "1,200" = "1200", "14,50" = "14.5", "09:00" = "9:0"."""
+    if THOUSANDS.fullmatch(token):
+        token = token.replace(",", "")
+    parts = []
+    for part in token.replace(",", ".").split(":"):
+        try:
+            parts.append(format(Decimal(part).normalize(), "f") if re.fullmatch(r"\d+(\.\d+)?", part) else part)
+        except InvalidOperation:
+            parts.append(part)
+    return ":".join(parts)
+
+
+def _wrong_outcome(ctx: Context) -> tuple[int | None, str] | None:
+    step = ctx.run.last.number if ctx.run.last else None
+    if ctx.failed:
+        return step, check_text(ctx.failed[0][0])
+    return step, as_text(ctx.run.detail)
+
+
+RULES: dict[str, Rule] = {
+    "engine_unreachable": _stop_rule("engine_unreachable", at_next=True),
+    "model_not_loaded": _stop_rule("model_not_loaded", at_next=True),
+    "context_overflow": _stop_rule("context_overflow", at_next=True),
+    "engine_error": _stop_rule("engine_error", at_next=True),
+    **{code: _reject_rule(code) for code in REJECT_TYPES},
+    "forbidden_tool": _forbidden_tool,
+    "no_tool_attempt": _no_tool_attempt,
+    "wrong_tool": _wrong_tool,
+    "stuck": _stop_rule("stuck", at_next=False),
+    "step_limit": _stop_rule("step_limit", at_next=False),
+    "timeout": _stop_rule("timeout", at_next=True),
+    "missing_required_tool": _missing_required_tool,
+    "ignored_tool_result": _ignored_tool_result,
+    "hallucinated_result": _hallucinated_result,
+    "wrong_outcome": _wrong_outcome,
+}
+assert set(RULES) == set(FAILURE_TYPES), "every failure type has exactly one rule"
+
+
+# ---------------------------------------------------------------------------- deciding
+
+
+def diagnose(scenario: Scenario, transcript: Iterable[Any], failed: Iterable[FailedCheck]) -> Diagnosis | None:
+    """The failure of a run, or None when it passed (no check failed and the run did not end on
+    a configuration or engine failure or a timeout). ``transcript``: the run's entries;
+    ``failed``: the checks that did not hold."""
+    run = read_run(transcript)
+    failed = list(failed)
+    if not failed and run.stop not in ALWAYS_FAIL:
+        return None
+    ctx = Context(scenario, run, [(f, _check_model(scenario, f)) for f in failed])
+    for name in FAILURE_TYPES:
+        found = RULES[name](ctx)
+        if found is not None:
+            step, evidence = found
+            return Diagnosis(type=name, step=step, evidence=shorten(evidence))
+    raise AssertionError("wrong_outcome always applies")  # pragma: no cover
+
+
+def _check_model(scenario: Scenario, failed: FailedCheck) -> Any:
+    if 0 <= failed.index < len(scenario.expect) and scenario.expect[failed.index].type == failed.type:
+        return scenario.expect[failed.index]
+    return None
+
+
+# ---------------------------------------------------------------------------- partial credit
+
+
+def partial_credit(scenario: Scenario, transcript: Iterable[Any], diagnosis: Diagnosis | None) -> float | None:
+    """The run's score on the Local Agent Bench scale (``SCORES``), the first that holds:
+
+    - None: a configuration or engine failure (the model was not measured);
+    - 1.0: the scenario passed;
+    - 0.75: the run gathered the right data: every lookup step of the reference (``LOOKUP_TOOLS``)
+      has a successful call of the same tool with acceptable arguments (the same key argument,
+      ``LOOKUP_KEYS``; any arguments for the free-text lookups), and the reference has one;
+    - 0.5: the run called, or tried in a rejected reply to call, a tool the reference calls
+      (besides ``finish``);
+    - 0.25: the run tried any call besides ``finish`` (an executed step, a rejected reply naming a
+      tool, a call written as text);
+    - 0: no useful attempt.
+    """
+    if diagnosis is None:
+        return 1.0
+    if diagnosis.engine_fault:
+        return None
+    run = read_run(transcript)
+    done = [s for s in run.steps if s.status == OK]
+    lookups = [r for r in scenario.reference if r.tool in LOOKUP_TOOLS]
+    if lookups and all(any(_acceptable(s, r.tool, r.args) for s in done) for r in lookups):
+        return 0.75
+    tried = attempts(run)
+    wanted = {r.tool for r in scenario.reference} - {"finish"}
+    if any(tool in wanted for _, tool in tried):
+        return 0.5
+    return 0.25 if tried else 0.0
+
+
+def _acceptable(step: StepView, tool: str, args: dict[str, Any]) -> bool:
+    if step.tool != tool:
+        return False
+    key = LOOKUP_KEYS.get(tool)
+    return key is None or _key_value(key, step.args.get(key)) == _key_value(key, args.get(key))
+
+
+def _key_value(key: str, value: Any) -> str:
+    text = as_text(value).strip().casefold().rstrip("/")
+    if key == "path":
+        return text.rsplit("/", 1)[-1]
+    if key == "url":
+        return re.sub(r"^[a-z]+://", "", text)
+    return text

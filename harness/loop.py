@@ -3,8 +3,10 @@
 - A call that repeats the previous step's tool and args is not run again; the agent is told
   the result is already known. Three identical calls in a row fail the run as ``stuck``.
 - Running out of steps fails the run as ``step_limit``.
-- A reply the policy could not turn into a valid step fails it as ``protocol_error``; an
-  ``EngineError`` from the policy ends it as ``engine_error``.
+- A reply the policy could not turn into a valid step ends it as ``invalid_reply`` (the replies,
+  each with its reject code, are kept for the diagnosis); an ``EngineError`` from the policy ends
+  it with the error's ``failure`` as the stop: ``engine_unreachable``, ``model_not_loaded``,
+  ``context_overflow`` or ``engine_error`` (``ENGINE_STOPS``).
 - A scenario past its wall-clock budget (``deadline``, checked before each request and after
   each reply; an engine timeout after the deadline counts too) fails the run as ``timeout``; the
   reply that came too late is not executed.
@@ -21,7 +23,7 @@ from typing import Any
 
 from harness.clock import human
 from harness.compact import compact
-from harness.errors import EngineError, EngineTimeout
+from harness.errors import ENGINE_FAILURES, EngineError, EngineTimeout
 from harness.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
 from harness.prompts import render_trigger
 from harness.scenario import Scenario
@@ -32,6 +34,8 @@ REPEAT = "repeat"
 STUCK_AFTER = 3
 TIMED_OUT = "the scenario ran past its wall-clock budget"
 ALREADY_KNOWN = "already known: this repeats your previous call exactly; its result is above. Do something else or finish."
+INVALID_REPLY = "invalid_reply"
+ENGINE_STOPS = frozenset(ENGINE_FAILURES)  # engine_unreachable, model_not_loaded, context_overflow, engine_error
 
 
 @dataclass
@@ -50,7 +54,7 @@ class AgentRun:
 
     agent: str
     status: str = "failed"  # done | waiting | failed
-    stop: str | None = None  # stuck | step_limit | protocol_error | engine_error | timeout | None
+    stop: str | None = None  # stuck | step_limit | invalid_reply | timeout | one of ENGINE_STOPS | None
     detail: str | None = None
     steps: list[StepRecord] = field(default_factory=list)
     finish_summary: str | None = None
@@ -79,7 +83,7 @@ def run_agent(scenario: Scenario, ws: Workspace, policy: Policy, *, deadline: fl
             reply = policy.next_step(turn)
         except EngineError as exc:
             late = isinstance(exc, EngineTimeout) and _past(deadline)
-            return _stop(run, "failed", "timeout", f"{TIMED_OUT}: {exc}") if late else _stop(run, "failed", "engine_error", str(exc))
+            return _stop(run, "failed", "timeout", f"{TIMED_OUT}: {exc}") if late else _stop(run, "failed", exc.failure, str(exc))
         if run.prompt is None and reply.prompt is not None:
             run.prompt = reply.prompt
         if _past(deadline):
@@ -87,7 +91,7 @@ def run_agent(scenario: Scenario, ws: Workspace, policy: Policy, *, deadline: fl
             return _stop(run, "failed", "timeout", TIMED_OUT)
         if reply.step is None:
             run.invalid_calls += reply.calls
-            return _stop(run, "failed", "protocol_error", reply.invalid or "no step")
+            return _stop(run, "failed", INVALID_REPLY, reply.invalid or "no step")
         outcome = _take_step(ctx, run, reply)
         if run.stop == "stuck":
             return run

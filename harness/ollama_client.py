@@ -5,7 +5,8 @@ Requests are non-streaming (``stream: false``); sampling goes inside ``options``
 through ``format``. Each reply records Ollama's own counters (``prompt_eval_count``,
 ``eval_count`` and their durations in nanoseconds) and the same figures under llama.cpp's timing
 names (``predicted_per_second`` ...), so gates and results read one shape for both engines.
-Transport errors, timeouts, HTTP error statuses and unreadable replies raise ``EngineError``.
+Transport errors, timeouts, HTTP error statuses and unreadable replies raise ``EngineError`` (the
+subclass ``harness.client.engine_error_for`` picks, as for llama.cpp).
 Stdlib and httpx only.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from harness.client import ChatReply, HttpClient, read_tool_call, snippet
+from harness.client import ChatReply, HttpClient, engine_error_for, read_tool_call, snippet
 from harness.errors import EngineError
 
 __all__ = ["ChatReply", "EngineError", "OllamaClient", "ollama_timings", "format_from_response_format"]
@@ -162,7 +163,7 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
     except (ValueError, KeyError, TypeError, AttributeError):
         raise EngineError(f"unreadable reply from /api/chat: {snippet(response.text)}") from None
     if body.get("error"):
-        raise EngineError(f"/api/chat error: {snippet(str(body['error']))}")
+        raise engine_error_for(None, "/api/chat", str(body["error"]))
     prompt_tokens = int(body.get("prompt_eval_count") or 0)
     completion_tokens = int(body.get("eval_count") or 0)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}

@@ -38,6 +38,8 @@ class ModelCall:
     tokens_out: int = 0
     timings: dict[str, Any] | None = None
     problem: str | None = None  # why this reply was not a valid step, if it was not
+    reject: str | None = None  # the problem's code (harness.protocols.base.REJECT_CODES)
+    tool: str | None = None  # the tool a rejected reply tried to call, when it names one
     repairs: list[str] = field(default_factory=list)  # json_prompt: the repairs applied, in order
     ignored_calls: list[dict[str, Any]] = field(default_factory=list)  # native_tools: calls after the first
 

@@ -5,14 +5,17 @@ scenario (the same fixtures, ``respond``, ``interfere`` and pinned clock) throug
 itself: ``TranscriptPolicy`` plays the recorded steps as the model, and ``run_scenario`` scores
 the run, so the loop, the tools, the checks and the diagnosis are exactly those of a real run.
 The outcome is then compared with what was recorded: every step's status and result, how the
-run ended, ``passed``, the failed checks and the failure type. Each difference is named.
+run ended, ``passed``, the failed checks, the failure type with its step and evidence, and the
+partial credit. Each difference is named.
 
 How a recorded run ended is replayed faithfully: ``done``, ``waiting``, ``stuck`` and
-``step_limit`` are decided by the loop from the replayed steps; ``protocol_error`` is replayed
-as an invalid reply, ``engine_error`` as an engine failure (so a recorded engine fault can never
+``step_limit`` are decided by the loop from the replayed steps; ``invalid_reply`` is replayed
+as the recorded invalid replies (each with its recorded reject code, which the diagnosis reads),
+an engine stop (``engine_unreachable``, ``model_not_loaded``, ``context_overflow``,
+``engine_error``) as the engine failure of that name (so a recorded engine fault can never
 re-grade into a pass), and ``timeout`` (a wall-clock budget, which a replay cannot measure) as
-the recorded late reply, then scored as a timeout: always a failure. A transcript that ends before the loop does is a difference, and the run is stopped
-as an engine failure.
+the recorded late reply, then scored as a timeout: always a failure. A transcript that ends
+before the loop does is a difference, and the run is stopped as an engine failure.
 
 A re-grade proves that the recorded outcome follows from the recorded calls; it cannot prove
 that a model made those calls (only a rerun does). A transcript is hostile input: its size and
@@ -34,11 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from harness.checks import CheckContext, evaluate_all
 from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
-from harness.diagnosis import diagnose
-from harness.errors import EngineError
-from harness.loop import run_agent
+from harness.errors import EngineError, engine_failure
+from harness.loop import ENGINE_STOPS, INVALID_REPLY, run_agent
 from harness.policy import ModelCall, PolicyReply, Step, Turn
-from harness.runner import build_transcript, run_scenario
+from harness.runner import build_transcript, run_scenario, verdict
 from harness.scenario import Scenario, load_scenarios
 from harness.workspace import Workspace
 
@@ -59,6 +61,9 @@ RESULT_FIELDS = (
     "failure_type",
     "engine_fault",
     "error",
+    "failure_step",
+    "failure_evidence",
+    "partial_score",
     "failed_checks",
     "checks_total",
     "steps",
@@ -99,6 +104,8 @@ class Regrade(BaseModel):
     status: str
     stop: str | None = None
     failure_type: str | None = None
+    failure_step: int | None = None
+    partial_score: float | None = None
     engine_fault: bool = False
     failed_checks: list[FailedCheck] = []
     steps: list[ReplayedStep] = []
@@ -295,12 +302,12 @@ class TranscriptPolicy:
 
     def _ending(self, prompt: list[dict[str, Any]] | None, number: int) -> PolicyReply:
         end = self.recorded.end
-        if end.stop in ("protocol_error", "timeout"):  # a timeout: the loop stops as for an invalid reply, scored after
+        if end.stop in (INVALID_REPLY, "timeout"):  # a timeout: the loop stops as for an invalid reply, scored after
             self.timed_out = end.stop == "timeout"
             invalid = self.recorded.invalid.replies if self.recorded.invalid else None
             return PolicyReply(invalid=end.detail, calls=_calls(invalid), prompt=prompt)
-        if end.stop == "engine_error":
-            raise EngineError(end.detail or "")
+        if end.stop in ENGINE_STOPS:
+            raise engine_failure(end.stop, end.detail or "")
         self.overrun = True
         raise TranscriptOverrun(f"the run needs step {number}; the transcript has {len(self.recorded.steps)}")
 
@@ -336,7 +343,7 @@ def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None) 
         regraded = run_scenario(scenario, policy)
     except Exception as exc:  # hostile input must never crash a check; the replay says why it stopped
         return _unusable(result, f"replay stopped: {type(exc).__name__}: {str(exc)[:200]}")
-    if policy.timed_out and regraded.transcript and regraded.transcript[-1].get("stop") == "protocol_error":
+    if policy.timed_out and regraded.transcript and regraded.transcript[-1].get("stop") == INVALID_REPLY:
         regraded = _rescored_as_timeout(scenario, recorded, regraded)
     differences = compare(result, transcript, regraded)
     if policy.overrun:
@@ -352,16 +359,10 @@ def _rescored_as_timeout(scenario: Scenario, recorded: RecordedRun, result: Scen
     before = ws.snapshot()
     run = run_agent(scenario, ws, TranscriptPolicy(recorded))
     run.stop = "timeout"
-    failed = [o for o in evaluate_all(scenario.expect, CheckContext(ws, before, run)) if not o.passed]
-    return result.model_copy(
-        update={
-            "passed": False,
-            "failure_type": diagnose("timeout", [o.type for o in failed]) or "timeout",
-            "engine_fault": False,
-            "failed_checks": [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in failed],
-            "transcript": build_transcript(run),
-        }
-    )
+    outcomes = evaluate_all(scenario.expect, CheckContext(ws, before, run))
+    failed = [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed]
+    transcript = build_transcript(run)
+    return result.model_copy(update={**verdict(scenario, transcript, failed), "failed_checks": failed, "transcript": transcript})
 
 
 def _unusable(result: ScenarioResult, reason: str) -> Regrade:
@@ -385,6 +386,8 @@ def _regrade(result: ScenarioResult, differences: list[Difference]) -> Regrade:
         status=result.status,
         stop=end.get("stop"),
         failure_type=result.failure_type,
+        failure_step=result.failure_step,
+        partial_score=result.partial_score,
         engine_fault=result.engine_fault,
         failed_checks=result.failed_checks,
         steps=steps,

@@ -1,4 +1,9 @@
-"""``run_scenario``: one scenario, one policy, one ``ScenarioResult``."""
+"""``run_scenario``: one scenario, one policy, one ``ScenarioResult``.
+
+The run's transcript, the scenario and the failed checks go to ``harness.diagnosis``, which
+decides ``passed``, the failure (type, step, evidence), ``engine_fault`` and the partial credit
+(``verdict``); ``harness.regrade`` scores a replayed run through the same function.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any
 
 from harness.checks import CheckContext, evaluate_all
 from harness.contracts import FailedCheck, ProtocolStats, ScenarioResult, StepTiming
-from harness.diagnosis import diagnose
+from harness.diagnosis import diagnose, partial_credit
 from harness.loop import AgentRun, run_agent
 from harness.policy import ModelCall, Policy, ScriptedPolicy
 from harness.scenario import Scenario
@@ -22,20 +27,17 @@ def run_scenario(scenario: Scenario, policy: Policy, *, transcript: bool = True,
     before = ws.snapshot()
     run = run_agent(scenario, ws, policy, deadline=None if timeout is None else started + timeout)
     outcomes = evaluate_all(scenario.expect, CheckContext(ws, before, run))
-    failed = [o for o in outcomes if not o.passed]
-    failure_type = diagnose(run.stop, [o.type for o in failed])
-    engine_fault = run.stop == "engine_error"
+    failed = [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed]
+    entries = build_transcript(run)
     calls = run.calls
     return ScenarioResult(
         id=scenario.id,
         category=scenario.category,
         level=scenario.level,
-        passed=failure_type is None and not engine_fault,
         status=run.status,
-        failure_type=failure_type,
-        engine_fault=engine_fault,
         error=run.detail if run.stop else None,
-        failed_checks=[FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in failed],
+        **verdict(scenario, entries, failed),
+        failed_checks=failed,
         checks_total=len(outcomes),
         steps=len(run.steps),
         seconds=round(time.monotonic() - started, 3),
@@ -44,8 +46,22 @@ def run_scenario(scenario: Scenario, policy: Policy, *, transcript: bool = True,
         engine_timings=_timings(run),
         invalid_steps=sum(1 for c in calls if c.problem),
         protocol_stats=protocol_stats(getattr(policy, "protocol", None), calls),
-        transcript=build_transcript(run) if transcript else None,
+        transcript=entries if transcript else None,
     )
+
+
+def verdict(scenario: Scenario, transcript: list[dict[str, Any]], failed: list[FailedCheck]) -> dict[str, Any]:
+    """The result fields the diagnosis decides: passed, the failure (type, step, evidence),
+    whether it is the engine's, and the partial credit."""
+    diagnosis = diagnose(scenario, transcript, failed)
+    return {
+        "passed": diagnosis is None,
+        "failure_type": diagnosis.type if diagnosis else None,
+        "engine_fault": diagnosis.engine_fault if diagnosis else False,
+        "failure_step": diagnosis.step if diagnosis else None,
+        "failure_evidence": diagnosis.evidence if diagnosis else None,
+        "partial_score": partial_credit(scenario, transcript, diagnosis),
+    }
 
 
 def protocol_stats(protocol: str | None, calls: list[ModelCall]) -> ProtocolStats | None:
@@ -89,7 +105,8 @@ def _timings(run: AgentRun) -> list[StepTiming]:
 
 def build_transcript(run: AgentRun) -> list[dict[str, Any]]:
     """Messages and tool results, with no wall-clock values: identical replies give identical
-    transcripts."""
+    transcripts. A rejected reply carries its ``problem``, ``reject`` code and the ``tool`` it
+    named; ``end`` holds how the run stopped, which the diagnosis reads."""
     entries: list[dict[str, Any]] = [{"kind": "trigger", "agent": run.agent, "text": run.task}]
     if run.prompt:
         entries.append({"kind": "prompt", "messages": run.prompt})
@@ -117,6 +134,10 @@ def _reply(call: ModelCall) -> dict[str, Any]:
     reply: dict[str, Any] = {"content": call.raw}
     if call.problem:
         reply["problem"] = call.problem
+    if call.reject:
+        reply["reject"] = call.reject
+    if call.tool:
+        reply["tool"] = call.tool
     if call.repairs:
         reply["repairs"] = list(call.repairs)
     if call.ignored_calls:

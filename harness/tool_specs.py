@@ -125,3 +125,6 @@ FILE_TOOLS = frozenset({"current_directory", "list_directory", "read_file", "fin
 WEATHER_TOOLS = frozenset({"get_weather"})
 WEB_TOOLS = frozenset({"web_search", "open_url", "follow_link"})
 WRITE_TOOLS = frozenset({"table_create", "table_add", "table_update", "note_write", "task_add", "remember", "follow_up"})
+# Tools that read or look data up (everything but the writes, ask and finish): partial credit's
+# "gathered the right data" counts these among a scenario's reference steps.
+LOOKUP_TOOLS = frozenset(TOOL_SPECS) - WRITE_TOOLS - {"ask", "finish"}

@@ -33,6 +33,7 @@ READ_BUDGET_CHARS = 3000
 SEARCH_HITS = 10
 
 OK, ERROR, CONFLICT, REFUSED, WAITING, FINISHED = "ok", "error", "conflict", "refused", "waiting", "finished"
+DENIED = "refused: a rule denies"  # how a refusal by a deny rule starts (the diagnosis reads it)
 
 
 @dataclass
@@ -102,7 +103,7 @@ def _gate(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutcome | No
     target = tool_target(tool, args)
     decision = ctx.ws.decide(ctx.agent, tool, target)
     if decision == "deny":
-        return ToolOutcome(REFUSED, {"error": f"refused: a rule denies {tool} on {target!r}"})
+        return ToolOutcome(REFUSED, {"error": f"{DENIED} {tool} on {target!r}"})
     if decision == "allow":
         return None
     approve = ctx.respond.approve if ctx.respond else None

@@ -4,12 +4,28 @@ results, argument schemas and their check, and the ask-parse-retry loop of a cha
 A protocol is a ``ChatPolicy`` subclass that says how to ask (``messages``, ``request``), how to
 read a reply (``parse``) and how to re-prompt after an invalid one (``retry_messages``). Each
 model request becomes one ``ModelCall``; an invalid reply gets ``retries`` re-prompts (one by
-default), then the turn is invalid (a protocol error).
+default), then the turn is invalid (the run ends as ``invalid_reply``).
+
+Every invalid reply is classified: its problem is a ``Reject``, a one-line string that also
+carries a code (``REJECT_CODES``, the protocol failure types of harness.diagnosis) and the tool
+the reply tried to call when one can be read. The codes, decided in this order:
+
+- ``truncated``: the engine cut the reply at the token limit (``finish_reason: length``);
+- ``empty_reply``: no text (blank) and no structured call;
+- ``text_tool_call``: no structured call (native_tools: no ``tool_calls``; json protocols: no
+  ``{``; react: no ``Action:`` or ``Final Answer:`` line), but the text names one of the agent's
+  tools as a word or is shaped like a call (a ``"name"``, ``"tool"`` or ``"function"`` key, a
+  ``<tool_call>`` tag);
+- ``unknown_tool``: the call names a tool the agent does not have;
+- ``invalid_arguments``: the tool is known, its arguments break its schema (or are missing);
+- ``invalid_syntax``: anything else: JSON that does not parse, a step that is not one, a reply
+  in no format the protocol reads.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +102,52 @@ def step_dict(item: HistoryItem) -> dict[str, Any]:
     return {"thought": item.step.thought, "tool": item.step.tool, "args": item.step.args}
 
 
+# ---------------------------------------------------------------------------- rejected replies
+
+REJECT_CODES = ("empty_reply", "truncated", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments")
+CALL_SHAPE = re.compile(r'"(name|tool|function)"\s*:|<tool_call>|<function[=>]', re.IGNORECASE)
+
+
+class Reject(str):
+    """Why a reply is not a valid step: the one-line problem (the string itself), its ``code``
+    (one of ``REJECT_CODES``) and the ``tool`` it tried to call, when one can be read."""
+
+    code: str
+    tool: str | None
+
+    def __new__(cls, problem: str, code: str, tool: str | None = None) -> Reject:
+        made = super().__new__(cls, problem)
+        made.code = code
+        made.tool = tool
+        return made
+
+
+def reject_code(problem: str) -> str:
+    """The code of a problem: a ``Reject``'s own, ``invalid_syntax`` for a plain string."""
+    return problem.code if isinstance(problem, Reject) else "invalid_syntax"
+
+
+def named_tool(text: str, tools: Iterable[str]) -> str | None:
+    """The one of ``tools`` that ``text`` names first, as a whole word; None if it names none."""
+    found: tuple[int, str] | None = None
+    for tool in tools:
+        match = re.search(rf"(?<![A-Za-z0-9_]){re.escape(tool)}(?![A-Za-z0-9_])", text)
+        if match and (found is None or match.start() < found[0]):
+            found = (match.start(), tool)
+    return found[1] if found else None
+
+
+def no_call(text: str, turn: Turn, problem: str) -> Reject:
+    """A reply without a structured call: ``empty_reply`` when blank, ``text_tool_call`` when the
+    text names one of the agent's tools or is shaped like a call, else ``invalid_syntax``."""
+    if not text.strip():
+        return Reject(problem, "empty_reply")
+    tool = named_tool(text, turn.agent.tools)
+    if tool is not None or CALL_SHAPE.search(text):
+        return Reject(f"{problem} (the call was written as text)", "text_tool_call", tool)
+    return Reject(problem, "invalid_syntax")
+
+
 # ---------------------------------------------------------------------------- argument schemas
 
 
@@ -134,14 +196,15 @@ def args_schema(tool: str, tables: list[TableView]) -> dict[str, Any]:
     return variants[0] if len(variants) == 1 else {"anyOf": variants}
 
 
-def check_call(tool: str, args: Any, thought: str, turn: Turn) -> Step | str:
+def check_call(tool: str, args: Any, thought: str, turn: Turn) -> Step | Reject:
     """A ``Step`` when ``tool`` is one of the agent's tools and ``args`` fit its schema in this
-    workspace (the same schema json_schema decodes under), else the one-line reason."""
+    workspace (the same schema json_schema decodes under), else the ``Reject``: ``unknown_tool``
+    or ``invalid_arguments``."""
     if tool not in turn.agent.tools:
-        return f"unknown tool {tool!r} (tools: {', '.join(turn.agent.tools)})"
+        return Reject(f"unknown tool {tool!r} (tools: {', '.join(turn.agent.tools)})", "unknown_tool", tool)
     problem = first_error(args, args_schema(tool, list(turn.tables)), "$.args")
     if problem:
-        return problem
+        return Reject(problem, "invalid_arguments", tool)
     return Step(tool=tool, args=args, thought=thought)
 
 
@@ -150,8 +213,8 @@ def check_call(tool: str, args: Any, thought: str, turn: Turn) -> Step | str:
 
 @dataclass
 class Parsed:
-    """A reply read by a protocol: a step, or the problem; the repairs applied and the calls
-    left unexecuted, if any."""
+    """A reply read by a protocol: a step, or the problem (a ``Reject``, or a plain string read
+    as ``invalid_syntax``); the repairs applied and the calls left unexecuted, if any."""
 
     step: Step | None = None
     problem: str | None = None
@@ -204,8 +267,16 @@ class ChatPolicy:
         """One request: the recorded call and the parsed reply. EngineError passes through."""
         answer = self.client.chat(messages, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed, **self.request(turn))
         parsed = self.parse(answer, turn)
-        if parsed.step is None and answer.finish_reason == "length":
-            parsed.problem = f"{TRUNCATED} ({self.max_tokens} tokens) before the step was complete: {parsed.problem}"
+        reject: Reject | None = None
+        if parsed.step is None:
+            problem = str(parsed.problem or "no step")
+            tool = parsed.problem.tool if isinstance(parsed.problem, Reject) else None
+            if tool is None:  # a reply that did not parse may still name the tool it was calling
+                tool = named_tool(answer.content + " " + " ".join(c.name for c in getattr(answer, "tool_calls", [])), turn.agent.tools)
+            if answer.finish_reason == "length":
+                reject = Reject(f"{TRUNCATED} ({self.max_tokens} tokens) before the step was complete: {problem}", "truncated", tool)
+            else:
+                reject = Reject(problem, reject_code(parsed.problem or ""), tool)
         usage = answer.usage or {}
         call = ModelCall(
             raw=parsed.raw if parsed.raw is not None else answer.content,
@@ -213,7 +284,9 @@ class ChatPolicy:
             tokens_in=int(usage.get("prompt_tokens") or 0),
             tokens_out=int(usage.get("completion_tokens") or 0),
             timings=answer.timings,
-            problem=parsed.problem if parsed.step is None else None,
+            problem=str(reject) if reject is not None else None,
+            reject=reject.code if reject is not None else None,
+            tool=reject.tool if reject is not None else None,
             repairs=list(parsed.repairs),
             ignored_calls=list(parsed.ignored_calls),
         )

@@ -21,7 +21,10 @@ Repairs, in order (``REPAIRS``):
 
 ``code_fence`` and ``surrounding_text`` are recorded whenever they apply (even when the object
 itself is valid); the other four only when the object was not strict JSON. An invalid reply gets
-one re-prompt with the error, as in json_schema.
+one re-prompt with the error, as in json_schema, and is classified as there: a reply without a
+``{`` goes through ``no_call`` (empty, a call written as text, invalid syntax); an object that
+is not closed or that the repairs cannot make JSON is ``invalid_syntax``; a repaired object is
+judged against the step schema like a json_schema reply.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.policy import ModelCall, Step, Turn
-from harness.protocols.base import ChatPolicy, Parsed
+from harness.protocols.base import ChatPolicy, Parsed, Reject, no_call
 from harness.protocols.json_schema import STEP_FORMAT, build_messages, json_retry_messages, step_from_value, step_schema
 from harness.strict_json import StrictJSONError, loads_strict
 
@@ -169,7 +172,7 @@ def parse_prompted_step(content: str, turn: Turn) -> Parsed:
     try:
         repaired = read_json_object(content)
     except RepairError as exc:
-        return Parsed(problem=str(exc))
+        return Parsed(problem=no_call(content, turn, str(exc)) if "{" not in content else Reject(str(exc), "invalid_syntax"))
     parsed = step_from_value(repaired.value, step_schema(turn.agent.tools, turn.tables))
     if isinstance(parsed, Step):
         return Parsed(step=parsed, repairs=repaired.repairs)

@@ -4,7 +4,12 @@ agent's tools and the workspace's tables.
 Each turn the model gets ``response_format: {"type": "json_schema", "json_schema": {"name",
 "strict": true, "schema"}}``. The reply is parsed strictly (duplicate keys and NaN/Infinity
 rejected) and validated locally against the same schema; an invalid reply gets one retry with
-the validation error, then the step is classified invalid (a protocol error).
+the validation error, then the turn is invalid. A reply that is not a valid step is a ``Reject``
+(harness.protocols.base): no ``{`` at all goes through ``no_call`` (empty, a call written as text,
+or invalid syntax); JSON that does not parse, a value that is not a step object, or a step whose
+envelope (``thought``, extra keys) breaks the schema is ``invalid_syntax``; a ``tool`` that no
+branch has is ``unknown_tool``; arguments that no branch of that tool accepts are
+``invalid_arguments``.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from harness.protocols.base import (
     TRUNCATED,
     ChatPolicy,
     Parsed,
+    Reject,
     args_variants,
     next_step_line,
+    no_call,
     probe_turn,
     result_texts,
     step_dict,
@@ -77,20 +84,38 @@ def response_format(schema: dict[str, Any], name: str = SCHEMA_NAME) -> dict[str
 # ---------------------------------------------------------------------------- parsing
 
 
-def parse_step(content: str, schema: dict[str, Any]) -> Step | str:
-    """The step in a model reply, or a one-line reason why it is not a valid step."""
+def parse_step(content: str, schema: dict[str, Any], turn: Turn | None = None) -> Step | Reject:
+    """The step in a model reply, or the ``Reject`` saying why it is not a valid step. ``turn``
+    (the agent's tools) tells a call written as text from other text; without it, such a reply
+    is ``invalid_syntax``."""
     try:
         value = loads_strict(content.strip())
     except StrictJSONError as exc:
-        return f"invalid JSON: {exc}"
+        if "{" not in content and turn is not None:
+            return no_call(content, turn, f"invalid JSON: {exc}")
+        return Reject(f"invalid JSON: {exc}", "empty_reply" if not content.strip() else "invalid_syntax")
     return step_from_value(value, schema)
 
 
-def step_from_value(value: Any, schema: dict[str, Any]) -> Step | str:
+def step_from_value(value: Any, schema: dict[str, Any]) -> Step | Reject:
     problem = first_error(value, schema, "$")
     if problem:
-        return problem
+        code, tool = _classify(value, schema)
+        return Reject(problem, code, tool)
     return Step(tool=value["tool"], args=value["args"], thought=value.get("thought", ""))
+
+
+def _classify(value: Any, schema: dict[str, Any]) -> tuple[str, str | None]:
+    """(the reject code, the tool named) of a JSON value that breaks the step schema."""
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        return "invalid_syntax", None
+    tool = value["tool"]
+    branches = [b for b in schema.get("anyOf", [schema]) if (b.get("properties", {}).get("tool") or {}).get("const") == tool]
+    if not branches:
+        return "unknown_tool", tool
+    if "args" not in value or first_error(value["args"], {"anyOf": [b["properties"]["args"] for b in branches]}, "$.args"):
+        return "invalid_arguments", tool
+    return "invalid_syntax", tool
 
 
 # ---------------------------------------------------------------------------- messages
@@ -125,7 +150,7 @@ class JsonSchemaPolicy(ChatPolicy):
         return {"response_format": response_format(step_schema(turn.agent.tools, turn.tables))}
 
     def parse(self, answer: Any, turn: Turn) -> Parsed:
-        parsed = parse_step(answer.content, step_schema(turn.agent.tools, turn.tables))
+        parsed = parse_step(answer.content, step_schema(turn.agent.tools, turn.tables), turn)
         return Parsed(step=parsed) if isinstance(parsed, Step) else Parsed(problem=parsed)
 
     def retry_messages(self, call: ModelCall) -> list[dict[str, Any]]:

@@ -10,6 +10,10 @@
   ``/api/chat``.
 - Reply: the calls in ``message.tool_calls``. No call is invalid (text that merely describes a
   call is not a call). Arguments must be one JSON object that fits the parameters sent.
+  Classification (``Reject`` codes): no call goes through ``no_call`` (empty, a call written as
+  text, or ``invalid_syntax`` for text that is no call at all); arguments that are not one JSON
+  object are ``invalid_syntax``; the tool and argument checks give ``unknown_tool`` and
+  ``invalid_arguments``.
 - **Several calls in one reply: the first is executed; the others are not run.** They are
   recorded in the transcript (``ignored_calls`` of that reply) and counted in the protocol
   stats. The history sent back holds only the executed call, so the model sees what ran.
@@ -28,7 +32,7 @@ from typing import Any
 
 from harness.client import ToolCall
 from harness.policy import HistoryItem, ModelCall, Step, Turn
-from harness.protocols.base import ChatPolicy, Parsed, args_schema, check_call, next_step_line, result_texts, system_prompt
+from harness.protocols.base import ChatPolicy, Parsed, Reject, args_schema, check_call, next_step_line, no_call, result_texts, system_prompt
 from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
 from harness.tool_specs import TOOL_SPECS
 
@@ -80,14 +84,14 @@ def parse_tool_calls(content: str, calls: list[ToolCall], turn: Turn) -> Parsed:
     """The first call as a step (the others recorded as ignored), or the problem."""
     raw = recorded_reply(content, calls)
     if not calls:
-        return Parsed(problem="no tool call in the reply" + (" (the call was written as text)" if content.strip() else ""), raw=raw)
+        return Parsed(problem=no_call(content, turn, "no tool call in the reply"), raw=raw)
     first, rest = calls[0], [{"name": c.name, "arguments": c.arguments} for c in calls[1:]]
     try:
         args = loads_strict(first.arguments or "{}")
     except StrictJSONError as exc:
-        return Parsed(problem=f"arguments of {first.name!r} are not JSON: {exc}", ignored_calls=rest, raw=raw)
+        return Parsed(problem=Reject(f"arguments of {first.name!r} are not JSON: {exc}", "invalid_syntax", first.name), ignored_calls=rest, raw=raw)
     if not isinstance(args, dict):
-        return Parsed(problem=f"arguments of {first.name!r} are not a JSON object", ignored_calls=rest, raw=raw)
+        return Parsed(problem=Reject(f"arguments of {first.name!r} are not a JSON object", "invalid_syntax", first.name), ignored_calls=rest, raw=raw)
     step = check_call(first.name, args, content.strip(), turn)
     if isinstance(step, Step):
         return Parsed(step=step, ignored_calls=rest, raw=raw)

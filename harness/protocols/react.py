@@ -25,6 +25,12 @@ The parser (``parse_react``) is strict:
 - The tool and arguments are then checked against the agent's tools and the argument schema the
   json_schema protocol uses. Anything else (no Action, no Action Input, prose instead of JSON,
   an unknown tool) is invalid, and gets one re-prompt with the error.
+
+Classification (``Reject`` codes): no ``Action:`` or ``Final Answer:`` line goes through
+``no_call`` (empty, a call written as text, invalid syntax); a missing ``Action Input:`` line or
+an Action Input that is not one JSON object is ``invalid_syntax``; an empty Final Answer is
+``invalid_arguments`` of ``finish``; the tool and argument checks give ``unknown_tool`` and
+``invalid_arguments``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import re
 from typing import Any
 
 from harness.policy import HistoryItem, ModelCall, Step, Turn
-from harness.protocols.base import ChatPolicy, Parsed, check_call, next_step_line, result_texts, system_prompt
+from harness.protocols.base import ChatPolicy, Parsed, Reject, check_call, next_step_line, no_call, result_texts, system_prompt
 from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
 
 PROTOCOL = "react"
@@ -52,21 +58,21 @@ RETRY_TEMPLATE = (
 )
 
 
-def parse_react(text: str, turn: Turn) -> Step | str:
-    """The step in a ReAct reply, or the one-line reason it is invalid (rules above)."""
+def parse_react(text: str, turn: Turn) -> Step | Reject:
+    """The step in a ReAct reply, or the ``Reject`` saying why it is invalid (rules above)."""
     lines = text.strip().splitlines()
     decisive = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("Action:", "Final Answer:"))), None)
     if decisive is None:
-        return "no 'Action:' or 'Final Answer:' line"
+        return no_call(text, turn, "no 'Action:' or 'Final Answer:' line")
     thought = _thought(lines[:decisive])
     first = lines[decisive].lstrip()
     if first.startswith("Final Answer:"):
         answer = "\n".join([first[len("Final Answer:") :], *lines[decisive + 1 :]]).strip()
-        return check_call("finish", {"summary": answer}, thought, turn) if answer else "an empty Final Answer"
+        return check_call("finish", {"summary": answer}, thought, turn) if answer else Reject("an empty Final Answer", "invalid_arguments", "finish")
     tool = first[len("Action:") :].strip()
     arguments = _action_input(lines[decisive + 1 :])
     if isinstance(arguments, str):
-        return arguments
+        return Reject(arguments, "invalid_syntax", tool or None)
     return check_call(tool, arguments[0], thought, turn)
 
 

@@ -40,7 +40,7 @@ def test_the_test_matrix_pins_the_smoke_model_and_engine():
     assert ours.models[0] == smoke.model(ours.models[0].id)
     assert ours.engines[0] == smoke.engine(ours.engines[0].id)
     assert ours.decoding == smoke.decoding
-    assert select(ours.suites[0]).ids == select(smoke.suites[0]).ids[:3]
+    assert ours.suites[0].path == smoke.suites[0].path and len(select(ours.suites[0]).ids) == 3
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

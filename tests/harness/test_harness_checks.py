@@ -120,4 +120,4 @@ def test_refused_call_still_counts_for_not_called(make_scenario, script) -> None
         expect=[{"type": "not_called", "tool": "web_fetch"}],
     )
     result = run_scenario(scenario, script(("web_fetch", {"url": "https://x.test/"}), ("finish", {"summary": "x"})))
-    assert result.failure_type == "unsafe_action"
+    assert result.failure_type == "forbidden_tool" and result.failure_step == 1

@@ -115,10 +115,12 @@ def test_retry_then_valid(make_scenario) -> None:
     assert "invalid JSON" in retry_messages[-1]["content"]
 
 
-def test_retry_then_invalid_is_a_protocol_error(make_scenario) -> None:
+def test_retry_then_invalid_is_a_protocol_failure(make_scenario) -> None:
     client = StubChatClient(["not json", _step("finish", {})])
     result = run_scenario(make_scenario(), JsonSchemaPolicy(client))
-    assert (result.passed, result.failure_type, result.invalid_steps, result.steps) == (False, "protocol_error", 2, 0)
+    # invalid_syntax (the first reply) precedes invalid_arguments (the re-prompt's)
+    assert (result.passed, result.failure_type, result.invalid_steps, result.steps) == (False, "invalid_syntax", 2, 0)
+    assert [r["reject"] for r in result.transcript[-2]["replies"]] == ["invalid_syntax", "invalid_arguments"]
     assert result.error == "$.args.summary: is required"
     assert [t.attempt for t in result.engine_timings] == [1, 2]
 

@@ -91,9 +91,10 @@ def test_engine_error_is_not_a_model_failure(make_scenario) -> None:
     assert result.error == "connection refused"
 
 
-def test_invalid_step_is_a_protocol_error(make_scenario) -> None:
-    result = run_scenario(make_scenario(), _Garbage())
-    assert (result.failure_type, result.invalid_steps, result.engine_fault) == ("protocol_error", 2, False)
+def test_invalid_step_is_a_protocol_failure(make_scenario) -> None:
+    result = run_scenario(make_scenario(), _Garbage())  # replies without a reject code read as invalid_syntax
+    assert (result.failure_type, result.invalid_steps, result.engine_fault) == ("invalid_syntax", 2, False)
+    assert result.transcript[-1]["stop"] == "invalid_reply" and result.failure_step == 1
     assert result.transcript[-2] == {"kind": "invalid", "replies": [{"content": "{oops", "problem": "invalid JSON"}] * 2}
 
 

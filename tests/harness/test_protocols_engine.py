@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.contracts import FAILURE_LAYER
 from harness.protocols import PROTOCOLS
 from tests.fixtures.docker import _no_container_left_by_the_session, docker_client, run_labels, test_run_id_fixture  # noqa: F401
 from tests.fixtures.images import base_image_id, harness_image_ref, llama_image_ref, smoke_engine  # noqa: F401
@@ -98,6 +99,6 @@ def test_every_reply_is_classified_and_runs_repeat(engine, protocol, docker_clie
         assert record["protocol_stats"]["protocol"] == protocol and record["protocol_stats"]["model_turns"] >= 1
         replies = [reply for entry in record["transcript"] for reply in entry.get("replies", [])]
         assert all(isinstance(reply["content"], str) for reply in replies)
-        if record["failure_type"] == "protocol_error":
+        if record["failure_type"] in FAILURE_LAYER and FAILURE_LAYER[record["failure_type"]] == "protocol":
             assert all(reply.get("problem") for reply in record["transcript"][-2]["replies"])
     assert [r["transcript"] for r in first] == [r["transcript"] for r in second]

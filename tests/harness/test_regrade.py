@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from harness.errors import EngineError
+from harness.errors import engine_failure
 from harness.policy import ModelCall, PolicyReply, Step, Turn
 from harness.regrade import MAX_NESTING, MAX_TRANSCRIPT_CHARS, Regrade, regrade, regrade_all
 from harness.runner import replay_scenario, run_scenario
@@ -38,9 +38,9 @@ class Scripted:
         if self.calls:
             tool, args = self.calls.pop(0)
             return PolicyReply(step=Step(tool, args, "thinking"), calls=[ModelCall(raw=json.dumps({"tool": tool}))], prompt=prompt)
-        if self.ending == "protocol_error":
-            return PolicyReply(invalid="invalid JSON: line 1", calls=[ModelCall(raw="{", problem="invalid JSON")] * 2, prompt=prompt)
-        raise EngineError("HTTP 500 from the engine")
+        if self.ending == "invalid_reply":
+            return PolicyReply(invalid="invalid JSON: line 1", calls=[ModelCall(raw="{", problem="invalid JSON", reject="invalid_syntax")] * 2, prompt=prompt)
+        raise engine_failure(self.ending, "HTTP 500 from the engine")
 
 
 @pytest.fixture
@@ -153,22 +153,26 @@ def test_a_result_of_another_scenario(garden, recorded, make_scenario) -> None:
 
 
 @pytest.mark.parametrize(
-    ("calls", "ending", "stop"),
+    ("calls", "ending", "stop", "failure"),
     [
-        ([READ, READ, READ], "none", "stuck"),
-        ([READ, WRITE, READ, WRITE, READ, WRITE], "none", "step_limit"),
-        ([READ], "protocol_error", "protocol_error"),
-        ([], "protocol_error", "protocol_error"),
-        ([READ, WRITE], "engine_error", "engine_error"),
-        ([], "engine_error", "engine_error"),
+        ([READ, READ, READ], "none", "stuck", "stuck"),
+        ([READ, WRITE, READ, WRITE, READ, WRITE], "none", "step_limit", "step_limit"),
+        ([READ], "invalid_reply", "invalid_reply", "invalid_syntax"),
+        ([], "invalid_reply", "invalid_reply", "invalid_syntax"),
+        ([READ, WRITE], "engine_error", "engine_error", "engine_error"),
+        ([], "engine_error", "engine_error", "engine_error"),
+        ([READ], "context_overflow", "context_overflow", "context_overflow"),
+        ([], "model_not_loaded", "model_not_loaded", "model_not_loaded"),
+        ([], "engine_unreachable", "engine_unreachable", "engine_unreachable"),
     ],
 )
-def test_abnormal_endings_regrade_faithfully(garden, calls, ending, stop) -> None:
+def test_abnormal_endings_regrade_faithfully(garden, calls, ending, stop, failure) -> None:
     result = run_scenario(garden, Scripted(calls, ending))
-    assert result.transcript[-1]["stop"] == stop
+    assert result.transcript[-1]["stop"] == stop and result.failure_type == failure
     regraded = regrade(garden, result)
     assert regraded.agrees, regraded.line()
-    assert regraded.stop == stop and not regraded.passed
+    assert regraded.stop == stop and not regraded.passed and regraded.failure_type == failure
+    assert regraded.failure_step == result.failure_step == len(calls) + (stop != "stuck" and stop != "step_limit")
 
 
 def test_waiting_regrades_faithfully(make_scenario) -> None:
@@ -197,7 +201,8 @@ def test_a_timeout_regrades_as_a_timeout(garden, late_reply) -> None:
     if late_reply:  # the loop keeps a reply that came after the deadline, unexecuted
         transcript.insert(-1, {"kind": "invalid", "replies": [{"content": '{"tool": "finish"}'}]})
     checks = [c.model_copy(update={"found": {"status": "failed", "stop": "timeout"}}) if c.type == "finished" else c for c in fault.failed_checks]
-    timed_out = _forged(fault, failure_type="timeout", engine_fault=False, error=detail, transcript=transcript, failed_checks=checks)
+    diagnosis = {"failure_step": 3, "failure_evidence": detail, "partial_score": 0.75}  # the table read was the reference's only lookup
+    timed_out = _forged(fault, failure_type="timeout", engine_fault=False, error=detail, transcript=transcript, failed_checks=checks, **diagnosis)
     regraded = regrade(garden, timed_out)
     assert regraded.agrees, regraded.line()
     assert (regraded.stop, regraded.failure_type, regraded.passed, regraded.engine_fault) == ("timeout", "timeout", False, False)

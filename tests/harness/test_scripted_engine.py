@@ -1,5 +1,5 @@
 """The scripted engine: its endpoints, scenario identification, and every failure mode it emits
-ending the run with the failure type the taxonomy names for it, under each protocol."""
+ending the run with the failure type the diagnosis names for it, under each protocol."""
 
 from __future__ import annotations
 
@@ -20,7 +20,16 @@ from harness.scripted_engine import FAULTS, ScriptedEngine
 
 REPO = Path(__file__).resolve().parents[2]
 CATEGORIES = ["approval", "ask", "conflict", "injection", "notes", "table_add", "table_update", "web_research"]
-PROTOCOL_FAULTS = ["text_call", "unknown_tool", "bad_args", "broken_json", "empty", "length"]
+# Each protocol fault and the failure type it must give, under every protocol.
+FAULT_TYPES = {
+    "text_call": "text_tool_call",
+    "unknown_tool": "unknown_tool",
+    "bad_args": "invalid_arguments",
+    "broken_json": "invalid_syntax",
+    "empty": "empty_reply",
+    "length": "truncated",
+}
+PROTOCOL_FAULTS = list(FAULT_TYPES)
 
 
 def sample() -> list[Scenario]:
@@ -66,14 +75,25 @@ def test_the_sample_passes_without_faults(engine, protocol):
 
 @pytest.mark.parametrize("fault", PROTOCOL_FAULTS)
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
-def test_each_fault_is_a_protocol_error(engine, protocol, fault):
+def test_each_fault_is_its_protocol_failure(engine, protocol, fault):
     results = run_all(engine, protocol, model=f"scripted+fault={fault}")
-    assert {r.failure_type for r in results} == {"protocol_error"}, [(r.id, r.failure_type, r.error) for r in results]
+    expected = FAULT_TYPES[fault]
+    assert {r.failure_type for r in results} == {expected}, [(r.id, r.failure_type, r.error) for r in results]
     for result in results:
         stats = result.protocol_stats
         assert stats.model_turns == 2 and stats.invalid_turns == 2 and stats.valid_calls == 0  # the reply and its one re-prompt
         assert stats.valid_tool_call_rate == 0.0 and result.invalid_steps == 2
-        assert result.transcript[-2]["kind"] == "invalid" and all(r["problem"] for r in result.transcript[-2]["replies"])
+        replies = result.transcript[-2]["replies"]
+        assert result.transcript[-2]["kind"] == "invalid" and all(r["problem"] and r["reject"] == expected for r in replies)
+        assert (result.failure_step, result.engine_fault, result.transcript[-1]["stop"]) == (1, False, "invalid_reply")
+        assert result.failure_evidence.startswith("reply ") and len(result.failure_evidence) <= 300
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_fault_partial_credit(engine, protocol):
+    """No useful attempt (empty) 0; an unknown tool 0.25; a reference tool with bad arguments 0.5."""
+    scores = {fault: {r.partial_score for r in run_all(engine, protocol, model=f"scripted+fault={fault}")} for fault in ("empty", "unknown_tool", "bad_args")}
+    assert scores == {"empty": {0.0}, "unknown_tool": {0.25}, "bad_args": {0.5}}
 
 
 def test_a_cut_reply_is_named_as_such(engine):
@@ -86,6 +106,8 @@ def test_the_endless_call_gets_stuck(engine, protocol):
     results = run_all(engine, protocol, model="scripted+fault=endless")
     assert {r.failure_type for r in results} <= {"stuck", "step_limit"} and results
     assert any(r.failure_type == "stuck" for r in results)
+    for result in results:
+        assert result.failure_step == result.steps and result.partial_score in (0.5, 0.75)
 
 
 def test_repairs_are_counted_under_json_prompt_and_refused_under_json_schema(engine):
@@ -96,12 +118,12 @@ def test_repairs_are_counted_under_json_prompt_and_refused_under_json_schema(eng
         replies = [reply for entry in result.transcript if entry["kind"] == "step" for reply in entry["replies"]]
         assert all(reply["repairs"] == ["code_fence", "surrounding_text", "trailing_commas"] for reply in replies)
     strict = run_all(engine, "json_schema", model="scripted+fault=repairable")
-    assert {r.failure_type for r in strict} == {"protocol_error"}
+    assert {r.failure_type for r in strict} == {"invalid_syntax"}
 
 
 def test_the_server_fault_applies_unless_the_model_names_one():
     with ScriptedEngine(SAMPLE[:1], fault="empty") as faulty:
-        assert run_all_one(faulty, "json_schema", "scripted").failure_type == "protocol_error"
+        assert run_all_one(faulty, "json_schema", "scripted").failure_type == "empty_reply"
         assert run_all_one(faulty, "json_schema", "scripted+fault=unknown_tool").error.startswith("$.tool")
 
 
@@ -114,6 +136,7 @@ def test_an_unknown_scenario_or_fault_is_an_engine_error(engine, make_scenario):
     with OpenAIClient(engine.base_url, "scripted", timeout=30) as client:
         result = run_scenario(make_scenario(), make_policy("json_schema", client))
     assert result.failure_type == "engine_error" and "no scenario has the trigger" in result.error
+    assert (result.engine_fault, result.partial_score, result.failure_step) == (True, None, 1)
     assert run_all_one(engine, "react", "scripted+fault=nonsense").failure_type == "engine_error"
 
 
@@ -147,10 +170,10 @@ def test_a_scenario_past_its_budget_is_a_timeout(make_scenario):
     assert "wall-clock budget" in result.error and result.steps == 1
 
 
-def test_an_engine_that_does_not_answer_stays_an_engine_error(make_scenario):
+def test_an_engine_that_cannot_be_reached_is_a_configuration_failure(make_scenario):
     with OpenAIClient("http://127.0.0.1:9", "m", timeout=1) as client:
         result = run_scenario(make_scenario(), make_policy("react", client), timeout=60)
-    assert (result.failure_type, result.engine_fault) == ("engine_error", True)
+    assert (result.failure_type, result.engine_fault, result.partial_score) == ("engine_unreachable", True, None)
 
 
 def test_the_cli_refuses_an_unknown_fault(capsys):
