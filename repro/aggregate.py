@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, computed_field
 
-from harness.contracts import ScenarioResult, TranscriptLine
+from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptLine
 from repro.bundle import find_runs, load_cell, merge_problems, read_results, read_transcripts
 from repro.check import RunVerdict, check_run
 from repro.errors import BadInput
@@ -125,6 +125,7 @@ class TableRow(BaseModel):
     scenarios: dict[str, list[bool]] = {}  # scenario id -> passed, one entry per repeat
     transcripts: dict[str, list[str]] = {}  # scenario id -> sha256 of its canonical transcript per repeat ("" if none)
     failure_types: dict[str, int] = {}  # failure type -> failed scenarios, over all repeats
+    partial_score: float | None = None  # mean partial credit over the scenarios that have one
     protocol_totals: ProtocolTotals = ProtocolTotals()
     by_level: dict[int, tuple[int, int]] = {}  # ladder level -> (passed, total), ladder scenarios only
     time: TimeSplit = TimeSplit()
@@ -141,6 +142,17 @@ class TableRow(BaseModel):
                 break
             reached = level
         return reached
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failure_layers(self) -> dict[str, int]:
+        """Failed scenarios per layer (configuration, engine, protocol, behaviour, outcome)."""
+        counts: dict[str, int] = dict.fromkeys(FAILURE_LAYERS, 0)
+        for failure, n in self.failure_types.items():
+            layer = FAILURE_LAYER.get(failure)
+            if layer is not None:
+                counts[layer] += n
+        return counts
 
     @property
     def setting(self) -> tuple[str, ...]:
@@ -192,6 +204,16 @@ class PaperTables(BaseModel):
     safety_category: str
     exclusions: list[ExcludedCell]
     runs: list[str]
+
+    @property
+    def failure_type_columns(self) -> list[str]:
+        """The failure types that occur in any row, in precedence order (then any unknown name)."""
+        seen = {failure for row in self.rows for failure in row.failure_types}
+        return [f for f in FAILURE_TYPES if f in seen] + sorted(seen - set(FAILURE_TYPES))
+
+    @property
+    def failure_layers(self) -> tuple[str, ...]:
+        return FAILURE_LAYERS
 
     @property
     def ladder_rows(self) -> list[TableRow]:
@@ -349,10 +371,17 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         scenarios=dict(sorted(scenarios.items())),
         transcripts=dict(sorted(transcripts.items())),
         failure_types=summary.failure_types,
+        partial_score=mean_partial_score(results),
         protocol_totals=ProtocolTotals.of(results),
         by_level=ladder_levels(results),
         time=TimeSplit.of([c.record for c in cells], results),
     )
+
+
+def mean_partial_score(results: list[ScenarioResult]) -> float | None:
+    """The mean partial credit (0 to 1) of the scenarios that have one (engine failures have none)."""
+    scores = [r.partial_score for r in results if r.partial_score is not None]
+    return round(sum(scores) / len(scores), 3) if scores else None
 
 
 def ladder_levels(results: list[ScenarioResult]) -> dict[int, tuple[int, int]]:

@@ -74,6 +74,7 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
     rows: list[ScenarioResult] = [result(sid, category, passed, failure) for sid, category, passed, failure, _ in scenarios]  # type: ignore[arg-type]
     for row in rows:
         row.level = int(row.category.removeprefix("ladder-")) if row.category.startswith("ladder-") else None
+        row.partial_score = 1.0 if row.passed else 0.25
         row.engine_timings = [StepTiming(step=1, attempt=1, seconds=0.4, tokens_in=10, tokens_out=5, timings=TIMINGS)]
         row.protocol_stats = ProtocolStats(protocol=cell.protocol, model_turns=1, valid_calls=int(row.passed), invalid_turns=int(not row.passed))
     writer.write_jsonl("scenarios.jsonl", rows)

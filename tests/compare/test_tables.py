@@ -55,7 +55,7 @@ def test_markdown_states_pooling_and_shows_consistency(rendered):
 def test_latex_has_a_consistency_table(rendered):
     _, out = rendered
     tex = (out / "results.tex").read_text()
-    assert tex.count("\\begin{tabular}") == 3 and tex.count("\\end{tabular}") == 3
+    assert tex.count("\\begin{tabular}") == 4 and tex.count("\\end{tabular}") == 4
     assert "2.50\\,$\\pm$\\,0.71" in tex and "pool them as independent trials" in tex
     assert "notes-002 \\\\" in tex
 
@@ -64,7 +64,7 @@ def test_single_repeat_tables_are_unchanged(tmp_path):
     tables = collect([write_bundle(tmp_path / "run", flaky_on_repeat_two, models=1)], Redactor(CANARY))
     render(tables, tmp_path / "tables")
     assert "Repeats and consistency" not in (tmp_path / "tables" / "results.md").read_text()
-    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 2  # the results and where the time went
+    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 3  # results, failures, where the time went
 
 
 def compile_latex(out) -> None:
@@ -147,3 +147,16 @@ def test_where_the_time_went(tmp_path):
     assert time.harness_s == 1.4 and time.prompt_tps == 1000.0 and time.generation_tps == 100.0
     render(tables, tmp_path / "paper")
     assert "| 2.0 | - | 0.2 | 0.4 | 1.4 | 1000.0 | 100.0 |" in (tmp_path / "paper" / "results.md").read_text()
+
+
+def test_failures_by_layer_and_type_and_the_mean_score(tmp_path):
+    tables = collect([write_bundle(tmp_path / "run", flaky_on_repeat_two, repeats=2, models=1)], Redactor(CANARY))
+    (row,) = tables.rows
+    assert row.failure_types == {"stuck": 1, "wrong_outcome": 2}
+    assert row.failure_layers == {"configuration": 0, "engine": 0, "protocol": 0, "behaviour": 1, "outcome": 2}
+    assert tables.failure_type_columns == ["stuck", "wrong_outcome"]
+    assert row.partial_score == round((5 * 1.0 + 3 * 0.25) / 8, 3)  # five passes, three failures at 0.25
+    render(tables, tmp_path / "paper")
+    markdown = (tmp_path / "paper" / "results.md").read_text()
+    assert "| 0.72 |" in markdown and "**Why scenarios failed**" in markdown and "| 0 | 0 | 0 | 1 | 2 | 1 | 2 |" in markdown
+    assert json.loads((tmp_path / "paper" / "results.json").read_text())["rows"][0]["failure_layers"]["outcome"] == 2

@@ -32,7 +32,7 @@ def test_tables_hold_the_measured_numbers(tmp_path):
     assert "No cell was excluded." in markdown
     tex = (tmp_path / "tables" / "results.tex").read_text()
     assert "\\toprule" in tex and "\\bottomrule" in tex and "smollm2-135m-instruct-q4\\_1" in tex
-    assert tex.count("\\begin{tabular}") == 2 and tex.count("\\end{tabular}") == 2  # the results and where the time went
+    assert tex.count("\\begin{tabular}") == 3 and tex.count("\\end{tabular}") == 3  # results, failures, where the time went
     assert [p.name for p in written] == ["results.md", "results.tex", "results.json"]
 
 
