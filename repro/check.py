@@ -12,15 +12,17 @@ rule that caught it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_results, safe_id
+from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_results, read_transcripts, safe_id
 from repro.errors import BadInput
 from repro.gate import rejudge
 from repro.matrix import LatencyGateSettings, load_matrix
@@ -346,6 +348,39 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
     return problems
 
 
+@contextmanager
+def bundle_fixtures(folder: Path) -> Iterator[None]:
+    """The harness reads fixtures from the bundle's copy while re-grading, never from a folder
+    the host's HARNESS_FIXTURES names."""
+    from harness.fixtures import FIXTURES_ENV
+
+    before = os.environ.get(FIXTURES_ENV)
+    os.environ[FIXTURES_ENV] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(FIXTURES_ENV, None)
+        else:
+            os.environ[FIXTURES_ENV] = before
+
+
+def rule_regraded(ev: CellEvidence) -> list[str]:
+    """Every scenario re-grades: its transcript's tool calls, executed again against the embedded
+    scenario (harness.regrade), give the recorded tool results, outcome, failure and score."""
+    from harness.regrade import regrade_all
+    from harness.scenario import ScenarioError, load_scenarios
+
+    copy = ev.run_dir / SUITES_DIR / ev.record.cell.suite.id
+    try:
+        with bundle_fixtures(copy / "fixtures"):
+            report = regrade_all(load_scenarios(copy / "scenarios"), read_results(ev.cell_dir), read_transcripts(ev.cell_dir))
+    except (BadInput, ScenarioError) as error:
+        return [f"cannot re-grade: {error}"]
+    lines = report.lines()
+    return [f"{len(lines)} scenario(s) do not re-grade from their transcripts; first: {lines[0]}"] if lines else []
+
+
 def rule_results_consistent(ev: CellEvidence) -> list[str]:
     """Each result line agrees with itself: a pass has no failure type, no failed check and no
     engine fault; a failure names its type. (A run that ended early, stuck or at the step limit
@@ -401,6 +436,7 @@ RULES_V3 = Rules(
         "suite-recomputed": rule_suite_recomputed,
         "results-consistent": rule_results_consistent,
         "gate-recomputed": rule_gate_recomputed,
+        "regraded": rule_regraded,
     },
 )
 # Format 2 (no embedded matrix or suites) is retired: a bundle relabelled 2 would escape every

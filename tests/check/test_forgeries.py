@@ -394,6 +394,17 @@ def forge_dirty_files_marked_clean(run: Path) -> Forged:
     return ALL
 
 
+def forge_tool_result(run: Path) -> list[str]:
+    """26. A tool result in a transcript rewritten (the data the model saw), results left as is."""
+    cell = target(run)
+    path = cell / "transcripts.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    step = next(entry for line in lines for entry in line["transcript"] if entry.get("kind") == "step")
+    step["result"] = "forged result"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return [cell.name]
+
+
 def forge_format_version(run: Path, version: int) -> None:
     """25. A format_version this checker does not check: unknown (99), or retired (2: a bundle
     relabelled 2 would escape the recomputations of format 3)."""
@@ -401,11 +412,7 @@ def forge_format_version(run: Path, version: int) -> None:
 
 
 # Forgeries check does not catch today: id -> what it misses and what it would need.
-GAPS: dict[str, str] = {
-    "02b-result-flipped-thoroughly": (
-        "a consistent flip of a result, its status, failure type and summary: only a re-grade of the scenario from its transcript catches it"
-    ),
-}
+GAPS: dict[str, str] = {}  # none left: every forgery below is caught
 
 
 def case(forge: Forge, rule: str, ident: str) -> object:
@@ -417,7 +424,7 @@ def case(forge: Forge, rule: str, ident: str) -> object:
 FORGERIES = [
     case(forge_flipped_result, "summary", "01-result-flipped"),
     case(forge_flipped_result_and_summary, "results-consistent", "02-result-flipped-summary-fixed"),
-    case(forge_clean_flip, "summary", "02b-result-flipped-thoroughly"),
+    case(forge_clean_flip, "regraded", "02b-result-flipped-thoroughly"),
     case(forge_summary_only, "summary", "03-summary-edited"),
     case(forge_listed_twice, "plan-listing", "04-cell-listed-twice"),
     case(forge_dropped_cell, "plan-recomputed", "05-cell-dropped"),
@@ -448,6 +455,7 @@ FORGERIES = [
     case(forge_duplicated_result, "summary", "23-result-duplicated"),
     case(forge_duplicated_result_and_suite_id, "suite-recomputed", "23b-result-duplicated-in-suite"),
     case(forge_moved_category, "suite-recomputed", "24-category-changed"),
+    case(forge_tool_result, "regraded", "26-tool-result-rewritten"),
 ]
 
 
