@@ -104,8 +104,11 @@ def test_one_changed_byte_invalidates_its_cell_and_leaves_the_tables(e2e_run, sn
     assert "/7 |" in markdown and f"`{target_cell.name}` (INVALID)" in markdown
 
 
-def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_home):
-    out = "results/resume"  # inside the ignored results/ folder: the tree stays clean
+@pytest.mark.parametrize("stop", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.faults)], ids=["sigint", "sigterm"])
+def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_home, stop):
+    """Ctrl-C (SIGINT), or a scheduler's cancel (SIGTERM, under the faults marker): the run stops
+    with 130, removes its containers, keeps only whole cells, and --resume reproduces the run."""
+    out = f"results/resume-{stop.name.lower()}"  # inside the ignored results/ folder: the tree stays clean
     args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out]
     proc = subprocess.Popen(
         repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -120,7 +123,7 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
                 break
         time.sleep(1)
     time.sleep(8)  # let the second cell start
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output[-3000:]
     run_dir = cells_dir.parent
