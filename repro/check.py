@@ -331,7 +331,7 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
     suite = ev.record.cell.suite
     copy = ev.run_dir / SUITES_DIR / suite.id
     try:
-        selection = select(suite.model_copy(update={"path": "scenarios"}), root=copy)
+        selection = select(suite.model_copy(update={"path": "scenarios", "source": None}), root=copy)
     except BadInput as error:
         return [f"the suite cannot be recomputed from {SUITES_DIR}/{suite.id}: {error}"]
     problems = []

@@ -17,6 +17,7 @@ from repro.commands import paper as paper_commands
 from repro.commands import results as results_commands
 from repro.commands import scale as scale_commands
 from repro.commands import sign as sign_commands
+from repro.commands import suites as suites_commands
 from repro.commands import verify as verify_commands
 from repro.config import require_checkout
 
@@ -53,6 +54,7 @@ app.command("check")(check_commands.check)
 app.add_typer(paper_commands.app, name="paper")
 app.add_typer(results_commands.app, name="results")
 app.add_typer(scale_commands.app, name="scale")
+app.add_typer(suites_commands.app, name="suites")
 app.command("verify")(verify_commands.verify)
 app.command("compare")(compare_commands.compare_command)
 app.command("sign")(sign_commands.sign)

@@ -236,7 +236,10 @@ class EngineSpec(Strict):
 
 class Suite(Strict):
     id: Ident
-    path: str = Field(description="scenario folder, relative to the project root")
+    path: str = Field(description="scenario folder, relative to the project root (or, with a source, inside it; a .jsonl file of scenario rows too)")
+    source: EngineSource | None = Field(
+        default=None, description="a pinned archive holding the scenarios (pypi sdist, git commit or tar archive, with its sha256)"
+    )
     categories: list[str] | None = None
     ids: list[str] | None = None
     per_category: int | None = Field(default=None, ge=1, description="first N scenarios per category, by id")
@@ -350,8 +353,13 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
 
 
 def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT) -> list[tuple[tuple, str]]:
-    """Every path field must name something inside the project: no `../` out of it, no absolute path elsewhere."""
-    problems = []
+    """Every path field must name something inside the project: no `../` out of it, no absolute path
+    elsewhere; a suite's path inside its source stays inside it."""
+    problems = [
+        (("suites", index, "path"), "a path inside the suite's source must be relative, without ..")
+        for index, suite in enumerate(matrix.suites)
+        if suite.source is not None and (suite.path.startswith("/") or ".." in Path(suite.path).parts)
+    ]
     for loc, value in _path_fields(matrix):
         reason = _outside_reason(value, root)
         if reason:
@@ -361,7 +369,11 @@ def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT) -> list[tuple[tuple
 
 def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
     """(location, value) of every field of the matrix that names a local file or folder."""
-    fields: list[tuple[tuple, str]] = [(("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites)]
+    fields: list[tuple[tuple, str]] = [(("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites) if suite.source is None]
+    for index, suite in enumerate(matrix.suites):
+        source = suite.source
+        if source is not None and source.archive is not None and not URL.match(source.archive):
+            fields.append((("suites", index, "source", "archive"), source.archive))
     for index, model in enumerate(matrix.models):
         fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
     for index, engine in enumerate(matrix.engines):

@@ -25,7 +25,12 @@ class SuiteSelection(BaseModel):
 
 
 def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
-    folder = (root / suite.path).resolve()
+    if suite.source is not None:
+        from repro.suite_sources import scenario_folder
+
+        folder = scenario_folder(suite)
+    else:
+        folder = (root / suite.path).resolve()
     if not folder.is_dir():
         raise BadInput(f"suite {suite.id}: scenario folder {suite.path} does not exist")
     files = sorted(folder.glob("*/*.json"), key=lambda p: (p.parent.name, p.stem))

@@ -1,0 +1,29 @@
+"""`repro suites fetch`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from repro.config import DEFAULT_MATRIX
+from repro.matrix import load_matrix
+from repro.suite_sources import fetch_suite
+from repro.suites import select
+
+app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source).", no_args_is_help=True)
+
+
+@app.command()
+def fetch(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose suites to fetch.")) -> None:
+    """Fetch, verify (sha256) and unpack every suite with a source; suites in the project need nothing."""
+    console = Console()
+    loaded = load_matrix(matrix)
+    external = [suite for suite in loaded.matrix.suites if suite.source is not None]
+    for suite in external:
+        assert suite.source is not None
+        fetch_suite(suite.source, log=lambda line: console.print(f"  {line}", soft_wrap=True))
+        selection = select(suite)
+        console.print(f"[green]OK[/]   {suite.id}: {len(selection.ids)} scenarios from {suite.source.describe()}", soft_wrap=True)
+    console.print(f"{len(external)} external suite(s) ready; {len(loaded.matrix.suites) - len(external)} in the project")
