@@ -129,6 +129,10 @@ MATRIX_READERS = {
     "models-list": ["models", "list", "{}"],
     "images-build": ["images", "build", "--matrix", "{}"],
     "images-list": ["images", "list", "--matrix", "{}"],
+    "suites-fetch": ["suites", "fetch", "{}"],
+    "doctor-probe": ["doctor", "--probe", "{}", "--profile", "cpu"],
+    "scale-slurm": ["scale", "slurm", "{}", "--profile", "cpu", "--shards", "2"],
+    "compose-env": ["compose", "env", "{}", "--profile", "cpu", "--cell", "c"],
 }
 
 
@@ -142,7 +146,8 @@ def test_pathological_matrix_is_one_line_exit_2(bad_files, name):
 
 
 # Every reader meets a different bad file (each file is covered by every reader in the tests above).
-READER_CASES = list(zip(MATRIX_READERS, ["alias-bomb", "deep-flow", "nul-byte", "oversized", "folder", "missing", "non-utf8"], strict=True))
+READER_BAD_FILES = ["alias-bomb", "deep-flow", "nul-byte", "oversized", "folder", "missing", "non-utf8"]
+READER_CASES = [(command, READER_BAD_FILES[index % len(READER_BAD_FILES)]) for index, command in enumerate(MATRIX_READERS)]
 
 
 @pytest.mark.parametrize("command,name", READER_CASES, ids=[f"{command}-{name}" for command, name in READER_CASES])
@@ -254,6 +259,15 @@ USAGE_ERRORS = {
     "merge-missing-source": ["results", "merge", "/nonexistent/a", "--out", "/nonexistent/b"],
     "verify-missing-published": ["verify", "/nonexistent/results"],
     "verify-nothing": ["verify", "--published", "paper/published/smoke-cpu.json"],
+    "suites-unknown": ["suites", "nope"],
+    "doctor-probe-no-profile": ["doctor", "--probe", "matrix/smoke.yaml"],
+    "doctor-probe-unknown-profile": ["doctor", "--probe", "matrix/smoke.yaml", "--profile", "nope"],
+    "sign-missing-key": ["sign", "/nonexistent/run"],
+    "render-signature-missing-run": ["paper", "render", "/nonexistent/results", "--require-signature", "/nonexistent/allowed"],
+    "verify-signature-results-json": ["verify", "/nonexistent/results", "--published", "paper/published/smoke-cpu.json", "--require-signature", "x"],
+    "compare-missing": ["compare", "/nonexistent/a", "/nonexistent/b"],
+    "csv-missing": ["results", "csv", "/nonexistent/run"],
+    "scale-no-shards": ["scale", "slurm", "matrix/smoke.yaml", "--profile", "cpu"],
 }
 
 
