@@ -28,7 +28,7 @@ from repro.gate import rejudge
 from repro.matrix import LatencyGateSettings, load_matrix
 from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
 from repro.records import FORMAT_VERSION, CellRecord, CellSummary, RunRecord
-from repro.redact import Redactor, find_leaks
+from repro.redact import Redactor, data_homes, find_leaks
 from repro.sandbox import hardening_problems
 from repro.suites import select
 
@@ -394,7 +394,19 @@ def rule_results_consistent(ev: CellEvidence) -> list[str]:
 
 
 def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
-    return [f"host identity left in cells/{ev.cell_id}/{line}" for line in find_leaks(ev.cell_dir, ev.redactor)][:5]
+    """No host path, user or host name in the cell's files. A home folder the embedded suite
+    itself names (a fixture's fictional /home/mira/...) is scenario data, not a host's."""
+    data = suite_data_homes(ev.run_dir / SUITES_DIR / ev.record.cell.suite.id) if ev.plan is not None else frozenset()
+    return [f"host identity left in cells/{ev.cell_id}/{line}" for line in find_leaks(ev.cell_dir, ev.redactor, data)][:5]
+
+
+def suite_data_homes(folder: Path) -> frozenset[str]:
+    """The home folders named by the scenario and fixture files embedded for a suite."""
+    homes: frozenset[str] = frozenset()
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_file() and not path.is_symlink():
+            homes |= data_homes(path.read_text(errors="replace"))
+    return homes
 
 
 class Rules(BaseModel):

@@ -51,6 +51,22 @@ def _home_like(separator: str) -> re.Pattern:
 
 
 HOME_LIKE = {form: _home_like(separator) for form, separator in SEPARATORS.items()}
+ENCODED_SEPARATOR = re.compile(r"\\/|\\u002[fF]|%2[fF]")
+HOME_ROOT = re.compile(r"/(?:home|Users)/[^/]+|/root")
+
+
+def home_root(path: str) -> str:
+    """The home folder a home-like path starts with ("/home/NAME", "/Users/NAME", "/root"), in
+    plain form whatever separator it was written with."""
+    plain = ENCODED_SEPARATOR.sub("/", path)
+    found = HOME_ROOT.match(plain)
+    return found.group(0) if found else plain
+
+
+def data_homes(text: str) -> frozenset[str]:
+    """The home folders that `text` (a scenario, a fixture) names as data: a fictional user's
+    project is not the host's identity when the pinned suite itself holds it."""
+    return frozenset(home_root(match.group(0)) for pattern in HOME_LIKE.values() for match in pattern.finditer(text))
 
 
 @dataclass
@@ -144,12 +160,15 @@ class Redactor:
             value = pattern.sub(label, value)
         return value
 
-    def leaks(self, value: str) -> list[str]:
-        """What in `value` still identifies this host, naming the form it slipped through in (empty when clean)."""
+    def leaks(self, value: str, data: frozenset[str] = frozenset()) -> list[str]:
+        """What in `value` still identifies this host, naming the form it slipped through in (empty
+        when clean). Home-like paths under a home in `data` (data_homes of the suite) are not
+        counted; this host's own home, project and cache always are."""
         found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if rule.pattern.search(value)]
         found += [f"the host's {label[1:-1].lower()} name" for pattern, label in self._words if pattern.search(value)]
         for form, pattern in HOME_LIKE.items():
-            found += [f"host path {match.group(0)[:60]}{_in_form(form)}" for match in pattern.finditer(value)]
+            matches = [match.group(0) for match in pattern.finditer(value)]
+            found += [f"host path {path[:60]}{_in_form(form)}" for path in matches if home_root(path) not in data]
         return list(dict.fromkeys(found))
 
 
@@ -161,7 +180,7 @@ def _word(value: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", re.IGNORECASE)
 
 
-def find_leaks(bundle: Path, redactor: Redactor | None = None) -> list[str]:
+def find_leaks(bundle: Path, redactor: Redactor | None = None, data: frozenset[str] = frozenset()) -> list[str]:
     """The bundle lint: one line per leak in each file that still holds a host path, user or host name.
 
     Links are not followed (a link in a bundle is the check's business, not the lint's); a file
@@ -176,7 +195,7 @@ def find_leaks(bundle: Path, redactor: Redactor | None = None) -> list[str]:
         except BadInput as error:
             problems.append(f"{relative}: not scanned ({error.lines[0].removeprefix(f'{path}: ')})")
             continue
-        problems += [f"{relative}: {leak}" for leak in sorted(set(redactor.leaks(content)))]
+        problems += [f"{relative}: {leak}" for leak in sorted(set(redactor.leaks(content, data)))]
     return problems
 
 

@@ -162,3 +162,18 @@ def test_current_identity_redacts_this_host():
     if home in ("", "/"):
         pytest.skip("no home folder")
     assert home not in redactor.text(f"{home}/x").replace("<HOME>", "")
+
+
+def test_a_home_the_suite_names_is_data_not_a_leak():
+    """A fixture's fictional /home/mira/... (and a path a model built under it) is scenario data;
+    another home, and this host's own home, are still leaks."""
+    from repro.redact import data_homes
+
+    identity = HostIdentity(project_root="/srv/p", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
+    redactor = Redactor(identity)
+    data = data_homes('{"cwd": "/home/mira/projects/tide-app"}')
+    assert data == frozenset({"/home/mira"})
+    assert redactor.leaks("listed /home/mira/projects/tide-app/docs_folder_a", data) == []
+    assert redactor.leaks("read %2Fhome%2Fmira%2Fprojects", data) == []
+    assert redactor.leaks("read /home/bob/secret", data) == ["host path /home/bob/secret"]
+    assert "the host's <HOME> path" in redactor.leaks("read /home/canaryuser/x", data | {"/home/canaryuser"})
