@@ -35,6 +35,7 @@ from repro.suites import select
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
 Scope = Literal["run", "cell"]
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
+MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
 
 
 class Problem(BaseModel):
@@ -395,9 +396,12 @@ def rule_results_consistent(ev: CellEvidence) -> list[str]:
 
 def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
     """No host path, user or host name in the cell's files. A home folder the embedded suite
-    itself names (a fixture's fictional /home/mira/...) is scenario data, not a host's."""
+    itself names (a fixture's fictional /home/mira/...) is scenario data, not a host's; in what
+    the model wrote (results and transcripts) only this host's own identity counts, since a model
+    may name any home and its container saw none of the host's."""
     data = suite_data_homes(ev.run_dir / SUITES_DIR / ev.record.cell.suite.id) if ev.plan is not None else frozenset()
-    return [f"host identity left in cells/{ev.cell_id}/{line}" for line in find_leaks(ev.cell_dir, ev.redactor, data)][:5]
+    leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=MODEL_OUTPUT_FILES)
+    return [f"host identity left in cells/{ev.cell_id}/{line}" for line in leaks][:5]
 
 
 def suite_data_homes(folder: Path) -> frozenset[str]:

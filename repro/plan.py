@@ -83,12 +83,21 @@ def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile) -> Plan
     )
 
 
+def suite_identity(suite: Suite) -> dict:
+    """What of a suite enters a cell id. A field added later (`source`) enters only when set, so
+    every cell id of a matrix without it stays what it was."""
+    identity = suite.model_dump(mode="json")
+    if suite.source is None:
+        identity.pop("source")
+    return identity
+
+
 def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protocol, suite: Suite, repeat: int, profile: str) -> Cell:
     identity = {
         "model": model.sha256,
         "engine": engine.model_dump(mode="json"),
         "protocol": protocol,
-        "suite": suite.model_dump(mode="json"),
+        "suite": suite_identity(suite),
         "decoding": matrix.decoding.model_dump(mode="json"),
         "repeat": repeat,
         "profile": profile,

@@ -160,13 +160,15 @@ class Redactor:
             value = pattern.sub(label, value)
         return value
 
-    def leaks(self, value: str, data: frozenset[str] = frozenset()) -> list[str]:
+    def leaks(self, value: str, data: frozenset[str] = frozenset(), *, any_home: bool = True) -> list[str]:
         """What in `value` still identifies this host, naming the form it slipped through in (empty
         when clean). Home-like paths under a home in `data` (data_homes of the suite) are not
-        counted; this host's own home, project and cache always are."""
+        counted, nor any other home with `any_home` False (for what a model wrote: its text may
+        name any home, and the container it ran in saw no host path); this host's own home,
+        project, cache, user and host names always are."""
         found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if rule.pattern.search(value)]
         found += [f"the host's {label[1:-1].lower()} name" for pattern, label in self._words if pattern.search(value)]
-        for form, pattern in HOME_LIKE.items():
+        for form, pattern in HOME_LIKE.items() if any_home else ():
             matches = [match.group(0) for match in pattern.finditer(value)]
             found += [f"host path {path[:60]}{_in_form(form)}" for path in matches if home_root(path) not in data]
         return list(dict.fromkeys(found))
@@ -180,7 +182,7 @@ def _word(value: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", re.IGNORECASE)
 
 
-def find_leaks(bundle: Path, redactor: Redactor | None = None, data: frozenset[str] = frozenset()) -> list[str]:
+def find_leaks(bundle: Path, redactor: Redactor | None = None, data: frozenset[str] = frozenset(), model_output: frozenset[str] = frozenset()) -> list[str]:
     """The bundle lint: one line per leak in each file that still holds a host path, user or host name.
 
     Links are not followed (a link in a bundle is the check's business, not the lint's); a file
@@ -195,7 +197,8 @@ def find_leaks(bundle: Path, redactor: Redactor | None = None, data: frozenset[s
         except BadInput as error:
             problems.append(f"{relative}: not scanned ({error.lines[0].removeprefix(f'{path}: ')})")
             continue
-        problems += [f"{relative}: {leak}" for leak in sorted(set(redactor.leaks(content, data)))]
+        leaks = redactor.leaks(content, data, any_home=path.name not in model_output)
+        problems += [f"{relative}: {leak}" for leak in sorted(set(leaks))]
     return problems
 
 

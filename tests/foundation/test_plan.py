@@ -121,3 +121,10 @@ def test_every_matrix_protocol_is_planned(capsys):
     protocols = ["json_schema", "native_tools", "react", "json_prompt"]
     assert sorted(c["protocol"] for c in plan["cells"]) == sorted(protocols * 4)  # two models, two suites
     assert not any("not implemented" in c["reason"] for c in plan["excluded"])
+
+
+def test_cell_ids_are_stable_across_versions(capsys):
+    """A cell id is part of every published bundle: a field added to the matrix format later (a
+    suite's `source`) must not change the ids of matrices that do not use it."""
+    cells = plan_json(capsys, str(SMOKE), "--profile", "cpu")["cells"]
+    assert cells[0]["id"] == "smollm2-135m-instruct-q4_1__llamacpp-b11434__json_schema__workspace-smoke__r1-25d6f54f"

@@ -177,3 +177,15 @@ def test_a_home_the_suite_names_is_data_not_a_leak():
     assert redactor.leaks("read %2Fhome%2Fmira%2Fprojects", data) == []
     assert redactor.leaks("read /home/bob/secret", data) == ["host path /home/bob/secret"]
     assert "the host's <HOME> path" in redactor.leaks("read /home/canaryuser/x", data | {"/home/canaryuser"})
+
+
+def test_what_a_model_wrote_is_held_to_this_hosts_identity_only(tmp_path):
+    """A model may name any home (/home/lena/thesis): in results and transcripts only this host's
+    own paths and names count; in a file the host wrote, any home does."""
+    identity = HostIdentity(project_root="/srv/p", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
+    redactor = Redactor(identity)
+    (tmp_path / "transcripts.jsonl").write_text('{"reply": "see /home/lena/thesis"}\n')
+    (tmp_path / "cell.json").write_text('{"reason": "see /home/lena/thesis"}\n')
+    (tmp_path / "scenarios.jsonl").write_text('{"error": "read /home/canaryuser/x"}\n')
+    leaks = find_leaks(tmp_path, redactor, model_output=frozenset({"transcripts.jsonl", "scenarios.jsonl"}))
+    assert leaks == ["cell.json: host path /home/lena/thesis", "scenarios.jsonl: the host's <HOME> path", "scenarios.jsonl: the host's user name"]
