@@ -156,10 +156,12 @@ def same_scenarios(before: TableRow, after: TableRow) -> bool:
 
 
 def flips(before: TableRow, after: TableRow) -> list[Flip]:
+    """Scenarios whose outcome changed: repeat by repeat when both sides ran as many repeats, else
+    by pass rate (1 of 1 and 2 of 2 are the same outcome)."""
     changed = []
     for scenario in sorted(before.scenarios.keys() & after.scenarios.keys()):
         old, new = before.scenarios[scenario], after.scenarios[scenario]
-        if old != new:
+        if old != new if len(old) == len(new) else sum(old) * len(new) != sum(new) * len(old):
             changed.append(Flip(scenario=scenario, before=old, after=new, direction=_direction(old, new)))
     return changed
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.aggregate import collect
+from repro.aggregate import TableRow, collect
 from repro.compare import compare, load_tables
 from repro.paper import render
 from repro.redact import Redactor
@@ -80,3 +80,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     (tmp_path / "junk.json").write_text(json.dumps({"rows": 3}))
     assert main(["compare", str(tmp_path / "junk.json"), str(good)]) == 2
     assert main(["compare", str(good), str(good), "--fail-on", "sideways"]) == 2
+
+
+def test_an_unpaired_comparison_names_only_scenarios_whose_pass_rate_changed():
+    from repro.compare import flips
+
+    def row(scenarios: dict[str, list[bool]]) -> TableRow:
+        return TableRow.model_construct(scenarios=scenarios)
+
+    before = row({"a": [False], "b": [True], "c": [False]})
+    after = row({"a": [False, False], "b": [True, False], "c": [True, True]})
+    assert [(f.scenario, f.direction) for f in flips(before, after)] == [("b", "broken"), ("c", "fixed")]
+    assert [f.scenario for f in flips(row({"a": [True, False]}), row({"a": [False, True]}))] == ["a"]  # repeat by repeat
