@@ -34,7 +34,7 @@ from repro.plan import parse_shard
 from repro.provenance import SourceState, source_change
 from repro.records import CellRecord, RunRecord, utc_now
 from repro.redact import Redactor
-from repro.suites import SuiteSelection
+from repro.suites import SuiteSelection, fixture_files, fixtures_beside
 
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
@@ -117,8 +117,8 @@ class Bundle:
         for scenario_id, category in selection.categories.items():
             source = selection.folder / category / f"{scenario_id}.json"
             atomic_write(target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
-        fixtures = selection.folder.parent / "fixtures"
-        for path in sorted(p for p in fixtures.rglob("*") if p.is_file() and not p.is_symlink()) if fixtures.is_dir() else []:
+        fixtures = fixtures_beside(selection.folder)
+        for path in fixture_files(fixtures):
             atomic_write(target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
 
 

@@ -52,7 +52,7 @@ from repro.records import (
 )
 from repro.redact import Redactor
 from repro.sandbox import bind, container_name, harness_kwargs, read_back
-from repro.suites import SuiteSelection, select
+from repro.suites import SuiteSelection, fixtures_beside, select
 from repro.yamlsource import MAX_YAML_BYTES, read_bounded
 
 HARNESS_UID = 10001
@@ -468,7 +468,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
 def fixture_mounts(suite: SuiteSelection) -> list:
     """The shared fixtures (file trees, weather, pages) beside the suite's folder, read-only at
     /fixtures, where the harness looks for them (harness.fixtures)."""
-    fixtures = suite.folder.parent / "fixtures"
+    fixtures = fixtures_beside(suite.folder)
     return [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
 
 

@@ -48,8 +48,8 @@ def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
     digest = hashlib.sha256()
     for path in files:
         digest.update(f"{path.relative_to(folder).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
-    fixtures = folder.parent / "fixtures"  # shared fixtures the harness mounts beside the suite
-    for path in sorted(p for p in fixtures.rglob("*") if p.is_file() and not p.is_symlink()) if fixtures.is_dir() else []:
+    fixtures = fixtures_beside(folder)
+    for path in fixture_files(fixtures):
         digest.update(f"fixtures/{path.relative_to(fixtures).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     return SuiteSelection(
         folder=folder,
@@ -57,6 +57,16 @@ def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
         categories={f.stem: f.parent.name for f in files},
         sha256=digest.hexdigest(),
     )
+
+
+def fixtures_beside(folder: Path) -> Path:
+    """The shared fixtures the harness mounts beside a suite's folder."""
+    return folder.parent / "fixtures"
+
+
+def fixture_files(fixtures: Path) -> list[Path]:
+    """The regular files under a fixtures folder, sorted (links are never followed)."""
+    return sorted(p for p in fixtures.rglob("*") if p.is_file() and not p.is_symlink()) if fixtures.is_dir() else []
 
 
 def _first_per_category(files: list[Path], count: int) -> list[Path]:

@@ -183,17 +183,21 @@ PATHOLOGICAL_JSON: dict[str, Callable[[], bytes]] = {
 }
 
 
+def bad_json_file(folder: Path, name: str) -> Path:
+    """A pathological JSON file by name, or an oversized file, a folder or a missing path."""
+    if name == "oversized":
+        return oversized(folder, "big.json", MAX_JSON_BYTES)
+    if name == "folder":
+        (folder / "folder.json").mkdir()
+        return folder / "folder.json"
+    if name == "missing":
+        return folder / "missing.json"
+    return write_case(folder, f"{name}.json", PATHOLOGICAL_JSON[name]())
+
+
 @pytest.mark.parametrize("name", [*PATHOLOGICAL_JSON, "oversized", "folder", "missing"])
 def test_pathological_json_is_refused_fast(tmp_path, name):
-    if name == "oversized":
-        path = oversized(tmp_path, "big.json", MAX_JSON_BYTES)
-    elif name == "folder":
-        path = tmp_path / "folder.json"
-        path.mkdir()
-    elif name == "missing":
-        path = tmp_path / "missing.json"
-    else:
-        path = write_case(tmp_path, f"{name}.json", PATHOLOGICAL_JSON[name]())
+    path = bad_json_file(tmp_path, name)
     started = time.perf_counter()
     with pytest.raises(BadInput) as caught:
         read_json_bounded(path)
@@ -208,15 +212,7 @@ VERIFY_CASES = [*PATHOLOGICAL_JSON, "oversized", "folder", "missing"]
 @pytest.mark.parametrize("name", VERIFY_CASES)
 def test_verify_published_refuses_bad_files(tmp_path, name):
     """`repro verify --published FILE` reads results.json: each bad form is one line, exit 2."""
-    if name == "oversized":
-        path = oversized(tmp_path, "big.json", MAX_JSON_BYTES)
-    elif name == "folder":
-        path = tmp_path / "folder.json"
-        path.mkdir()
-    elif name == "missing":
-        path = tmp_path / "missing.json"
-    else:
-        path = write_case(tmp_path, f"{name}.json", PATHOLOGICAL_JSON[name]())
+    path = bad_json_file(tmp_path, name)
     line = assert_one_line_exit_2(*repro("verify", str(tmp_path), "--published", str(path)))
     assert str(path) in line, line
 
