@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True, type=Path, help="results, one JSON line per scenario")
     run.add_argument("--transcripts", type=Path, help="write transcripts here instead of into --out")
     run.add_argument("--progress", choices=["text", "json"], default="text", help="json: one ProgressEvent line per scenario")
+    run.add_argument("--cache-prompt", action="store_true", help="let llama.cpp reuse the KV cache of a previous prompt (faster, not exact)")
 
     replay = commands.add_parser("replay", help="replay each scenario's reference as the model")
     _scenario_options(replay)
@@ -139,7 +140,7 @@ def _client(args: argparse.Namespace) -> Any:
         return OllamaClient(args.base_url, args.model, timeout=args.timeout)
     from harness.client import OpenAIClient
 
-    return OpenAIClient(args.base_url, args.model, timeout=args.timeout)
+    return OpenAIClient(args.base_url, args.model, timeout=args.timeout, cache_prompt=args.cache_prompt)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

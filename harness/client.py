@@ -1,6 +1,7 @@
 """An OpenAI-compatible chat client (``POST /v1/chat/completions``), as llama.cpp serves it.
 
-Requests carry temperature, seed, max_tokens and ``cache_prompt: false``; the client never
+Requests carry temperature, seed, max_tokens and ``cache_prompt: false`` (``true`` only when the
+profile asks for prompt-cache reuse, an inexact mode); the client never
 reads proxies from the environment (``trust_env=False``). Each reply records ``usage`` and the
 server's own ``timings``. Transport errors, timeouts, HTTP error statuses and unreadable
 replies raise ``EngineError``, as the subclass that names the failure (``engine_error_for``):
@@ -103,9 +104,11 @@ class OpenAIClient(HttpClient):
         *,
         timeout: float = 300.0,
         transport: httpx.BaseTransport | None = None,
+        cache_prompt: bool = False,
     ) -> None:
         super().__init__(_root(base_url), timeout=timeout, transport=transport)
         self.model = model
+        self.cache_prompt = cache_prompt  # True only in a profile that accepts an inexact mode
 
     def ping(self) -> None:
         """Check that the server answers at all (``GET /v1/models``); EngineError if not."""
@@ -130,7 +133,7 @@ class OpenAIClient(HttpClient):
             "messages": messages,
             "temperature": temperature,
             "max_tokens": max_tokens,
-            "cache_prompt": False,
+            "cache_prompt": self.cache_prompt,
             "stream": False,
         }
         if seed is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 POLL_S = 1.0
+GONE_EXIT = 255  # the exit code given to a container that vanished before it was seen to exit
 LineSink = Callable[[str], None]
 Watch = Callable[[], None]
 
@@ -67,10 +68,48 @@ def wait(container: Any, deadline_s: float, *, on_line: LineSink | None = None, 
         if watch:
             watch()
         if time.monotonic() - started_at > deadline_s:
-            tail = log_tail(container)
-            with contextlib.suppress(Exception):
-                container.stop(timeout=3)
-            return Exit(code=None, timed_out=True, seconds=time.monotonic() - started_at, log_tail=tail)
+            return stopped_at_deadline(container, started_at)
+
+
+def wait_all(items: list[Any], deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None) -> list[Exit]:
+    """`wait` for several containers at once (a cell's harness workers), in one thread: each one's
+    Exit, in order. At the deadline every container still running is stopped."""
+    if len(items) == 1:
+        return [wait(items[0], deadline_s, on_line=on_line, watch=watch)]
+    started_at = time.monotonic()
+    readers = [LogReader(container) for container in items]
+    exits: list[Exit | None] = [None] * len(items)
+    while True:
+        for index, container in enumerate(items):
+            if exits[index] is None:
+                exits[index] = exit_if_done(container, readers[index], on_line, started_at)
+        if all(exits):
+            return [e for e in exits if e is not None]
+        if watch:
+            watch()
+        if time.monotonic() - started_at > deadline_s:
+            return [e or stopped_at_deadline(c, started_at) for c, e in zip(items, exits, strict=True)]
+        time.sleep(POLL_S)
+
+
+def exit_if_done(container: Any, reader: LogReader, on_line: LineSink | None, started_at: float) -> Exit | None:
+    """The container's Exit when it has exited (feeding its new lines either way), else None."""
+    if on_line:
+        reader.feed(on_line)
+    found = state(container)
+    if found and found.get("Status") not in ("exited", "dead"):
+        return None
+    if on_line:
+        reader.feed(on_line, final=True)
+    code = int(found["ExitCode"]) if "ExitCode" in found else GONE_EXIT
+    return Exit(code=code, seconds=time.monotonic() - started_at, log_tail=log_tail(container))
+
+
+def stopped_at_deadline(container: Any, started_at: float) -> Exit:
+    tail = log_tail(container)
+    with contextlib.suppress(Exception):
+        container.stop(timeout=3)
+    return Exit(code=None, timed_out=True, seconds=time.monotonic() - started_at, log_tail=tail)
 
 
 class LogReader:

@@ -30,11 +30,18 @@ class Profile(Strict):
     engine_variant: Literal["cpu", "cuda"]
     gpu_layers: int = Field(ge=0)
     gpu_count: int = Field(ge=0)
-    threads: int | None = Field(default=None, ge=1)
+    threads: int | None = Field(default=None, ge=1, description="threads per engine; part of a result's identity on CPU")
+    slots: int = Field(default=1, ge=1, le=64, description="parallel sequences per engine (-np); more than 1 is not exact")
+    cache_prompt: bool = Field(default=False, description="reuse the KV cache of a previous prompt; not exact")
     max_model_gb: float = Field(gt=0)
     ready_timeout_s: int = Field(default=600, ge=5)
     step_timeout_s: int = Field(default=300, ge=5)
     gate: GateThresholds
+
+    @property
+    def exact(self) -> bool:
+        """One slot and no prompt cache: every sequence is computed as a lone serial request is."""
+        return self.slots == 1 and not self.cache_prompt
 
     def accelerator_matches(self, reported: str | None) -> bool:
         if self.accelerator is None:

@@ -9,7 +9,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from harness.contracts import SandboxAudit, ScenarioResult
 from repro.gate import GateResult
@@ -79,6 +79,34 @@ class CellSummary(BaseModel):
         )
 
 
+class Execution(BaseModel):
+    """How a cell's engines computed: threads per engine, slots and prompt cache (the profile's,
+    part of a result's identity), and how many engine replicas and harness workers shared the
+    scenarios (a choice of the run: replicas at one slot each are exact)."""
+
+    threads: int | None
+    slots: int = 1
+    cache_prompt: bool = False
+    replicas: int = 1
+    workers: int = 1
+
+    @classmethod
+    def of(cls, profile: Profile, replicas: int) -> Execution:
+        return cls(threads=profile.threads, slots=profile.slots, cache_prompt=profile.cache_prompt, replicas=replicas, workers=replicas * profile.slots)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exact(self) -> bool:
+        """One slot and no prompt cache: every sequence computed as a lone serial request is."""
+        return self.slots == 1 and not self.cache_prompt
+
+    def label(self) -> str:
+        """E.g. "2 threads, 1 slot, prompt cache off" (replicas are left out: they change no result)."""
+        threads = "threads unpinned" if self.threads is None else f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        slots = f"{self.slots} slot{'s' if self.slots != 1 else ''}"
+        return f"{threads}, {slots}, prompt cache {'on' if self.cache_prompt else 'off'}"
+
+
 class EngineFault(BaseModel):
     """Why an engine stopped serving a cell, read from Docker when the run noticed."""
 
@@ -130,7 +158,8 @@ class CellRecord(BaseModel):
     engine_incidents: list[EngineIncident] = []  # engine deaths during this cell, healed or not
     sandbox_audit: SandboxAudit | None = None  # what a container with the harness settings could do
     engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
-    harness_seconds: float | None = None  # the harness container's wall time for the cell's scenarios
+    harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios
+    execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
 
 
 class MatrixInfo(BaseModel):

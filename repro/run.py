@@ -10,9 +10,11 @@ and no half cell, and `--resume` finishes it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
 from repro.docker_client import get_client
 from repro.engines import boot_engine, engine_for, stop_engine
-from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused
+from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
 from repro.errors import BadInput
 from repro.files import scratch_dir
 from repro.gate import GateResult, run_gate
@@ -43,6 +45,7 @@ from repro.records import (
     CellSummary,
     EngineIncident,
     EngineSettings,
+    Execution,
     IdentityCheck,
     ImageInfo,
     MatrixInfo,
@@ -51,7 +54,8 @@ from repro.records import (
     utc_now,
 )
 from repro.redact import Redactor
-from repro.sandbox import bind, container_name, harness_kwargs, read_back
+from repro.replicas import deal, in_suite_order, replica_count
+from repro.sandbox import SandboxSettings, bind, container_name, harness_kwargs, read_back
 from repro.suites import SuiteSelection, fixtures_beside, select
 from repro.yamlsource import MAX_YAML_BYTES, read_bounded
 
@@ -70,6 +74,7 @@ class RunOptions(BaseModel):
     resume: bool = False
     only: list[str] = []
     shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
+    replicas: int | None = 1  # engines per group, one slot each; None: as many as the cores (and GPU memory) hold
 
     @property
     def shard_text(self) -> str | None:
@@ -101,26 +106,40 @@ class RunContext(BaseModel):
     bundle: Bundle
     run_id: str
     progress: RunProgress
+    replicas: int = 1  # engine replicas per group (repro.replicas)
+
+    @property
+    def execution(self) -> Execution:
+        return Execution.of(self.prepared.profile, self.replicas)
 
 
 class GroupEngine(BaseModel):
-    """A booted, gated engine of one (engine, model) group."""
+    """The booted, gated engine of one (engine, model) group, and its replicas if the run has more
+    than one: same image, model and threads, booted and identity-checked alike; `handle` (the
+    first) is the gated one and the one the records name."""
 
     handle: EngineHandle
     gate: GateResult
+    others: list[EngineHandle] = []
+
+    @property
+    def handles(self) -> list[EngineHandle]:
+        return [self.handle, *self.others]
 
 
 def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
     prepared = prepare(options)
     client = get_client()
+    replicas = choose_replicas(options, prepared, client)
     run_dir, record, resumed = open_run(options, prepared, source_state(), client)
-    ctx = RunContext(client=client, prepared=prepared, bundle=Bundle(run_dir, Redactor()), run_id=record.run_id, progress=progress)
+    ctx = RunContext(client=client, prepared=prepared, bundle=Bundle(run_dir, Redactor()), run_id=record.run_id, progress=progress, replicas=replicas)
     if resumed:
         progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
     progress.start_run(record.run_id, run_dir, len(prepared.cells))
+    progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
     try:
         signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
         for cells in groups_to_run(ctx, options.resume):
@@ -133,6 +152,13 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         finish_run(ctx, record, options.out)
         progress.end_run(record.status)
     return run_dir
+
+
+def choose_replicas(options: RunOptions, prepared: Prepared, client: object) -> int:
+    """Engine replicas per group: --replicas, or as many as the Docker host's cores (and the GPU
+    memory, for the largest model) hold; BadInput when asked for more (repro.replicas)."""
+    largest = max(c.model.file_size for c in prepared.cells)
+    return replica_count(options.replicas, prepared.profile, host_cpus=host_cpus_of(client), model_bytes=largest)
 
 
 def interrupt(signum: int, frame: object) -> None:
@@ -300,16 +326,27 @@ def run_group(ctx: RunContext, cells: list[Cell]) -> None:
 
 
 def boot_and_gate(ctx: RunContext, cell: Cell, booted: list[EngineHandle]) -> GroupEngine:
-    handle = boot_group_engine(ctx, cell)
-    booted.append(handle)
-    ctx.progress.engine_ready(handle.boot_seconds)
+    """Boot the group's engine replicas one after another, then gate the first; on any failure
+    the replicas booted so far are stopped before the error propagates."""
+    handles: list[EngineHandle] = []
     try:
-        gate = gate_group_engine(ctx, cell, handle)
+        for _ in range(ctx.replicas):
+            handle = boot_group_engine(ctx, cell)
+            booted.append(handle)
+            handles.append(handle)
+            ctx.progress.engine_ready(handle.boot_seconds)
+        gate = gate_group_engine(ctx, cell, handles[0])
     except BaseException:
-        stop_engine(ctx.client, handle)
+        for handle in handles:
+            stop_engine(ctx.client, handle)
         raise
     ctx.progress.gate(gate)
-    return GroupEngine(handle=handle, gate=gate)
+    return GroupEngine(handle=handles[0], gate=gate, others=handles[1:])
+
+
+def stop_group(ctx: RunContext, group: GroupEngine) -> None:
+    for handle in group.handles:
+        stop_engine(ctx.client, handle)
 
 
 def give_up_group(ctx: RunContext, failed: Cell, rest: list[Cell], group: GroupEngine) -> None:
@@ -369,8 +406,8 @@ def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[En
             return run_cell(ctx, cell, group, incidents), group
         except EngineLost as lost:
             ctx.progress.note(f"  [red]engine fault[/] during {cell.id}: {describe(lost.fault)}")
-            stop_engine(ctx.client, group.handle)
-            healed, incident = heal(lost.fault, lambda: boot_and_gate(ctx, cell, booted), lambda g: stop_engine(ctx.client, g.handle), ctx.progress.note)
+            stop_group(ctx, group)
+            healed, incident = heal(lost.fault, lambda: boot_and_gate(ctx, cell, booted), lambda g: stop_group(ctx, g), ctx.progress.note)
             incidents.append(incident)
             if healed is None or len(incidents) > MAX_CELL_RERUNS:
                 record = record_failed_cell(ctx, cell, "error", unhealed_reason(incidents), handle=group.handle, gate=group.gate, incidents=incidents)
@@ -433,36 +470,74 @@ def image_info(image: ImageRef) -> ImageInfo:
 
 
 def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None) -> CellRecord:
-    """Audit the sandbox, run the cell's harness while watching the engine, record the cell.
-    EngineLost (nothing of the cell kept) when the engine died or stopped answering meanwhile."""
+    """Audit the sandbox, run the cell's harness workers while watching the engines, record the
+    cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
     suite = ctx.prepared.suites[cell.suite.id]
-    record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update={"engine_incidents": list(incidents or [])})
-    engine = engine_container(ctx.client, group.handle)
-    watch = engine_watch(engine)
+    update = {"engine_incidents": list(incidents or []), "execution": ctx.execution}
+    record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
+    engines = [engine_container(ctx.client, handle) for handle in group.handles]
+    watch = watch_all(engines)
+    shares = deal(suite.ids, ctx.execution.workers)
+    out_dirs = [harness_output_dir() for _ in shares]
     writer = ctx.bundle.start_cell(cell.id)
-    out_dir = harness_output_dir()
     try:
         with blame_engine(watch):
-            watch()  # the engine may have died between cells
+            watch()  # an engine may have died between cells
             record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
-            command = harness_command(cell, group.handle.client_argv(), suite, ctx.prepared.profile)
-            with containers.started(ctx.client, cell_kwargs(ctx, cell, group, suite, command, out_dir)) as container:
-                ctx.progress.start_cell(cell.id, len(suite.ids))
-                deadline = harness_deadline(len(suite.ids), ctx.prepared.profile)
-                ended = containers.wait(container, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
-                sandbox = SandboxRecord(harness=read_back(container), engine=read_back(engine))
-                record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(ended.seconds, 3)})
-                writer.write_text("harness.log", ended.log_tail + "\n")
-                writer.write_text("engine.log", engine.logs(timestamps=False).decode("utf-8", errors="replace"))
-        record = collect_results(writer, record, out_dir, suite, ended)
+            harness, ended = run_workers(ctx, cell, group, shares, out_dirs, watch)
+            sandbox = SandboxRecord(harness=harness, engine=read_back(engines[0]))
+            record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
+            writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
+            writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
+        record = collect_results(writer, record, out_dirs, suite, ended)
         if engine_suspect(record, ended):
-            require_answering(engine, lambda timeout: engine_for_group(ctx, cell).wait_ready(group.handle, timeout))
+            for engine, handle in zip(engines, group.handles, strict=True):
+                require_answering(engine, health_check(ctx, cell, handle))
         return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
     except BaseException:
         writer.discard()
         raise
     finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+        for out_dir in out_dirs:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def run_workers(
+    ctx: RunContext, cell: Cell, group: GroupEngine, shares: list[list[str]], out_dirs: list[Path], watch: containers.Watch
+) -> tuple[SandboxSettings, list[containers.Exit]]:
+    """One harness container per share of the scenarios, all at once, worker i on replica i mod K
+    (each joined to its replica's namespace); the first's settings read back, and how each ended.
+    Every container is removed on the way out."""
+    suite = ctx.prepared.suites[cell.suite.id]
+    handles = group.handles
+    with contextlib.ExitStack() as stack:
+        started = []
+        for index, (ids, out_dir) in enumerate(zip(shares, out_dirs, strict=True)):
+            handle = handles[index % len(handles)]
+            command = harness_command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids=ids)
+            started.append(stack.enter_context(containers.started(ctx.client, cell_kwargs(ctx, cell, handle, suite, command, out_dir))))
+        ctx.progress.start_cell(cell.id, len(suite.ids))
+        deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
+        ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
+        return read_back(started[0]), ended
+
+
+def watch_all(engines: list) -> containers.Watch:
+    """A `containers.wait` watch over every replica: EngineLost as soon as one is not running."""
+    watches = [engine_watch(engine) for engine in engines]
+
+    def watch() -> None:
+        for one in watches:
+            one()
+
+    return watch
+
+
+def joined_logs(what: str, logs: list[str]) -> str:
+    """One log as is; several, each under a `--- worker 2 of 3 ---` line."""
+    if len(logs) == 1:
+        return logs[0]
+    return "\n".join(f"--- {what} {index} of {len(logs)} ---\n{log}" for index, log in enumerate(logs, start=1))
 
 
 def fixture_mounts(suite: SuiteSelection) -> list:
@@ -472,11 +547,12 @@ def fixture_mounts(suite: SuiteSelection) -> list:
     return [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
 
 
-def cell_kwargs(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
-    """A container with the cell's harness settings (the harness itself, or its sandbox audit)."""
+def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
+    """A container with the cell's harness settings (the harness itself, or its sandbox audit),
+    joined to the namespace of the engine `handle` names."""
     return harness_kwargs(
         ctx.prepared.harness.id,
-        group.handle.container_id,
+        handle.container_id,
         command,
         out_dir,
         run_id=ctx.run_id,
@@ -490,14 +566,19 @@ def audit_cell(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSele
     """The sandbox audit, run with the harness container's exact settings in the engine's namespace."""
     out_dir = harness_output_dir()
     try:
-        return run_audit(ctx.client, cell_kwargs(ctx, cell, group, suite, audit_command([SCENARIO_MOUNT]), out_dir), out_dir, watch)
+        return run_audit(ctx.client, cell_kwargs(ctx, cell, group.handle, suite, audit_command([SCENARIO_MOUNT]), out_dir), out_dir, watch)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def engine_suspect(record: CellRecord, ended: containers.Exit) -> bool:
+def engine_suspect(record: CellRecord, ended: list[containers.Exit]) -> bool:
     """Did the harness end in a way a dead or silent engine explains (faults, no finish)?"""
-    return ended.timed_out or ended.code != 0 or bool(record.summary and record.summary.engine_faults)
+    return any(e.timed_out or e.code != 0 for e in ended) or bool(record.summary and record.summary.engine_faults)
+
+
+def health_check(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Callable[[float], object]:
+    """Ask one replica's health path from inside its namespace (for `require_answering`)."""
+    return lambda timeout: engine_for_group(ctx, cell).wait_ready(handle, timeout)
 
 
 def engine_for_group(ctx: RunContext, cell: Cell) -> Engine:
@@ -510,8 +591,9 @@ def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
         ctx.progress.scenario_done(cell.id, event)
 
 
-def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile) -> list[str]:
-    """The harness's argv for one cell; `client` names the engine (engines.base.client_argv)."""
+def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile, *, ids: list[str] | None = None) -> list[str]:
+    """The harness's argv for one cell (or for one worker's share `ids` of its scenarios);
+    `client` names the engine (engines.base.client_argv)."""
     decoding = cell.decoding
     return [
         "run",
@@ -521,7 +603,7 @@ def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profil
         "--protocol",
         cell.protocol,
         "--ids",
-        *suite.ids,
+        *(suite.ids if ids is None else ids),
         "--max-tokens",
         str(decoding.max_tokens),
         "--temperature",
@@ -536,6 +618,7 @@ def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profil
         "/out/transcripts.jsonl",
         "--progress",
         "json",
+        *(["--cache-prompt"] if profile.cache_prompt else []),
     ]
 
 
@@ -554,21 +637,29 @@ def harness_output_dir() -> Path:
     return out_dir
 
 
-def collect_results(writer: CellWriter, record: CellRecord, out_dir: Path, suite: SuiteSelection, ended: containers.Exit) -> CellRecord:
-    """Read what the harness wrote (untrusted: bounded, no links, typed), or fail the cell with why."""
-    if ended.timed_out or ended.code != 0:
-        why = f"harness did not finish within {ended.seconds:.0f}s (stopped)" if ended.timed_out else f"harness exited with status {ended.code}"
-        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {ended.log_tail[-600:]}"})
+def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+    """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
+    share of the scenarios), put it in suite order, or fail the cell with why."""
+    failed = next((e for e in ended if e.timed_out or e.code != 0), None)
+    if failed is not None:
+        why = f"harness did not finish within {failed.seconds:.0f}s (stopped)" if failed.timed_out else f"harness exited with status {failed.code}"
+        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {failed.log_tail[-600:]}"})
+    shares = deal(suite.ids, len(out_dirs))
+    results, transcripts = [], []
     try:
-        results = read_results(out_dir)
-        transcripts = read_transcripts(out_dir)
+        for out_dir, share in zip(out_dirs, shares, strict=True):
+            written = read_results(out_dir)
+            if [r.id for r in written] != share:
+                missing = sorted(set(share) - {r.id for r in written})
+                return record.model_copy(
+                    update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"}
+                )
+            results += written
+            transcripts += read_transcripts(out_dir)
     except BadInput as error:
         return record.model_copy(update={"status": "error", "reason": f"harness output refused: {error}"})
-    if [r.id for r in results] != suite.ids:
-        missing = sorted(set(suite.ids) - {r.id for r in results})
-        return record.model_copy(update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"})
-    writer.write_jsonl("scenarios.jsonl", results)
-    writer.write_jsonl("transcripts.jsonl", transcripts)
+    writer.write_jsonl("scenarios.jsonl", in_suite_order(results, suite.ids))
+    writer.write_jsonl("transcripts.jsonl", in_suite_order(transcripts, suite.ids))
     return record.model_copy(update={"summary": CellSummary.of(results)})
 
 

@@ -108,6 +108,9 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Finish the latest unfinished run of this matrix and profile."),
     only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
     shard: str = typer.Option(None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."),
+    replicas: str = typer.Option(
+        "1", "--replicas", help="Engines per group at the profile's threads, one slot each (exact); 'auto': as many as the cores hold."
+    ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
 
@@ -119,13 +122,23 @@ def run(
     from repro.run import RunOptions, run_exit_status, run_matrix
 
     require_folder(out, "results folder")
-    options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=parse_shard(shard) if shard else None)
+    shard_pair = parse_shard(shard) if shard else None
+    options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas))
     run_dir = run_matrix(options, RunProgress(console))
     print_run_summary(run_dir)
     status = run_exit_status(run_dir)
     if status:
         console.print(f"exit status {status}: a cell ended in an engine fault or error, or the latency gate excluded it (rerun faults with --resume)")
         raise typer.Exit(status)
+
+
+def parse_replicas(text: str) -> int | None:
+    """--replicas: a count from 1, or `auto` (None: chosen from the cores and GPU memory)."""
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise BadInput(f"--replicas {text}: expected a count from 1, or auto")
+    return int(text)
 
 
 def print_run_summary(run_dir: Path) -> None:

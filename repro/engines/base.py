@@ -124,7 +124,7 @@ def nano_cpus_for(profile: Profile, host_cpus: int | None = None) -> int:
     return int(threads * 1_000_000_000)
 
 
-def _host_cpus(client: DockerClient) -> int | None:
+def host_cpus_of(client: DockerClient) -> int | None:
     try:
         return int(client.info().get("NCPU") or 0) or None
     except Exception:
@@ -189,7 +189,7 @@ class Engine(ABC):
         resolved = image_id(self.client, image)
         reference = getattr(image, "reference", None) or getattr(image, "name", None) or self.spec.image or resolved
         kwargs = self.container_kwargs(
-            resolved, model, gguf, profile, decoding, host_cpus=_host_cpus(self.client), name=container_name(self.run_id, "engine", self.spec.id)
+            resolved, model, gguf, profile, decoding, host_cpus=host_cpus_of(self.client), name=container_name(self.run_id, "engine", self.spec.id)
         )
         try:
             container = containers.start(self.client, kwargs)

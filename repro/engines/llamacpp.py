@@ -28,11 +28,11 @@ def server_args(model: ModelSpec, profile: Profile, decoding: Decoding, *, port:
         "-a",
         model.id,
         "-c",
-        str(decoding.context),
+        str(decoding.context * profile.slots),  # each slot gets the matrix's context
         "-ngl",
         str(profile.gpu_layers),
         "-np",
-        "1",
+        str(profile.slots),
         "-b",
         "2048",
         "-ub",

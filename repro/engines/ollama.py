@@ -92,7 +92,7 @@ class OllamaEngine(Engine):
                 "OLLAMA_HOST": f"127.0.0.1:{self.port}",
                 "OLLAMA_MODELS": MODELS_DIR,
                 "OLLAMA_KEEP_ALIVE": "-1",
-                "OLLAMA_NUM_PARALLEL": "1",
+                "OLLAMA_NUM_PARALLEL": str(profile.slots),
                 "OLLAMA_MAX_LOADED_MODELS": "1",
                 "OLLAMA_NOPRUNE": "1",
                 "OLLAMA_CONTEXT_LENGTH": str(decoding.context),

@@ -46,7 +46,7 @@ BAD_CASES = [
     (
         "unknown-profile",
         variant("profiles: [cpu,", "profiles: [cpu-fast,"),
-        "{line} profiles[0]: unknown profile 'cpu-fast' (known: cpu, gpu-a100-80g, gpu-h100, gpu-l4, gpu-t4)",
+        "{line} profiles[0]: unknown profile 'cpu-fast' (known: cpu, cpu-1t, gpu-a100-80g, gpu-h100, gpu-l4, gpu-t4)",
     ),
     (
         "unknown-protocol",
@@ -172,4 +172,4 @@ def test_unknown_profile_on_plan(capsys):
     code = main(["matrix", "plan", str(ROOT / "matrix" / "smoke.yaml"), "--profile", "gpu-v100"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    assert err == "unknown profile 'gpu-v100' (known: cpu, gpu-a100-80g, gpu-h100, gpu-l4, gpu-t4)"
+    assert err == "unknown profile 'gpu-v100' (known: cpu, cpu-1t, gpu-a100-80g, gpu-h100, gpu-l4, gpu-t4)"

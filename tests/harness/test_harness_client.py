@@ -94,3 +94,16 @@ def test_ping_and_no_proxies_from_environment(monkeypatch) -> None:
     assert client._http.trust_env is False
     with pytest.raises(EngineError, match="HTTP 503"):
         _client(lambda r: httpx.Response(503)).ping()
+
+
+def test_prompt_cache_is_sent_only_when_asked() -> None:
+    """cache_prompt: false unless the profile asks for prompt-cache reuse (an inexact mode)."""
+    payloads = []
+
+    def handler(request):
+        payloads.append(json.loads(request.content))
+        return httpx.Response(200, json=BODY)
+
+    _client(handler, cache_prompt=True).chat([{"role": "user", "content": "x"}])
+    _client(handler).chat([{"role": "user", "content": "x"}])
+    assert [p["cache_prompt"] for p in payloads] == [True, False]
