@@ -22,7 +22,7 @@ from repro.bundle import find_runs, load_cell, merge_problems, read_results, rea
 from repro.check import RunVerdict, check_run
 from repro.errors import BadInput
 from repro.matrix import Protocol
-from repro.records import CellRecord, CellSummary
+from repro.records import CellRecord, CellSummary, Execution
 from repro.redact import Redactor
 from repro.stats import Consistency, Interval, Spread, consistency, spread, wilson
 
@@ -129,6 +129,16 @@ class TableRow(BaseModel):
     protocol_totals: ProtocolTotals = ProtocolTotals()
     by_level: dict[int, tuple[int, int]] = {}  # ladder level -> (passed, total), ladder scenarios only
     time: TimeSplit = TimeSplit()
+    execution: Execution | None = None  # threads, slots, prompt cache (None: an older bundle, 1 slot, no cache)
+
+    @property
+    def exact(self) -> bool:
+        """Computed as lone serial requests are (one slot, no prompt cache): False marks the row."""
+        return self.execution is None or self.execution.exact
+
+    @property
+    def execution_label(self) -> str:
+        return self.execution.label() if self.execution else "1 slot, prompt cache off (threads not recorded)"
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -375,6 +385,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         protocol_totals=ProtocolTotals.of(results),
         by_level=ladder_levels(results),
         time=TimeSplit.of([c.record for c in cells], results),
+        execution=first.execution,
     )
 
 

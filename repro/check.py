@@ -22,12 +22,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_results, read_transcripts, safe_id
+from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_regular, read_results, read_transcripts, safe_id
 from repro.errors import BadInput
 from repro.gate import rejudge
 from repro.matrix import LatencyGateSettings, load_matrix
 from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
-from repro.records import FORMAT_VERSION, CellRecord, CellSummary, RunRecord
+from repro.records import FORMAT_VERSION, CellRecord, CellSummary, Execution, RunRecord
 from repro.redact import Redactor, data_homes, find_leaks
 from repro.sandbox import hardening_problems
 from repro.suites import select
@@ -273,6 +273,38 @@ def rule_hardware(ev: CellEvidence) -> list[str]:
     return []
 
 
+ENGINE_THREADS = re.compile(rb"n_threads = (\d+)")  # llama.cpp's "llama threadpool init, n_threads = 2"
+MAX_ENGINE_LOG_BYTES = 64 * 1024**2
+
+
+def rule_execution(ev: CellEvidence) -> list[str]:
+    """Threads per engine pinned by the profile (part of a result's identity on CPU); the recorded
+    execution, the engine's reported slots and the thread count in its own log all agree with it."""
+    profile, name = ev.run.profile_settings, ev.run.profile
+    problems = []
+    if profile.threads is None:
+        problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
+    recorded = ev.record.execution
+    if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (profile.threads, profile.slots, profile.cache_prompt):
+        problems.append(f"execution recorded as {recorded.label()}, but profile {name} sets {Execution.of(profile, 1).label()}")
+    slots = ev.record.engine_settings.reported.get("total_slots")
+    if slots is not None and slots != profile.slots:
+        problems.append(f"the engine reports {slots} slot(s), profile {name} sets {profile.slots}")
+    logged = sorted(set(engine_log_threads(ev.cell_dir)))
+    if profile.threads is not None and logged and logged != [profile.threads]:
+        problems.append(f"the engine log shows n_threads = {', '.join(map(str, logged))}, profile {name} sets {profile.threads}")
+    return problems
+
+
+def engine_log_threads(cell_dir: Path) -> list[int]:
+    """Every thread count llama.cpp logged at start (one per replica); none for other engines."""
+    try:
+        text = read_regular(cell_dir / "engine.log", MAX_ENGINE_LOG_BYTES)
+    except BadInput:
+        return []
+    return [int(found) for found in ENGINE_THREADS.findall(text)]
+
+
 def rule_gate(ev: CellEvidence) -> list[str]:
     gate = ev.record.gate
     if gate is None:
@@ -453,6 +485,7 @@ RULES_V3 = Rules(
         "results-consistent": rule_results_consistent,
         "gate-recomputed": rule_gate_recomputed,
         "regraded": rule_regraded,
+        "execution": rule_execution,
     },
 )
 # Format 2 (no embedded matrix or suites) is retired: a bundle relabelled 2 would escape every

@@ -91,7 +91,7 @@ def compare(
 
 
 def row_differences(published: TableRow, rerun: TableRow) -> list[str]:
-    differences = []
+    differences = execution_differences(published, rerun)
     if published.model_sha256 != rerun.model_sha256:
         differences.append(f"model bytes differ: sha256 {published.model_sha256[:12]} published, {rerun.model_sha256[:12]} rerun")
     if published.engine_identity != rerun.engine_identity:
@@ -105,6 +105,19 @@ def row_differences(published: TableRow, rerun: TableRow) -> list[str]:
         elif before != after:
             differences.append(f"scenario {scenario}: {_outcomes(before)} published, {_outcomes(after)} rerun")
     return differences
+
+
+def execution_differences(published: TableRow, rerun: TableRow) -> list[str]:
+    """Threads per engine, slots and prompt cache, named before any transcript is compared: a
+    mismatch here explains differing transcripts (where both sides recorded them)."""
+    before, after = published.execution, rerun.execution
+    if before is None or after is None:
+        return []
+    return [
+        f"{what} differ: {getattr(before, field)} published, {getattr(after, field)} rerun"
+        for field, what in (("threads", "threads per engine"), ("slots", "engine slots"), ("cache_prompt", "prompt-cache settings"))
+        if getattr(before, field) != getattr(after, field)
+    ]
 
 
 def transcript_identity(published: TableRow, rerun: TableRow, published_cells: list[ValidCell], rerun_cells: list[ValidCell]) -> TranscriptIdentity:

@@ -405,6 +405,27 @@ def forge_tool_result(run: Path) -> list[str]:
     return [cell.name]
 
 
+def forge_engine_slots(run: Path) -> list[str]:
+    """27. The engine ran two parallel slots (inexact) in a run whose profile says one."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["engine_settings"]["reported"].update(total_slots=2))
+    return [cell.name]
+
+
+def forge_engine_threads(run: Path) -> list[str]:
+    """27b. The engine ran at 1 thread (its log says so) in a run whose profile pins 2."""
+    cell = target(run)
+    with open(cell / "engine.log", "a") as log:
+        log.write("init: llama threadpool init, n_threads = 1\n")
+    return [cell.name]
+
+
+def forge_unpinned_threads(run: Path) -> list[str]:
+    """27c. The profile pins no thread count (the engine took every core of the machine)."""
+    edit_run(run, lambda record: record["profile_settings"].update(threads=None))
+    return [cell.name for cell in cell_dirs(run) if read_json(cell / CELL_FILE)["status"] == "done"]
+
+
 def forge_format_version(run: Path, version: int) -> None:
     """25. A format_version this checker does not check: unknown (99), or retired (2: a bundle
     relabelled 2 would escape the recomputations of format 3)."""
@@ -456,6 +477,9 @@ FORGERIES = [
     case(forge_duplicated_result_and_suite_id, "suite-recomputed", "23b-result-duplicated-in-suite"),
     case(forge_moved_category, "suite-recomputed", "24-category-changed"),
     case(forge_tool_result, "regraded", "26-tool-result-rewritten"),
+    case(forge_engine_slots, "execution", "27-engine-ran-two-slots"),
+    case(forge_engine_threads, "execution", "27b-engine-ran-other-threads"),
+    case(forge_unpinned_threads, "execution", "27c-threads-unpinned"),
 ]
 
 

@@ -50,10 +50,28 @@ def test_invalid_cell_only_in_exclusions(tmp_path):
     assert f"| {tampered_model} |" not in markdown
 
 
+def with_an_inexact_row(tables):
+    """The first row as if its engine had run two parallel slots with prompt-cache reuse."""
+    first = tables.rows[0]
+    inexact = first.model_copy(update={"execution": first.execution.model_copy(update={"slots": 2, "cache_prompt": True})})
+    return tables.model_copy(update={"rows": [inexact, *tables.rows[1:]]})
+
+
+def test_an_inexact_row_is_marked_in_every_table(tmp_path):
+    tables = with_an_inexact_row(collect([write_bundle(tmp_path / "run1")], Redactor(CANARY)))
+    render(tables, tmp_path / "tables")
+    markdown = (tmp_path / "tables" / "results.md").read_text()
+    assert markdown.count("b11434 †") == 1 and "† Not exact" in markdown
+    assert f"{tables.rows[0].key}: 2 threads, 2 slots, prompt cache on" in markdown
+    assert "$^\\dagger$Not exact" in (tmp_path / "tables" / "results.tex").read_text()
+
+
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure test above covers the LaTeX")
-def test_latex_compiles(tmp_path):
+@pytest.mark.parametrize("inexact", [False, True], ids=["exact", "inexact-row"])
+def test_latex_compiles(tmp_path, inexact):
     run = write_bundle(tmp_path / "run1")
-    render(collect([run], Redactor(CANARY)), tmp_path)
+    tables = collect([run], Redactor(CANARY))
+    render(with_an_inexact_row(tables) if inexact else tables, tmp_path)
     doc = tmp_path / "doc.tex"
     doc.write_text(
         "\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"

@@ -48,3 +48,16 @@ def test_cli_exit_codes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "2 of 2 rows reproduced" in out
     assert main(["verify", str(rerun), "--published", str(tmp_path / "none.json")]) == 2
+
+
+def test_an_execution_mismatch_is_named_before_the_scenarios(tmp_path):
+    """Threads, slots and prompt cache are compared first: they explain differing transcripts."""
+    path = published_from(write_bundle(tmp_path / "paper-run"), tmp_path / "paper")
+    data = json.loads(path.read_text())
+    data["rows"][0]["execution"].update(threads=1, slots=2)
+    data["rows"][0]["scenarios"]["notes-002"] = [True]
+    path.write_text(json.dumps(data))
+    first = compare(load_published(path), collect([write_bundle(tmp_path / "rerun")], Redactor(CANARY)))[0]
+    assert first.status == "differs"
+    assert first.differences[:2] == ["threads per engine differ: 1 published, 2 rerun", "engine slots differ: 2 published, 1 rerun"]
+    assert "scenario notes-002: pass published, fail rerun" in first.differences[2:]

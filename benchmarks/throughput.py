@@ -1,0 +1,206 @@
+"""Throughput modes of a cell, each measured for speed and for transcript identity, in one run.
+
+    python benchmarks/throughput.py [--modes serial-1t,replicas-1t,serial-2t,slots-2t,cache-2t] [--keep]
+
+On a committed snapshot of the working tree (as tests/e2e runs the product), with SmolLM2 under
+the JSON-schema protocol on one scenario per workspace category (14 scenarios), it runs
+`repro matrix run` once per mode:
+
+  serial-1t    profile cpu-1t: one engine, 1 thread, 1 slot (the exact reference at 1 thread)
+  replicas-1t  profile cpu-1t with --replicas 2: two engines of 1 thread, scenarios dealt between them
+  serial-2t    profile cpu: one engine, 2 threads, 1 slot (the exact reference at 2 threads)
+  slots-2t     a profile like cpu with slots: 2: one engine of 2 threads, 2 parallel sequences
+  cache-2t     a profile like cpu with cache_prompt: true: one engine, prompt-cache reuse on
+
+For each mode it prints the harness's wall time, the engine's busy time (its own prompt and
+generation timings, summed over every request), the overhead ratio (wall time x engines over busy
+time: 1.0 means the engines never waited), the speed-up against the serial run at the same
+threads (ratio of wall times), and how many scenarios' transcripts are identical to that serial
+run's. Modes run one after another under /tmp/repro-engine.lock: never two benchmarks' engines at
+once. Needs the built images and the model (`./scripts/up` does both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.contracts import ScenarioResult  # noqa: E402
+from repro.aggregate import transcript_sha256  # noqa: E402
+from repro.bundle import load_cell, read_results, read_transcripts  # noqa: E402
+from repro.records import CellRecord  # noqa: E402
+from tests.e2e.conftest import e2e_matrix, make_snapshot  # noqa: E402
+
+LOCK = Path("/tmp/repro-engine.lock")
+MATRIX = "matrix/throughput.yaml"
+SUITE = """\
+  - id: workspace-smoke
+    path: scenarios
+    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, table_create, table_read_answer, table_update, web_research]
+    per_category: 1"""
+EXTRA_PROFILES = """\
+  cpu-slots2:
+    description: Like cpu, with two parallel sequences in one engine (not exact).
+    accelerator: null
+    memory_gb: 8
+    engine_variant: cpu
+    gpu_layers: 0
+    gpu_count: 0
+    threads: 2
+    slots: 2
+    max_model_gb: 2
+    gate: {max_seconds_per_step: 60, min_tokens_per_second: 5}
+  cpu-cache:
+    description: Like cpu, with prompt-cache reuse (not exact).
+    accelerator: null
+    memory_gb: 8
+    engine_variant: cpu
+    gpu_layers: 0
+    gpu_count: 0
+    threads: 2
+    cache_prompt: true
+    max_model_gb: 2
+    gate: {max_seconds_per_step: 60, min_tokens_per_second: 5}
+"""
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    profile: str
+    replicas: int
+    reference: str  # the serial mode at the same threads
+
+
+MODES = {
+    m.name: m
+    for m in (
+        Mode("serial-1t", "cpu-1t", 1, "serial-1t"),
+        Mode("replicas-1t", "cpu-1t", 2, "serial-1t"),
+        Mode("serial-2t", "cpu", 1, "serial-2t"),
+        Mode("slots-2t", "cpu-slots2", 1, "serial-2t"),
+        Mode("cache-2t", "cpu-cache", 1, "serial-2t"),
+    )
+}
+
+
+@dataclass
+class Measured:
+    mode: Mode
+    record: CellRecord
+    results: list[ScenarioResult]
+    transcripts: dict[str, str]  # scenario id -> sha256 of its canonical transcript
+    command_seconds: float
+
+    @property
+    def wall(self) -> float:
+        return self.record.harness_seconds or 0.0
+
+    @property
+    def busy(self) -> float:
+        """The engines' own time: prompt processing and generation, summed over every request."""
+        timings = [t.timings for r in self.results for t in r.engine_timings if t.timings]
+        return sum(float(t.get("prompt_ms") or 0) + float(t.get("predicted_ms") or 0) for t in timings) / 1000
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+@contextlib.contextmanager
+def engine_lock() -> Iterator[None]:
+    with open(LOCK, "w") as handle:
+        say(f"waiting for {LOCK} (one engine at a time)")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def snapshot(folder: Path) -> Path:
+    matrix = (
+        e2e_matrix(SUITE)
+        .replace("profiles: [cpu]", "profiles: [cpu, cpu-1t, cpu-slots2, cpu-cache]")
+        .replace("name: e2e", "name: throughput")
+        # The gate's short probe step is not what is measured here (at 1 thread SmolLM2's 64-token
+        # probe reply is cut mid-string and the gate excludes the cell); every mode runs ungated.
+        .replace("latency_gate: {warmup: true, attempts: 3, required: 2}", "latency_gate: {enabled: false}")
+    )
+    assert "enabled: false" in matrix and "cpu-slots2" in matrix, "the e2e matrix template changed: update the benchmark"
+    profiles = (ROOT / "matrix" / "profiles.yaml").read_text().replace("  gpu-t4:", EXTRA_PROFILES + "  gpu-t4:", 1)
+    return make_snapshot(folder, {MATRIX: matrix, "matrix/profiles.yaml": profiles})
+
+
+def run_mode(project: Path, mode: Mode) -> Measured:
+    out = f"results-{mode.name}"
+    command = [sys.executable, "-m", "repro", "matrix", "run", MATRIX, "--profile", mode.profile, "--replicas", str(mode.replicas), "--out", out]
+    say(f"[{mode.name}] {' '.join(command[2:])}")
+    started = time.monotonic()
+    proc = subprocess.run(command, cwd=project, env={**os.environ, "PYTHONPATH": str(project), "COLUMNS": "160"}, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"[{mode.name}] repro matrix run exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    run_dir = project / out / (project / out / "LATEST").read_text().strip()
+    cell_dir = next((run_dir / "cells").iterdir())
+    transcripts = {line.id: transcript_sha256(line.transcript) for line in read_transcripts(cell_dir)}
+    measured = Measured(mode, load_cell(cell_dir), read_results(cell_dir), transcripts, seconds)
+    say(f"[{mode.name}] done in {seconds:.0f} s: harness wall {measured.wall:.1f} s, engine busy {measured.busy:.1f} s")
+    return measured
+
+
+def table(measured: dict[str, Measured]) -> list[str]:
+    lines = [
+        "| mode | threads | slots | prompt cache | replicas | exact | wall (s) | engine busy (s) | wall x engines / busy | speed-up | identical to serial |",
+        "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for m in measured.values():
+        execution = m.record.execution
+        assert execution is not None
+        reference = measured.get(m.mode.reference)
+        speed_up = f"{reference.wall / m.wall:.2f} x" if reference and m.wall else "-"
+        identical = "-"
+        if reference is not None:
+            same = sum(m.transcripts.get(sid) == sha for sid, sha in reference.transcripts.items())
+            identical = f"{same} of {len(reference.transcripts)} (vs {reference.mode.name})"
+        overhead = m.wall * execution.replicas / m.busy if m.busy else float("nan")
+        lines.append(
+            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} | {execution.replicas} "
+            f"| {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} | {overhead:.2f} | {speed_up} | {identical} |"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from: " + ", ".join(MODES))
+    parser.add_argument("--keep", action="store_true", help="keep the snapshot and its bundles (the folder is printed)")
+    args = parser.parse_args()
+    modes = [MODES[name] for name in args.modes.split(",") if name]
+    folder = Path(tempfile.mkdtemp(prefix="repro-throughput-"))
+    try:
+        project = snapshot(folder / "project")
+        with engine_lock():
+            measured = {mode.name: run_mode(project, mode) for mode in modes}
+        say(f"\nSmolLM2-135M Q4_1, json_schema, 14 scenarios, on {os.cpu_count()} cores ({time.strftime('%Y-%m-%d')}):\n")
+        say("\n".join(table(measured)))
+    finally:
+        if args.keep:
+            say(f"kept: {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
