@@ -15,6 +15,8 @@ files and folders (a symlink, a device, a dot-entry) is reported, never read.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
@@ -28,7 +30,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.errors import BadInput
+from repro.errors import BadInput, ReproError
 from repro.files import DIR_MODE, atomic_write, sha256_bytes, sha256_file, short_error
 from repro.plan import parse_shard
 from repro.provenance import SourceState, source_change
@@ -48,6 +50,29 @@ SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
 MAX_JSON_BYTES = 8 * 1024**2
 MAX_JSONL_BYTES = 256 * 1024**2
 Line = TypeVar("Line", ScenarioResult, TranscriptLine)
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(ReproError):
+    """The results folder is full: the run stops (exit 1) with no half-written file or cell."""
+
+
+@contextlib.contextmanager
+def space_in(folder: Path, path: Path) -> Iterator[None]:
+    """A full disk (or quota) while writing `path` under `folder` becomes one line naming the folder."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        where = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
+        raise DiskFull(f"no space left on {folder} (writing {where}); free space there, then finish the run with --resume") from None
+
+
+def write_in(folder: Path, path: Path, data: bytes) -> None:
+    """atomic_write (whole or not at all), DiskFull when `folder`'s disk is full."""
+    with space_in(folder, path):
+        atomic_write(path, data)
 
 
 def to_json(model: BaseModel | dict | list) -> str:
@@ -71,13 +96,14 @@ class Bundle:
     def __init__(self, run_dir: Path, redactor: Redactor) -> None:
         self.dir = run_dir
         self.redactor = redactor
-        (run_dir / "cells").mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        with space_in(run_dir, run_dir / "cells"):
+            (run_dir / "cells").mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
         for folder in (run_dir, run_dir / "cells"):
             os.chmod(folder, DIR_MODE)
 
     def write_text(self, relative: str, text: str) -> str:
         data = self.redactor.text(text).encode()
-        atomic_write(self.dir / relative, data)
+        write_in(self.dir, self.dir / relative, data)
         return sha256_bytes(data)
 
     def write_run(self, record: RunRecord) -> None:
@@ -91,7 +117,7 @@ class Bundle:
         text = raw.decode("utf-8", errors="strict")
         if self.redactor.text(text) != text:
             raise BadInput("the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout")
-        atomic_write(self.dir / MATRIX_COPY, raw)
+        write_in(self.dir, self.dir / MATRIX_COPY, raw)
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.dir / "cells" / safe_id(cell_id, "cell id")
@@ -99,7 +125,8 @@ class Bundle:
     def start_cell(self, cell_id: str) -> CellWriter:
         partial = self.dir / "cells" / f".{safe_id(cell_id, 'cell id')}.partial"
         shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True, mode=DIR_MODE)
+        with space_in(self.dir, partial):
+            partial.mkdir(parents=True, mode=DIR_MODE)
         os.chmod(partial, DIR_MODE)
         return CellWriter(self, cell_id, partial)
 
@@ -108,7 +135,7 @@ class Bundle:
 
     def write_manifest(self) -> None:
         lines = [f"{sha256_file(path)}  {path.relative_to(self.dir).as_posix()}" for path in bundle_files(self.dir)]
-        atomic_write(self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
+        write_in(self.dir, self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
 
     def embed_suite(self, suite_id: str, selection: SuiteSelection) -> None:
         """The exact scenario files a suite ran, and the shared fixtures beside them, laid out so
@@ -116,10 +143,10 @@ class Bundle:
         target = self.dir / SUITES_DIR / safe_id(suite_id, "suite id")
         for scenario_id, category in selection.categories.items():
             source = selection.folder / category / f"{scenario_id}.json"
-            atomic_write(target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
+            write_in(self.dir, target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
         fixtures = fixtures_beside(selection.folder)
         for path in fixture_files(fixtures):
-            atomic_write(target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
+            write_in(self.dir, target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
 
 
 class CellWriter:
@@ -131,7 +158,7 @@ class CellWriter:
 
     def write_text(self, name: str, text: str) -> None:
         data = self.bundle.redactor.text(text).encode()
-        atomic_write(self.partial / name, data)
+        write_in(self.bundle.dir, self.partial / name, data)
         self.files[name] = sha256_bytes(data)
 
     def write_jsonl(self, name: str, rows: Sequence[BaseModel]) -> None:
@@ -140,7 +167,7 @@ class CellWriter:
     def finish(self, record: CellRecord) -> CellRecord:
         """Write cell.json last, then move the whole cell into place in one rename."""
         record = record.model_copy(update={"files": dict(sorted(self.files.items()))})
-        atomic_write(self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
+        write_in(self.bundle.dir, self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
         final = self.bundle.cell_dir(self.cell_id)
         if final.exists():
             shutil.rmtree(final)
@@ -152,7 +179,7 @@ class CellWriter:
 
 
 def mark_latest(results_dir: Path, run_dir: Path) -> None:
-    atomic_write(results_dir / LATEST, (run_dir.name + "\n").encode())
+    write_in(results_dir, results_dir / LATEST, (run_dir.name + "\n").encode())
 
 
 # ---------------------------------------------------------------- reading (never following a link)

@@ -117,6 +117,7 @@ def run(
     Exit status: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
     fault (or another error) or was excluded by the latency gate; 2 bad input; 130 interrupted
     (`--resume` continues, and reruns cells that ended in engine faults)."""
+    from repro.bundle import DiskFull
     from repro.plan import parse_shard
     from repro.progress import RunProgress
     from repro.run import RunOptions, run_exit_status, run_matrix
@@ -124,7 +125,10 @@ def run(
     require_folder(out, "results folder")
     shard_pair = parse_shard(shard) if shard else None
     options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas))
-    run_dir = run_matrix(options, RunProgress(console))
+    try:
+        run_dir = run_matrix(options, RunProgress(console))
+    except DiskFull as error:
+        raise first_disk_full(error) from None
     print_run_summary(run_dir)
     status = run_exit_status(run_dir)
     if status:
@@ -139,6 +143,17 @@ def parse_replicas(text: str) -> int | None:
     if not text.isdigit() or int(text) < 1:
         raise BadInput(f"--replicas {text}: expected a count from 1, or auto")
     return int(text)
+
+
+def first_disk_full(error: BaseException) -> BaseException:
+    """The first full-disk error of a run: the cell it stopped, not run.json written after it."""
+    from repro.bundle import DiskFull
+
+    first, cause = error, error.__context__
+    while cause is not None:
+        first = cause if isinstance(cause, DiskFull) else first
+        cause = cause.__context__
+    return first
 
 
 def print_run_summary(run_dir: Path) -> None:
