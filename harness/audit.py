@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -40,6 +41,7 @@ class AuditOptions(BaseModel):
     read_only: list[str] = []
     max_forks: int = 4096
     max_alloc_mib: int = 16384
+    memory: Literal["allocate", "read"] = "allocate"  # read: an engine's limit, sized for its model, is read, not exceeded
     timeout_s: float = 3.0
 
 
@@ -48,7 +50,7 @@ def run_audit(options: AuditOptions) -> SandboxAudit:
     started = time.monotonic()
     items = [
         check_pids(options.max_forks),
-        check_memory(options.max_alloc_mib),
+        check_memory(options.max_alloc_mib) if options.memory == "allocate" else check_memory_read(),
         check_capabilities(),
         check_no_new_privileges(),
         check_seccomp(),
@@ -272,6 +274,16 @@ def check_memory(max_alloc_mib: int) -> AuditItem:
     if os.WEXITSTATUS(status) == 3:
         return item("memory_limit", True, f"allocating {mib} raised MemoryError")
     return item("memory_limit", False, f"allocated {mib} (child exit status {os.WEXITSTATUS(status)})")
+
+
+def check_memory_read() -> AuditItem:
+    """The engine's variant: a cgroup memory limit is in force (read from inside, not exceeded:
+    an engine's limit is sized for its model, tens of GB on a GPU profile, and filling it could
+    exhaust the host before the cgroup stops the child)."""
+    limit = memory_limit()
+    if limit is None:
+        return item("memory_limit", False, "no memory limit visible in the cgroup")
+    return item("memory_limit", True, f"a cgroup memory limit of {limit // MIB} MiB is in force (read, not exceeded)")
 
 
 def allocate_then_exit(total: int) -> None:

@@ -460,13 +460,20 @@ def add_audit_parser(actions: argparse._SubParsersAction[_Parser]) -> None:
     audit.add_argument("--gateway", action="append", default=[], help="the host's default gateway address (repeatable)")
     audit.add_argument("--read-only", action="append", default=[], help="a read-only mount to try writing into (repeatable)")
     audit.add_argument("--max-forks", type=int, default=4096, help="stop the fork bomb here if no limit stops it first")
+    audit.add_argument("--memory", choices=["allocate", "read"], default="allocate", help="allocate past the memory limit, or (engines) read that it is set")
 
 
 def action_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from harness.audit import AuditOptions, run_audit
 
     options = AuditOptions(
-        output_dir=args.output_dir, outside=args.outside, dns_name=args.dns_name, gateways=args.gateway, read_only=args.read_only, max_forks=args.max_forks
+        output_dir=args.output_dir,
+        outside=args.outside,
+        dns_name=args.dns_name,
+        gateways=args.gateway,
+        read_only=args.read_only,
+        max_forks=args.max_forks,
+        memory=args.memory,
     )
     return {"action": "audit", "ok": True, "audit": run_audit(options).model_dump(mode="json")}, EXIT_OK
 

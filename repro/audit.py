@@ -7,6 +7,8 @@ untrusted input (no link followed, size bounded, typed), never from stdout.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +18,8 @@ from pydantic import ValidationError
 
 from harness.contracts import SandboxAudit
 from repro import containers
-from repro.sandbox import OUT_DIR
+from repro.files import scratch_dir
+from repro.sandbox import LABEL_ROLE, OUT_DIR, bind, container_name
 
 AUDIT_FILE = "audit.json"
 AUDIT_DEADLINE_S = 180
@@ -53,6 +56,30 @@ def run_audit(client: Any, kwargs: dict[str, Any], out_dir: Path, watch: Callabl
     if ended.code != 0 or audit is None:
         return SandboxAudit(error=f"the audit exited with status {ended.code} and no readable result: {ended.log_tail[-300:]}")
     return audit
+
+
+def audit_engine(client: Any, engine_kwargs: dict[str, Any], probe_image_id: str, *, run_id: str, read_only: list[str]) -> SandboxAudit:
+    """The audit with an engine container's exact settings (user, limits, read-only root, tmpfs,
+    network none, mounts), minus what the engine needs: its memory limit, sized for the model, is
+    read rather than exceeded, and its GPU is not requested. One folder is added for the result."""
+    out_dir = scratch_dir("engine-audit-")
+    try:
+        uid = str(engine_kwargs.get("user") or "").split(":")[0]
+        if uid.isdigit():
+            os.chown(out_dir, int(uid), int(uid))
+        kwargs = {
+            **engine_kwargs,
+            "image": probe_image_id,
+            "entrypoint": ["python3", "-m", "harness"],  # the audit_command's entrypoint, as a harness container has
+            "command": [*audit_command(read_only), "--memory", "read"],
+            "mounts": [*engine_kwargs.get("mounts", []), bind(out_dir, OUT_DIR, read_only=False)],
+            "labels": {**engine_kwargs.get("labels", {}), LABEL_ROLE: "probe"},
+            "name": container_name(run_id, "probe", "engine-audit"),
+            "device_requests": [],
+        }
+        return run_audit(client, kwargs, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def read_audit(path: Path) -> SandboxAudit | None:

@@ -264,6 +264,17 @@ def rule_sandbox_audit(ev: CellEvidence) -> list[str]:
     return [f"sandbox audit: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
 
 
+def rule_engine_audit(ev: CellEvidence) -> list[str]:
+    """The audit with the engine's settings (its memory limit read, not exceeded): every escape
+    tried, and every one failed."""
+    audit = ev.record.engine_audit
+    if audit is None:
+        return ["engine sandbox audit not recorded"]
+    if audit.error:
+        return [f"engine sandbox audit failed: {audit.error}"]
+    return [f"engine sandbox audit: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
+
+
 def rule_hardware(ev: CellEvidence) -> list[str]:
     record, run = ev.record, ev.run
     if record.cell.profile != run.profile:
@@ -485,12 +496,15 @@ RULES_V3 = Rules(
         "results-consistent": rule_results_consistent,
         "gate-recomputed": rule_gate_recomputed,
         "regraded": rule_regraded,
-        "execution": rule_execution,
     },
 )
-# Format 2 (no embedded matrix or suites) is retired: a bundle relabelled 2 would escape every
-# recomputation, and none was ever published.
-RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V3}
+RULES_V4 = Rules(
+    run=RULES_V3.run, every_cell=RULES_V3.every_cell, ran_cell={**RULES_V3.ran_cell, "engine-audit": rule_engine_audit, "execution": rule_execution}
+)
+# Formats 2 (no embedded matrix or suites) and 3 (no engine audit, no execution record) are
+# retired: a bundle relabelled to either would escape what it lacks, and only tables (never
+# bundles) of format 3 were published.
+RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V4}
 
 
 # ---------------------------------------------------------------- checking

@@ -18,7 +18,7 @@ from repro.profiles import Profile
 from repro.provenance import SourceState, SystemDescription
 from repro.sandbox import SandboxSettings
 
-FORMAT_VERSION = 3  # 3: the bundle embeds its matrix (matrix.yaml) and records --only
+FORMAT_VERSION = 4  # 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution
 CellStatus = Literal["done", "excluded", "error"]
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 
@@ -157,6 +157,7 @@ class CellRecord(BaseModel):
     finished_at: str | None = None
     engine_incidents: list[EngineIncident] = []  # engine deaths during this cell, healed or not
     sandbox_audit: SandboxAudit | None = None  # what a container with the harness settings could do
+    engine_audit: SandboxAudit | None = None  # what a container with the engine's settings could do (format 4)
     engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
     harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios
     execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)

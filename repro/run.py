@@ -458,6 +458,7 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
             "engine_settings": EngineSettings(reported=handle.settings),
             "accelerator": handle.accelerator,
             "engine_boot_seconds": handle.boot_seconds,
+            "engine_audit": handle.audit,
         }
     )
 

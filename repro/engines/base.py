@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.contracts import SandboxAudit
 from repro import containers
 from repro.docker_client import Container, DockerClient
 from repro.errors import ReproError
@@ -89,6 +90,7 @@ class EngineHandle(BaseModel):
     sandbox: SandboxSettings
     command: list[str] = []
     boot_seconds: float | None = None  # create to ready
+    audit: SandboxAudit | None = None  # the sandbox audit with this engine's settings (repro.audit.audit_engine)
 
     def client_argv(self) -> list[str]:
         """How a harness-image container inside the namespace talks to this engine."""
@@ -145,6 +147,7 @@ class Engine(ABC):
         self.probe_image_id = image_id(client, probe_image)
         self.run_id = run_id
         self.group_id = group_id
+        self.boot_kwargs: dict[str, Any] = {}  # what the last boot created its container with
 
     # ------------------------------------------------ what each kind defines
 
@@ -191,6 +194,7 @@ class Engine(ABC):
         kwargs = self.container_kwargs(
             resolved, model, gguf, profile, decoding, host_cpus=host_cpus_of(self.client), name=container_name(self.run_id, "engine", self.spec.id)
         )
+        self.boot_kwargs = kwargs  # the audit reuses them (audit_sandbox)
         try:
             container = containers.start(self.client, kwargs)
         except Exception as error:
@@ -263,7 +267,8 @@ class Engine(ABC):
                 raise EngineRefused(f"engine {self.spec.id} reports {what} '{reported}', the matrix pins '{expected}'; refused")
             accelerator = self.accelerator(handle, profile)
             check_accelerator(self.spec.id, accelerator, profile, profile_name)
-            handle = handle.model_copy(update={"identity": reported, "accelerator": accelerator, "boot_seconds": round(boot_seconds, 3)})
+            update = {"identity": reported, "accelerator": accelerator, "boot_seconds": round(boot_seconds, 3), "audit": self.audit_sandbox()}
+            handle = handle.model_copy(update=update)
             loaded = self.prepare_model(handle, model, gguf, decoding)
             settings = self.effective_settings(handle)
             if loaded:
@@ -272,6 +277,12 @@ class Engine(ABC):
         except BaseException:
             self.stop(handle)
             raise
+
+    def audit_sandbox(self) -> SandboxAudit:
+        """What a process with this engine's exact settings could do (repro.audit.audit_engine)."""
+        from repro.audit import audit_engine
+
+        return audit_engine(self.client, self.boot_kwargs, self.probe_image_id, run_id=self.run_id, read_only=[str(Path(MODEL_MOUNT).parent)])
 
     def stop(self, handle: EngineHandle | None) -> None:
         if handle is None:

@@ -340,16 +340,28 @@ def forge_relaxed_sandbox(run: Path) -> list[str]:
     return [cell.name]
 
 
-def forge_audit_escape(run: Path) -> list[str]:
+def forge_audit_escape(run: Path, audit: str = "sandbox_audit") -> list[str]:
     """17. The sandbox audit's `docker_socket` escape succeeded."""
     cell = target(run)
 
     def escape(record: dict) -> None:
-        for item in record["sandbox_audit"]["items"]:
+        for item in record[audit]["items"]:
             if item["name"] == "docker_socket":
                 item.update(blocked=False, detail="socket reachable")
 
     edit_cell(cell, escape)
+    return [cell.name]
+
+
+def forge_engine_audit_escape(run: Path) -> list[str]:
+    """17b. The engine's sandbox audit: its `docker_socket` escape succeeded."""
+    return forge_audit_escape(run, "engine_audit")
+
+
+def forge_engine_audit_dropped(run: Path) -> list[str]:
+    """17c. The engine's sandbox audit removed from the record."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record.update(engine_audit=None))
     return [cell.name]
 
 
@@ -428,7 +440,8 @@ def forge_unpinned_threads(run: Path) -> list[str]:
 
 def forge_format_version(run: Path, version: int) -> None:
     """25. A format_version this checker does not check: unknown (99), or retired (2: a bundle
-    relabelled 2 would escape the recomputations of format 3)."""
+    relabelled 2 would escape the recomputations of format 3; 3: the engine audit and execution
+    rules of format 4)."""
     edit_run(run, lambda record: record.update(format_version=version))
 
 
@@ -464,6 +477,8 @@ FORGERIES = [
     case(forge_engine_identity, "model-and-engine", "15-engine-identity"),
     case(forge_relaxed_sandbox, "sandbox", "16-sandbox-relaxed"),
     case(forge_audit_escape, "sandbox-audit", "17-audit-escape"),
+    case(forge_engine_audit_escape, "engine-audit", "17b-engine-audit-escape"),
+    case(forge_engine_audit_dropped, "engine-audit", "17c-engine-audit-dropped"),
     case(forge_failed_gate, "gate", "18-gate-failed-cell-done"),
     case(forge_harness_image, "images", "18b-harness-image-other-tree"),
     case(forge_interrupted, "run-complete", "19-run-interrupted"),
@@ -555,7 +570,7 @@ def test_rehash_alone_keeps_the_bundle_valid(tmp_path: Path) -> None:
     assert not verdict.run_problems and {c.verdict for c in verdict.cells} == {"VALID"}
 
 
-@pytest.mark.parametrize("version", [99, 2])
+@pytest.mark.parametrize("version", [99, 2, 3])
 def test_unknown_or_retired_format_version_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int) -> None:
     """25. check_run raises BadInput; `repro check` exits 2 with one line; render refuses too."""
     run = write_bundle(tmp_path / "run1")

@@ -55,3 +55,29 @@ def test_every_escape_is_tried_and_blocked(docker_client, harness_image_ref, TES
     assert "fork failed" in details["pids_limit"]
     assert "killed by signal 9" in details["memory_limit"] or "MemoryError" in details["memory_limit"]
     assert details["capabilities"] == "CapEff 0000000000000000"
+
+
+def test_the_engine_audit_runs_with_the_engines_own_settings(docker_client, harness_image_ref, TEST_RUN_ID, tmp_path: Path):
+    """llama.cpp's real container settings (sealed, its model mounted read-only), with the audit as
+    the process: every escape tried and blocked, the memory limit read rather than exceeded."""
+    from repro.audit import audit_engine
+    from repro.engines.llamacpp import LlamaCppEngine
+    from repro.matrix import Decoding, EngineSpec, ModelSpec
+    from repro.profiles import load_profiles
+
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    model = ModelSpec.model_validate(
+        {"id": "m", "family": "f", "parameters": "1B", "quant": "Q4_0", "file_size": 4, "sha256": "0" * 64, "sources": [{"path": "m.gguf"}]}
+    )
+    spec = EngineSpec.model_validate(
+        {"id": "llamacpp-test", "kind": "llama.cpp", "label": "b1", "image": "repro/none@sha256:" + "0" * 64, "build_info": "b1-x"}
+    )
+    image = image_id(docker_client, harness_image_ref)
+    engine = LlamaCppEngine(docker_client, spec, probe_image=harness_image_ref, run_id=TEST_RUN_ID, group_id="audit")
+    kwargs = engine.container_kwargs(image, model, gguf, load_profiles().get("cpu"), Decoding())
+    audit = audit_engine(docker_client, kwargs, image, run_id=TEST_RUN_ID, read_only=["/models"])
+    assert audit.error is None and audit.uid == 10001
+    assert audit.escapes() == [], [f"{item.name}: {item.detail}" for item in audit.escapes()]
+    details = {item.name: item.detail for item in audit.items}
+    assert details["memory_limit"] == "a cgroup memory limit of 8192 MiB is in force (read, not exceeded)"
