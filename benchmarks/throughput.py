@@ -181,6 +181,15 @@ def table(measured: dict[str, Measured]) -> list[str]:
     return lines
 
 
+def threads_line(measured: dict[str, Measured]) -> str:
+    """Threads as part of a result's identity: the two serial runs' transcripts compared."""
+    one, two = measured.get("serial-1t"), measured.get("serial-2t")
+    if one is None or two is None:
+        return ""
+    same = sum(one.transcripts.get(sid) == sha for sid, sha in two.transcripts.items())
+    return f"\nthreads: serial-1t and serial-2t transcripts identical for {same} of {len(two.transcripts)} scenarios"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from: " + ", ".join(MODES))
@@ -194,6 +203,7 @@ def main() -> int:
             measured = {mode.name: run_mode(project, mode) for mode in modes}
         say(f"\nSmolLM2-135M Q4_1, json_schema, 14 scenarios, on {os.cpu_count()} cores ({time.strftime('%Y-%m-%d')}):\n")
         say("\n".join(table(measured)))
+        say(threads_line(measured))
     finally:
         if args.keep:
             say(f"kept: {folder}")
