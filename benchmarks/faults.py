@@ -155,7 +155,7 @@ def remove_our_containers() -> int:
 
 
 def start_run(bench: Bench, name: str, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(bench.project), "COLUMNS": "160"}
+    env = {**os.environ, "PYTHONPATH": str(bench.project), "COLUMNS": "160", "REPRO_TRACEBACK": "1"}  # a crash shows where
     log = open(bench.logs / f"{name}.log", "a")  # noqa: SIM115 (closed when the process ends)
     command = [sys.executable, "-m", "repro", *ARGS, "--out", f"results/{name}", *extra]
     proc = subprocess.Popen(command, cwd=bench.project, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -311,8 +311,9 @@ def sigterm(bench: Bench, row: Row) -> None:
 
 
 def sigint(bench: Bench, row: Row) -> None:
-    at = bench.rng.uniform(1.0, 0.9 * bench.baseline_seconds)
-    row.notes.append(f"sent {at:.1f}s after start")
+    fraction = bench.rng.random()  # of the baseline's duration: the same point of a run for the same seed
+    at = 1.0 + fraction * (0.9 * bench.baseline_seconds - 1.0)
+    row.notes.append(f"sent {at:.1f}s after start ({fraction:.3f} of the way through the baseline)")
 
     def wait(proc: subprocess.Popen) -> None:
         time.sleep(at)
@@ -524,6 +525,7 @@ def main() -> int:
     parser.add_argument("--faults", default="abcdef", help="which faults, e.g. 'ae' (default: all)")
     parser.add_argument("--head", action="store_true", help="test the last commit (default: the working tree, as the e2e tests do)")
     args = parser.parse_args()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # runs started here get SIGINT's default, even when this runs in the background
     seed = args.seed if args.seed is not None else int(time.time())
     say(f"seed {seed} (rerun the same SIGINT point with --seed {seed})")
     scratch = Path(tempfile.mkdtemp(prefix="repro-faults-"))
