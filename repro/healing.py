@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from repro import containers
+from repro.docker_client import daemon_unanswering
 from repro.engines.base import EngineDied, EngineHandle, EngineRefused
+from repro.files import short_error
 from repro.gate import GateResult
 from repro.records import EngineFault, EngineIncident, HealAttempt, utc_now
 from repro.sandbox import ProbeFailed
@@ -87,13 +89,16 @@ def engine_watch(container: Any) -> Callable[[], None]:
 
 @contextlib.contextmanager
 def blame_engine(watch: Callable[[], None]) -> Iterator[None]:
-    """An error while the engine is gone (joining its dead namespace, say) is an engine fault."""
+    """An error while the engine is gone (joining its dead namespace, say) is an engine fault, and
+    so is the Docker daemon not answering (restarted mid-cell: it stopped the engine with it)."""
     try:
         yield
     except EngineLost:
         raise
-    except Exception:
+    except Exception as error:
         watch()
+        if daemon_unanswering(error):
+            raise EngineLost(fault_of(None, f"the Docker daemon stopped answering ({short_error(error)})")) from None
         raise
 
 
@@ -107,10 +112,17 @@ def require_answering(container: Any, ready: Callable[[float], object]) -> None:
         raise EngineLost(fault_of(container, cause)) from None
 
 
-def heal(fault: EngineFault, boot: Callable[[], Group], stop: Callable[[Group], None], note: Note) -> tuple[Group | None, EngineIncident]:
-    """Boot a fresh engine (identity check and gate included) at most MAX_BOOTS times."""
+def heal(
+    fault: EngineFault, boot: Callable[[], Group], stop: Callable[[Group], None], note: Note, daemon: Callable[[], bool] = lambda: True
+) -> tuple[Group | None, EngineIncident]:
+    """Boot a fresh engine (identity check and gate included) at most MAX_BOOTS times, each once
+    the Docker daemon answers (`daemon` waits for it: a restarted daemon takes a few seconds)."""
     attempts: list[HealAttempt] = []
     for number in range(1, MAX_BOOTS + 1):
+        if not daemon():
+            attempts.append(HealAttempt(attempt=number, healed=False, reason="the Docker daemon did not answer"))
+            note(f"  attempt {number} failed: the Docker daemon did not answer")
+            continue
         note(f"  booting the engine again from the same image and model (attempt {number} of {MAX_BOOTS})")
         group, attempt = boot_once(number, boot, stop)
         attempts.append(attempt)
@@ -125,6 +137,10 @@ def boot_once(number: int, boot: Callable[[], Group], stop: Callable[[Group], No
         group = boot()
     except (EngineRefused, EngineDied) as error:
         return None, HealAttempt(attempt=number, healed=False, reason=f"boot failed: {str(error).splitlines()[0]}")
+    except Exception as error:
+        if not daemon_unanswering(error):
+            raise
+        return None, HealAttempt(attempt=number, healed=False, reason=f"boot failed: the Docker daemon did not answer ({short_error(error)})")
     identity = group.handle.identity
     if not group.gate.passed:
         stop(group)

@@ -26,11 +26,11 @@ from repro.audit import audit_command, run_audit
 from repro.bundle import Bundle, CellWriter, find_resumable, load_cell, load_run, mark_latest, read_results, read_transcripts
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
-from repro.docker_client import get_client
+from repro.docker_client import daemon_unanswering, get_client, wait_for_daemon
 from repro.engines import boot_engine, engine_for, stop_engine
 from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
 from repro.errors import BadInput
-from repro.files import scratch_dir
+from repro.files import scratch_dir, short_error
 from repro.gate import GateResult, run_gate
 from repro.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
 from repro.images import ImageRef, engine_image, harness_image
@@ -290,8 +290,15 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
 
 
 def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
-    cleanup_run(record.run_id)
-    leaks = leaked_containers(record.run_id)
+    """Remove the run's containers, audit for leaks, close run.json and the manifest; when the
+    Docker daemon does not answer, the leak audit says so and the bundle is closed all the same."""
+    try:
+        cleanup_run(record.run_id)
+        leaks = leaked_containers(record.run_id)
+    except Exception as error:
+        if not daemon_unanswering(error):
+            raise
+        leaks = [f"unknown: the Docker daemon did not answer ({short_error(error)}); run: repro cleanup --run-id {record.run_id}"]
     status = record.status if record.status != "running" else "failed"
     update = {"status": status, "finished_at": utc_now(), "leaked_containers": leaks, "source": source_at_end(record.source)}
     ctx.bundle.write_run(record.model_copy(update=update))
@@ -310,9 +317,12 @@ def run_group(ctx: RunContext, cells: list[Cell]) -> None:
     try:
         try:
             group = boot_and_gate(ctx, first, booted)
-        except (EngineRefused, EngineDied) as error:
+        except Exception as error:
+            if not isinstance(error, EngineRefused | EngineDied) and not daemon_unanswering(error):
+                raise
             for cell in cells:
-                write_failed_cell(ctx, cell, "error", f"engine: {error}", handle=booted[-1] if booted else None)
+                why = str(error) if isinstance(error, EngineRefused | EngineDied) else f"the Docker daemon did not answer ({short_error(error)})"
+                write_failed_cell(ctx, cell, "error", f"engine: {why}", handle=booted[-1] if booted else None)
             return
         for index, cell in enumerate(cells):
             healthy = run_or_exclude(ctx, cell, group, booted)
@@ -407,7 +417,8 @@ def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[En
         except EngineLost as lost:
             ctx.progress.note(f"  [red]engine fault[/] during {cell.id}: {describe(lost.fault)}")
             stop_group(ctx, group)
-            healed, incident = heal(lost.fault, lambda: boot_and_gate(ctx, cell, booted), lambda g: stop_group(ctx, g), ctx.progress.note)
+            boot, stop = (lambda: boot_and_gate(ctx, cell, booted)), (lambda g: stop_group(ctx, g))
+            healed, incident = heal(lost.fault, boot, stop, ctx.progress.note, daemon=lambda: wait_for_daemon(ctx.client))
             incidents.append(incident)
             if healed is None or len(incidents) > MAX_CELL_RERUNS:
                 record = record_failed_cell(ctx, cell, "error", unhealed_reason(incidents), handle=group.handle, gate=group.gate, incidents=incidents)
@@ -492,8 +503,9 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
             writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
         record = collect_results(writer, record, out_dirs, suite, ended)
         if engine_suspect(record, ended):
-            for engine, handle in zip(engines, group.handles, strict=True):
-                require_answering(engine, health_check(ctx, cell, handle))
+            with blame_engine(watch):
+                for engine, handle in zip(engines, group.handles, strict=True):
+                    require_answering(engine, health_check(ctx, cell, handle))
         return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
     except BaseException:
         writer.discard()

@@ -163,6 +163,7 @@ def group(identity: str = "b11434-src-b0a2feb6", container_id: str = "old") -> r
 def no_docker(monkeypatch):
     stopped: list[str] = []
     monkeypatch.setattr(run_module, "stop_engine", lambda client, handle: stopped.append(handle.container_id) if handle else None)
+    monkeypatch.setattr(run_module, "wait_for_daemon", lambda client: True)
     return stopped
 
 
@@ -225,3 +226,64 @@ def test_resume_keeps_clean_cells_and_reruns_engine_faults(tmp_path):
     assert not run_module.cell_is_kept(ctx, other.id)  # done, but with engine-fault scenarios
     ctx.bundle.start_cell(other.id).finish(CellRecord(cell=other, status="error", reason="engine fault"))
     assert not run_module.cell_is_kept(ctx, other.id)
+
+
+# ---------------------------------------------------------------- a Docker daemon restarted mid-run
+
+
+def daemon_gone() -> Exception:
+    import requests
+
+    return requests.exceptions.ConnectionError(("Connection aborted.", FileNotFoundError(2, "No such file or directory")))
+
+
+def test_a_daemon_that_stops_answering_mid_cell_is_an_engine_fault():
+    from repro.healing import blame_engine
+
+    with pytest.raises(EngineLost, match="the Docker daemon stopped answering"), blame_engine(lambda: None):
+        raise daemon_gone()
+    with pytest.raises(ValueError), blame_engine(lambda: None):
+        raise ValueError("not the daemon")
+
+
+def test_healing_waits_for_the_daemon_and_counts_its_silence_as_a_failed_attempt():
+    from repro.healing import heal
+
+    answers = iter([False, True])
+    healed, incident = heal(OOM_FAULT, lambda: group(container_id="new"), lambda g: None, lambda text: None, daemon=lambda: next(answers))
+    assert healed is not None and incident.healed
+    assert [a.reason for a in incident.attempts][0] == "the Docker daemon did not answer"
+
+    def boot_without_daemon():
+        raise daemon_gone()
+
+    healed, incident = heal(OOM_FAULT, boot_without_daemon, lambda g: None, lambda text: None)
+    assert healed is None and all("the Docker daemon did not answer" in a.reason for a in incident.attempts)
+
+
+def test_a_group_whose_first_boot_meets_no_daemon_ends_as_engine_faults(tmp_path, monkeypatch, no_docker):
+    ctx, _ = context(tmp_path)
+    cells = ctx.prepared.cells[:1]
+
+    def boot_without_daemon(ctx, cell, booted):
+        raise daemon_gone()
+
+    monkeypatch.setattr(run_module, "boot_and_gate", boot_without_daemon)
+    run_module.run_group(ctx, cells)
+    record = load_cell(ctx.bundle.cell_dir(cells[0].id))
+    assert record.status == "error" and record.reason.startswith("engine: the Docker daemon did not answer")
+
+
+def test_the_bundle_is_closed_even_when_the_daemon_is_gone_at_the_end(tmp_path, monkeypatch):
+    ctx, _ = context(tmp_path)
+
+    def cleanup_without_daemon(run_id):
+        raise daemon_gone()
+
+    monkeypatch.setattr(run_module, "cleanup_run", cleanup_without_daemon)
+    record = load_run(write_bundle(tmp_path / "written")).model_copy(update={"run_id": "r1", "status": "running"})
+    monkeypatch.setattr(run_module, "source_at_end", lambda source: source)
+    run_module.finish_run(ctx, record, tmp_path)
+    closed = load_run(ctx.bundle.dir)
+    assert closed.status == "failed" and closed.leaked_containers[0].startswith("unknown: the Docker daemon did not answer")
+    assert "repro cleanup --run-id r1" in closed.leaked_containers[0]
