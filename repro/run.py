@@ -490,9 +490,10 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
     engines = [engine_container(ctx.client, handle) for handle in group.handles]
     watch = watch_all(engines)
     shares = deal(suite.ids, ctx.execution.workers)
-    out_dirs = [harness_output_dir() for _ in shares]
     writer = ctx.bundle.start_cell(cell.id)
+    out_dirs: list[Path] = []
     try:
+        out_dirs += [harness_output_dir() for _ in shares]
         with blame_engine(watch):
             watch()  # an engine may have died between cells
             record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
