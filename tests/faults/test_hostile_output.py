@@ -1,17 +1,13 @@
 """What a harness container writes is read back as untrusted (repro.run.collect_results reads it
 with read_results and read_transcripts): a link to a host file and a 10 GiB file are refused with
-a reason, never followed or read. No engine needed; marked `faults` with the fault table."""
+a reason, never followed or read. No engine needed, so it runs in every run."""
 
 from __future__ import annotations
 
 import os
 
-import pytest
-
 from repro.bundle import read_results, read_transcripts
 from repro.errors import BadInput
-
-pytestmark = pytest.mark.faults
 
 
 def test_a_link_to_a_host_file_is_refused(tmp_path):
