@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from repro.bundle import read_results, read_transcripts
 from repro.errors import BadInput
 
