@@ -4,9 +4,11 @@ While a cell's harness runs, `engine_watch(...)` (a `containers.wait` watch) rea
 container's state every poll; after the harness ends with engine faults or without finishing,
 `require_answering(...)` asks the engine's health path from inside its namespace. Either raises
 `EngineLost` with an `EngineFault`: Docker's state, exit code, OOM-killed flag and the last log
-lines. `heal(...)` then boots a fresh engine from the same image and model (identity check and
-latency gate again, at most `MAX_BOOTS` times) and the run reruns the whole cell on it: one slot
-at temperature 0 is deterministic, so a healed cell's transcripts equal an undisturbed run's.
+lines. A Docker daemon that stops answering mid-cell (a restart stops every container with it)
+is such a fault too (`blame_engine`). `heal(...)` then waits for the daemon, boots a fresh engine
+from the same image and model (identity check and latency gate again, at most `MAX_BOOTS` times)
+and the run reruns the whole cell on it: one slot at temperature 0 is deterministic, so a healed
+cell's transcripts equal an undisturbed run's.
 """
 
 from __future__ import annotations
