@@ -191,3 +191,12 @@ def test_a_worker_that_writes_another_workers_scenario_fails_the_cell(tmp_path, 
     done = containers.Exit(code=0, seconds=1.0)
     collected = collect_results(Writer(), record, [tmp_path / "w1", tmp_path / "w2"], suite, [done, done])  # type: ignore[arg-type]
     assert collected.status == "error" and "missing: c" in (collected.reason or "")
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_replica_count_is_one_line_and_exit_2(tmp_path, capsys, value):
+    from repro.__main__ import main
+
+    assert main(["matrix", "run", "--profile", "cpu", "--out", str(tmp_path), "--replicas", value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"--replicas {value}: expected a count from 1, or auto") and len(err.splitlines()) == 1
