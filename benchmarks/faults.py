@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from repro.bundle import cell_problems, load_cell, read_results, read_transcripts  # noqa: E402
 from repro.errors import BadInput  # noqa: E402
-from tests.e2e.conftest import e2e_matrix, make_snapshot  # noqa: E402
+from tests.e2e.conftest import commit_snapshot, e2e_matrix, make_snapshot  # noqa: E402
 from tests.e2e.test_engine_kill import TINY_SUITE  # noqa: E402
 from tests.e2e.test_run import cells_of, outcome  # noqa: E402
 
@@ -489,13 +489,7 @@ def head_snapshot(target: Path, extra: dict[str, str]) -> Path:
     target.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    for name, text in extra.items():
-        (target / name).write_text(text)
-    git = ["git", "-c", "user.name=repro-faults", "-c", "user.email=faults@repro.invalid"]
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=target, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=target, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "snapshot"], cwd=target, check=True)
-    return target
+    return commit_snapshot(target, extra)
 
 
 def describe_code(head: bool) -> str:

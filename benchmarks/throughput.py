@@ -51,30 +51,22 @@ SUITE = """\
     path: scenarios
     categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, table_create, table_read_answer, table_update, web_research]
     per_category: 1"""
-EXTRA_PROFILES = """\
-  cpu-slots2:
-    description: Like cpu, with two parallel sequences in one engine (not exact).
+INEXACT_PROFILE = """\
+  {name}:
+    description: Like cpu, with {what} (not exact).
     accelerator: null
     memory_gb: 8
     engine_variant: cpu
     gpu_layers: 0
     gpu_count: 0
     threads: 2
-    slots: 2
+    {setting}
     max_model_gb: 2
-    gate: {max_seconds_per_step: 60, min_tokens_per_second: 5}
-  cpu-cache:
-    description: Like cpu, with prompt-cache reuse (not exact).
-    accelerator: null
-    memory_gb: 8
-    engine_variant: cpu
-    gpu_layers: 0
-    gpu_count: 0
-    threads: 2
-    cache_prompt: true
-    max_model_gb: 2
-    gate: {max_seconds_per_step: 60, min_tokens_per_second: 5}
+    gate: {{max_seconds_per_step: 60, min_tokens_per_second: 5}}
 """
+EXTRA_PROFILES = INEXACT_PROFILE.format(name="cpu-slots2", what="two parallel sequences in one engine", setting="slots: 2") + INEXACT_PROFILE.format(
+    name="cpu-cache", what="prompt-cache reuse", setting="cache_prompt: true"
+)
 
 
 @dataclass(frozen=True)

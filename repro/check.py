@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from harness.contracts import SandboxAudit
 from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_regular, read_results, read_transcripts, safe_id
 from repro.errors import BadInput
 from repro.gate import rejudge
@@ -256,23 +257,22 @@ def rule_sandbox(ev: CellEvidence) -> list[str]:
 
 def rule_sandbox_audit(ev: CellEvidence) -> list[str]:
     """The audit from inside, with the harness settings: every escape tried, and every one failed."""
-    audit = ev.record.sandbox_audit
-    if audit is None:
-        return ["sandbox audit not recorded"]
-    if audit.error:
-        return [f"sandbox audit failed: {audit.error}"]
-    return [f"sandbox audit: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
+    return audit_problems(ev.record.sandbox_audit, "sandbox audit")
 
 
 def rule_engine_audit(ev: CellEvidence) -> list[str]:
     """The audit with the engine's settings (its memory limit read, not exceeded): every escape
     tried, and every one failed."""
-    audit = ev.record.engine_audit
+    return audit_problems(ev.record.engine_audit, "engine sandbox audit")
+
+
+def audit_problems(audit: SandboxAudit | None, what: str) -> list[str]:
+    """One problem per escape not both tried and blocked, or why there is no audit to read."""
     if audit is None:
-        return ["engine sandbox audit not recorded"]
+        return [f"{what} not recorded"]
     if audit.error:
-        return [f"engine sandbox audit failed: {audit.error}"]
-    return [f"engine sandbox audit: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
+        return [f"{what} failed: {audit.error}"]
+    return [f"{what}: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
 
 
 def rule_hardware(ev: CellEvidence) -> list[str]:

@@ -80,7 +80,12 @@ def make_snapshot(target: Path, extra: dict[str, str] | None = None) -> Path:
         destination = target / name
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, destination)
-    for name, text in (extra or {}).items():
+    return commit_snapshot(target, extra or {})
+
+
+def commit_snapshot(target: Path, extra: dict[str, str]) -> Path:
+    """Write `extra` over the files copied into `target`, then commit them into a fresh repository."""
+    for name, text in extra.items():
         (target / name).write_text(text)
     git = ["git", "-c", "user.name=repro-tests", "-c", "user.email=tests@repro.invalid"]
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=target, check=True)
