@@ -21,8 +21,8 @@ FailureType = Literal[
     # engine: never a model failure
     "engine_error",
     # protocol: the run ended on a reply that was not a valid step
+    "degenerate",
     "empty_reply",
-    "truncated",
     "invalid_syntax",
     "text_tool_call",
     "unknown_tool",
@@ -46,7 +46,7 @@ FAILURE_LAYERS: tuple[FailureLayer, ...] = get_args(FailureLayer)
 FAILURE_LAYER: dict[str, FailureLayer] = {
     **dict.fromkeys(("engine_unreachable", "model_not_loaded", "context_overflow"), "configuration"),
     "engine_error": "engine",
-    **dict.fromkeys(("empty_reply", "truncated", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments"), "protocol"),
+    **dict.fromkeys(("degenerate", "empty_reply", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments"), "protocol"),
     **dict.fromkeys(
         (
             "forbidden_tool",
@@ -99,6 +99,7 @@ class ProtocolStats(Contract):
     invalid_turns: int  # replies that were not
     repairs: int = 0  # json_prompt: repairs applied, over all replies
     ignored_calls: int = 0  # native_tools: calls after the first in a reply, not executed
+    truncated: int = 0  # replies the engine cut at max_tokens (valid or not)
     valid_tool_call_rate: float | None = None  # valid_calls / model_turns; None without turns
 
 

@@ -19,8 +19,9 @@ engine (never a model failure; ``engine_fault`` true)
     engine_error: any other engine failure (transport, HTTP error, a request timeout before the
     scenario's budget, an unreadable reply).
 protocol (the run ended as ``invalid_reply``: its final turn gave no valid step)
-    empty_reply, truncated, invalid_syntax, text_tool_call, unknown_tool, invalid_arguments: the
-    reject codes of the final turn's replies (harness.protocols.base), the first in this order.
+    degenerate, empty_reply, invalid_syntax, text_tool_call, unknown_tool, invalid_arguments: the
+    reject codes of the final turn's replies (harness.protocols.base), the first in this order; a
+    reply cut at the token limit carries the flag ``truncated`` beside its code.
 behaviour
     forbidden_tool: a ``not_called`` or ``unchanged`` check failed, or a deny rule refused a call.
     no_tool_attempt: the run finished without trying any tool but ``finish`` (not even in an

@@ -39,6 +39,7 @@ class ModelCall:
     timings: dict[str, Any] | None = None
     problem: str | None = None  # why this reply was not a valid step, if it was not
     reject: str | None = None  # the problem's code (harness.protocols.base.REJECT_CODES)
+    truncated: bool = False  # the engine cut the reply at max_tokens (finish_reason "length")
     tool: str | None = None  # the tool a rejected reply tried to call, when it names one
     repairs: list[str] = field(default_factory=list)  # json_prompt: the repairs applied, in order
     ignored_calls: list[dict[str, Any]] = field(default_factory=list)  # native_tools: calls after the first

@@ -76,6 +76,7 @@ def protocol_stats(protocol: str | None, calls: list[ModelCall]) -> ProtocolStat
         invalid_turns=len(calls) - valid,
         repairs=sum(len(c.repairs) for c in calls),
         ignored_calls=sum(len(c.ignored_calls) for c in calls),
+        truncated=sum(1 for c in calls if c.truncated),
         valid_tool_call_rate=round(valid / len(calls), 4) if calls else None,
     )
 
@@ -136,6 +137,8 @@ def _reply(call: ModelCall) -> dict[str, Any]:
         reply["problem"] = call.problem
     if call.reject:
         reply["reject"] = call.reject
+    if call.truncated:
+        reply["truncated"] = True
     if call.tool:
         reply["tool"] = call.tool
     if call.repairs:

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from harness.contracts import SandboxAudit
 from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_regular, read_results, read_transcripts, safe_id
+from repro.check_templates import boot_exclusion_evidenced, rule_chat_template, rule_template_facts
 from repro.errors import BadInput
 from repro.gate import rejudge
 from repro.matrix import LatencyGateSettings, load_matrix
@@ -84,7 +85,7 @@ class RecomputedPlan(BaseModel):
             loaded = load_matrix(copy, embedded=True)
             if loaded.sha256 != run.matrix.sha256:
                 return cls(error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, recorded {run.matrix.sha256[:12]})")
-            plan = make_plan(loaded, run.profile, run.profile_settings)
+            plan = make_plan(loaded, run.profile, run.profile_settings, templates=run.chat_templates)
             cells = shard_cells(select_cells(plan, run.only), parse_shard(run.shard) if run.shard else None)
         except BadInput as error:
             return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
@@ -340,6 +341,8 @@ def rule_exclusion_evidenced(ev: CellEvidence) -> list[str]:
     """A cell the run excluded carries a gate whose recorded attempts really fail."""
     if ev.record.status != "excluded":
         return []
+    if boot_exclusion_evidenced(ev):
+        return []
     settings = ev.plan.latency_gate if ev.plan else None
     if ev.record.gate is None or settings is None:
         return ["excluded without a recorded latency gate"]
@@ -501,10 +504,16 @@ RULES_V3 = Rules(
 RULES_V4 = Rules(
     run=RULES_V3.run, every_cell=RULES_V3.every_cell, ran_cell={**RULES_V3.ran_cell, "engine-audit": rule_engine_audit, "execution": rule_execution}
 )
-# Formats 2 (no embedded matrix or suites) and 3 (no engine audit, no execution record) are
-# retired: a bundle relabelled to either would escape what it lacks, and only tables (never
-# bundles) of format 3 were published.
-RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V4}
+RULES_V5 = Rules(
+    run={**RULES_V4.run, "chat-template-facts": rule_template_facts},
+    every_cell=RULES_V4.every_cell,
+    ran_cell={**RULES_V4.ran_cell, "chat-template": rule_chat_template},
+)
+# Formats 2 (no embedded matrix or suites), 3 (no engine audit, no execution record) and 4 (no
+# chat template record: a built-in fallback template cannot be told from the model's own) are
+# retired: a bundle relabelled to any of them would escape what it lacks, and no bundle of them
+# was published.
+RULES: dict[int, Rules] = {FORMAT_VERSION: RULES_V5}
 
 
 # ---------------------------------------------------------------- checking

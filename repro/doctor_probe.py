@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from repro.chat_template import TemplateFacts, server_blocker, template_facts
 from repro.doctor import Finding, run_checks
 from repro.engines import boot_engine, stop_engine
 from repro.engines.base import EngineHandle
@@ -29,10 +30,10 @@ from repro.gate import run_gate
 from repro.images import ImageRef, engine_image, harness_image
 from repro.matrix import LatencyGateSettings, LoadedMatrix, load_matrix
 from repro.models import model_path
-from repro.plan import Cell, make_plan
+from repro.plan import Cell, make_plan, template_reason
 from repro.profiles import Profile, load_profiles
 
-Layer = Literal["host", "images", "models", "engine", "protocol"]
+Layer = Literal["host", "images", "models", "configuration", "engine", "protocol"]
 ONE_ROUND_TRIP = LatencyGateSettings(enabled=True, warmup=False, attempts=1, required=1)
 PROBE_RUN_ID = "doctor-probe"
 
@@ -65,13 +66,14 @@ def probe(matrix: Path, profile_name: str) -> Iterator[LayerFinding]:
         return
     harness = yield from image_findings(loaded, profile)
     models = yield from model_findings(loaded)
+    templates = yield from template_findings(loaded, models)
     if harness is None:
         return
     for cell in group_cells(loaded, profile_name, profile):
         image = engine_image_or_none(cell, profile)
-        if image is None or cell.model.id not in models:
+        if image is None or cell.model.id not in models or (cell.engine.kind == "llama.cpp" and cell.model.id not in templates):
             continue
-        yield from engine_findings(cell, image, harness, models[cell.model.id], loaded, profile, profile_name)
+        yield from engine_findings(cell, image, harness, models[cell.model.id], loaded, profile, profile_name, templates.get(cell.model.id))
 
 
 def image_findings(loaded: LoadedMatrix, profile: Profile) -> Generator[LayerFinding, None, ImageRef | None]:
@@ -103,6 +105,22 @@ def model_findings(loaded: LoadedMatrix) -> Generator[LayerFinding, None, dict[s
     return paths
 
 
+def template_findings(loaded: LoadedMatrix, models: dict[str, Path]) -> Generator[LayerFinding, None, dict[str, TemplateFacts]]:
+    """Each stored model's chat template: where it comes from and what it carries."""
+    facts: dict[str, TemplateFacts] = {}
+    for model in loaded.matrix.models:
+        if model.id not in models:
+            continue
+        try:
+            found = facts[model.id] = template_facts(model, models[model.id])
+        except ReproError as error:
+            yield fail("configuration", f"chat template {model.id}", str(error), "pin a chat template file in the matrix (docs/matrix.md)")
+            continue
+        carries = "renders tools and tool calls" if found.renders_tools and found.renders_tool_calls else "does not render tools (native_tools is excluded)"
+        yield ok("configuration", f"chat template {model.id}", f"from {found.source}, sha256 {found.sha256[:12]}, {carries}, end of turn {found.end_of_turn}")
+    return facts
+
+
 def group_cells(loaded: LoadedMatrix, profile_name: str, profile: Profile) -> list[Cell]:
     """One planned cell per (engine, model) group, standing for the group."""
     groups: dict[tuple[str, str], Cell] = {}
@@ -119,7 +137,7 @@ def engine_image_or_none(cell: Cell, profile: Profile) -> ImageRef | None:
 
 
 def engine_findings(
-    cell: Cell, image: ImageRef, harness: ImageRef, gguf: Path, loaded: LoadedMatrix, profile: Profile, profile_name: str
+    cell: Cell, image: ImageRef, harness: ImageRef, gguf: Path, loaded: LoadedMatrix, profile: Profile, profile_name: str, facts: TemplateFacts | None = None
 ) -> Iterator[LayerFinding]:
     """Boot the group's engine sealed, then one round trip per protocol; the engine is removed."""
     from repro.docker_client import get_client
@@ -139,9 +157,20 @@ def engine_findings(
         yield ok("engine", f"boot {name}", f"sealed (network none), ready in {handle.boot_seconds or 0:.1f}s")
         yield ok("engine", f"identity {name}", f"{handle.identity} (pinned {handle.expected_identity})")
         for protocol in loaded.matrix.protocols:
+            blocker = preflight(cell.model_copy(update={"protocol": protocol}), facts, handle)
+            if blocker:
+                yield LayerFinding("configuration", Finding("WARN", f"{protocol} {cell.model.id}", f"EXCLUDED, not scored: {blocker}"))
+                continue
             yield round_trip(client, handle, cell, protocol, harness, profile)
     finally:
         stop_engine(client, handle)
+
+
+def preflight(cell: Cell, facts: TemplateFacts | None, handle: EngineHandle) -> str | None:
+    """Why the booted engine cannot carry the cell's protocol (host facts, then the server's caps)."""
+    if cell.engine.kind != "llama.cpp":
+        return template_reason(cell, None)
+    return template_reason(cell, facts) or server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
 
 
 def round_trip(client: object, handle: EngineHandle, cell: Cell, protocol: str, harness: ImageRef, profile: Profile) -> LayerFinding:

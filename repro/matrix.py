@@ -131,6 +131,13 @@ class ModelSource(Strict):
         return next(name for name in ("hf", "pypi", "url", "path") if getattr(self, name) is not None)
 
 
+class ChatTemplatePin(Strict):
+    """A chat template file of the project, pinned by sha256 (llama.cpp: --chat-template-file)."""
+
+    path: str = Field(description="a Jinja chat template file, relative to the project root")
+    sha256: Sha256
+
+
 class ModelSpec(Strict):
     id: Ident
     family: str
@@ -139,6 +146,7 @@ class ModelSpec(Strict):
     file_size: int = Field(gt=0, description="GGUF size in bytes")
     sha256: Sha256
     sources: list[ModelSource] = Field(min_length=1)
+    chat_template: ChatTemplatePin | None = Field(default=None, description="the chat template the engine must use; required when the GGUF embeds none")
 
 
 # ---------------------------------------------------------------- engines
@@ -376,6 +384,8 @@ def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
             fields.append((("suites", index, "source", "archive"), source.archive))
     for index, model in enumerate(matrix.models):
         fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
+        if model.chat_template is not None:
+            fields.append((("models", index, "chat_template", "path"), model.chat_template.path))
     for index, engine in enumerate(matrix.engines):
         build = engine.build
         if build is None:

@@ -13,6 +13,7 @@ from itertools import product
 
 from pydantic import BaseModel, ConfigDict
 
+from repro.chat_template import TemplateFacts, protocol_blocker
 from repro.errors import BadInput
 from repro.matrix import Decoding, EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.profiles import Profile
@@ -62,13 +63,15 @@ class Plan(BaseModel):
         return list(ordered.items())
 
 
-def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile) -> Plan:
+def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts] | None = None) -> Plan:
+    """The cells on a profile. `templates` (model id -> TemplateFacts, for models whose GGUF is at
+    hand) adds the capability preflight: a protocol the template cannot carry is excluded."""
     matrix = loaded.matrix
     runnable, excluded = [], []
     combos = product(matrix.models, matrix.engines, matrix.protocols, matrix.suites, range(1, matrix.repeats + 1))
     for model, engine, protocol, suite, repeat in combos:
         cell = _cell(matrix, model, engine, protocol, suite, repeat, profile_name)
-        reason = exclusion_reason(matrix, cell, profile_name, profile)
+        reason = exclusion_reason(matrix, cell, profile_name, profile) or template_reason(cell, (templates or {}).get(model.id))
         if reason:
             excluded.append(cell.model_copy(update={"excluded": reason}))
         else:
@@ -102,6 +105,8 @@ def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protoc
         "repeat": repeat,
         "profile": profile,
     }
+    if model.chat_template is not None:  # enters the id only when pinned, so older ids stay
+        identity["chat_template"] = model.chat_template.sha256
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
     slug = f"{model.id}__{engine.id}__{protocol}__{suite.id}__r{repeat}"
     return Cell(
@@ -130,6 +135,15 @@ def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Pro
         if _rule_matches(rule.model, cell.model.id) and _rule_matches(rule.engine, cell.engine.id) and _rule_matches(rule.protocol, cell.protocol):
             return rule.reason
     return None
+
+
+def template_reason(cell: Cell, facts: TemplateFacts | None) -> str | None:
+    """The capability preflight: why the engine cannot carry the cell's protocol (configuration)."""
+    if cell.engine.kind == "ollama":
+        from repro.engines.ollama import ollama_blocker
+
+        return ollama_blocker(cell.model, cell.protocol)
+    return protocol_blocker(facts, cell.protocol) if facts is not None else None
 
 
 def _rule_matches(wanted: str | None, actual: str) -> bool:

@@ -12,13 +12,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, computed_field
 
 from harness.contracts import SandboxAudit, ScenarioResult
+from repro.chat_template import TemplateFacts
 from repro.gate import GateResult
 from repro.plan import Cell
 from repro.profiles import Profile
 from repro.provenance import SourceState, SystemDescription
 from repro.sandbox import SandboxSettings
 
-FORMAT_VERSION = 4  # 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution
+# 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution;
+# 5: the chat templates (run.json chat_templates) and the capability preflight
+FORMAT_VERSION = 5
 CellStatus = Literal["done", "excluded", "error"]
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 
@@ -182,6 +185,7 @@ class RunRecord(BaseModel):
     excluded_cells: dict[str, str]
     shard: str | None = None
     only: list[str] = []  # the --only selection, so the plan can be recomputed from the embedded matrix
+    chat_templates: dict[str, TemplateFacts] = {}  # model id -> its template and what it carries (format 5): the plan's preflight
     started_at: str
     finished_at: str | None = None
     leaked_containers: list[str] = []

@@ -24,6 +24,7 @@ from harness.contracts import ProgressEvent, SandboxAudit
 from repro import containers
 from repro.audit import audit_command, run_audit
 from repro.bundle import Bundle, CellWriter, find_resumable, load_cell, load_run, mark_latest, read_results, read_transcripts
+from repro.chat_template import TemplateFacts, engine_template_problem, server_blocker, stored_template_facts
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
 from repro.docker_client import daemon_unanswering, get_client, wait_for_daemon
@@ -94,6 +95,7 @@ class Prepared(BaseModel):
     engines: dict[str, ImageRef]
     models: dict[str, Path]
     suites: dict[str, SuiteSelection]
+    templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
 
 
 class RunContext(BaseModel):
@@ -221,7 +223,8 @@ def prepare(options: RunOptions) -> Prepared:
     profiles = load_profiles()
     profile = profiles.get(options.profile)
     loaded = load_matrix(options.matrix, set(profiles.profiles))
-    plan = make_plan(loaded, options.profile, profile)
+    templates = stored_template_facts(loaded.matrix.models)
+    plan = make_plan(loaded, options.profile, profile, templates=templates)
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     if not cells:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
@@ -236,6 +239,7 @@ def prepare(options: RunOptions) -> Prepared:
         engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
         models={c.model.id: model_path(c.model) for c in cells},
         suites=suites,
+        templates=templates,
     )
 
 
@@ -285,6 +289,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
         shard=options.shard_text,
         only=list(options.only),
+        chat_templates=prepared.templates,
         started_at=utc_now(),
     )
 
@@ -402,9 +407,27 @@ def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list
         status = "error" if group.gate.engine_fault else "excluded"
         write_failed_cell(ctx, cell, status, f"latency gate: {group.gate.reason}", handle=group.handle, gate=group.gate)
         return group
+    refused = boot_preflight(ctx, cell, group.handle)
+    if refused is not None:
+        write_failed_cell(ctx, cell, refused[0], refused[1], handle=group.handle, gate=group.gate)
+        return group
     record, healthy = run_healing(ctx, cell, group, booted)
     ctx.progress.cell_done(cell.id, record.status, summary_line(record))
     return healthy
+
+
+def boot_preflight(ctx: RunContext, cell: Cell, handle: EngineHandle) -> tuple[str, str] | None:
+    """What the booted engine itself says about the cell's chat template: (status, reason) when
+    the cell cannot be scored. A template other than the pinned or embedded one (a built-in
+    fallback) is an error; a protocol the engine's template capabilities cannot carry is a
+    configuration exclusion, never the model's failure."""
+    if cell.engine.kind != "llama.cpp":
+        return None
+    wrong = engine_template_problem(ctx.prepared.templates.get(cell.model.id), handle.settings.get("chat_template_sha256"))
+    if wrong:
+        return "error", wrong
+    blocker = server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
+    return ("excluded", blocker) if blocker else None
 
 
 def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> tuple[CellRecord, GroupEngine | None]:

@@ -8,9 +8,12 @@ default), then the turn is invalid (the run ends as ``invalid_reply``).
 
 Every invalid reply is classified: its problem is a ``Reject``, a one-line string that also
 carries a code (``REJECT_CODES``, the protocol failure types of harness.diagnosis) and the tool
-the reply tried to call when one can be read. The codes, decided in this order:
+the reply tried to call when one can be read. A reply the engine cut at the token limit
+(``finish_reason: length``) is flagged ``truncated`` beside its code: the code still says what
+the model wrote. The codes, decided in this order:
 
-- ``truncated``: the engine cut the reply at the token limit (``finish_reason: length``);
+- ``degenerate``: a reply cut at the token limit whose text ends in one span repeated over and
+  over (``degenerate_text``): a loop, not an unfinished step;
 - ``empty_reply``: no text (blank) and no structured call;
 - ``text_tool_call``: no structured call (native_tools: no ``tool_calls``; json protocols: no
   ``{``; react: no ``Action:`` or ``Final Answer:`` line), but the text names one of the agent's
@@ -104,7 +107,35 @@ def step_dict(item: HistoryItem) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- rejected replies
 
-REJECT_CODES = ("empty_reply", "truncated", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments")
+REJECT_CODES = ("degenerate", "empty_reply", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments")
+# Degenerate output: the end of a truncated reply has a period of 1 to DEGENERATE_MAX_SPAN
+# characters (each character equals the one a period earlier) over at least DEGENERATE_REPEATS
+# periods and at least DEGENERATE_SHARE of the reply: one line or phrase written until the limit.
+DEGENERATE_MAX_SPAN = 200
+DEGENERATE_REPEATS = 3
+DEGENERATE_SHARE = 0.5
+
+
+def degenerate_text(text: str) -> bool:
+    """True when the end of ``text`` repeats one span (see DEGENERATE_*), a partial last copy allowed."""
+    body = text.rstrip()
+    for span in range(1, min(DEGENERATE_MAX_SPAN, len(body) // DEGENERATE_REPEATS) + 1):
+        covered = span + _periodic_suffix(body, span)
+        if covered >= DEGENERATE_REPEATS * span and covered >= DEGENERATE_SHARE * len(body):
+            return True
+    return False
+
+
+def _periodic_suffix(text: str, span: int) -> int:
+    """How many characters at the end of ``text`` equal the character ``span`` before them."""
+    count = 0
+    for index in range(len(text) - 1, span - 1, -1):
+        if text[index] != text[index - span]:
+            break
+        count += 1
+    return count
+
+
 CALL_SHAPE = re.compile(r'"(name|tool|function)"\s*:|<tool_call>|<function[=>]', re.IGNORECASE)
 
 
@@ -273,10 +304,10 @@ class ChatPolicy:
             tool = parsed.problem.tool if isinstance(parsed.problem, Reject) else None
             if tool is None:  # a reply that did not parse may still name the tool it was calling
                 tool = named_tool(answer.content + " " + " ".join(c.name for c in getattr(answer, "tool_calls", [])), turn.agent.tools)
+            reject = Reject(problem, reject_code(parsed.problem or ""), tool)
             if answer.finish_reason == "length":
-                reject = Reject(f"{TRUNCATED} ({self.max_tokens} tokens) before the step was complete: {problem}", "truncated", tool)
-            else:
-                reject = Reject(problem, reject_code(parsed.problem or ""), tool)
+                code = "degenerate" if degenerate_text(answer.content) else reject.code
+                reject = Reject(f"{TRUNCATED} ({self.max_tokens} tokens): {problem}", code, tool)
         usage = answer.usage or {}
         call = ModelCall(
             raw=parsed.raw if parsed.raw is not None else answer.content,
@@ -286,6 +317,7 @@ class ChatPolicy:
             timings=answer.timings,
             problem=str(reject) if reject is not None else None,
             reject=reject.code if reject is not None else None,
+            truncated=answer.finish_reason == "length",
             tool=reject.tool if reject is not None else None,
             repairs=list(parsed.repairs),
             ignored_calls=list(parsed.ignored_calls),

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from repro.chat_template import stored_template_facts
 from repro.config import DEFAULT_MATRIX
 from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
@@ -65,7 +67,15 @@ def plan_for(file: Path, profile: str) -> Plan:
     profiles = load_profiles()
     chosen = profiles.get(profile)
     loaded = load_matrix(file, set(profiles.profiles))
-    return make_plan(loaded, profile, chosen)
+    return make_plan(loaded, profile, chosen, templates=stored_template_facts(loaded.matrix.models))
+
+
+def unchecked_templates(the_plan: Plan) -> list[str]:
+    """Models whose chat template the plan could not read (their GGUF is not in the store yet)."""
+    from repro.models import is_stored
+
+    models = {c.model.id: c.model for c in [*the_plan.cells, *the_plan.excluded] if c.engine.kind == "llama.cpp"}
+    return [model_id for model_id, model in models.items() if not is_stored(model)]
 
 
 def plan_summary(the_plan: Plan) -> dict:
@@ -98,6 +108,13 @@ def print_plan(the_plan: Plan) -> None:
     for cell in the_plan.excluded:
         console.print(f"[yellow]EXCL[/] {cell.id}: {cell.excluded}", soft_wrap=True)
     console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")
+    unchecked = unchecked_templates(the_plan)
+    if unchecked:
+        console.print(
+            f"[yellow]note[/] chat templates not checked yet for {escape(', '.join(unchecked))} (not in the model store): "
+            "run repro models fetch, then plan again; the run checks them before any engine boots",
+            soft_wrap=True,
+        )
 
 
 @app.command()

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from repro import models
 from repro.config import DEFAULT_MATRIX
-from repro.matrix import load_matrix
+from repro.errors import BadInput
+from repro.matrix import ModelSpec, load_matrix
 
 app = typer.Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
 console = Console(stderr=True)
@@ -61,7 +63,12 @@ def fetch(
                     bars.console.print(f"[red]FAIL[/] {line}", soft_wrap=True)
                 continue
             verb = f"fetched from {stored.source}" if stored.downloaded else "already in the store"
-            bars.console.print(f"[green]OK[/]   {spec.id}: sha256 {spec.sha256[:12]} {stored.size} bytes, {verb}", soft_wrap=True)
+            template = _template_line(spec, stored.path)
+            if template.startswith("FAIL "):
+                problems.append(template[5:])
+                bars.console.print(f"[red]FAIL[/] {escape(template[5:])}", soft_wrap=True)
+                continue
+            bars.console.print(f"[green]OK[/]   {spec.id}: sha256 {spec.sha256[:12]} {stored.size} bytes, {verb}; {escape(template)}", soft_wrap=True)
             for skipped in stored.skipped_sources:
                 bars.console.print(f"       [yellow]skipped[/] {skipped}", soft_wrap=True)
     if problems:
@@ -83,14 +90,25 @@ def list_(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose 
         out.print(f"{state:<20} {spec.id:<32} {spec.quant:<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {path}", soft_wrap=True)
 
 
+def _template_line(spec: ModelSpec, gguf: Path) -> str:
+    """What the model's chat template carries, in a few words; "FAIL <reason>" when it has none."""
+    from repro.chat_template import template_facts
+
+    try:
+        facts = template_facts(spec, gguf)
+    except BadInput as error:
+        return f"FAIL {error}"
+    carries = [name for name, ok in (("tools", facts.renders_tools), ("tool calls", facts.renders_tool_calls)) if ok]
+    turn = f"end of turn {facts.end_of_turn} ({'EOG' if facts.end_of_turn_is_eog else 'NOT an end-of-generation token'})"
+    return f"chat template from {facts.source} sha256 {facts.sha256[:12]}, renders {', '.join(carries) or 'no tools'}, {turn}"
+
+
 def _select(matrix: Path, wanted: list[str] | None) -> list:
     loaded = load_matrix(matrix)
     specs = models.unique_models(loaded.matrix.models)
     if wanted:
         unknown = sorted(set(wanted) - {s.id for s in specs})
         if unknown:
-            from repro.errors import BadInput
-
             raise BadInput(f"unknown model id(s): {', '.join(unknown)} (the matrix has: {', '.join(s.id for s in specs)})")
         specs = [s for s in specs if s.id in wanted]
     return specs

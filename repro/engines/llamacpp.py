@@ -12,6 +12,7 @@ from repro.profiles import Profile
 from repro.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
 
 PORT = 8080
+TEMPLATE_MOUNT = "/models/chat_template.jinja"
 PROPS_TIMEOUT_S = 60
 
 
@@ -45,7 +46,17 @@ def server_args(model: ModelSpec, profile: Profile, decoding: Decoding, *, port:
         threads,
         "--jinja",
         "--no-webui",
+        *(["--chat-template-file", TEMPLATE_MOUNT] if model.chat_template else []),
     ]
+
+
+def template_mounts(model: ModelSpec) -> list:
+    """The pinned chat template file, mounted read-only where --chat-template-file names it."""
+    if model.chat_template is None:
+        return []
+    from repro.config import PROJECT_ROOT
+
+    return [bind(PROJECT_ROOT / model.chat_template.path, TEMPLATE_MOUNT, read_only=True)]
 
 
 class LlamaCppEngine(Engine):
@@ -71,7 +82,7 @@ class LlamaCppEngine(Engine):
             image,
             server_args(model, profile, decoding, port=self.port),
             name=name,
-            mounts=[bind(gguf, MODEL_MOUNT, read_only=True)],
+            mounts=[bind(gguf, MODEL_MOUNT, read_only=True), *template_mounts(model)],
             working_dir="/tmp",
             device_requests=gpu_device_requests(profile),
         )
@@ -104,6 +115,7 @@ def summarize_props(props: dict[str, Any]) -> dict[str, Any]:
         "total_slots": props.get("total_slots"),
         "model_alias": props.get("model_alias"),
         "modalities": props.get("modalities"),
+        "chat_template_caps": props.get("chat_template_caps"),
     }
     template = props.get("chat_template")
     if isinstance(template, str):

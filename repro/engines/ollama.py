@@ -59,6 +59,18 @@ def template_for(model: ModelSpec) -> tuple[str, list[str]]:
     raise BadInput(f"model {model.id}: no explicit Ollama template for family '{model.family}' (known: {', '.join(sorted(TEMPLATES))})")
 
 
+def ollama_blocker(model: ModelSpec, protocol: str) -> str | None:
+    """The capability preflight for Ollama: native_tools needs a Go template that renders the
+    tool list (`.Tools`); a family without an explicit template cannot run at all."""
+    try:
+        template, _ = template_for(model)
+    except BadInput as error:
+        return f"configuration: {error}"
+    if protocol == "native_tools" and ".Tools" not in template:
+        return f"configuration: the explicit Ollama template for family '{model.family}' does not render .Tools: under native_tools the model would never see its tools"
+    return None
+
+
 def model_parameters(model: ModelSpec, decoding: Decoding) -> dict[str, Any]:
     _, stop = template_for(model)
     return {"num_ctx": decoding.context, "temperature": decoding.temperature, "seed": decoding.seed, "num_predict": decoding.max_tokens, "stop": stop}
