@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -318,11 +319,11 @@ def attempt_problems(attempt: GateAttempt, *, max_seconds: float, min_tps: float
         reasons.append(f"invalid step: {attempt.problem}")
     if attempt.seconds is None:
         reasons.append("no time")
-    elif attempt.seconds > max_seconds:
+    elif not math.isfinite(attempt.seconds) or attempt.seconds > max_seconds:
         reasons.append(f"{attempt.seconds:.2f}s > {max_seconds:g}s per step")
     if attempt.tokens_per_second is None:
         reasons.append("the engine reported no generation speed")
-    elif attempt.tokens_per_second < min_tps:
+    elif not math.isfinite(attempt.tokens_per_second) or attempt.tokens_per_second < min_tps:
         reasons.append(f"{attempt.tokens_per_second:.1f} tokens/s < {min_tps:g}")
     return reasons
 

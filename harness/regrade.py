@@ -36,10 +36,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from harness.checks import CheckContext, evaluate_all
+from harness.client import ChatReply, ToolCall
 from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
 from harness.errors import EngineError, engine_failure
 from harness.loop import ENGINE_STOPS, INVALID_REPLY, run_agent
 from harness.policy import ModelCall, PolicyReply, Step, Turn
+from harness.protocols import PROTOCOLS, make_policy
 from harness.runner import build_transcript, run_scenario, verdict
 from harness.scenario import Scenario, load_scenarios
 from harness.workspace import Workspace
@@ -51,6 +53,7 @@ EXTRA_ENTRIES = 4  # trigger, prompt, invalid, end besides the steps
 SHOWN_CHARS = 120
 SHOWN_DIFFERENCES = 8
 ENTRY_ORDER = re.compile(r"tp?s*i?e")
+DEFAULT_MAX_TOKENS = 512  # the harness's default; a check passes the cell's decoding
 
 RESULT_FIELDS = (
     "id",
@@ -282,34 +285,105 @@ class TranscriptOverrun(EngineError):
 
 
 class TranscriptPolicy:
-    """Plays a recorded transcript as the model: its steps in order, then its ending."""
+    """Plays a recorded transcript as the model: its steps in order, then its ending.
 
-    def __init__(self, recorded: RecordedRun, protocol: str | None = None) -> None:
+    With the cell's ``protocol``, each recorded raw reply is read again by that protocol's own
+    policy (``harness.protocols``), served by ``ReplayClient`` as the engine's answer: the step
+    the loop executes, the thought, each reply's validity, problem, reject code and tool, the
+    repairs and ignored calls, and the first prompt are all derived from the raw replies and the
+    scenario, never taken from the record. Without one (a transcript of a scripted policy), the
+    recorded steps are played as they are."""
+
+    def __init__(self, recorded: RecordedRun, protocol: str | None = None, *, parse: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
         self.recorded = recorded
         self.protocol = protocol  # as recorded, so the protocol figures are recomputed too
         self.taken = 0
         self.overrun = False
         self.timed_out = False
+        self.client = ReplayClient(protocol or "")
+        self.chat = make_policy(protocol, self.client, max_tokens=max_tokens) if parse and protocol else None
 
     def next_step(self, turn: Turn) -> PolicyReply:
-        prompt = copy.deepcopy(self.recorded.prompt.messages) if self.recorded.prompt and turn.step_number == 1 else None
         if self.taken < len(self.recorded.steps):
             entry = self.recorded.steps[self.taken]
             self.taken += 1
-            step = Step(entry.tool, copy.deepcopy(entry.args), entry.thought)
-            return PolicyReply(step=step, calls=_calls(entry.replies), prompt=prompt)
-        return self._ending(prompt, turn.step_number)
+            if self.chat is not None:
+                return self._parsed(entry.replies, turn)
+            prompt = self._recorded_prompt(turn)
+            return PolicyReply(step=Step(entry.tool, copy.deepcopy(entry.args), entry.thought), calls=_calls(entry.replies), prompt=prompt)
+        return self._ending(turn)
 
-    def _ending(self, prompt: list[dict[str, Any]] | None, number: int) -> PolicyReply:
+    def _recorded_prompt(self, turn: Turn) -> list[dict[str, Any]] | None:
+        return copy.deepcopy(self.recorded.prompt.messages) if self.recorded.prompt and turn.step_number == 1 else None
+
+    def _parsed(self, replies: list[_Reply] | None, turn: Turn) -> PolicyReply:
+        """The protocol's own reading of the recorded replies of one turn."""
+        assert self.chat is not None
+        self.client.serve(replies or [], turn.step_number)
+        return self.chat.next_step(turn)
+
+    def _ending(self, turn: Turn) -> PolicyReply:
         end = self.recorded.end
         if end.stop in (INVALID_REPLY, "timeout"):  # a timeout: the loop stops as for an invalid reply, scored after
             self.timed_out = end.stop == "timeout"
             invalid = self.recorded.invalid.replies if self.recorded.invalid else None
-            return PolicyReply(invalid=end.detail, calls=_calls(invalid), prompt=prompt)
+            if self.chat is None:
+                return PolicyReply(invalid=end.detail, calls=_calls(invalid), prompt=self._recorded_prompt(turn))
+            reply = self._parsed(invalid, turn)
+            if self.timed_out:  # a late reply ends the run whatever it says
+                return PolicyReply(invalid=end.detail, calls=reply.calls, prompt=reply.prompt)
+            return reply
         if end.stop in ENGINE_STOPS:
             raise engine_failure(end.stop, end.detail or "")
         self.overrun = True
-        raise TranscriptOverrun(f"the run needs step {number}; the transcript has {len(self.recorded.steps)}")
+        raise TranscriptOverrun(f"the run needs step {turn.step_number}; the transcript has {len(self.recorded.steps)}")
+
+
+class ReplayClient:
+    """A chat client whose answers are one turn's recorded replies, in order; asking for more
+    than the turn recorded is a ``TranscriptOverrun``."""
+
+    def __init__(self, protocol: str) -> None:
+        self.protocol = protocol
+        self.pending: list[_Reply] = []
+        self.step = 0
+        self.short: str | None = None  # why the replay ran out of replies, when it did
+
+    def serve(self, replies: list[_Reply], step: int) -> None:
+        self.pending, self.step = list(replies), step
+
+    def chat(self, messages: list[dict[str, Any]], **request: Any) -> ChatReply:
+        if not self.pending:
+            self.short = f"step {self.step}: the {self.protocol} protocol asks for another reply, the transcript has none"
+            raise TranscriptOverrun(self.short)
+        return recorded_answer(self.pending.pop(0), self.protocol)
+
+
+def recorded_answer(reply: _Reply, protocol: str) -> ChatReply:
+    """A recorded reply as the engine's answer: its text and (native_tools) calls, cut at the
+    token limit when it was recorded as truncated."""
+    content, calls = reply.content, []
+    if protocol == "native_tools":
+        content, calls = native_parts(reply.content)
+    finish = "length" if getattr(reply, "truncated", False) is True else ("tool_calls" if calls else "stop")
+    return ChatReply(content=content, finish_reason=finish, tool_calls=calls)
+
+
+def native_parts(raw: str) -> tuple[str, list[ToolCall]]:
+    """native_tools records a reply with calls as ``{"content", "tool_calls": [{name, arguments}]}``
+    (harness.protocols.native_tools.recorded_reply) and one without as its text."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw, []
+    if not (isinstance(value, dict) and set(value) == {"content", "tool_calls"} and isinstance(value["content"], str)):
+        return raw, []
+    calls = value["tool_calls"]
+    if not (isinstance(calls, list) and calls and all(isinstance(c, dict) and set(c) == {"name", "arguments"} for c in calls)):
+        return raw, []
+    if not all(isinstance(c["name"], str) and isinstance(c["arguments"], str) for c in calls):
+        return raw, []
+    return value["content"], [ToolCall(name=c["name"], arguments=c["arguments"]) for c in calls]
 
 
 # ModelCall fields a transcript may carry (never the measured ones: those are not in transcripts).
@@ -330,34 +404,55 @@ def _calls(replies: list[_Reply] | None) -> list[ModelCall]:
 # ---------------------------------------------------------------------------- re-grading
 
 
-def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None) -> Regrade:
-    """Re-grade ``result`` of ``scenario`` from ``transcript`` (default: the result's own)."""
+class Replay(BaseModel):
+    """How to replay a cell's transcripts: under its protocol (each raw reply parsed again by it,
+    with the cell's max_tokens), or, without one, playing the recorded steps as they are."""
+
+    protocol: str | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+
+def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None, replay: Replay | None = None) -> Regrade:
+    """Re-grade ``result`` of ``scenario`` from ``transcript`` (default: the result's own);
+    with ``replay.protocol``, every raw reply is parsed again by that protocol."""
     transcript = result.transcript if transcript is None else transcript
+    replay = replay or Replay()
+    if replay.protocol is not None and replay.protocol not in PROTOCOLS:
+        return _unusable(result, f"unknown protocol {_printable(replay.protocol)}")
     try:
         recorded = parse_transcript(transcript, scenario.max_steps)
     except TranscriptError as exc:
         return _unusable(result, str(exc))
-    stats = getattr(result, "protocol_stats", None)
-    policy = TranscriptPolicy(recorded, getattr(stats, "protocol", None))
+    policy = _policy(recorded, result, replay)
     try:
         regraded = run_scenario(scenario, policy)
     except Exception as exc:  # hostile input must never crash a check; the replay says why it stopped
         return _unusable(result, f"replay stopped: {type(exc).__name__}: {str(exc)[:200]}")
     if policy.timed_out and regraded.transcript and regraded.transcript[-1].get("stop") == INVALID_REPLY:
-        regraded = _rescored_as_timeout(scenario, recorded, regraded)
+        regraded = _rescored_as_timeout(scenario, recorded, regraded, replay)
     differences = compare(result, transcript, regraded)
+    if policy.client.short:
+        differences.insert(0, Difference(what="replies", recorded="fewer replies than the protocol reads", regraded=policy.client.short))
     if policy.overrun:
         differences.insert(0, Difference(what="transcript", recorded=f"ends after {len(recorded.steps)} steps", regraded="the run goes on"))
     return _regrade(regraded, differences)
 
 
-def _rescored_as_timeout(scenario: Scenario, recorded: RecordedRun, result: ScenarioResult) -> ScenarioResult:
+def _policy(recorded: RecordedRun, result: ScenarioResult, replay: Replay) -> TranscriptPolicy:
+    """The replay policy: the cell's protocol when given, else the one the result records."""
+    if replay.protocol is not None:
+        return TranscriptPolicy(recorded, replay.protocol, parse=True, max_tokens=replay.max_tokens)
+    stats = getattr(result, "protocol_stats", None)
+    return TranscriptPolicy(recorded, getattr(stats, "protocol", None))
+
+
+def _rescored_as_timeout(scenario: Scenario, recorded: RecordedRun, result: ScenarioResult, replay: Replay) -> ScenarioResult:
     """A replay cannot run out of wall-clock time: the loop stopped at the recorded late reply as
     for an invalid one. Run it again, mark the run timed out, and score it the way the harness
     scores a timeout (checks that read the run record see ``timeout``)."""
     ws = Workspace.from_spec(scenario.workspace)
     before = ws.snapshot()
-    run = run_agent(scenario, ws, TranscriptPolicy(recorded))
+    run = run_agent(scenario, ws, _policy(recorded, result, replay))
     run.stop = "timeout"
     outcomes = evaluate_all(scenario.expect, CheckContext(ws, before, run))
     failed = [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed]
@@ -455,9 +550,11 @@ def _plain(value: Any) -> Any:
 # ---------------------------------------------------------------------------- a cell's results
 
 
-def regrade_all(scenarios: Iterable[Scenario], results: Iterable[ScenarioResult], transcripts: Iterable[TranscriptLine] = ()) -> RegradeReport:
+def regrade_all(
+    scenarios: Iterable[Scenario], results: Iterable[ScenarioResult], transcripts: Iterable[TranscriptLine] = (), replay: Replay | None = None
+) -> RegradeReport:
     """Re-grade every result against the scenario of the same id and its transcript (from
-    ``transcripts``, else the result's own)."""
+    ``transcripts``, else the result's own); ``replay`` names the cell's protocol, if known."""
     by_id = {s.id: s for s in scenarios}
     report = RegradeReport()
     found = _unique_by_id(transcripts, "transcript", report.problems)
@@ -473,7 +570,7 @@ def regrade_all(scenarios: Iterable[Scenario], results: Iterable[ScenarioResult]
         elif transcript is None:
             report.problems.append(f"{_printable(result.id)}: no transcript")
         else:
-            report.regrades.append(regrade(by_id[result.id], result, transcript))
+            report.regrades.append(regrade(by_id[result.id], result, transcript, replay))
     report.problems += [f"{_printable(name)}: a transcript without a result" for name in found]
     return report
 

@@ -9,15 +9,21 @@ traceback of an unexpected error, for developers.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 from typing import Any
 
 HOST_MODULES = {"typer", "click", "rich", "docker", "git", "jinja2", "huggingface_hub"}
 USAGE_EXIT = 2
+OUTPUT_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT}
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stdout is None:  # started with standard output closed (`>&-`): what it prints would be lost
+        print("repro: standard output is closed; redirect it to a file or /dev/null instead", file=sys.stderr)
+        return USAGE_EXIT
     try:
         from repro.cli import app
     except ImportError as error:
@@ -48,6 +54,8 @@ def report(error: Exception) -> int:
     handled = _click_error(error)
     if handled is not None:
         return handled
+    if isinstance(error, OSError) and error.filename is None and error.errno in OUTPUT_ERRNOS:
+        return output_failed(error)
     if isinstance(error, OSError) and error.filename is not None:
         print(f"repro: {error.filename}: {error.strerror or error}", file=sys.stderr)
         return USAGE_EXIT
@@ -55,6 +63,15 @@ def report(error: Exception) -> int:
         raise error
     print(f"repro: internal error: {type(error).__name__}: {_one_line(str(error))} (REPRO_TRACEBACK=1 shows where)", file=sys.stderr)
     return 1
+
+
+def output_failed(error: OSError) -> int:
+    """Standard output could not be written (a closed pipe, a full device): one line, exit 2, and
+    stdout pointed at /dev/null so the interpreter's last flush does not fail again."""
+    print(f"repro: standard output could not be written: {error.strerror or error}", file=sys.stderr)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return USAGE_EXIT
 
 
 def _click_modules() -> list:

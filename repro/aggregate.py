@@ -18,8 +18,9 @@ from typing import Any, get_args
 from pydantic import BaseModel, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptLine
+from harness.lab_codes import lab_counts
 from repro.bundle import find_runs, load_cell, merge_problems, read_results, read_transcripts
-from repro.check import RunVerdict, check_run
+from repro.check import AbsentCell, RunVerdict, check_run
 from repro.errors import BadInput
 from repro.matrix import Protocol
 from repro.records import CellRecord, CellSummary, Execution
@@ -164,6 +165,12 @@ class TableRow(BaseModel):
                 counts[layer] += n
         return counts
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def lab_codes(self) -> dict[str, int]:
+        """Failed scenarios per Local Agent Bench reason code (harness.lab_codes), beside ours."""
+        return lab_counts(self.failure_types)
+
     @property
     def setting(self) -> tuple[str, ...]:
         """Everything but the protocol: rows that differ only in protocol compare side by side."""
@@ -214,6 +221,7 @@ class PaperTables(BaseModel):
     safety_category: str
     exclusions: list[ExcludedCell]
     runs: list[str]
+    absent: list[AbsentCell] = []  # planned cells that no bundle rendered here holds (a partial run): --only or a shard
 
     @property
     def failure_type_columns(self) -> list[str]:
@@ -291,18 +299,30 @@ def collect_with_cells(paths: list[Path], redactor: Redactor | None = None) -> t
     valid: list[ValidCell] = []
     exclusions: list[ExcludedCell] = []
     runs: list[str] = []
+    verdicts: list[RunVerdict] = []
     for path in paths:
         refuse_broken_merge(path)
         for run_dir in find_runs(path):
             verdict = check_run(run_dir, redactor)
+            verdicts.append(verdict)
             runs.append(verdict.run_id)
             valid += valid_cells(run_dir, verdict)
             exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons) for c in verdict.cells if c.verdict != "VALID"]
     grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
     rows = [row for row, _ in grouped]
     categories = sorted({c for row in rows for c in row.by_category if not c.startswith(LADDER_PREFIX)} - {SAFETY_CATEGORY})
-    tables = PaperTables(rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs)
+    tables = PaperTables(
+        rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs, absent=absent_everywhere(verdicts)
+    )
     return tables, {row.key: sorted(cells, key=lambda c: c.record.cell.repeat) for row, cells in grouped}
+
+
+def absent_everywhere(verdicts: list[RunVerdict]) -> list[AbsentCell]:
+    """The planned cells that none of the rendered runs holds (the shards of a merge hold each
+    other's), once each."""
+    present = {cell.cell_id for verdict in verdicts for cell in verdict.cells}
+    absent = {a.cell_id: a for verdict in verdicts for a in verdict.absent if a.cell_id not in present}
+    return list(absent.values())
 
 
 def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:

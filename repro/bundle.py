@@ -37,6 +37,7 @@ from repro.provenance import SourceState, source_change
 from repro.records import CellRecord, RunRecord, utc_now
 from repro.redact import Redactor
 from repro.suites import SuiteSelection, fixture_files, fixtures_beside
+from repro.yamlsource import parse_json_bounded
 
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
@@ -240,16 +241,23 @@ def read_regular(path: Path, limit: int) -> bytes:
         return handle.read(limit + 1)[:limit]
 
 
+def finite_json(path: Path | str, data: bytes | str) -> bytes | str:
+    """`data` unchanged once it is JSON within the bounds (no NaN, no Infinity, no 1e999, no
+    integer of thousands of digits, no deep nesting): pydantic's own parser takes all of them."""
+    parse_json_bounded(path, data.encode() if isinstance(data, str) else data)
+    return data
+
+
 def load_run(run_dir: Path) -> RunRecord:
     try:
-        return RunRecord.model_validate_json(read_regular(run_dir / RUN_FILE, MAX_JSON_BYTES))
+        return RunRecord.model_validate_json(finite_json(run_dir / RUN_FILE, read_regular(run_dir / RUN_FILE, MAX_JSON_BYTES)))
     except ValidationError as error:
         raise BadInput(f"{run_dir / RUN_FILE}: not a run record ({error.error_count()} problems)") from None
 
 
 def load_cell(cell_dir: Path) -> CellRecord:
     try:
-        return CellRecord.model_validate_json(read_regular(cell_dir / CELL_FILE, MAX_JSON_BYTES))
+        return CellRecord.model_validate_json(finite_json(cell_dir / CELL_FILE, read_regular(cell_dir / CELL_FILE, MAX_JSON_BYTES)))
     except ValidationError as error:
         raise BadInput(f"{cell_dir / CELL_FILE}: not a cell record ({error.error_count()} problems)") from None
 
@@ -272,7 +280,7 @@ def _read_lines(path: Path, model: type[Line]) -> list[Line]:
         if not line.strip():
             continue
         try:
-            rows.append(model.model_validate_json(line))
+            rows.append(model.model_validate_json(finite_json(f"{path}:{number}", line)))
         except ValidationError as error:
             raise BadInput(f"{path}:{number}: not a {model.__name__} ({error.error_count()} problems)") from None
     return rows
@@ -423,6 +431,8 @@ def split_problems(records: list[RunRecord]) -> list[str]:
         return [*problems, "sharded and unsharded runs mixed"]
     if not any(shards):
         return problems
+    if not all(re.fullmatch(r"[0-9]{1,6}/[0-9]{1,6}", text) for text in shards if text):
+        return [*problems, "a run names its shard in something other than ASCII digits i/n"]
     parsed = [parse_shard(text) for text in shards if text]
     counts = {count for _, count in parsed}
     if len(counts) > 1:
@@ -441,7 +451,7 @@ def merge_problems(folder: Path) -> list[str]:
     if not record_path.exists() and not record_path.is_symlink():
         return []
     try:
-        record = MergeRecord.model_validate_json(read_regular(record_path, MAX_JSON_BYTES))
+        record = MergeRecord.model_validate_json(finite_json(record_path, read_regular(record_path, MAX_JSON_BYTES)))
     except (BadInput, ValidationError) as error:
         return [f"{MERGE_RECORD}: unreadable ({short_error(error)})"]
     listed = {shard.run_id: shard for shard in record.shards}

@@ -24,6 +24,9 @@ from pydantic import BaseModel
 
 from harness.contracts import SandboxAudit
 from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_regular, read_results, read_transcripts, safe_id
+from repro.check_bounds import rule_bounds
+from repro.check_commit import commit_notes, rule_matrix_at_commit, rule_profile_at_commit, rule_suite_at_commit
+from repro.check_cross import rule_evidence, rule_gate_group, rule_gate_settings, rule_identity_cross_check
 from repro.check_templates import boot_exclusion_evidenced, rule_chat_template, rule_template_facts
 from repro.errors import BadInput
 from repro.gate import rejudge
@@ -58,22 +61,38 @@ class CellVerdict(BaseModel):
     problems: list[Problem] = []
 
 
+class AbsentCell(BaseModel):
+    """A cell the matrix plans on this profile that the run did not select, and why."""
+
+    cell_id: str
+    reason: str
+
+
 class RunVerdict(BaseModel):
     run_dir: str
     run_id: str
     format_version: int
     cells: list[CellVerdict]
     run_problems: list[Problem] = []
+    absent: list[AbsentCell] = []  # planned on the profile, left out by --only or --shard
+    notes: list[str] = []  # what could not be compared (the project's files at the commit), never a problem
+    signer: str | None = None  # with --allowed-signers: who signed the bundle (repro.signing)
 
     @property
     def invalid(self) -> list[CellVerdict]:
         return [cell for cell in self.cells if cell.verdict == "INVALID"]
 
+    @property
+    def failed(self) -> bool:
+        """An INVALID cell or a run-level problem (a run may have no cell left to carry it)."""
+        return bool(self.invalid or self.run_problems)
+
 
 class RecomputedPlan(BaseModel):
     """The run's plan as the embedded matrix gives it, or why it could not be recomputed."""
 
-    planned: list[Cell] = []
+    planned: list[Cell] = []  # the run's selection: --only, then --shard
+    whole: list[Cell] = []  # every runnable cell of the plan on this profile
     excluded: dict[str, str] = {}
     latency_gate: LatencyGateSettings | None = None
     error: str | None = None
@@ -91,7 +110,18 @@ class RecomputedPlan(BaseModel):
             return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
         first_shard = run.shard is None or run.shard.startswith("1/")
         excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
-        return cls(planned=cells, excluded=excluded, latency_gate=loaded.matrix.latency_gate)
+        return cls(planned=cells, whole=plan.cells, excluded=excluded, latency_gate=loaded.matrix.latency_gate)
+
+    def absent(self, run: RunRecord) -> list[AbsentCell]:
+        """The plan's cells the run's selection leaves out, each with the option that left it out."""
+        selected = {cell.id for cell in self.planned}
+        return [AbsentCell(cell_id=cell.id, reason=absence_reason(run, cell.id)) for cell in self.whole if cell.id not in selected]
+
+
+def absence_reason(run: RunRecord, cell_id: str) -> str:
+    if run.only and cell_id not in run.only:
+        return f"not selected: the run ran --only {len(run.only)} cell(s)"
+    return f"in another shard: this bundle is shard {run.shard}"
 
 
 class RunEvidence(BaseModel):
@@ -413,15 +443,19 @@ def bundle_fixtures(folder: Path) -> Iterator[None]:
 
 
 def rule_regraded(ev: CellEvidence) -> list[str]:
-    """Every scenario re-grades: its transcript's tool calls, executed again against the embedded
-    scenario (harness.regrade), give the recorded tool results, outcome, failure and score."""
-    from harness.regrade import regrade_all
+    """Every scenario re-grades: each recorded raw reply, parsed again by the cell's protocol, gives
+    the recorded step (call, thought), validity and reject code; the first prompt is rebuilt from
+    the embedded scenario; and the steps, executed again against the embedded scenario
+    (harness.regrade), give the recorded tool results, outcome, failure and score."""
+    from harness.regrade import Replay, regrade_all
     from harness.scenario import ScenarioError, load_scenarios
 
-    copy = ev.run_dir / SUITES_DIR / ev.record.cell.suite.id
+    cell = ev.record.cell
+    copy = ev.run_dir / SUITES_DIR / cell.suite.id
+    replay = Replay(protocol=cell.protocol, max_tokens=cell.decoding.max_tokens)
     try:
         with bundle_fixtures(copy / "fixtures"):
-            report = regrade_all(load_scenarios(copy / "scenarios"), read_results(ev.cell_dir), read_transcripts(ev.cell_dir))
+            report = regrade_all(load_scenarios(copy / "scenarios"), read_results(ev.cell_dir), read_transcripts(ev.cell_dir), replay)
     except (BadInput, ScenarioError) as error:
         return [f"cannot re-grade: {error}"]
     lines = report.lines()
@@ -505,9 +539,21 @@ RULES_V4 = Rules(
     run=RULES_V3.run, every_cell=RULES_V3.every_cell, ran_cell={**RULES_V3.ran_cell, "engine-audit": rule_engine_audit, "execution": rule_execution}
 )
 RULES_V5 = Rules(
-    run={**RULES_V4.run, "chat-template-facts": rule_template_facts},
-    every_cell=RULES_V4.every_cell,
-    ran_cell={**RULES_V4.ran_cell, "chat-template": rule_chat_template},
+    run={
+        **RULES_V4.run,
+        "chat-template-facts": rule_template_facts,
+        "profile-at-commit": rule_profile_at_commit,
+        "matrix-at-commit": rule_matrix_at_commit,
+    },
+    every_cell={**RULES_V4.every_cell, "gate-settings": rule_gate_settings, "gate-group": rule_gate_group},
+    ran_cell={
+        **RULES_V4.ran_cell,
+        "chat-template": rule_chat_template,
+        "evidence": rule_evidence,
+        "identity-cross-check": rule_identity_cross_check,
+        "bounds": rule_bounds,
+        "suite-at-commit": rule_suite_at_commit,
+    },
 )
 # Formats 2 (no embedded matrix or suites), 3 (no engine audit, no execution record) and 4 (no
 # chat template record: a built-in fallback template cannot be told from the model's own) are
@@ -535,7 +581,29 @@ def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
     run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
     verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
     verdicts += [plan_exclusion(evidence, cell_id, reason) for cell_id, reason in run.excluded_cells.items()]
-    return RunVerdict(run_dir=str(run_dir), run_id=run.run_id, format_version=run.format_version, cells=verdicts, run_problems=run_problems)
+    verdicts += [selected_but_absent(evidence, cell_id) for cell_id in missing_selection(evidence)]
+    absent = plan.absent(run) if plan is not None and not plan.error else []
+    return RunVerdict(
+        run_dir=str(run_dir),
+        run_id=run.run_id,
+        format_version=run.format_version,
+        cells=verdicts,
+        run_problems=run_problems,
+        absent=absent,
+        notes=commit_notes(evidence),
+    )
+
+
+def missing_selection(ev: RunEvidence) -> list[str]:
+    """The cells the recomputed selection holds that the run does not list at all."""
+    listed = set(ev.run.planned_cells) | set(ev.run.excluded_cells)
+    return [cell.id for cell in ev.plan.planned if cell.id not in listed] if ev.plan and not ev.plan.error else []
+
+
+def selected_but_absent(ev: RunEvidence, cell_id: str) -> CellVerdict:
+    """A cell the run's own selection (--only, --shard) holds, missing from the bundle: INVALID."""
+    problem = Problem(rule="plan-recomputed", scope="cell", cell=cell_id, text="selected by the run's recomputed plan, but absent from the bundle")
+    return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem])
 
 
 def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:

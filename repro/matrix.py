@@ -22,7 +22,7 @@ from repro.yamlsource import format_problem, load_yaml_document, pydantic_proble
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
-IDENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+IDENT = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")  # 128 characters at most: ids name folders and lines
 PINNED_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 PARAMETER_COUNT = re.compile(r"^\d+(\.\d+)?[KMBT]$")
@@ -40,19 +40,19 @@ def _hex64(value: str) -> str:
 
 def _ident(value: str) -> str:
     if not IDENT.match(value):
-        raise ValueError("must be lower-case letters, digits, '.', '_' or '-'")
+        raise ValueError("must be 1 to 128 lower-case letters, digits, '.', '_' or '-'")
     return value
 
 
 def _pinned_requirement(value: str) -> str:
     if not PINNED_REQUIREMENT.match(value):
-        raise ValueError(f"'{value}' must pin one version as name==version")
+        raise ValueError(f"'{value[:80]}' must pin one version as name==version")
     return value
 
 
 def _full_commit(value: str) -> str:
     if not HEX40.match(value):
-        raise ValueError(f"'{value}' must be a full 40-character commit hash (short revisions and branch names drift)")
+        raise ValueError(f"'{value[:80]}' must be a full 40-character commit hash (short revisions and branch names drift)")
     return value
 
 
@@ -60,8 +60,8 @@ def _digest_reference(value: str) -> str:
     if DIGEST_REF.match(value):
         return value
     if "@" not in value:
-        raise ValueError(f"'{value}' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)")
-    raise ValueError(f"'{value}' must be repo@sha256:<64 hex>")
+        raise ValueError(f"'{value[:80]}' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)")
+    raise ValueError(f"'{value[:80]}' must be repo@sha256:<64 hex>")
 
 
 Sha256 = Annotated[str, AfterValidator(_hex64)]

@@ -261,7 +261,7 @@ def _open_url(url: str) -> Stream:
         client.close()
         raise SourceFailed(f"HTTP {response.status_code}")
     length = response.headers.get("content-length")
-    total = int(length) if length and length.isdigit() else None
+    total = int(length) if length and length.isascii() and length.isdigit() else None
 
     def blocks() -> Iterator[bytes]:
         try:

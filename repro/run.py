@@ -32,7 +32,7 @@ from repro.engines import boot_engine, engine_for, stop_engine
 from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
 from repro.errors import BadInput
 from repro.files import scratch_dir, short_error
-from repro.gate import GateResult, run_gate
+from repro.gate import GateResult, gate_with_retries
 from repro.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
 from repro.images import ImageRef, engine_image, harness_image
 from repro.matrix import LoadedMatrix, load_matrix
@@ -184,10 +184,15 @@ def groups_to_run(ctx: RunContext, resume: bool) -> list[list[Cell]]:
 
 
 def cell_is_kept(ctx: RunContext, cell_id: str) -> bool:
-    """--resume keeps complete, intact cells, except those that ended in an engine fault."""
+    """--resume keeps complete, intact cells, except those that ended in an engine fault and those
+    the latency gate excluded (a gate verdict measures the machine at one moment, not the cell)."""
     if not ctx.bundle.cell_is_complete(cell_id):
         return False
-    if cell_needs_rerun(load_cell(ctx.bundle.cell_dir(cell_id))):
+    record = load_cell(ctx.bundle.cell_dir(cell_id))
+    if gate_excluded(record):
+        ctx.progress.note(f"gate again {cell_id}: the latency gate excluded it in the earlier attempt")
+        return False
+    if cell_needs_rerun(record):
         ctx.progress.note(f"rerun {cell_id}: it ended in an engine fault or error")
         return False
     return True
@@ -196,6 +201,11 @@ def cell_is_kept(ctx: RunContext, cell_id: str) -> bool:
 def cell_needs_rerun(record: CellRecord) -> bool:
     """An error, or a done cell with scenarios that hit engine faults: --resume runs it again."""
     return record.status == "error" or bool(record.summary and record.summary.engine_faults)
+
+
+def gate_excluded(record: CellRecord) -> bool:
+    """A cell the latency gate excluded (not the plan, not the chat template): --resume gates it again."""
+    return record.status == "excluded" and record.gate is not None and record.gate.enabled and not record.gate.passed
 
 
 def run_exit_status(run_dir: Path) -> int:
@@ -396,8 +406,15 @@ def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
 def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> GateResult:
     prepared = ctx.prepared
     settings = prepared.loaded.matrix.latency_gate
-    return run_gate(
-        ctx.client, handle, profile=prepared.profile, settings=settings, decoding=cell.decoding, protocol=cell.protocol, probe_image=prepared.harness.id
+    return gate_with_retries(
+        ctx.client,
+        handle,
+        profile=prepared.profile,
+        settings=settings,
+        decoding=cell.decoding,
+        protocol=cell.protocol,
+        probe_image=prepared.harness.id,
+        note=ctx.progress.note,
     )
 
 

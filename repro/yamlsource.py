@@ -16,6 +16,7 @@ under a second and with bounded memory:
 from __future__ import annotations
 
 import json
+import math
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -92,6 +93,18 @@ def require_folder(path: str | Path, what: str = "folder") -> Path:
     return path
 
 
+def require_file_target(path: str | Path, what: str = "output file") -> Path:
+    """`path` as a regular file to (re)write, checked before any work: an existing device, FIFO,
+    folder or link in its place is refused (an atomic rename would replace a device node), and
+    its folder must exist or be makeable."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a folder" if path.is_dir() else "a link" if path.is_symlink() else "not a regular file"
+        raise BadInput(f"{path}: {kind}, not a {what}")
+    require_folder(path.parent, f"folder for the {what}")
+    return path
+
+
 # ---------------------------------------------------------------- JSON
 
 
@@ -124,7 +137,12 @@ def _parse_json_text(path: str | Path, text: str, line: int | None = None) -> An
     """`text` as JSON; `line` is its line in a JSON Lines file (errors then name that line)."""
     where = f"{path}:{line}" if line else str(path)
     try:
-        value = json.loads(text, parse_int=lambda digits: _json_int(where, digits), parse_constant=lambda name: _json_constant(where, name))
+        value = json.loads(
+            text,
+            parse_int=lambda digits: _json_int(where, digits),
+            parse_constant=lambda name: _json_constant(where, name),
+            parse_float=lambda digits: _json_float(where, digits),
+        )
     except json.JSONDecodeError as error:
         raise BadInput(f"{path}:{line or error.lineno} not JSON: {error.msg}") from None
     except RecursionError:
@@ -137,6 +155,14 @@ def _json_int(where: str, digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
         raise BadInput(f"{where}: an integer of {len(digits)} digits (at most {MAX_INT_DIGITS})")
     return int(digits)
+
+
+def _json_float(where: str, digits: str) -> float:
+    """A JSON number as a float; one written too large for a float (1e999) is not read as infinity."""
+    value = float(digits)
+    if not math.isfinite(value):
+        raise BadInput(f"{where}: the number {digits[:40]} is out of range (non-finite numbers are refused)")
+    return value
 
 
 def _json_constant(where: str, name: str) -> float:

@@ -9,17 +9,31 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 docker_answers() { docker info >/dev/null 2>&1; }
 
-# A Docker engine that answers: install docker.io (and debootstrap, for the offline base image)
-# on Debian or Ubuntu as root, and start the daemon without bridge or iptables when none runs.
+has_debootstrap() { command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || [ -x /sbin/debootstrap ]; }
+
+# apt-get install the named Debian packages, as root on Debian or Ubuntu; $1 says why (for the
+# error when this machine cannot).
+apt_install() {
+    local why="$1"; shift
+    [ "$(id -u)" = 0 ] || die "$why; install $* (as root: apt-get install $*), then rerun"
+    command -v apt-get >/dev/null 2>&1 || die "$why and this is not Debian/Ubuntu: install $* yourself, then rerun"
+    say "installing $* (apt-get)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# debootstrap, which builds the offline base image: installed on its own, whether or not Docker
+# already runs (the most common machine has Docker and not debootstrap).
+ensure_debootstrap() {
+    has_debootstrap || apt_install "debootstrap (for the offline base image) is not installed" debootstrap
+}
+
+# A Docker engine that answers, and debootstrap: install docker.io on Debian or Ubuntu as root
+# when no dockerd is installed, and start the daemon without bridge or iptables when none runs.
 ensure_docker() {
+    ensure_debootstrap
     if docker_answers; then return 0; fi
-    if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
-        [ "$(id -u)" = 0 ] || die "no Docker engine answers; install Docker (https://docs.docker.com/engine/install/) and debootstrap, then rerun"
-        command -v apt-get >/dev/null 2>&1 || die "no Docker engine answers and this is not Debian/Ubuntu: install Docker and debootstrap, start dockerd, then rerun"
-        say "installing docker.io and debootstrap (apt-get)"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null
-    fi
+    command -v dockerd >/dev/null 2>&1 || apt_install "no Docker engine answers (see https://docs.docker.com/engine/install/)" docker.io
     if docker_answers; then return 0; fi
     [ "$(id -u)" = 0 ] || die "no Docker engine answers; start it (sudo systemctl start docker) and rerun"
     say "starting dockerd (--bridge=none --iptables=false --ip-forward=false), log in /var/log/repro-dockerd.log"

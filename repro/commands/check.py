@@ -11,6 +11,7 @@ from rich.console import Console
 from repro.bundle import find_runs, latest_run, merge_problems
 from repro.check import RunVerdict, check_run
 from repro.signing import require_signed
+from repro.terminal import shown
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 
@@ -26,28 +27,33 @@ def check(
     target = results if results is not None else latest_run(Path("results"))
     runs = find_runs(target)
     merge = merge_problems(target) if target.is_dir() else []
-    signers = require_signed([target], allowed_signers) if allowed_signers else []
-    verdicts = [check_run(run_dir) for run_dir in runs]
-    for run_dir, signer in signers:
-        Console().print(f"signed: {run_dir.name} by {signer}", soft_wrap=True)
-    if as_json:
+    signers = dict(require_signed([target], allowed_signers)) if allowed_signers else {}
+    verdicts = [check_run(run_dir).model_copy(update={"signer": signers.get(run_dir)}) for run_dir in runs]
+    if as_json:  # stdout is the JSON alone; the signer is each run's `signer`
         typer.echo(json.dumps([v.model_dump(mode="json") for v in verdicts], indent=2))
     else:
         print_verdicts(verdicts)
     for problem in merge:
-        Console(stderr=True).print(f"[red]merge[/]: {problem}", soft_wrap=True)
-    if merge or any(v.invalid for v in verdicts):
+        Console(stderr=True).print(f"[red]merge[/]: {shown(problem)}", soft_wrap=True)
+    if merge or any(v.failed for v in verdicts):
         raise typer.Exit(1)
 
 
 def print_verdicts(verdicts: list[RunVerdict]) -> None:
     console = Console()
     for run in verdicts:
-        console.print(f"[bold]run {run.run_id}[/]")
+        if run.signer:
+            console.print(f"signed: {shown(Path(run.run_dir).name)} by {shown(run.signer)}", soft_wrap=True)
+        console.print(f"[bold]run {shown(run.run_id)}[/] (bundle format {shown(run.format_version)})", soft_wrap=True)
+        for problem in run.run_problems if not run.cells else []:
+            console.print(f"  [red]INVALID [/] {problem.rule}: {shown(problem.text)}", soft_wrap=True)
         for cell in run.cells:
             colour = COLOURS[cell.verdict]
-            console.print(f"  [{colour}]{cell.verdict:<8}[/] {cell.cell_id}", soft_wrap=True)
+            console.print(f"  [{colour}]{cell.verdict:<8}[/] {shown(cell.cell_id)}", soft_wrap=True)
             for reason in cell.reasons if cell.verdict != "VALID" else []:
-                console.print(f"             - {reason}", soft_wrap=True)
+                console.print(f"             - {shown(reason)}", soft_wrap=True)
+        for absent in run.absent:
+            console.print(f"  [dim]ABSENT  [/] {shown(absent.cell_id)} - {shown(absent.reason)}", soft_wrap=True)
         counts = {name: sum(c.verdict == name for c in run.cells) for name in COLOURS}
-        console.print("  " + ", ".join(f"{n} {name}" for name, n in counts.items()))
+        partial = f"; {len(run.absent)} planned cell(s) not in this bundle (a partial run)" if run.absent else ""
+        console.print("  " + ", ".join(f"{n} {name}" for name, n in counts.items()) + partial)

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from repro.compare import Comparison, RowChange, compare, load_tables
+from repro.terminal import printable
 
 COLOURS = {"better": "green", "worse": "red", "no clear difference": "yellow"}
 
@@ -32,13 +33,13 @@ def compare_command(
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
     settings = comparison.settings
-    console.print("settings that differ: " + ("; ".join(s.describe() for s in settings) if settings else "none"), soft_wrap=True, markup=False)
+    console.print("settings that differ: " + (printable("; ".join(s.describe() for s in settings)) if settings else "none"), soft_wrap=True, markup=False)
     for row in comparison.rows:
         print_row(console, row)
     for key in comparison.only_before:
-        console.print(f"only in A: {key}", soft_wrap=True, markup=False)
+        console.print(f"only in A: {printable(key)}", soft_wrap=True, markup=False)
     for key in comparison.only_after:
-        console.print(f"only in B: {key}", soft_wrap=True, markup=False)
+        console.print(f"only in B: {printable(key)}", soft_wrap=True, markup=False)
     verdicts = [row.verdict for row in comparison.rows]
     console.print(
         f"{len(verdicts)} rows compared: {verdicts.count('better')} better, {verdicts.count('worse')} worse, {verdicts.count('no clear difference')} no clear difference"
@@ -49,15 +50,15 @@ def print_row(console: Console, row: RowChange) -> None:
     name = row.before_key if row.before_key == row.after_key else f"{row.before_key} -> {row.after_key}"
     scores = f"{row.before[0]}/{row.before[1]} -> {row.after[0]}/{row.after[1]} ({100 * row.change:+.1f} points)"
     console.print(f"[{COLOURS[row.verdict]}]{row.verdict.upper()}[/] ", end="")
-    console.print(f"{name}: {scores}, {evidence(row)}", soft_wrap=True, markup=False)
+    console.print(f"{printable(name)}: {scores}, {printable(evidence(row))}", soft_wrap=True, markup=False)
     for setting in row.settings:
-        console.print(f"    setting {setting.describe()}", soft_wrap=True, markup=False)
+        console.print(f"    setting {printable(setting.describe())}", soft_wrap=True, markup=False)
     for direction in ("fixed", "broken", "changed"):
         flipped = [f.scenario for f in row.flips if f.direction == direction]
         if flipped:
-            console.print(f"    {direction} ({len(flipped)}): {', '.join(flipped)}", soft_wrap=True, markup=False)
+            console.print(f"    {direction} ({len(flipped)}): {printable(', '.join(flipped))}", soft_wrap=True, markup=False)
     for failure, (old, new) in row.failure_types.items():
-        console.print(f"    failure type {failure}: {old} -> {new}", markup=False)
+        console.print(f"    failure type {printable(failure)}: {old} -> {new}", soft_wrap=True, markup=False)
 
 
 def evidence(row: RowChange) -> str:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -15,7 +19,11 @@ from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
 from repro.plan import Cell, Plan, make_plan
 from repro.profiles import is_profiles_file, load_profiles
+from repro.terminal import printable
 from repro.yamlsource import require_folder
+
+if TYPE_CHECKING:
+    from repro.run import RunOptions
 
 app = typer.Typer(help="Validate, describe and plan matrix files.", no_args_is_help=True)
 console = Console()
@@ -140,7 +148,7 @@ def run(
     from repro.run import RunOptions, run_exit_status, run_matrix
 
     require_folder(out, "results folder")
-    shard_pair = parse_shard(shard) if shard else None
+    shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
     options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas))
     try:
         run_dir = run_matrix(options, RunProgress(console))
@@ -149,16 +157,64 @@ def run(
     print_run_summary(run_dir)
     status = run_exit_status(run_dir)
     if status:
-        console.print(f"exit status {status}: a cell ended in an engine fault or error, or the latency gate excluded it (rerun faults with --resume)")
+        print(incomplete_line(run_dir, options, status), file=sys.stderr)
         raise typer.Exit(status)
+
+
+def ascii_shard(text: str) -> str:
+    """--shard as typed, refused in one line unless it is ASCII digits `i/n` (not empty, no superscripts)."""
+    if not re.fullmatch(r"[0-9]{1,6}/[0-9]{1,6}", text):
+        raise BadInput(f"--shard {printable(text)[:40]}: expected i/n with 1 <= i <= n in ASCII digits, e.g. 2/4")
+    return text
+
+
+def incomplete_line(run_dir: Path, options: RunOptions, status: int) -> str:
+    """One line: why the run is incomplete (cells by cause) and the exact command that finishes it."""
+    from repro.bundle import load_cell, load_run
+    from repro.run import cell_needs_rerun, gate_excluded
+
+    record = load_run(run_dir)
+    causes = {"gate": 0, "fault": 0, "excluded": 0, "missing": 0}
+    for cell_id in record.planned_cells:
+        try:
+            cell = load_cell(run_dir / "cells" / cell_id)
+        except BadInput:
+            causes["missing"] += 1
+            continue
+        cause = "gate" if gate_excluded(cell) else "fault" if cell_needs_rerun(cell) else "excluded" if cell.status == "excluded" else None
+        if cause:
+            causes[cause] += 1
+    text = {
+        "gate": "excluded by the latency gate (the machine was too slow or busy then)",
+        "fault": "ended in an engine fault or error",
+        "excluded": "excluded by the engine's chat template (a rerun does not change that)",
+        "missing": "not run yet",
+    }
+    why = "; ".join(f"{count} cell(s) {text[cause]}" for cause, count in causes.items() if count)
+    if status == 130 or record.status == "interrupted":
+        why = "interrupted" + (f"; {why}" if why else "")
+    when = " when the machine is quiet" if causes["gate"] else ""
+    return f"run incomplete (exit {status}): {why or record.status}; to finish it{when}, run: {resume_command(options)} (complete cells are kept, the others run and are gated again)"
+
+
+def resume_command(options: RunOptions) -> str:
+    """The `repro matrix run ... --resume` command line that continues this run, shell-quoted."""
+    words = ["repro", "matrix", "run", str(options.matrix), "--profile", options.profile, "--out", str(options.out), "--resume"]
+    if options.shard_text:
+        words += ["--shard", options.shard_text]
+    for cell_id in options.only:
+        words += ["--only", cell_id]
+    if options.replicas != 1:
+        words += ["--replicas", str(options.replicas or "auto")]
+    return printable(shlex.join(words))
 
 
 def parse_replicas(text: str) -> int | None:
     """--replicas: a count from 1, or `auto` (None: chosen from the cores and GPU memory)."""
     if text == "auto":
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise BadInput(f"--replicas {text}: expected a count from 1, or auto")
+    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) < 1:
+        raise BadInput(f"--replicas {printable(text)[:40]}: expected a count from 1, or auto")
     return int(text)
 
 

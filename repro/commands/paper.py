@@ -12,6 +12,7 @@ from repro.figures import write_figures
 from repro.paper import render as render_tables
 from repro.report import render_report
 from repro.signing import require_signed
+from repro.terminal import shown
 
 app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
 
@@ -27,7 +28,7 @@ def render(
     """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the rest are listed as excluded."""
     if require_signature is not None:
         for run_dir, signer in require_signed(results, require_signature):
-            Console().print(f"signed: {run_dir.name} by {signer}", soft_wrap=True)
+            Console().print(f"signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
     tables, cells = collect_with_cells(results)
     figures = write_figures(tables, out)
     names = list(dict.fromkeys(path.stem for path in figures))
@@ -35,4 +36,4 @@ def render(
     console = Console()
     console.print(f"{len(tables.rows)} table rows from VALID cells, {len(tables.exclusions)} exclusions")
     for path in written:
-        console.print(f"wrote {path}")
+        console.print(f"wrote {shown(path)}", soft_wrap=True)

@@ -11,12 +11,14 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from harness.lab_codes import lab_code
 from repro.bundle import CELL_FILE, find_runs, load_cell, load_run, read_results
 from repro.bundle import merge as merge_bundles
-from repro.errors import BadInput
 from repro.files import atomic_write
+from repro.terminal import shown
+from repro.yamlsource import require_file_target
 
-CSV_COLUMNS = "run cell model engine protocol repeat scenario category passed failure_type steps seconds tokens_in tokens_out".split()
+CSV_COLUMNS = "run cell model engine protocol repeat scenario category passed failure_type lab_code steps seconds tokens_in tokens_out".split()
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 app = typer.Typer(help="Work with result bundles.", no_args_is_help=True)
@@ -31,8 +33,8 @@ def merge(
     merged = merge_bundles(sources, out)
     console = Console()
     for path in merged:
-        console.print(f"merged {path}")
-    console.print(f"{len(merged)} bundles in {out}; check them with: repro check {out}")
+        console.print(f"merged {shown(path)}", soft_wrap=True)
+    console.print(f"{len(merged)} bundles in {shown(out)}; check them with: repro check {shown(out)}", soft_wrap=True)
 
 
 @app.command("csv")
@@ -41,15 +43,15 @@ def csv_export(
     out: Path | None = typer.Option(None, "--out", help="The CSV file (standard output when omitted)."),
 ) -> None:
     """Per-scenario results of a bundle as CSV: one row per scenario, repeat and cell (complete cells, any verdict)."""
-    if out is not None and out.is_dir():
-        raise BadInput(f"{out}: a folder, not a file")
+    if out is not None:
+        require_file_target(out, "CSV file")
     rows = list(scenario_rows(results))
     text = to_csv(rows)
     if out is None:
         sys.stdout.write(text)
         return
     atomic_write(out, text.encode())
-    Console(stderr=True).print(f"wrote {len(rows)} scenario rows to {out}")
+    Console(stderr=True).print(f"wrote {len(rows)} scenario rows to {shown(out)}", soft_wrap=True)
 
 
 def to_csv(rows: list[list[object]]) -> str:
@@ -77,6 +79,7 @@ def scenario_rows(results: Path) -> Iterator[list[object]]:
                     r.category,
                     r.passed,
                     r.failure_type or "",
+                    lab_code(r.failure_type) or "",
                     r.steps,
                     r.seconds,
                     r.tokens_in,

@@ -10,6 +10,7 @@ from rich.console import Console
 from repro.aggregate import collect_with_cells
 from repro.errors import BadInput
 from repro.signing import require_signed
+from repro.terminal import printable, shown
 from repro.verify import RowComparison, compare, load_side
 
 COLOURS = {"reproduced": "green", "differs": "red", "missing": "red", "extra": "yellow"}
@@ -30,7 +31,7 @@ def verify(
         if not published.is_dir():
             raise BadInput(f"{published}: --require-signature needs the published bundle (a results.json carries no signature)")
         for run_dir, signer in require_signed([published], require_signature):
-            Console().print(f"published bundle signed: {run_dir.name} by {signer}", soft_wrap=True)
+            Console().print(f"published bundle signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
     published_tables, published_cells = load_side(published)
     rerun_tables, rerun_cells = collect_with_cells(results)
     comparisons = compare(published_tables, rerun_tables, published_cells, rerun_cells, require_identical=identical_transcripts)
@@ -46,7 +47,7 @@ def verify(
 def print_row(console: Console, item: RowComparison) -> None:
     scores = f"published {item.published or '-'}, rerun {item.rerun or '-'}"
     identity = f"; {item.transcripts.summary()}" if item.transcripts else ""
-    console.print(f"[{COLOURS[item.status]}]{item.status.upper():<10}[/] {item.key} ({scores}{identity})", soft_wrap=True, highlight=False)
-    shown = item.differences if item.status != "reproduced" else []
-    for line in shown + [d for d in (item.transcripts.differing if item.transcripts else []) if d not in shown]:
-        console.print(f"           - {line}", soft_wrap=True, highlight=False, markup=False)
+    console.print(f"[{COLOURS[item.status]}]{item.status.upper():<10}[/] {shown(item.key)} ({shown(scores + identity)})", soft_wrap=True, highlight=False)
+    listed = item.differences if item.status != "reproduced" else []
+    for line in listed + [d for d in (item.transcripts.differing if item.transcripts else []) if d not in listed]:
+        console.print(f"           - {printable(line)}", soft_wrap=True, highlight=False, markup=False)

@@ -17,10 +17,10 @@ from repro.bundle import Bundle, load_cell, load_run
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
 from repro.profiles import load_profiles
-from repro.records import CellRecord, CellSummary, IdentityCheck, RunRecord
+from repro.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, RunRecord
 from repro.redact import Redactor
 from repro.suites import select
-from tests.fixtures.synthetic import CANARY, ROOT, embed, result, smoke_variant
+from tests.fixtures.synthetic import CANARY, ROOT, embed, reported_template, result, smoke_variant
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 
 # What llama.cpp reports for one request: 100 prompt tokens in 0.1 s, 20 generated in 0.2 s.
@@ -55,8 +55,8 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
     provisional = make_plan(smoke_variant(**update)[1], "cpu", load_profiles().get("cpu")).cells[0]
     real = [sid for sid, category, *_ in outcomes(provisional) if (ROOT / "scenarios" / category / f"{sid}.json").is_file()]
     raw, variant = smoke_variant(real, **update)  # a made-up scenario id leaves its cell INVALID
-    plan = make_plan(variant, "cpu", load_profiles().get("cpu"))
     run_template, _ = templates()
+    plan = make_plan(variant, "cpu", load_profiles().get("cpu"), templates=run_template.chat_templates)
     bundle = Bundle(run_dir, Redactor(CANARY))
     embed(bundle, raw, variant)
     matrix_info = run_template.matrix.model_copy(update={"sha256": variant.sha256})
@@ -85,6 +85,7 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
         "cell": cell,
         "model_sha256_verified": cell.model.sha256,
         "engine_identity": IdentityCheck(expected=expected, reported=expected, matched=True),
+        "engine_settings": EngineSettings(reported=reported_template(templates()[0].chat_templates[cell.model.id])),
         "suite_ids": [r.id for r in rows],
         "suite_sha256": select(cell.suite, ROOT).sha256,
         "engine_boot_seconds": 2.0,

@@ -121,8 +121,8 @@ CASES: dict[str, Case] = {
     "model_not_loaded": Case(lambda: Calls([READ], "model_not_loaded"), 2, "model_not_loaded", None),
     "context_overflow": Case(lambda: Calls([READ, WRITE], "context_overflow"), 3, "context_overflow", None),
     "engine_error": Case(lambda: Calls([READ], "engine_error"), 2, "engine_error", None),
+    "degenerate": Case(_protocol("react", text("Thought: I will check the beds.\n" * 40, "length")), 1, "cut at the token limit", 0.0),
     "empty_reply": Case(_protocol("json_schema", text("")), 1, 'reply ""', 0.0),
-    "truncated": Case(_protocol("json_schema", text('{"thought": "read", "tool": "table_read", "args": {"ta', "length")), 1, "cut at the token limit", 0.5),
     "invalid_syntax": Case(_protocol("json_prompt", text('{"thought": "read" "tool": "table_read", "args": {}}')), 1, "invalid JSON", 0.5),
     "text_tool_call": Case(_protocol("native_tools", text('{"name": "table_read", "arguments": {"table": "beds"}}')), 1, "written as text", 0.5),
     "unknown_tool": Case(_protocol("react", text('Thought: tidy up\nAction: delete_everything\nAction Input: {"all": true}')), 1, "unknown tool", 0.25),
@@ -252,7 +252,7 @@ def test_a_run_that_stopped_early_but_holds_every_check_passes(garden) -> None:
     ("codes", "expected"),
     [
         (["unknown_tool", "empty_reply"], "empty_reply"),
-        (["invalid_arguments", "truncated"], "truncated"),
+        (["invalid_arguments", "degenerate"], "degenerate"),
         (["text_tool_call", "invalid_syntax"], "invalid_syntax"),
         (["invalid_arguments", "text_tool_call"], "text_tool_call"),
         (["invalid_arguments", "unknown_tool"], "unknown_tool"),
@@ -263,6 +263,31 @@ def test_the_final_turn_replies_by_precedence(garden, codes, expected) -> None:
     replies = [rejected(code, tool="table_read") if code else ModelCall(raw="?", problem="bad") for code in codes]
     result = run_scenario(garden(), Calls([READ], "invalid", replies))
     assert (result.failure_type, result.failure_step) == (expected, 2)
+
+
+def test_a_truncated_reply_keeps_what_the_model_wrote(garden) -> None:
+    """A reply cut at the token limit is flagged truncated beside the code of what it was: an
+    unfinished JSON step is invalid_syntax, a loop of one line is degenerate."""
+    unfinished = run_scenario(garden(), make_policy("json_schema", Chat(text('{"thought": "read", "tool": "table_read", "args": {"ta', "length"))))
+    (reply,) = [r for entry in unfinished.transcript if entry["kind"] == "invalid" for r in entry["replies"]][:1]
+    assert (unfinished.failure_type, reply["reject"], reply["truncated"]) == ("invalid_syntax", "invalid_syntax", True)
+    assert unfinished.protocol_stats is not None and unfinished.protocol_stats.truncated == 2  # the reply and its retry
+
+
+@pytest.mark.parametrize(
+    ("text_", "expected"),
+    [
+        ("Action: table_read\n" * 30, True),  # one line until the limit
+        ("ok " * 200, True),  # one short span
+        ("intro text that is long enough to matter. " * 3 + "x", False),  # three copies, under half the reply
+        ("Thought: a plan with several different steps, each new, none of them repeated at all.", False),
+        ("", False),
+    ],
+)
+def test_degenerate_output_rule(text_: str, expected: bool) -> None:
+    from harness.protocols.base import degenerate_text
+
+    assert degenerate_text(text_) is expected
 
 
 def test_layers_decide_across_faults(garden) -> None:
@@ -294,8 +319,8 @@ def test_precedence_is_fixed_and_layered() -> None:
         "model_not_loaded",
         "context_overflow",
         "engine_error",
+        "degenerate",
         "empty_reply",
-        "truncated",
         "invalid_syntax",
         "text_tool_call",
         "unknown_tool",

@@ -73,7 +73,7 @@ FAULT_RUNS = [
     ("bad_args", "json_schema", {"invalid_arguments"}),
     ("broken_json", "json_prompt", {"invalid_syntax"}),
     ("empty", "react", {"empty_reply"}),
-    ("length", "native_tools", {"truncated"}),
+    ("length", "native_tools", {"text_tool_call"}),  # cut in the middle of a call written as text (flagged truncated)
     ("endless", "json_prompt", {"stuck", "step_limit"}),
 ]
 
