@@ -18,6 +18,7 @@ NEEDS = {
     "docker_client": "docker",
     "llama_image_ref": "engine",
     "smollm2_gguf": "engine",
+    "qwen_gguf": "engine",
 }
 
 

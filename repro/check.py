@@ -30,7 +30,7 @@ from repro.check_cross import rule_evidence, rule_gate_group, rule_gate_settings
 from repro.check_templates import boot_exclusion_evidenced, rule_chat_template, rule_template_facts
 from repro.errors import BadInput
 from repro.gate import rejudge
-from repro.matrix import LatencyGateSettings, load_matrix
+from repro.matrix import LatencyGateSettings, ModelSpec, load_matrix
 from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
 from repro.records import FORMAT_VERSION, CellRecord, CellSummary, Execution, RunRecord
 from repro.redact import Redactor, data_homes, find_leaks
@@ -95,6 +95,7 @@ class RecomputedPlan(BaseModel):
     whole: list[Cell] = []  # every runnable cell of the plan on this profile
     excluded: dict[str, str] = {}
     latency_gate: LatencyGateSettings | None = None
+    models: list[ModelSpec] = []  # the embedded matrix's models (their chat templates are checked)
     error: str | None = None
 
     @classmethod
@@ -110,7 +111,7 @@ class RecomputedPlan(BaseModel):
             return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
         first_shard = run.shard is None or run.shard.startswith("1/")
         excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
-        return cls(planned=cells, whole=plan.cells, excluded=excluded, latency_gate=loaded.matrix.latency_gate)
+        return cls(planned=cells, whole=plan.cells, excluded=excluded, latency_gate=loaded.matrix.latency_gate, models=list(loaded.matrix.models))
 
     def absent(self, run: RunRecord) -> list[AbsentCell]:
         """The plan's cells the run's selection leaves out, each with the option that left it out."""

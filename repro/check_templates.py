@@ -57,12 +57,15 @@ def facts_problems(model: ModelSpec, facts: TemplateFacts) -> list[str]:
 
 def rule_template_facts(ev: RunEvidence) -> list[str]:
     plan = ev.plan
-    models = {cell.model.id: cell.model for cell in plan.planned} if plan and not plan.error else {}
+    if plan is None or plan.error:
+        return []  # plan-recomputed names it
+    models = {model.id: model for model in plan.models}
     problems = []
     for model_id, facts in ev.run.chat_templates.items():
         model = models.get(model_id)
         if model is None:
-            continue  # a model with no planned cell here (excluded everywhere): nothing scored rests on it
+            problems.append(f"a chat template is recorded for model {model_id}, which the matrix does not name")
+            continue
         problems += facts_problems(model, facts)
     return problems
 

@@ -64,14 +64,14 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerCli
     from repro.images import engine_image, harness_image
     from repro.matrix import load_matrix
     from repro.models import model_path
-    from repro.plan import make_plan
+    from repro.plan import stored_plan
     from repro.profiles import load_profiles
     from repro.suites import select
 
     profiles = load_profiles()
     profile = profiles.get(profile_name)
     loaded = load_matrix(matrix, set(profiles.profiles))
-    plan = make_plan(loaded, profile_name, profile)
+    plan, _ = stored_plan(loaded, profile_name, profile)
     cell = _pick(plan.cells, plan.excluded, cell_id, f"repro matrix plan {matrix} --profile {profile_name}")
     _supported(cell)
     client = client or _client()

@@ -69,7 +69,7 @@ def probe(matrix: Path, profile_name: str) -> Iterator[LayerFinding]:
     templates = yield from template_findings(loaded, models)
     if harness is None:
         return
-    for cell in group_cells(loaded, profile_name, profile):
+    for cell in group_cells(loaded, profile_name, profile, templates):
         image = engine_image_or_none(cell, profile)
         if image is None or cell.model.id not in models or (cell.engine.kind == "llama.cpp" and cell.model.id not in templates):
             continue
@@ -121,10 +121,10 @@ def template_findings(loaded: LoadedMatrix, models: dict[str, Path]) -> Generato
     return facts
 
 
-def group_cells(loaded: LoadedMatrix, profile_name: str, profile: Profile) -> list[Cell]:
+def group_cells(loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts]) -> list[Cell]:
     """One planned cell per (engine, model) group, standing for the group."""
     groups: dict[tuple[str, str], Cell] = {}
-    for cell in make_plan(loaded, profile_name, profile).cells:
+    for cell in make_plan(loaded, profile_name, profile, templates=templates).cells:
         groups.setdefault((cell.engine.id, cell.model.id), cell)
     return list(groups.values())
 

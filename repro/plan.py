@@ -86,6 +86,16 @@ def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templat
     )
 
 
+def stored_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, *, require_all: bool = False) -> tuple[Plan, dict[str, TemplateFacts]]:
+    """The plan with the capability preflight for every model whose GGUF is in the store (all of
+    them with `require_all`: a shard's split must not depend on which models a machine holds)."""
+    from repro.chat_template import stored_template_facts
+
+    llama_models = [m for m in loaded.matrix.models if any(e.kind == "llama.cpp" for e in loaded.matrix.engines)]
+    templates = stored_template_facts(llama_models, required={m.id for m in llama_models} if require_all else set())
+    return make_plan(loaded, profile_name, profile, templates=templates), templates
+
+
 def suite_identity(suite: Suite) -> dict:
     """What of a suite enters a cell id. A field added later (`source`) enters only when set, so
     every cell id of a matrix without it stays what it was."""

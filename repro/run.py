@@ -24,7 +24,7 @@ from harness.contracts import ProgressEvent, SandboxAudit
 from repro import containers
 from repro.audit import audit_command, run_audit
 from repro.bundle import Bundle, CellWriter, find_resumable, load_cell, load_run, mark_latest, read_results, read_transcripts
-from repro.chat_template import TemplateFacts, engine_template_problem, server_blocker, stored_template_facts
+from repro.chat_template import TemplateFacts, engine_template_problem, server_blocker
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
 from repro.docker_client import daemon_unanswering, get_client, wait_for_daemon
@@ -37,7 +37,7 @@ from repro.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, e
 from repro.images import ImageRef, engine_image, harness_image
 from repro.matrix import LoadedMatrix, load_matrix
 from repro.models import model_path
-from repro.plan import Cell, Plan, make_plan, select_cells, shard_cells
+from repro.plan import Cell, Plan, select_cells, shard_cells, stored_plan
 from repro.profiles import Profile, load_profiles
 from repro.progress import RunProgress
 from repro.provenance import SourceState, source_at_end, source_state, system_description
@@ -233,8 +233,7 @@ def prepare(options: RunOptions) -> Prepared:
     profiles = load_profiles()
     profile = profiles.get(options.profile)
     loaded = load_matrix(options.matrix, set(profiles.profiles))
-    templates = stored_template_facts(loaded.matrix.models)
-    plan = make_plan(loaded, options.profile, profile, templates=templates)
+    plan, templates = stored_plan(loaded, options.profile, profile, require_all=options.shard is not None)
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     if not cells:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")

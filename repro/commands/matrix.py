@@ -13,11 +13,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.chat_template import stored_template_facts
 from repro.config import DEFAULT_MATRIX
 from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
-from repro.plan import Cell, Plan, make_plan
+from repro.plan import Cell, Plan, stored_plan
 from repro.profiles import is_profiles_file, load_profiles
 from repro.terminal import printable
 from repro.yamlsource import require_folder
@@ -75,7 +74,7 @@ def plan_for(file: Path, profile: str) -> Plan:
     profiles = load_profiles()
     chosen = profiles.get(profile)
     loaded = load_matrix(file, set(profiles.profiles))
-    return make_plan(loaded, profile, chosen, templates=stored_template_facts(loaded.matrix.models))
+    return stored_plan(loaded, profile, chosen)[0]
 
 
 def unchecked_templates(the_plan: Plan) -> list[str]:

@@ -58,7 +58,7 @@ def _section(text: str, start: str, end: str) -> str:
 
 def smoke_parts() -> tuple[str, str]:
     smoke = (ROOT / "matrix" / "smoke.yaml").read_text()
-    models = _section(smoke, "models:\n", "  - id: gemma-3-270m-q4_k_m")
+    models = _section(smoke, "models:\n", "  - id: qwen2.5-coder-0.5b-instruct-q4_k_m")
     engines = _section(smoke, "engines:\n", "protocols:")
     return models, engines
 

@@ -40,7 +40,7 @@ BAD_CASES = [
     ),
     (
         "dup-model",
-        variant("  - id: gemma-3-270m-q4_k_m", "  - id: smollm2-135m-instruct-q4_1"),
+        variant("  - id: qwen2.5-coder-0.5b-instruct-q4_k_m", "  - id: smollm2-135m-instruct-q4_1"),
         "{line} models[1].id: duplicate id 'smollm2-135m-instruct-q4_1' (first at models[0])",
     ),
     (
@@ -68,7 +68,11 @@ BAD_CASES = [
     ("bad-gate", variant("  required: 2", "  required: 5"), "{line} latency_gate: required (5) exceeds attempts (3)"),
     ("unknown-exclude-model", SMOKE + "exclude:\n  - model: llama-70b\n    reason: too big\n", "{line} exclude[0].model: unknown model 'llama-70b'"),
     ("negative-size", variant("file_size: 98362432", "file_size: -5"), "{line} models[0].file_size: input should be greater than 0"),
-    ("bad-id", variant("id: smollm2-135m-instruct-q4_1", "id: SmolLM2 135M"), "{line} models[0].id: must be 1 to 128 lower-case letters, digits, '.', '_' or '-'"),
+    (
+        "bad-id",
+        variant("id: smollm2-135m-instruct-q4_1", "id: SmolLM2 135M"),
+        "{line} models[0].id: must be 1 to 128 lower-case letters, digits, '.', '_' or '-'",
+    ),
     ("dup-yaml-key", variant("repeats: 1", "repeats: 1\nrepeats: 2"), "{line} repeats: duplicate key"),
     (
         "no-sources",

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 from repro.__main__ import main
@@ -32,11 +33,18 @@ ONE_PROTOCOL = re.sub(
 )
 
 
+@pytest.fixture(autouse=True)
+def empty_model_store(tmp_path, monkeypatch):
+    """No model in the store: the plan is the matrix's alone (the chat-template preflight of
+    stored models is tested in tests/models/test_chat_template.py and tests/e2e/test_templates.py)."""
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty-cache"))
+
+
 def test_plan_is_deterministic(capsys):
     first = plan_json(capsys, str(SMOKE), "--profile", "cpu")
     second = plan_json(capsys, str(SMOKE), "--profile", "cpu")
     assert first == second
-    assert [c["model"] for c in first["cells"]] == ["smollm2-135m-instruct-q4_1"] * 8 + ["gemma-3-270m-q4_k_m"] * 8
+    assert [c["model"] for c in first["cells"]] == ["smollm2-135m-instruct-q4_1"] * 8 + ["qwen2.5-coder-0.5b-instruct-q4_k_m"] * 8
     assert all(c["id"].startswith(f"{c['model']}__{c['engine']}__{c['protocol']}__") for c in first["cells"])
 
 
@@ -53,13 +61,13 @@ def test_cell_ids_depend_on_profile_and_settings(tmp_path, capsys):
 def test_excluded_cells_listed_with_reason(tmp_path, capsys):
     text = ONE_PROTOCOL
     text = text.replace("      cuda_dockerfile: images/llama-cpp/Dockerfile.cuda\n", "")
-    text = text.replace("file_size: 253113024", "file_size: 3253113024")
+    text = text.replace("file_size: 491400064", "file_size: 3491400064")
     text = text.replace("repeats: 1", "repeats: 2")
     path = tmp_path / "m.yaml"
     path.write_text(text)
     cpu = plan_json(capsys, str(path), "--profile", "cpu")
     assert len(cpu["cells"]) == 2 and len(cpu["excluded"]) == 2
-    assert {c["reason"] for c in cpu["excluded"]} == {"model gemma-3-270m-q4_k_m (3.03 GB) exceeds the 2 GB that profile cpu takes"}
+    assert {c["reason"] for c in cpu["excluded"]} == {"model qwen2.5-coder-0.5b-instruct-q4_k_m (3.25 GB) exceeds the 2 GB that profile cpu takes"}
     t4 = plan_json(capsys, str(path), "--profile", "gpu-t4")
     assert t4["cells"] == []
     assert {c["reason"] for c in t4["excluded"]} == {"engine llamacpp-b11434 has no cuda image for profile gpu-t4"}
@@ -75,10 +83,10 @@ def test_profile_not_allowed_by_matrix_excludes_everything(tmp_path, capsys):
 
 def test_explicit_exclusion(tmp_path, capsys):
     path = tmp_path / "m.yaml"
-    path.write_text(ONE_PROTOCOL + "exclude:\n  - model: gemma-3-270m-q4_k_m\n    reason: base model, no chat template\n")
+    path.write_text(ONE_PROTOCOL + "exclude:\n  - model: qwen2.5-coder-0.5b-instruct-q4_k_m\n    reason: not today\n")
     plan = plan_json(capsys, str(path), "--profile", "cpu")
     assert [c["model"] for c in plan["cells"]] == ["smollm2-135m-instruct-q4_1"]
-    assert plan["excluded"][0]["reason"] == "base model, no chat template"
+    assert plan["excluded"][0]["reason"] == "not today"
 
 
 def test_schema_export_validates_every_matrix(capsys):
@@ -102,7 +110,7 @@ def test_groups_share_one_engine_boot():
     plan = make_plan(load_matrix(path), "cpu", profiles.get("cpu"))
     assert [key for key, _ in plan.groups()] == [
         ("llamacpp-b11434", "smollm2-135m-instruct-q4_1"),
-        ("llamacpp-b11434", "gemma-3-270m-q4_k_m"),
+        ("llamacpp-b11434", "qwen2.5-coder-0.5b-instruct-q4_k_m"),
     ]
 
 

@@ -1,4 +1,4 @@
-"""Real engine, sealed pair: SmolLM2 and gemma-3-270m on llama.cpp (``--jinja``) under each of
+"""Real engine, sealed pair: SmolLM2 and Qwen2.5-Coder-0.5B on llama.cpp (``--jinja``) under each of
 the four protocols on three scenarios, twice. Every reply is parsed or classified (the harness
 exits 0, no engine fault, every invalid reply names its problem) and the second run's
 transcripts are identical to the first's.
@@ -26,7 +26,7 @@ from tests.fixtures.models import model_cache, smoke_model  # noqa: F401
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
 
 REPO = Path(__file__).resolve().parents[2]
-MODELS = ["smollm2-135m-instruct-q4_1", "gemma-3-270m-q4_k_m"]
+MODELS = ["smollm2-135m-instruct-q4_1", "qwen2.5-coder-0.5b-instruct-q4_k_m"]
 IDS = ["ask-001", "notes-001", "table_read_answer-001"]
 
 

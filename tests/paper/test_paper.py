@@ -28,7 +28,7 @@ def test_tables_hold_the_measured_numbers(tmp_path):
     written = render(tables, tmp_path / "tables")
     markdown = (tmp_path / "tables" / "results.md").read_text()
     assert "| smollm2-135m-instruct-q4_1 | Q4_1 | 93.8 | b11434 | json_schema | synthetic | 2/3 |" in markdown
-    assert "| gemma-3-270m-q4_k_m | Q4_K_M |" in markdown and "| 1/3 |" in markdown
+    assert "| qwen2.5-coder-0.5b-instruct-q4_k_m | Q4_K_M |" in markdown and "| 1/3 |" in markdown
     assert "No cell was excluded." in markdown
     tex = (tmp_path / "tables" / "results.tex").read_text()
     assert "\\toprule" in tex and "\\bottomrule" in tex and "smollm2-135m-instruct-q4\\_1" in tex
