@@ -7,22 +7,27 @@ completed (whatever the score) and 3 when the engine is unreachable from the sta
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import json
+import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.contracts import ScenarioResult
+from harness.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, require_output_file
 from harness.protocols import PROTOCOLS
 from harness.results import progress_event, progress_line, summary_lines
 from harness.scenario import Scenario, ScenarioError, load_scenarios
 from harness.scripted_engine import FAULTS, serve_command
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ENGINE_DOWN = 0, 1, 2, 3
+OUTPUT_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT}
 
 
 class UsageError(Exception):
@@ -46,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--protocol", default="json_schema", choices=list(PROTOCOLS), help="how steps are asked for and read (docs/harness.md)")
     run.add_argument("--api", default="openai", choices=["openai", "ollama"], help="openai: /v1/chat/completions (llama.cpp); ollama: /api/chat")
     run.add_argument("--max-tokens", type=_positive_int, default=512)
-    run.add_argument("--temperature", type=float, default=0.0)
+    run.add_argument("--temperature", type=_finite_float, default=0.0)
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="seconds per request")
     run.add_argument("--scenario-timeout", type=_positive_float, default=None, metavar="SECONDS", help="wall-clock budget per scenario (failure type timeout)")
@@ -71,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     scripted = commands.add_parser("scripted-engine", help="serve scenarios' reference steps as an OpenAI-compatible engine")
     scripted.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder to play")
-    scripted.add_argument("--port", type=int, default=8080)
+    scripted.add_argument("--port", type=_port, default=8080, help="0 to 65535 (0: a free port)")
     scripted.add_argument("--host", default="127.0.0.1")
     scripted.add_argument("--fault", choices=list(FAULTS), default=None, help="emit this failure mode in every reply")
     return parser
@@ -90,10 +95,24 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def _finite_float(text: str) -> float:
     value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be above 0")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {value}")
     return value
 
 
@@ -102,16 +121,24 @@ def _positive_float(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with standard output closed (`>&-`): results and progress would be lost
+        return _fail("standard output is closed; redirect it to a file or /dev/null instead")
     if argv[:1] == ["probe"]:
         return _probe(argv[1:])
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a full or closed standard output fails here, not in the interpreter's last flush
+        return status
     except UsageError as exc:
+        return _fail(f"error: {exc}")
+    except InputError as exc:  # an input or output file, as an OSError below would be
         return _fail(f"error: {exc}")
     except ScenarioError as exc:
         return _fail(str(exc))
     except OSError as exc:
+        if exc.filename is None and exc.errno in OUTPUT_ERRNOS:
+            return _output_failed(exc)
         return _fail(f"error: {exc.filename or ''}: {exc.strerror or exc}")
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
@@ -120,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _fail(message: str) -> int:
     print(f"harness: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _output_failed(error: OSError) -> int:
+    """Standard output could not be written (a closed pipe, a full device): one line, exit 2, and
+    stdout pointed at /dev/null so that the interpreter's last flush does not fail again."""
+    _fail(f"standard output could not be written: {error.strerror or error}")
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_BAD_INPUT
 
 
@@ -148,8 +184,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.protocols import make_policy
     from harness.runner import run_scenario
 
+    _check_outputs(args.out, args.transcripts)
     scenarios = _select(args)
-    _check_writable(args.out, args.transcripts)
     with _client(args) as client:
         try:
             client.ping()
@@ -168,9 +204,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from harness.runner import replay_scenario
 
+    _check_outputs(args.out)
     scenarios = _select(args)
-    if args.out:
-        _check_writable(args.out, None)
     results = _run_all(scenarios, replay_scenario, args.out, None)
     return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
 
@@ -178,8 +213,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from harness.lint import lint_path
 
-    if not args.scenarios.exists():
-        raise UsageError(f"{args.scenarios}: no such file or folder")
+    if not args.scenarios.is_dir():  # the one file named must be readable at all: else bad input, not a finding
+        open_regular(args.scenarios, MAX_SCENARIO_BYTES).close()
     problems = lint_path(args.scenarios)
     for problem in problems:
         print(problem)
@@ -241,7 +276,9 @@ def _run_all(
 
 
 class _atomic_lines:
-    """Append JSON lines to a temporary file beside ``path``; rename it into place on success."""
+    """Append JSON lines to a temporary file beside ``path``; rename it into place on success.
+    Every write error (a full disk) is an ``InputError`` naming ``path``, and the temporary file
+    never outlives the run."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -251,27 +288,50 @@ class _atomic_lines:
     def __enter__(self) -> Callable[[dict[str, Any]], None]:
         if self.path is None:
             return lambda record: None
-        handle, self._temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        with self._errors():
+            handle, self._temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         self._file = os.fdopen(handle, "w", encoding="utf-8")
         return self._write
 
     def _write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
+        with self._errors():
+            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.flush()
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
         if self._file is None:
             return
-        self._file.close()
+        try:
+            if exc_type is None:
+                with self._errors():
+                    self._keep()
+            else:
+                with contextlib.suppress(OSError):
+                    self._file.close()
+        finally:
+            if os.path.lexists(self._temp):
+                os.unlink(self._temp)
+
+    def _keep(self) -> None:
         assert self.path is not None  # a file was opened, so there is a path
-        if exc_type is None:
-            os.chmod(self._temp, 0o644)  # mkstemp makes it private; results are meant to be read
-            os.replace(self._temp, self.path)
-        else:
-            os.unlink(self._temp)
+        with self._file:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        os.chmod(self._temp, 0o644)  # mkstemp makes it private; results are meant to be read
+        os.replace(self._temp, self.path)
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as error:
+            raise InputError(f"{self.path}: cannot write ({error.strerror or error})") from None
 
 
-def _check_writable(*paths: Path | None) -> None:
-    for path in paths:
-        if path is not None and not path.parent.resolve().is_dir():
-            raise UsageError(f"{path}: the folder {path.parent} does not exist")
+def _check_outputs(*paths: Path | None) -> None:
+    """Every output target checked before any work (harness/inputs.py), and no two the same."""
+    given = [path for path in paths if path is not None]
+    for path in given:
+        require_output_file(path)
+    if len({path.resolve() for path in given}) < len(given):
+        raise UsageError("--out and --transcripts name the same file")

@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.inputs import InputError, read_regular
+
 FIXTURES_ENV = "HARNESS_FIXTURES"
 SET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 MAX_TREE_ENTRIES = 400
@@ -132,9 +134,10 @@ def _read_dir(folder: Path, parts: tuple[str, ...], nodes: dict[tuple[str, ...],
 
 
 def _read_file(path: Path) -> FileNode:
-    data = path.read_bytes()
-    if len(data) > MAX_FILE_BYTES:
-        raise FixtureError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        data = read_regular(path, MAX_FILE_BYTES)  # the size is checked before reading
+    except InputError as exc:
+        raise FixtureError(str(exc)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

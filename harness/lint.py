@@ -13,9 +13,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.contracts import ScenarioResult
+from harness.inputs import MAX_SCENARIO_BYTES, InputError, read_text
 from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS, RANDOM_CALLERS
 from harness.runner import replay_scenario, run_scenario
-from harness.scenario import Scenario, ScenarioError, load_scenario, scenario_files
+from harness.scenario import Scenario, ScenarioError, parse_scenario, scenario_files
 
 NOTHING_TO_DO = "nothing_to_do"
 LADDER = re.compile(r"ladder-([0-8])")
@@ -38,11 +39,12 @@ class Loaded:
 
 
 def load_for_lint(path: Path) -> Loaded:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """The file read once, within its bound (a FIFO, a device or a huge file is refused unread)."""
     try:
-        return Loaded(path, text, load_scenario(path), None)
-    except ScenarioError as exc:
-        return Loaded(path, text, None, str(exc))
+        text = read_text(path, MAX_SCENARIO_BYTES)
+        return Loaded(path, text, parse_scenario(path, text), None)
+    except (InputError, ScenarioError) as exc:
+        return Loaded(path, "", None, str(exc))
 
 
 def lint_path(path: str | Path) -> list[str]:

@@ -17,6 +17,12 @@ re-grade into a pass), and ``timeout`` (a wall-clock budget, which a replay cann
 the recorded late reply, then scored as a timeout: always a failure. A transcript that ends
 before the loop does is a difference, and the run is stopped as an engine failure.
 
+Given the cell's protocol (``Replay``, as ``repro check`` does), the recorded steps are not
+taken on their word: each recorded raw reply is read again by that protocol's own policy
+(``TranscriptPolicy`` with ``ReplayClient``), so the executed call, its thought, each reply's
+validity and reject code, and the first prompt (rebuilt from the scenario) are derived, and a
+record that says otherwise is a difference.
+
 A re-grade proves that the recorded outcome follows from the recorded calls; it cannot prove
 that a model made those calls (only a rerun does). A transcript is hostile input: its size and
 nesting are bounded, its entries validated, and anything malformed is a difference, never an
@@ -39,6 +45,7 @@ from harness.checks import CheckContext, evaluate_all
 from harness.client import ChatReply, ToolCall
 from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
 from harness.errors import EngineError, engine_failure
+from harness.inputs import MAX_RECORDS_BYTES, open_text
 from harness.loop import ENGINE_STOPS, INVALID_REPLY, run_agent
 from harness.policy import ModelCall, PolicyReply, Step, Turn
 from harness.protocols import PROTOCOLS, make_policy
@@ -362,9 +369,7 @@ class ReplayClient:
 def recorded_answer(reply: _Reply, protocol: str) -> ChatReply:
     """A recorded reply as the engine's answer: its text and (native_tools) calls, cut at the
     token limit when it was recorded as truncated."""
-    content, calls = reply.content, []
-    if protocol == "native_tools":
-        content, calls = native_parts(reply.content)
+    content, calls = native_parts(reply.content) if protocol == "native_tools" else (reply.content, [])
     finish = "length" if getattr(reply, "truncated", False) is True else ("tool_calls" if calls else "stop")
     return ChatReply(content=content, finish_reason=finish, tool_calls=calls)
 
@@ -586,9 +591,10 @@ def _unique_by_id(lines: Iterable[TranscriptLine], what: str, problems: list[str
 
 def read_records(path: Path, model: type[BaseModel], problems: list[str]) -> list[Any]:
     """The valid records of a JSON-lines file; each bad line is one problem, never an exception.
-    ``OSError`` (a missing or unreadable file) is left to the caller: that is bad input."""
+    ``InputError`` (a missing, unreadable, non-regular or oversized file) is left to the caller:
+    that is bad input."""
     records = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with open_text(path, MAX_RECORDS_BYTES) as handle:  # a regular file within its bound (harness/inputs.py)
         number = 0
         while line := handle.readline(MAX_LINE_CHARS + 1):
             number += 1
@@ -619,20 +625,21 @@ def _record(line: str, model: type[BaseModel]) -> BaseModel | str:
         return f"not a {model.__name__}: {where}: {error['msg']}"[:300]
 
 
-def regrade_files(scenarios: list[Scenario], results_path: Path, transcripts_path: Path | None) -> RegradeReport:
+def regrade_files(scenarios: list[Scenario], results_path: Path, transcripts_path: Path | None, replay: Replay | None = None) -> RegradeReport:
     """``regrade_all`` over a cell's ``scenarios.jsonl`` and ``transcripts.jsonl``."""
     problems: list[str] = []
     results = read_records(results_path, ScenarioResult, problems)
     transcripts = read_records(transcripts_path, TranscriptLine, problems) if transcripts_path else []
-    report = regrade_all(scenarios, results, transcripts)
+    report = regrade_all(scenarios, results, transcripts, replay)
     report.problems[:0] = problems
     return report
 
 
-def command(scenarios_path: Path, results_path: Path, transcripts_path: Path | None) -> int:
+def command(scenarios_path: Path, results_path: Path, transcripts_path: Path | None, replay: Replay | None = None) -> int:
     """``python -m harness regrade``: one line per differing scenario; 1 on any difference.
+    ``replay.protocol`` parses every raw reply again under that protocol, as ``repro check`` does.
     Unreadable files and bad scenario files raise (``OSError``, ``ScenarioError``): bad input."""
-    report = regrade_files(load_scenarios(scenarios_path), results_path, transcripts_path)
+    report = regrade_files(load_scenarios(scenarios_path), results_path, transcripts_path, replay)
     for line in report.lines():
         print(line)
     differing = sum(not r.agrees for r in report.regrades)

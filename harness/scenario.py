@@ -25,7 +25,7 @@ from pydantic import (
 
 from harness.checks_model import CHECK_TYPES, Check
 from harness.fixtures import FixtureError, World, find_fixtures_root, load_tree, load_weather, load_web
-from harness.strict_json import StrictJSONError, loads_strict
+from harness.inputs import MAX_SCENARIO_BYTES, InputError, parse_json, read_text
 from harness.tool_specs import FILE_TOOLS, TOOL_SPECS, WEATHER_TOOLS, WEB_TOOLS
 
 Cell = StrictBool | StrictInt | StrictFloat | StrictStr | None
@@ -207,16 +207,21 @@ class Scenario(Strict):
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Load and validate one scenario file."""
+    """Load and validate one scenario file (a regular file of at most MAX_SCENARIO_BYTES)."""
     path = Path(path)
     try:
-        data = loads_strict(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{path}: not UTF-8 text") from None
-    except StrictJSONError as exc:
-        raise ScenarioError(f"{path}: invalid JSON: {exc}") from None
+        text = read_text(path, MAX_SCENARIO_BYTES)
+    except InputError as exc:
+        raise ScenarioError(str(exc)) from None
+    return parse_scenario(path, text)
+
+
+def parse_scenario(path: Path, text: str) -> Scenario:
+    """Validate the text of the scenario file `path`."""
+    try:
+        data = parse_json(path, text)
+    except InputError as exc:
+        raise ScenarioError(str(exc)) from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: the file must hold one JSON object")
     try:
@@ -232,12 +237,14 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def scenario_files(path: str | Path) -> list[Path]:
+    """The scenario files at `path`: the file itself, or every ``*.json`` below the folder. A FIFO
+    or device is listed too, so that the loader refuses it by name rather than it being skipped."""
     path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*.json") if not p.is_dir())
+    if not path.exists():
         raise ScenarioError(f"{path}: no such file or folder")
-    return sorted(p for p in path.rglob("*.json") if p.is_file())
+    return [path]
 
 
 def load_scenarios(path: str | Path, only: list[str] | None = None, ids: list[str] | None = None) -> list[Scenario]:

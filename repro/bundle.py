@@ -41,6 +41,7 @@ from repro.yamlsource import parse_json_bounded
 
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
+ATTESTATION = "MANIFEST.sha256.intoto.jsonl"  # the in-toto statement in a DSSE envelope (repro.attestation)
 RUN_FILE = "run.json"
 MERGE_RECORD = "MERGED.json"  # beside the runs of a merged results folder
 SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and .../fixtures/ (format 3)
@@ -218,7 +219,7 @@ def bundle_files(run_dir: Path) -> list[Path]:
     files = []
     for relative, info in entries(run_dir):
         parts = relative.split("/")
-        if not stat.S_ISREG(info.st_mode) or relative in (MANIFEST, SIGNATURE) or _is_partial(parts):
+        if not stat.S_ISREG(info.st_mode) or relative in (MANIFEST, SIGNATURE, ATTESTATION) or _is_partial(parts):
             continue
         if any(part.startswith(".") for part in parts):
             continue

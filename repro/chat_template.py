@@ -65,6 +65,13 @@ def template_sha256(text: str) -> str:
     return sha256_bytes(text.encode("utf-8"))
 
 
+def served_sha256(text: str) -> str:
+    """The sha256 a template is known by once an engine has loaded it: llama.cpp b11434 trims the
+    template's leading and trailing whitespace (Qwen2.5's GGUF template ends in a newline that
+    `/props` does not report), so both sides are compared trimmed."""
+    return template_sha256(text.strip())
+
+
 # ---------------------------------------------------------------- reading the template
 
 
@@ -229,7 +236,7 @@ def server_blocker(caps: dict[str, Any] | None, protocol: str) -> str | None:
 def engine_template_problem(facts: TemplateFacts | None, used_sha256: object) -> str | None:
     """Why the template the engine reports using (sha256 of `/props` chat_template) is not the
     pinned or embedded one: a built-in fallback, a template from elsewhere. None when it is."""
-    if facts is not None and used_sha256 == facts.sha256:
+    if facts is not None and used_sha256 == served_sha256(facts.text):
         return None
     expected = f"the {facts.source} template {facts.sha256[:12]}..." if facts else "a recorded template"
     return f"{CONFIGURATION}the engine uses chat template {str(used_sha256)[:12]}..., not {expected} (a built-in fallback is never valid)"

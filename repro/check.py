@@ -628,6 +628,10 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
         return verdict_of(run, cell_id, problems, None)
     evidence = CellEvidence(**dict(run_evidence), cell_id=cell_id, cell_dir=cell_dir, record=record)
     chosen = dict(rules.every_cell) | (rules.ran_cell if record.status == "done" else {})
+    if record.cell.suite.external is not None:  # another project's harness: its own rules (repro.external.check)
+        from repro.external.check import external_rules
+
+        chosen = external_rules(chosen, ran=record.status == "done")
     problems += [Problem(rule=name, scope="cell", cell=cell_id, text=text.strip()) for name, rule in chosen.items() for text in rule(evidence)]
     return verdict_of(run, cell_id, problems, record)
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
 
 from repro.config import PROJECT_ROOT
 from repro.errors import BadInput
@@ -242,15 +242,41 @@ class EngineSpec(Strict):
 # ---------------------------------------------------------------- run settings
 
 
+class LockPin(Strict):
+    """A wheel lock file of the project (`name==version --hash=sha256:...` lines), pinned by sha256."""
+
+    path: str = Field(description="the lock file, relative to the project root")
+    sha256: Sha256
+
+
+class ExternalSuite(Strict):
+    """Another project's benchmark harness, run sealed from its pinned wheel (repro.external)."""
+
+    harness: Literal["toolcallbench"] = Field(description="the adapter that runs and reads it")
+    wheel: Requirement = Field(description="the harness's wheel, name==version")
+    sha256: Sha256 = Field(description="sha256 of that exact wheel file")
+    requirements: LockPin = Field(description="the wheel and every wheel it installs, with hashes (the image installs exactly these)")
+
+
 class Suite(Strict):
     id: Ident
     path: str = Field(description="scenario folder, relative to the project root (or, with a source, inside it; a .jsonl file of scenario rows too)")
     source: EngineSource | None = Field(
         default=None, description="a pinned archive holding the scenarios (pypi sdist, git commit or tar archive, with its sha256)"
     )
+    external: ExternalSuite | None = Field(default=None, description="run by another project's harness from its pinned wheel; path names its tasks")
     categories: list[str] | None = None
     ids: list[str] | None = None
     per_category: int | None = Field(default=None, ge=1, description="first N scenarios per category, by id")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_external(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`external` is written only when set, so a suite without it dumps (and ids its cells)
+        exactly as before the field existed."""
+        data = handler(self)
+        if self.external is None and isinstance(data, dict):
+            data.pop("external", None)
+        return data
 
 
 class Decoding(Strict):
@@ -350,6 +376,9 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
     for index, name in enumerate(matrix.profiles):
         if name not in known_profiles:
             problems.append((("profiles", index), f"unknown profile '{name}' (known: {', '.join(sorted(known_profiles))})"))
+    from repro.external import external_problems
+
+    problems += external_problems(matrix)
     model_ids = {m.id for m in matrix.models}
     engine_ids = {e.id for e in matrix.engines}
     for index, rule in enumerate(matrix.exclude):
@@ -377,7 +406,12 @@ def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT) -> list[tuple[tuple
 
 def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
     """(location, value) of every field of the matrix that names a local file or folder."""
-    fields: list[tuple[tuple, str]] = [(("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites) if suite.source is None]
+    fields: list[tuple[tuple, str]] = [
+        (("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites) if suite.source is None and suite.external is None
+    ]
+    fields += [
+        (("suites", index, "external", "requirements", "path"), suite.external.requirements.path) for index, suite in enumerate(matrix.suites) if suite.external
+    ]
     for index, suite in enumerate(matrix.suites):
         source = suite.source
         if source is not None and source.archive is not None and not URL.match(source.archive):

@@ -184,6 +184,7 @@ def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
 
 def parse_shard(text: str) -> tuple[int, int]:
     index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+    ascii_digits = all(part.isascii() and part.isdigit() and len(part) <= 6 for part in (index, count))
+    if not ascii_digits or not 1 <= int(index) <= int(count):
         raise BadInput(f"--shard {text}: expected i/n with 1 <= i <= n, e.g. 2/4")
     return int(index), int(count)

@@ -2,7 +2,8 @@
 time left (on a terminal) or one plain line per scenario (in a CI log or through `| tee`).
 
 The harness reports each finished scenario as a `harness.contracts.ProgressEvent` JSON line; the
-display never parses human text.
+display never parses human text. Ids, paths and reasons are input: they are printed escaped
+(`repro.terminal.shown`) and never through the highlighter.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from harness.contracts import ProgressEvent
 from repro.gate import GateResult
 from repro.plan import Cell
+from repro.terminal import printable, shown
 
 
 class RunProgress:
@@ -34,50 +37,59 @@ class RunProgress:
         self.cell_tasks: dict[str, TaskID] = {}
         self.passed: dict[str, int] = {}
 
+    def say(self, markup: str) -> None:
+        """One line of markup whose input-derived parts the caller escaped with `shown`."""
+        self.console.print(markup, soft_wrap=True, highlight=False)
+
     def note(self, text: str) -> None:
-        self.console.print(text, soft_wrap=True)
+        """A line composed by the run (its markup kept): control characters are escaped, and text
+        that is not valid markup is printed as written."""
+        try:
+            self.say(printable(text))
+        except MarkupError:
+            self.say(shown(text))
 
     def start_run(self, run_id: str, run_dir: Path, cells: int) -> None:
-        self.console.print(f"[bold]run {run_id}[/] -> {run_dir}", soft_wrap=True)
+        self.say(f"[bold]run {shown(run_id)}[/] -> {shown(run_dir)}")
         self.bars.start()
         self.cells_task = self.bars.add_task("cells", total=cells)
 
     def skip_cells(self, cells: list[Cell]) -> None:
         for cell in cells:
-            self.console.print(f"[dim]skip {cell.id} (complete and intact)[/]", soft_wrap=True)
+            self.say(f"[dim]skip {shown(cell.id)} (complete and intact)[/]")
             if self.cells_task is not None:
                 self.bars.advance(self.cells_task)
 
     def start_group(self, engine_id: str, model_id: str) -> None:
-        self.console.print(f"[bold]engine {engine_id}[/] with model [bold]{model_id}[/]: booting (sealed, network none)", soft_wrap=True)
+        self.say(f"[bold]engine {shown(engine_id)}[/] with model [bold]{shown(model_id)}[/]: booting (sealed, network none)")
 
     def engine_ready(self, seconds: float | None) -> None:
-        self.console.print(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin", soft_wrap=True)
+        self.say(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin")
 
     def gate(self, gate: GateResult) -> None:
         colour = "green" if gate.passed else "yellow"
-        self.console.print(f"  latency gate: [{colour}]{'pass' if gate.passed else 'excluded'}[/] ({gate.reason})", soft_wrap=True)
+        self.say(f"  latency gate: [{colour}]{'pass' if gate.passed else 'excluded'}[/] ({shown(gate.reason)})")
 
     def start_cell(self, cell_id: str, scenarios: int) -> None:
         self.passed[cell_id] = 0
-        self.cell_tasks[cell_id] = self.bars.add_task(f"  {cell_id[:60]}", total=scenarios)
+        self.cell_tasks[cell_id] = self.bars.add_task(f"  {shown(cell_id[:60])}", total=scenarios)
 
     def scenario_done(self, cell_id: str, event: ProgressEvent) -> None:
         if cell_id not in self.cell_tasks:
             return
         self.passed[cell_id] += event.passed
-        self.bars.update(self.cell_tasks[cell_id], completed=event.index, description=f"  {cell_id[:48]} {self.passed[cell_id]} passed")
+        self.bars.update(self.cell_tasks[cell_id], completed=event.index, description=f"  {shown(cell_id[:48])} {self.passed[cell_id]} passed")
         if not self.console.is_terminal:
-            verdict = "PASS" if event.passed else f"FAIL {event.failure_type}"
-            self.console.print(f"    [{event.index}/{event.total}] {event.id} {verdict} ({event.seconds:.1f}s)", soft_wrap=True, highlight=False)
+            verdict = "PASS" if event.passed else f"FAIL {shown(event.failure_type)}"
+            self.say(f"    \\[{event.index}/{event.total}] {shown(event.id)} {verdict} ({event.seconds:.1f}s)")
 
     def cell_done(self, cell_id: str, status: str, text: str) -> None:
         colour = {"done": "green", "excluded": "yellow"}.get(status, "red")
-        self.console.print(f"  [{colour}]{status}[/] {cell_id}: {text}", soft_wrap=True)
+        self.say(f"  [{colour}]{shown(status)}[/] {shown(cell_id)}: {shown(text)}")
         if self.cells_task is not None:
             self.bars.advance(self.cells_task)
 
     def end_run(self, status: str) -> None:
         self.bars.stop()
         colour = "green" if status == "complete" else "red"
-        self.console.print(f"run [{colour}]{status}[/]", soft_wrap=True)
+        self.say(f"run [{colour}]{shown(status)}[/]")

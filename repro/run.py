@@ -31,6 +31,7 @@ from repro.docker_client import daemon_unanswering, get_client, wait_for_daemon
 from repro.engines import boot_engine, engine_for, stop_engine
 from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
 from repro.errors import BadInput
+from repro.external import cells as external
 from repro.files import scratch_dir, short_error
 from repro.gate import GateResult, gate_with_retries
 from repro.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
@@ -58,6 +59,7 @@ from repro.redact import Redactor
 from repro.replicas import deal, in_suite_order, replica_count
 from repro.sandbox import SandboxSettings, bind, container_name, harness_kwargs, read_back
 from repro.suites import SuiteSelection, fixtures_beside, select
+from repro.terminal import shown
 from repro.yamlsource import MAX_YAML_BYTES, read_bounded
 
 HARNESS_UID = 10001
@@ -96,6 +98,11 @@ class Prepared(BaseModel):
     models: dict[str, Path]
     suites: dict[str, SuiteSelection]
     templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
+    external_images: dict[str, ImageRef] = {}  # suite id -> the image an external suite runs in (repro.external)
+
+    def harness_for(self, cell: Cell) -> ImageRef:
+        """The image of a cell's harness containers: an external suite's own, else the harness."""
+        return self.external_images.get(cell.suite.id, self.harness)
 
 
 class RunContext(BaseModel):
@@ -239,12 +246,14 @@ def prepare(options: RunOptions) -> Prepared:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
     suites = {c.suite.id: select(c.suite) for c in cells}
     refuse_unfit_scenarios(suites)
+    harness = harness_image()
     return Prepared(
         loaded=loaded,
         plan=plan,
         profile=profile,
         cells=cells,
-        harness=harness_image(),
+        harness=harness,
+        external_images=external.external_images(cells, harness),
         engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
         models={c.model.id: model_path(c.model) for c in cells},
         suites=suites,
@@ -257,7 +266,8 @@ def refuse_unfit_scenarios(suites: dict[str, SuiteSelection]) -> None:
     nothing does not pass it (harness.lint.unfit_to_score); BadInput naming each one otherwise."""
     from harness.lint import unfit_to_score
 
-    problems = [p for s in suites.values() for sid, category in s.categories.items() for p in unfit_to_score(s.folder / category / f"{sid}.json")]
+    scenario_suites = [s for s in suites.values() if s.external is None]  # an external suite's tasks are its harness's
+    problems = [p for s in scenario_suites for sid, category in s.categories.items() for p in unfit_to_score(s.folder / category / f"{sid}.json")]
     if problems:
         message = f"{len(problems)} scenario(s) cannot score a model; fix or deselect them"
         raise BadInput(message, lines=[message, *problems[:20]])
@@ -276,7 +286,10 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     bundle = Bundle(run_dir, Redactor())
     bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
     for suite_id, selection in prepared.suites.items():
-        bundle.embed_suite(suite_id, selection)
+        if selection.external:
+            external.embed(bundle, next(c.suite for c in prepared.cells if c.suite.id == suite_id))
+        else:
+            bundle.embed_suite(suite_id, selection)
     bundle.write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record, False
@@ -454,7 +467,7 @@ def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[En
         try:
             return run_cell(ctx, cell, group, incidents), group
         except EngineLost as lost:
-            ctx.progress.note(f"  [red]engine fault[/] during {cell.id}: {describe(lost.fault)}")
+            ctx.progress.say(f"  [red]engine fault[/] during {shown(cell.id)}: {shown(describe(lost.fault))}")
             stop_group(ctx, group)
             boot, stop = (lambda: boot_and_gate(ctx, cell, booted)), (lambda g: stop_group(ctx, g))
             healed, incident = heal(lost.fault, boot, stop, ctx.progress.note, daemon=lambda: wait_for_daemon(ctx.client))
@@ -491,7 +504,7 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
     record = CellRecord(
         cell=cell,
         status="done",
-        harness_image=image_info(prepared.harness),
+        harness_image=image_info(prepared.harness_for(cell)),
         engine_image=image_info(prepared.engines[cell.engine.id]),
         suite_ids=suite.ids,
         suite_sha256=suite.sha256,
@@ -541,7 +554,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
             record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
             writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
-        record = collect_results(writer, record, out_dirs, suite, ended)
+        record = (external.collect if suite.external else collect_results)(writer, record, out_dirs, suite, ended)
         if engine_suspect(record, ended):
             with blame_engine(watch):
                 for engine, handle in zip(engines, group.handles, strict=True):
@@ -567,8 +580,12 @@ def run_workers(
         started = []
         for index, (ids, out_dir) in enumerate(zip(shares, out_dirs, strict=True)):
             handle = handles[index % len(handles)]
-            command = harness_command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids=ids)
-            started.append(stack.enter_context(containers.started(ctx.client, cell_kwargs(ctx, cell, handle, suite, command, out_dir))))
+            if suite.external:
+                command = external.container_command(cell, handle.client_argv(), ids, ctx.prepared.profile)
+            else:
+                command = harness_command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids=ids)
+            kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": external.entrypoint(cell)} if suite.external else {})
+            started.append(stack.enter_context(containers.started(ctx.client, kwargs)))
         ctx.progress.start_cell(cell.id, len(suite.ids))
         deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
         ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
@@ -604,7 +621,7 @@ def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteS
     """A container with the cell's harness settings (the harness itself, or its sandbox audit),
     joined to the namespace of the engine `handle` names."""
     return harness_kwargs(
-        ctx.prepared.harness.id,
+        ctx.prepared.harness_for(cell).id,
         handle.container_id,
         command,
         out_dir,

@@ -129,7 +129,7 @@ def describe(options: ScaleOptions) -> ScaleJob:
     profiles = load_profiles()
     profile = profiles.get(options.profile)
     loaded = load_matrix(options.matrix, set(profiles.profiles))
-    plan, _ = stored_plan(loaded, options.profile, profile, require_all=True)
+    plan, _ = stored_plan(loaded, options.profile, profile)
     if not plan.cells:
         raise BadInput(f"{options.matrix}: no cell runs on profile {options.profile} (see: repro matrix plan {options.matrix} --profile {options.profile})")
     if options.shards > len(plan.cells):

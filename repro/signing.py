@@ -11,6 +11,9 @@ manifest covers them all, as long as the files still match it (`repro check` ver
 manifest must never list the signature itself: the signature is written after the manifest, and
 rewriting the manifest (a resume, a merge) invalidates it.
 
+`require_signed` accepts either this signature or the in-toto attestation beside it
+(`repro.attestation`: a DSSE envelope signed with the same ed25519 key), whichever holds.
+
 Every failure is one line: `BadInput` (exit 2) for a missing or strange file or an unusable key,
 `SignatureError` (exit 1) for a signature that does not hold or a signer nobody allowed.
 """
@@ -32,6 +35,7 @@ from repro.files import atomic_write
 NAMESPACE = "repro-bundle"
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
+ATTESTATION = "MANIFEST.sha256.intoto.jsonl"  # repro.attestation: the DSSE envelope beside the signature
 MAX_SIGNATURE_BYTES = 64 * 1024  # an ed25519 signature is about 300 bytes, RSA-4096 about 900
 MAX_ALLOWED_SIGNERS_BYTES = 1024**2
 MAX_MANIFEST_BYTES = 64 * 1024**2
@@ -69,16 +73,26 @@ def sign_bundle(run_dir: Path, key: Path) -> Path:
 
 def _check_manifest(run_dir: Path, manifest: Path) -> None:
     """Refuse to vouch for a manifest that does not match the files it lists."""
-    for number, line in enumerate(_read_bounded(manifest, MAX_MANIFEST_BYTES).decode("utf-8", "replace").splitlines(), start=1):
+    manifest_entries(run_dir, manifest)
+
+
+def manifest_entries(run_dir: Path, manifest: Path | None = None) -> list[tuple[str, str]]:
+    """(sha256, path) of every file the manifest lists, each checked against the file as it is
+    now; BadInput for a line that is not an entry, a signature listed, or a file that differs."""
+    manifest = manifest or _bundle_file(run_dir, MANIFEST)
+    entries = []
+    for number, line in enumerate(read_bounded(manifest, MAX_MANIFEST_BYTES).decode("utf-8", "replace").splitlines(), start=1):
         match = MANIFEST_LINE.match(line)
         if not match:
             raise BadInput(f"{manifest}:{number}: not a manifest line (sha256, two spaces, a path)")
         digest, name = match.groups()
-        if name == SIGNATURE:
-            raise BadInput(f"{manifest}:{number}: the manifest lists {SIGNATURE}, which signs the manifest itself")
+        if name in (SIGNATURE, ATTESTATION):
+            raise BadInput(f"{manifest}:{number}: the manifest lists {name}, which signs the manifest itself")
         path = _bundle_file(run_dir, name)
-        if _sha256(path) != digest:
+        if sha256_of(path) != digest:
             raise BadInput(f"{run_dir}: {name} does not match {MANIFEST}; run repro check before signing")
+        entries.append((digest, name))
+    return entries
 
 
 # ---------------------------------------------------------------------------- verifying
@@ -93,7 +107,7 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
     if not _exists(run_dir / SIGNATURE):
         raise SignatureError(f"{run_dir}: not signed (no {SIGNATURE}); sign it with repro sign")
     signature = _bundle_file(run_dir, SIGNATURE)
-    _read_bounded(signature, MAX_SIGNATURE_BYTES)
+    read_bounded(signature, MAX_SIGNATURE_BYTES)
     principals = _find_principals(signature, allowed)
     reasons = []
     for principal in principals:
@@ -109,16 +123,36 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
 
 def require_signed(paths: list[Path], allowed_signers: Path) -> list[tuple[Path, str]]:
     """Every run under `paths` with its signer from `allowed_signers`; SignatureError at the first
-    run that is not signed by one of them (what --require-signature and --allowed-signers ask)."""
+    run that is not signed by one of them (what --require-signature and --allowed-signers ask).
+    Either signature serves: the SSH signature over the manifest or the in-toto attestation's
+    DSSE envelope; the signer is named with the kind that held."""
     from repro.bundle import find_runs
 
-    return [(run_dir, verify_signature(run_dir, allowed_signers)) for path in paths for run_dir in find_runs(path)]
+    return [(run_dir, signed_by(run_dir, allowed_signers)) for path in paths for run_dir in find_runs(path)]
+
+
+def signed_by(run_dir: Path, allowed_signers: Path) -> str:
+    """Who signed the bundle, by the first signature present that holds; the first failure when
+    none does, "not signed" when there is none."""
+    from repro.attestation import verify_attestation
+
+    kinds = [(SIGNATURE, verify_signature, ""), (ATTESTATION, verify_attestation, " (in-toto attestation, DSSE)")]
+    present = [(verify, label) for name, verify, label in kinds if _exists(run_dir / name)]
+    if not present:
+        raise SignatureError(f"{run_dir}: not signed (no {SIGNATURE} or {ATTESTATION}); sign it with repro sign")
+    failures: list[SignatureError] = []
+    for verify, label in present:
+        try:
+            return verify(run_dir, allowed_signers) + label
+        except SignatureError as error:
+            failures.append(error)
+    raise failures[0]
 
 
 def _allowed_signers(path: Path) -> str:
     if not path.is_file():
         raise BadInput(f"{path}: no such allowed_signers file")
-    _read_bounded(path, MAX_ALLOWED_SIGNERS_BYTES)
+    read_bounded(path, MAX_ALLOWED_SIGNERS_BYTES)
     return str(path.absolute())
 
 
@@ -167,7 +201,7 @@ def _exists(path: Path) -> bool:
     return _lstat(path) is not None
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
+def read_bounded(path: Path, limit: int) -> bytes:
     try:
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
@@ -178,7 +212,7 @@ def _read_bounded(path: Path, limit: int) -> bytes:
     return data
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     try:
         with path.open("rb") as handle:

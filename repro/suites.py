@@ -22,9 +22,14 @@ class SuiteSelection(BaseModel):
     ids: list[str]
     categories: dict[str, str]  # id -> category
     sha256: str
+    external: str | None = None  # the adapter of an external suite (repro.external); None for scenario files
 
 
 def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
+    if suite.external is not None:
+        from repro.external.cells import external_selection
+
+        return external_selection(suite)
     if suite.source is not None:
         from repro.suite_sources import scenario_folder
 

@@ -10,7 +10,7 @@ under a second and with bounded memory:
 - UTF-8 text without NUL bytes;
 - at most `MAX_DEPTH` levels of nesting, `MAX_NODES` values after YAML aliases are expanded
   (an alias bomb is refused before it is built), integers of at most `MAX_INT_DIGITS` digits,
-  and no NaN or Infinity in JSON.
+  YAML values of at most `MAX_SCALAR_CHARS` characters, and no NaN or Infinity in JSON.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 MAX_INT_DIGITS = 64
+MAX_SCALAR_CHARS = 4096  # one YAML value (a name, a reason, a description): each may be printed once per cell
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 INT_TAG = "tag:yaml.org,2002:int"
@@ -294,6 +295,8 @@ def _record_size(path: Path, node: yaml.Node, sizes: dict[int, int], depths: dic
 
 
 def _check_scalar(path: Path, node: yaml.Node) -> None:
+    if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_SCALAR_CHARS:
+        raise BadInput(f"{path}:{node.start_mark.line + 1} a value of {len(node.value)} characters (at most {MAX_SCALAR_CHARS})")
     if isinstance(node, yaml.ScalarNode) and node.tag == INT_TAG and len(node.value) > MAX_INT_DIGITS:
         raise BadInput(f"{path}:{node.start_mark.line + 1} an integer of {len(node.value)} digits (at most {MAX_INT_DIGITS})")
 

@@ -93,6 +93,9 @@ def build_command(
         console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s")
     if problems:
         raise ReproError(problems[0], lines=problems)
+    from repro.external.image import build_external_images
+
+    build_external_images(load_matrix(matrix), client, console, verbose)
 
 
 def _what(plan: BuildPlan) -> str:

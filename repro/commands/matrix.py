@@ -6,19 +6,19 @@ import json
 import re
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from repro.config import DEFAULT_MATRIX
 from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
 from repro.plan import Cell, Plan, stored_plan
 from repro.profiles import is_profiles_file, load_profiles
-from repro.terminal import printable
+from repro.terminal import printable, shown
 from repro.yamlsource import require_folder
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def validate(files: list[Path] = typer.Argument(..., help="Matrix files to valid
     problems: list[str] = []
     for path in files:
         try:
-            console.print(f"[green]OK[/] {path} ({_validate_one(path)})")
+            console.print(f"[green]OK[/] {shown(path)} ({shown(_validate_one(path))})", highlight=False)
         except BadInput as error:
             problems += error.lines
     if problems:
@@ -109,16 +109,20 @@ def plan_summary(the_plan: Plan) -> dict:
 
 
 def print_plan(the_plan: Plan) -> None:
-    console.print(f"[bold]{the_plan.matrix_name}[/] on profile [bold]{the_plan.profile}[/] (matrix sha256 {the_plan.matrix_sha256[:12]})")
+    # Names, ids and reasons come from the matrix: escaped, and never run through the highlighter.
+    console.print(
+        f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})",
+        highlight=False,
+    )
     for cell in the_plan.cells:
-        console.print(f"[green]RUN [/] {cell.id}", soft_wrap=True)
+        console.print(f"[green]RUN [/] {shown(cell.id)}", soft_wrap=True, highlight=False)
     for cell in the_plan.excluded:
-        console.print(f"[yellow]EXCL[/] {cell.id}: {cell.excluded}", soft_wrap=True)
-    console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")
+        console.print(f"[yellow]EXCL[/] {shown(cell.id)}: {shown(cell.excluded)}", soft_wrap=True, highlight=False)
+    console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded", highlight=False)
     unchecked = unchecked_templates(the_plan)
     if unchecked:
         console.print(
-            f"[yellow]note[/] chat templates not checked yet for {escape(', '.join(unchecked))} (not in the model store): "
+            f"[yellow]note[/] chat templates not checked yet for {shown(', '.join(unchecked))} (not in the model store): "
             "run repro models fetch, then plan again; the run checks them before any engine boots",
             soft_wrap=True,
         )
@@ -233,19 +237,20 @@ def print_run_summary(run_dir: Path) -> None:
     from repro.records import RunRecord
 
     record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
-    console.print(f"[bold]summary of {record.run_id}[/] ({record.status})")
+    say = partial(console.print, soft_wrap=True, highlight=False)  # ids, reasons and paths came from input: escaped
+    say(f"[bold]summary of {shown(record.run_id)}[/] ({shown(record.status)})")
     for cell_id in record.planned_cells:
         cell_dir = run_dir / "cells" / cell_id
         if not (cell_dir / "cell.json").is_file():
-            console.print(f"  [red]missing[/] {cell_id}", soft_wrap=True)
+            say(f"  [red]missing[/] {shown(cell_id)}")
             continue
         cell = load_cell(cell_dir)
         if cell.summary is not None:
-            console.print(f"  {cell.summary.passed}/{cell.summary.total} passed  {cell_id}", soft_wrap=True)
+            say(f"  {cell.summary.passed}/{cell.summary.total} passed  {shown(cell_id)}")
         else:
-            console.print(f"  [yellow]{cell.status}[/] {cell_id}: {cell.reason}", soft_wrap=True)
+            say(f"  [yellow]{shown(cell.status)}[/] {shown(cell_id)}: {shown(cell.reason)}")
     for cell_id, reason in record.excluded_cells.items():
-        console.print(f"  [yellow]excluded[/] {cell_id}: {reason}", soft_wrap=True)
+        say(f"  [yellow]excluded[/] {shown(cell_id)}: {shown(reason)}")
     if record.leaked_containers:
-        console.print(f"  [red]containers left behind:[/] {', '.join(record.leaked_containers)}")
-    console.print(f"bundle: {run_dir}  (check it with: repro check {run_dir})", soft_wrap=True)
+        say(f"  [red]containers left behind:[/] {shown(', '.join(record.leaked_containers))}")
+    say(f"bundle: {shown(run_dir)}  (check it with: repro check {shown(shlex.quote(str(run_dir)))})")

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from repro.config import PROJECT_ROOT
 from repro.errors import BadInput
-from repro.scale import K8S_VERSION, K8sOptions, SlurmOptions, k8s, slurm
+from repro.scale import K8S_VERSION, K8sOptions, SlurmOptions, k8s, scale_options, slurm
 
 app = typer.Typer(help="Run a matrix's shards on Slurm or Kubernetes: write the job files.", no_args_is_help=True)
 console = Console(highlight=False)
@@ -54,7 +54,8 @@ def slurm_command(
     """Write a Slurm job array (one task per shard), a dependent merge/check/render job and submit.sh."""
     _check_shards(shards)
     out = out or _default_out("slurm", matrix, profile, shards)
-    options = SlurmOptions(
+    options = scale_options(
+        SlurmOptions,
         matrix=matrix,
         profile=profile,
         shards=shards,
@@ -93,7 +94,8 @@ def k8s_command(
     if engine not in ("dind", "socket"):
         raise BadInput(f"--engine {engine}: expected dind or socket")
     out = out or _default_out("k8s", matrix, profile, shards)
-    options = K8sOptions(
+    options = scale_options(
+        K8sOptions,
         matrix=matrix,
         profile=profile,
         shards=shards,

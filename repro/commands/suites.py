@@ -12,7 +12,7 @@ from repro.matrix import load_matrix
 from repro.suite_sources import fetch_suite
 from repro.suites import select
 
-app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source).", no_args_is_help=True)
+app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
 
 
 @app.command()
@@ -26,4 +26,13 @@ def fetch(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose 
         fetch_suite(suite.source, log=lambda line: console.print(f"  {line}", soft_wrap=True))
         selection = select(suite)
         console.print(f"[green]OK[/]   {suite.id}: {len(selection.ids)} scenarios from {suite.source.describe()}", soft_wrap=True)
+    from repro.external.wheels import fetch_wheels
+
+    harnesses = [suite for suite in loaded.matrix.suites if suite.external is not None]
+    for suite in harnesses:
+        assert suite.external is not None
+        fetch_wheels(suite.external, log=lambda line: console.print(f"  {line}", soft_wrap=True))
+        selection = select(suite)
+        console.print(f"[green]OK[/]   {suite.id}: {len(selection.ids)} tasks of {suite.external.wheel} (sha256 verified)", soft_wrap=True)
+    external += harnesses
     console.print(f"{len(external)} external suite(s) ready; {len(loaded.matrix.suites) - len(external)} in the project")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
+from repro.chat_template import served_sha256
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for, threads_for
 from repro.matrix import Decoding, ModelSpec
 from repro.profiles import Profile
@@ -119,7 +119,7 @@ def summarize_props(props: dict[str, Any]) -> dict[str, Any]:
     }
     template = props.get("chat_template")
     if isinstance(template, str):
-        out["chat_template_sha256"] = hashlib.sha256(template.encode()).hexdigest()
+        out["chat_template_sha256"] = served_sha256(template)
     path = props.get("model_path")
     if isinstance(path, str):
         out["model_path"] = path

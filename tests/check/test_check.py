@@ -90,3 +90,49 @@ def test_relaxed_sandbox_is_invalid(tmp_path):
     reasons = verdicts(run)[cell.name].reasons
     assert "harness sandbox: root filesystem is writable" in reasons
     assert any("runs as root" in r for r in reasons)
+
+
+def partial_bundle(tmp_path):
+    """A legitimate run of `--only` its first cell: the other planned cell is not in it."""
+    from tests.check.test_forgeries import edit_run, planned, rehash
+
+    run = write_bundle(tmp_path / "run1")
+    chosen, other = planned(run)[:2]
+    edit_run(run, lambda record: record.update(only=[chosen], planned_cells=[chosen]))
+    import shutil
+
+    shutil.rmtree(run / "cells" / other)
+    rehash(run)
+    return run, chosen, other
+
+
+def test_a_partial_run_says_which_planned_cells_it_lacks(tmp_path, capsys):
+    """Issue 25, item 9: --only and shards are legitimate, and never silent: the verdict, the
+    tables (md, tex, html) and results.json name every planned cell the bundle lacks, and why."""
+    run, chosen, other = partial_bundle(tmp_path)
+    verdict = check_run(run, Redactor(CANARY))
+    assert [(c.cell_id, c.verdict) for c in verdict.cells] == [(chosen, "VALID")]
+    assert [(a.cell_id, a.reason) for a in verdict.absent] == [(other, "not selected: the run ran --only 1 cell(s)")]
+    capsys.readouterr()
+    assert main(["check", str(run)]) == 0
+    assert f"ABSENT   {other}" in capsys.readouterr().out
+    out = tmp_path / "tables"
+    assert main(["paper", "render", str(run), "--out", str(out)]) == 0
+    for name in ("results.md", "results.tex", "report.html"):
+        text = (out / name).read_text()
+        assert "A partial run" in text and other.replace("_", "\\_" if name.endswith(".tex") else "_") in text, name
+    assert [a["cell_id"] for a in json.loads((out / "results.json").read_text())["absent"]] == [other]
+
+
+def test_json_output_parses_and_a_run_problem_without_cells_fails(tmp_path, capsys):
+    """Issue 25, items 9 and 10: stdout of --json is the JSON alone; a run whose every cell is gone
+    still fails (exit 1) on its run-level problems."""
+    from tests.check.test_forgeries import forge_only_cell_removed, rehash
+
+    run = write_bundle(tmp_path / "run1")
+    forge_only_cell_removed(run)
+    rehash(run)
+    capsys.readouterr()
+    assert main(["check", str(run), "--json"]) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert {c["verdict"] for c in verdict["cells"]} == {"INVALID"} and verdict["run_problems"]

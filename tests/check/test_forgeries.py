@@ -19,10 +19,12 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from repro.__main__ import main
 from repro.bundle import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
@@ -31,7 +33,7 @@ from repro.errors import BadInput
 from repro.files import sha256_file
 from repro.records import CellSummary
 from repro.redact import Redactor
-from tests.fixtures.synthetic import CANARY, write_bundle
+from tests.fixtures.synthetic import CANARY, ROOT, write_bundle
 
 ALL = None  # what a forge function returns for a run-level forgery: every cell is affected
 Forged = list[str] | None  # the forged cells' ids, or ALL
@@ -445,6 +447,295 @@ def forge_format_version(run: Path, version: int) -> None:
     edit_run(run, lambda record: record.update(format_version=version))
 
 
+# ---------------------------------------------------------------- replies and prompts (issue 25, items 1 and 2)
+
+
+def read_transcripts(cell_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (cell_dir / "transcripts.jsonl").read_text().splitlines() if line.strip()]
+
+
+def edit_first_reply(cell_dir: Path, change: Callable[[dict, dict], None]) -> None:
+    """Change the first step that has replies (its entry, its first reply) in transcripts.jsonl."""
+    lines = read_transcripts(cell_dir)
+    step = next(entry for line in lines for entry in line["transcript"] if entry.get("kind") == "step" and entry.get("replies"))
+    change(step, step["replies"][0])
+    (cell_dir / "transcripts.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def forge_reply_says_other_call(run: Path) -> list[str]:
+    """28. A step's raw reply rewritten to call another tool with other arguments; the step as recorded."""
+    cell = target(run)
+
+    def change(step: dict, reply: dict) -> None:
+        reply["content"] = json.dumps({"thought": step["thought"], "tool": "note_read", "args": {"title": "Somewhere else"}})
+
+    edit_first_reply(cell, change)
+    return [cell.name]
+
+
+def forge_broken_reply_marked_valid(run: Path) -> list[str]:
+    """28b. A step's raw reply made unparseable (cut JSON), still recorded as a valid step."""
+    cell = target(run)
+    edit_first_reply(cell, lambda step, reply: reply.update(content=reply["content"][:-2]))
+    return [cell.name]
+
+
+def forge_step_differs_from_reply(run: Path) -> list[str]:
+    """28c. The step's recorded thought and arguments changed; its raw reply left as it was."""
+    cell = target(run)
+    edit_first_reply(cell, lambda step, reply: step.update(thought="I checked the note first."))
+    return [cell.name]
+
+
+def forge_other_protocol(run: Path) -> list[str]:
+    """28d. A json_schema cell's results and transcripts replaced by a react run's (all passed),
+    the protocol figures relabelled json_schema and the summary recomputed."""
+    from harness.contracts import TranscriptLine
+    from tests.fixtures.synthetic import played
+
+    cell = target(run)
+    rows = read_rows(cell)
+    runs = [played(row["id"], True, "react") for row in rows]
+    rows = [run_.model_dump(mode="json") for run_ in runs]
+    write_rows(cell, [{**row, "transcript": None, "protocol_stats": {**row["protocol_stats"], "protocol": "json_schema"}} for row in rows])
+    lines = [TranscriptLine(id=run_.id, transcript=run_.transcript or []).model_dump_json() + "\n" for run_ in runs]
+    (cell / "transcripts.jsonl").write_text("".join(lines))
+    resummarize(cell)
+    return [cell.name]
+
+
+def forge_prompt_rewritten(run: Path) -> list[str]:
+    """29. The first prompt's system message rewritten (the rules dropped); nothing else changed."""
+    cell = target(run)
+    lines = read_transcripts(cell)
+    prompt = next(entry for entry in lines[0]["transcript"] if entry.get("kind") == "prompt")
+    prompt["messages"][0]["content"] = prompt["messages"][0]["content"].split("Rules:")[0]
+    (cell / "transcripts.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return [cell.name]
+
+
+# ---------------------------------------------------------------- numbers (item 3)
+
+
+def edit_first_row(cell_dir: Path, change: Callable[[dict], None]) -> None:
+    rows = read_rows(cell_dir)
+    change(rows[0])
+    write_rows(cell_dir, rows)
+
+
+def forge_negative_seconds(run: Path) -> list[str]:
+    """30. A scenario's seconds made negative."""
+    cell = target(run)
+    edit_first_row(cell, lambda row: row.update(seconds=-5.0))
+    return [cell.name]
+
+
+def forge_tokens_above_max(run: Path) -> list[str]:
+    """30b. A reply's completion tokens above max_tokens, the scenario's total raised to match."""
+    cell = target(run)
+
+    def change(row: dict) -> None:
+        row["engine_timings"][0]["tokens_out"] = 100_000
+        row["tokens_out"] = sum(t["tokens_out"] for t in row["engine_timings"])
+
+    edit_first_row(cell, change)
+    return [cell.name]
+
+
+def forge_million_tokens_per_second(run: Path) -> list[str]:
+    """30c. The engine's generation made 2 million tokens per second, its milliseconds to match."""
+    cell = target(run)
+
+    def change(row: dict) -> None:
+        timings = row["engine_timings"][0]["timings"]
+        timings.update(predicted_per_second=2_000_000.0, predicted_ms=timings["predicted_n"] / 2000.0)
+
+    edit_first_row(cell, change)
+    return [cell.name]
+
+
+def forge_extra_timing(run: Path) -> list[str]:
+    """30d. More timings than replies: a scenario's first timing recorded twice (totals to match)."""
+    cell = target(run)
+
+    def change(row: dict) -> None:
+        row["engine_timings"].insert(0, dict(row["engine_timings"][0]))
+        row["tokens_in"] = sum(t["tokens_in"] for t in row["engine_timings"])
+        row["tokens_out"] = sum(t["tokens_out"] for t in row["engine_timings"])
+
+    edit_first_row(cell, change)
+    return [cell.name]
+
+
+def forge_negative_boot(run: Path) -> list[str]:
+    """30e. The engine's boot recorded as taking minus a minute."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record.update(engine_boot_seconds=-60.0))
+    return [cell.name]
+
+
+# ---------------------------------------------------------------- gates (items 5 and 8)
+
+
+def ran_cells(run: Path) -> list[str]:
+    return [cell.name for cell in cell_dirs(run) if read_json(cell / CELL_FILE)["status"] == "done"]
+
+
+def forge_gate_disabled_in_matrix(run: Path) -> list[str]:
+    """33. The embedded matrix's latency gate turned off (sha256 updated): the gate records still
+    say enabled, so a failing gate could be waved through."""
+    copy = run / MATRIX_COPY
+    matrix = yaml.safe_load(copy.read_text())
+    matrix["latency_gate"] = {**matrix.get("latency_gate", {}), "enabled": False}
+    copy.write_text(yaml.safe_dump(matrix, sort_keys=False))
+    digest = hashlib.sha256(copy.read_bytes()).hexdigest()
+    edit_run(run, lambda record: record["matrix"].update(sha256=digest))
+    return ran_cells(run)
+
+
+def forge_gate_thresholds(run: Path) -> list[str]:
+    """33b. A gate record whose thresholds are not the profile's (a far slower engine let through)."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["gate"].update(max_seconds_per_step=1e6, min_tokens_per_second=0.0))
+    return [cell.name]
+
+
+def forge_one_cell_gate_excluded(run: Path) -> list[str]:
+    """36. One cell of an engine group shown EXCLUDED by a failing gate, while its sibling, on the
+    same engine, passed the gate (a bad cell hidden as a slow machine)."""
+    cell = target(run)
+    group = read_json(cell / CELL_FILE)["cell"]["model"]["id"]
+    siblings = [c.name for c in cell_dirs(run) if read_json(c / CELL_FILE)["cell"]["model"]["id"] == group]
+    slow = [{"seconds": 1.0, "tokens_per_second": 0.5, "valid_step": True} for _ in range(3)]
+    edit_cell(cell, lambda record: record.update(status="excluded", reason="latency gate: too slow"))
+    edit_cell(cell, lambda record: record["gate"].update(passed=False, reason="too slow", attempts=slow))
+    return siblings
+
+
+# ---------------------------------------------------------------- evidence and identity (items 6 and 7)
+
+
+def forge_execution_dropped(run: Path) -> list[str]:
+    """34. The execution record (threads, slots, prompt cache) removed."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record.update(execution=None))
+    return [cell.name]
+
+
+def forge_engine_log_removed(run: Path) -> list[str]:
+    """34b. The engine's log removed (and from the cell's file list)."""
+    cell = target(run)
+    (cell / "engine.log").unlink()
+    return [cell.name]
+
+
+def forge_slots_unreported(run: Path) -> list[str]:
+    """34c. The slots the engine reported removed from its settings."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["engine_settings"]["reported"].pop("total_slots"))
+    return [cell.name]
+
+
+def forge_image_label_build(run: Path) -> list[str]:
+    """35. The engine image labelled with another llama.cpp build than the pinned one."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["engine_image"]["labels"].update({"repro.build_info": "b9999-0000000"}))
+    return [cell.name]
+
+
+def forge_reported_build(run: Path) -> list[str]:
+    """35b. The engine's own settings report another build than the identity check recorded."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record["engine_settings"]["reported"].update(build_info="b9999-0000000"))
+    return [cell.name]
+
+
+def forge_gpu_on_cpu_profile(run: Path) -> list[str]:
+    """35c. A GPU recorded (accelerator and device request) in a cell of the cpu profile."""
+    cell = target(run)
+
+    def change(record: dict) -> None:
+        record["accelerator"] = "NVIDIA H200"
+        record["sandbox"]["engine"]["device_requests"] = [{"count": -1, "capabilities": [["gpu"]], "driver": "nvidia", "device_ids": []}]
+
+    edit_cell(cell, change)
+    return [cell.name]
+
+
+# ---------------------------------------------------------------- partial plans (item 9)
+
+
+def forge_only_cell_removed(run: Path) -> Forged:
+    """37. A run of --only one cell whose only cell was removed, from the folder and from
+    planned_cells: nothing is left to be INVALID, yet the selection says a cell is missing."""
+    chosen, other = planned(run)[:2]
+    edit_run(run, lambda record: record.update(only=[chosen], planned_cells=[]))
+    shutil.rmtree(run / "cells" / chosen)
+    shutil.rmtree(run / "cells" / other)
+    return ALL
+
+
+# ---------------------------------------------------------------- the project at the recorded commit (items 4 and 5)
+
+PROJECT = "project"  # a forge that commits the honest project beside the bundle; check compares with it
+
+
+def commit_project(run: Path) -> Path:
+    """The project as it was when the bundle was made, committed in a git repository beside the
+    bundle (its profiles, the matrix the run names, its scenarios and fixtures), and run.json
+    naming that commit: what a reviewer's checkout of the author's project holds."""
+    project = run.parent / PROJECT
+    shutil.copytree(ROOT / "scenarios", project / "scenarios")
+    shutil.copytree(ROOT / "fixtures", project / "fixtures")
+    (project / "matrix").mkdir()
+    shutil.copy(ROOT / "matrix" / "profiles.yaml", project / "matrix" / "profiles.yaml")
+    shutil.copy(run / MATRIX_COPY, project / read_json(run / RUN_FILE)["matrix"]["path"])
+    git = ["git", "-C", str(project), "-c", "user.name=Author", "-c", "user.email=author@example.org"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the project"]):
+        subprocess.run([*git, *command], check=True, capture_output=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    edit_run(run, lambda record: record["source"].update(commit=commit))
+    return project
+
+
+def forge_suite_weakened(run: Path) -> list[str]:
+    """31. An embedded scenario file changed (its description), the cells' suite sha256
+    recomputed to match the copy: consistent inside the bundle, not the project's suite."""
+    commit_project(run)
+    copy = next((run / "suites").rglob("notes-002.json"))
+    scenario = json.loads(copy.read_text())
+    scenario["description"] = scenario.get("description", "") + " (weakened)"
+    copy.write_text(json.dumps(scenario, indent=2))
+    from repro.matrix import Suite
+    from repro.suites import select
+
+    for cell in cell_dirs(run):
+        suite = Suite.model_validate(read_json(cell / CELL_FILE)["cell"]["suite"])
+        digest = select(suite.model_copy(update={"path": "scenarios", "source": None}), root=copy.parents[2]).sha256
+        record = read_json(cell / CELL_FILE)
+        write_json(cell / CELL_FILE, {**record, "suite_sha256": digest})
+    return ran_cells(run)
+
+
+def forge_profile_relaxed(run: Path) -> Forged:
+    """32. The profile copied into run.json relaxed (a gate any machine passes), the project's
+    profiles.yaml at the commit left as it is."""
+    commit_project(run)
+    edit_run(run, lambda record: record["profile_settings"]["gate"].update(max_seconds_per_step=1e6, min_tokens_per_second=0.0))
+    return ALL
+
+
+def forge_matrix_not_the_commits(run: Path) -> Forged:
+    """32b. The embedded matrix edited (its description) with its sha256: the project's matrix at
+    the commit is another file."""
+    commit_project(run)
+    copy = run / MATRIX_COPY
+    copy.write_text(copy.read_text().replace("description:", "description: edited", 1))
+    digest = hashlib.sha256(copy.read_bytes()).hexdigest()
+    edit_run(run, lambda record: record["matrix"].update(sha256=digest))
+    return ALL
+
+
 # Forgeries check does not catch today: id -> what it misses and what it would need.
 GAPS: dict[str, str] = {}  # none left: every forgery below is caught
 
@@ -495,7 +786,31 @@ FORGERIES = [
     case(forge_engine_slots, "execution", "27-engine-ran-two-slots"),
     case(forge_engine_threads, "execution", "27b-engine-ran-other-threads"),
     case(forge_unpinned_threads, "execution", "27c-threads-unpinned"),
+    case(forge_reply_says_other_call, "regraded", "28-reply-says-another-call"),
+    case(forge_broken_reply_marked_valid, "regraded", "28b-broken-reply-marked-valid"),
+    case(forge_step_differs_from_reply, "regraded", "28c-step-differs-from-its-reply"),
+    case(forge_other_protocol, "regraded", "28d-other-protocols-replies"),
+    case(forge_prompt_rewritten, "regraded", "29-first-prompt-rewritten"),
+    case(forge_negative_seconds, "bounds", "30-negative-seconds"),
+    case(forge_tokens_above_max, "bounds", "30b-tokens-above-max-tokens"),
+    case(forge_million_tokens_per_second, "bounds", "30c-million-tokens-per-second"),
+    case(forge_extra_timing, "bounds", "30d-more-timings-than-replies"),
+    case(forge_negative_boot, "bounds", "30e-negative-boot-seconds"),
+    case(forge_suite_weakened, "suite-at-commit", "31-embedded-suite-not-the-commits"),
+    case(forge_profile_relaxed, "profile-at-commit", "32-profile-not-the-commits"),
+    case(forge_matrix_not_the_commits, "matrix-at-commit", "32b-matrix-not-the-commits"),
+    case(forge_gate_disabled_in_matrix, "gate-settings", "33-gate-disabled-in-matrix-only"),
+    case(forge_gate_thresholds, "gate-settings", "33b-gate-thresholds-not-the-profiles"),
+    case(forge_execution_dropped, "evidence", "34-execution-record-dropped"),
+    case(forge_engine_log_removed, "evidence", "34b-engine-log-removed"),
+    case(forge_slots_unreported, "evidence", "34c-slots-unreported"),
+    case(forge_image_label_build, "identity-cross-check", "35-image-label-other-build"),
+    case(forge_reported_build, "identity-cross-check", "35b-engine-reports-other-build"),
+    case(forge_gpu_on_cpu_profile, "identity-cross-check", "35c-gpu-on-cpu-profile"),
+    case(forge_only_cell_removed, "plan-recomputed", "37-only-selected-cell-removed"),
 ]
+# Forgeries that need two cells in one engine group (two protocols on one model).
+GROUP_FORGERIES = [case(forge_one_cell_gate_excluded, "gate-group", "36-one-cell-of-a-group-gate-excluded")]
 
 
 # ---------------------------------------------------------------- the assertions
@@ -552,14 +867,52 @@ def assert_not_rendered(run: Path, out: Path, keys: dict[str, RowKey], forged: F
     assert kept <= rows and all(in_markdown(markdown, key) for key in kept)
 
 
+def compare_with_project(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a forge committed the honest project beside the bundle, check compares with it (as
+    with the reviewer's checkout of the author's project)."""
+    project = run.parent / PROJECT
+    if project.is_dir():
+        monkeypatch.setattr("repro.check_commit.project_root", lambda: project)
+
+
 @pytest.mark.parametrize(("forge", "rule"), FORGERIES)
-def test_forgery_is_caught(tmp_path: Path, forge: Forge, rule: str) -> None:
+def test_forgery_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forge: Forge, rule: str) -> None:
     run = write_bundle(tmp_path / "run1")
+    keys = row_keys(run)
+    forged = forge(run)
+    rehash(run)
+    compare_with_project(run, monkeypatch)
+    assert_caught(check_run(run, Redactor(CANARY)), forged, rule)
+    assert_not_rendered(run, tmp_path / "tables", keys, forged)
+
+
+@pytest.mark.parametrize(("forge", "rule"), GROUP_FORGERIES)
+def test_group_forgery_is_caught(tmp_path: Path, forge: Forge, rule: str) -> None:
+    run = write_bundle(tmp_path / "run1", protocols=("json_schema", "react"))
     keys = row_keys(run)
     forged = forge(run)
     rehash(run)
     assert_caught(check_run(run, Redactor(CANARY)), forged, rule)
     assert_not_rendered(run, tmp_path / "tables", keys, forged)
+
+
+def test_the_project_at_the_commit_keeps_the_bundle_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The null control with the project's files at the recorded commit to compare with: VALID,
+    and the verdict has nothing to say about the commit."""
+    run = write_bundle(tmp_path / "run1")
+    commit_project(run)
+    rehash(run)
+    compare_with_project(run, monkeypatch)
+    verdict = check_run(run, Redactor(CANARY))
+    assert not verdict.run_problems and {c.verdict for c in verdict.cells} == {"VALID"}, [c.reasons for c in verdict.cells]
+    assert verdict.notes == []
+
+
+def test_a_commit_the_checkout_lacks_is_said(tmp_path: Path) -> None:
+    """Without the commit, the bundle's own copies are all check has, and the verdict says so."""
+    verdict = check_run(write_bundle(tmp_path / "run1"), Redactor(CANARY))
+    assert {c.verdict for c in verdict.cells} == {"VALID"}
+    assert len(verdict.notes) == 1 and "is not in this checkout" in verdict.notes[0]
 
 
 def test_rehash_alone_keeps_the_bundle_valid(tmp_path: Path) -> None:

@@ -60,7 +60,9 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
     bundle = Bundle(run_dir, Redactor(CANARY))
     embed(bundle, raw, variant)
     matrix_info = run_template.matrix.model_copy(update={"sha256": variant.sha256})
-    bundle.write_run(run_template.model_copy(update={"run_id": run_dir.name, "matrix": matrix_info, "planned_cells": [c.id for c in plan.cells]}))
+    chat_templates = {m.id: run_template.chat_templates[m.id] for m in variant.matrix.models}
+    update = {"run_id": run_dir.name, "matrix": matrix_info, "planned_cells": [c.id for c in plan.cells], "chat_templates": chat_templates}
+    bundle.write_run(run_template.model_copy(update=update))
     for cell in plan.cells:
         write_cell(bundle, cell, outcomes(cell))
     bundle.write_manifest()
@@ -79,13 +81,15 @@ def write_cell(bundle: Bundle, cell: Cell, scenarios: list[Scenario]) -> None:
         row.protocol_stats = ProtocolStats(protocol=cell.protocol, model_turns=1, valid_calls=int(row.passed), invalid_turns=int(not row.passed))
     writer.write_jsonl("scenarios.jsonl", rows)
     writer.write_jsonl("transcripts.jsonl", [TranscriptLine(id=sid, transcript=t) for sid, _, _, _, t in scenarios if t is not None])
-    writer.write_text("engine.log", "llama server listening\n")
+    writer.write_text("engine.log", f"llama threadpool init, n_threads = {load_profiles().get('cpu').threads}\nllama server listening\n")
     expected = cell.engine.expected_identity()
     update = {
         "cell": cell,
         "model_sha256_verified": cell.model.sha256,
         "engine_identity": IdentityCheck(expected=expected, reported=expected, matched=True),
-        "engine_settings": EngineSettings(reported=reported_template(templates()[0].chat_templates[cell.model.id])),
+        "engine_settings": EngineSettings(
+            reported={**templates()[1].engine_settings.reported, **reported_template(templates()[0].chat_templates[cell.model.id])}
+        ),
         "suite_ids": [r.id for r in rows],
         "suite_sha256": select(cell.suite, ROOT).sha256,
         "engine_boot_seconds": 2.0,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from repro.bundle import load_cell
+from repro.chat_template import served_sha256
 from tests.e2e.conftest import E2E_MATRIX, make_snapshot, run_repro, smoke_parts
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
@@ -44,7 +45,7 @@ def test_a_template_without_tools_excludes_native_tools_before_anything_is_score
     (ran,) = record["planned_cells"]
     cell = load_cell(run_dir / "cells" / ran)
     reported = cell.engine_settings.reported
-    assert reported["chat_template_sha256"] == facts["sha256"]  # the engine used the GGUF's own template
+    assert reported["chat_template_sha256"] == served_sha256(facts["text"])  # the engine used the GGUF's own template
     assert reported["chat_template_caps"]["supports_tools"] is False  # and says itself that it renders no tools
     check = run_repro(project, canary_home, "check", str(run_dir))
     assert check.returncode == 0, check.stdout + check.stderr

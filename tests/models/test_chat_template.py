@@ -17,6 +17,7 @@ from repro.chat_template import (
     engine_template_problem,
     protocol_blocker,
     recheck_facts,
+    served_sha256,
     server_blocker,
     template_facts,
 )
@@ -108,7 +109,7 @@ def test_a_pinned_template_is_used_and_verified(tmp_path: Path, monkeypatch: pyt
 def test_a_fallback_template_is_never_the_pinned_one() -> None:
     """Rule 2: the engine reports a template other than the GGUF's (llama.cpp's built-in ChatML)."""
     facts = derive_facts(GEMMA_LIKE, "gguf", ["<end_of_turn>"], VOCAB)
-    assert engine_template_problem(facts, facts.sha256) is None
+    assert engine_template_problem(facts, served_sha256(facts.text)) is None
     problem = engine_template_problem(facts, "c" * 64)
     assert problem is not None and "a built-in fallback is never valid" in problem
 

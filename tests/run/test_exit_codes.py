@@ -12,6 +12,7 @@ from rich.console import Console
 import repro.run as run_module
 from repro.__main__ import main
 from repro.bundle import Bundle, load_cell, load_run
+from repro.chat_template import derive_facts
 from repro.engines.base import EngineDied, EngineHandle
 from repro.gate import GateResult
 from repro.healing import MAX_BOOTS, EngineLost
@@ -24,7 +25,7 @@ from repro.records import CellRecord, CellSummary, EngineFault, utc_now
 from repro.redact import Redactor
 from repro.sandbox import SandboxSettings
 from repro.suites import select
-from tests.fixtures.synthetic import CANARY, result, write_bundle
+from tests.fixtures.synthetic import CANARY, STANDIN_TEMPLATE, reported_template, result, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = ImageRef(name="x", reference="repro/x:k", key="k", id="sha256:" + "1" * 64, pinned_by="content-key")
@@ -112,6 +113,10 @@ def test_interrupt_exits_130_and_bad_input_exits_2(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- resume and healing, with fakes
 
 
+# The group's engine reports the chat template the run recorded for its model (a stand-in here).
+STANDIN_FACTS = derive_facts(STANDIN_TEMPLATE, "gguf", ["<|im_end|>"], ["<|im_start|>", "<|im_end|>"])
+
+
 def prepared(tmp_path: Path) -> run_module.Prepared:
     profiles = load_profiles()
     loaded = load_matrix(ROOT / "matrix" / "smoke.yaml")
@@ -125,6 +130,7 @@ def prepared(tmp_path: Path) -> run_module.Prepared:
         engines={c.engine.id: IMAGE for c in plan.cells},
         models={c.model.id: tmp_path / "model.gguf" for c in plan.cells},
         suites={c.suite.id: select(c.suite) for c in plan.cells},
+        templates={m.id: STANDIN_FACTS for m in loaded.matrix.models},
     )
 
 
@@ -155,6 +161,7 @@ def group(identity: str = "b11434-src-b0a2feb6", container_id: str = "old") -> r
         profile="cpu",
         run_id="r1",
         sandbox=SandboxSettings(),
+        settings=reported_template(STANDIN_FACTS),
     )
     return run_module.GroupEngine(handle=handle, gate=GateResult(passed=True, reason="ok"))
 

@@ -156,6 +156,17 @@ def test_k8s_schema_catches_a_broken_job(tmp_path):
         (["slurm", str(MATRIX), "--profile", "tpu", "--shards", "2"], "unknown profile 'tpu'"),
         (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--engine", "podman"], "--engine podman"),
         (["k8s", "no/such/matrix.yaml", "--profile", "cpu", "--shards", "2"], "no/such/matrix.yaml"),
+        # issue 27: option values are checked before they reach a job file (no directive, key or command injected)
+        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--time", "1:00\n#SBATCH --uid=0"], "--time 1:00\\n#SBATCH"),
+        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--partition", "a b"], "--partition a b"),
+        (["slurm", "$(touch pwned).yaml", "--profile", "cpu", "--shards", "2"], "--matrix $(touch pwned).yaml"),
+        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--workdir", "/x;reboot"], "--workdir /x;reboot"),
+        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--repro", "repro; rm -rf /"], "--repro repro; rm -rf /"),
+        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--parallel", "-1"], "--parallel -1"),
+        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--mem-gb", "0"], "--mem-gb 0"),
+        (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--namespace", "a\nkind: Pod"], "--namespace a\\nkind: Pod"),
+        (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--image", 'x"\nhostPID: true'], "--image"),
+        (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--pvc", "Bad_Claim"], "--pvc Bad_Claim"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):

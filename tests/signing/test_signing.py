@@ -191,3 +191,80 @@ def test_render_and_verify_can_require_a_signature(tmp_path, keys, capsys) -> No
     assert main(["verify", str(signed), "--published", str(published), "--require-signature", str(allowed)]) == 2
     assert main(["verify", str(signed), "--published", str(signed), "--require-signature", str(allowed)]) == 0
     assert main(["verify", str(signed), "--published", str(unsigned), "--require-signature", str(allowed)]) == 1
+
+
+# ---------------------------------------------------------------- in-toto attestations (issue 25)
+
+
+def test_the_attestation_verifies_with_the_librarys_own_dsse_verifier(tmp_path, keys) -> None:
+    """The DSSE envelope is checked by securesystemslib's verifier, not ours: signed by alice's
+    key, an in-toto Statement v1 whose subjects are every file of the bundle with its sha256 and
+    whose SLSA v1 predicate names the matrix, the profile, the selection and the pinned inputs."""
+    import json
+
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+    from securesystemslib.signer import SSlibKey
+
+    from repro.attestation import attest_bundle
+    from tests.fixtures.synthetic import write_bundle
+
+    run = write_bundle(tmp_path / "run1")
+    path = attest_bundle(run, keys["alice"])
+    envelope = Envelope.from_dict(json.loads(path.read_text()))
+    alice = SSlibKey.from_crypto(load_ssh_public_key(keys["alice"].with_suffix(".pub").read_bytes()))
+    assert list(envelope.verify([alice], 1)) == [alice.keyid]
+    statement = json.loads(envelope.payload)
+    assert envelope.payload_type == "application/vnd.in-toto+json"
+    assert (statement["_type"], statement["predicateType"]) == ("https://in-toto.io/Statement/v1", "https://slsa.dev/provenance/v1")
+    files = {p.relative_to(run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in run.rglob("*") if p.is_file() and p != path}
+    assert {s["name"]: s["digest"]["sha256"] for s in statement["subject"]} == files
+    build = statement["predicate"]["buildDefinition"]
+    assert set(build["externalParameters"]) == {"matrix", "profile", "selection"}
+    names = {d["name"] for d in build["resolvedDependencies"]}
+    assert {"harness-tree", "harness-image:repro/harness:k", "suite:synthetic"} <= names and any(n.startswith("model:") for n in names)
+    assert any(n.startswith("chat-template:") for n in names)
+    mallory = SSlibKey.from_crypto(load_ssh_public_key(keys["mallory"].with_suffix(".pub").read_bytes()))
+    with pytest.raises(VerificationError, match="threshold"):
+        envelope.verify([mallory], 1)
+
+
+def test_check_accepts_the_attestation_alone_and_refuses_it_stale(tmp_path, keys, capsys) -> None:
+    """`repro check --allowed-signers` accepts either signature; an attestation by a key nobody
+    allowed, or over files that changed since, is refused (exit 1)."""
+    from repro.attestation import attest_bundle
+    from repro.bundle import Bundle
+    from repro.redact import Redactor
+    from tests.fixtures.synthetic import CANARY, write_bundle
+
+    run = write_bundle(tmp_path / "run1")
+    attest_bundle(run, keys["alice"])
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
+    assert not (run / SIGNATURE).exists()
+    capsys.readouterr()
+    assert main(["check", str(run), "--allowed-signers", str(allowed)]) == 0
+    assert "signed: run1 by alice@example.org (in-toto attestation, DSSE)" in capsys.readouterr().out
+    (tmp_path / "mallory").mkdir()
+    assert main(["check", str(run), "--allowed-signers", str(_allowed(tmp_path / "mallory", ("mallory@example.org", keys["mallory"])))]) == 1
+    assert "signed by no ed25519 key" in capsys.readouterr().err
+    engine_log = next(run.glob("cells/*/engine.log"))
+    engine_log.write_text(engine_log.read_text() + "llama server listening\n")
+    Bundle(run, Redactor(CANARY)).write_manifest()  # a forger's fresh manifest: the attestation still names the old files
+    assert main(["check", str(run), "--allowed-signers", str(allowed)]) == 1
+    assert "subjects are not the bundle's files" in capsys.readouterr().err
+
+
+def test_check_json_with_allowed_signers_is_json_alone(tmp_path, keys, capsys) -> None:
+    """Issue 25, item 10: stdout of `repro check --json --allowed-signers` parses; the signer is a field."""
+    import json
+
+    from tests.fixtures.synthetic import write_bundle
+
+    run = write_bundle(tmp_path / "run1")
+    sign_bundle(run, keys["alice"])
+    allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
+    capsys.readouterr()
+    assert main(["check", str(run), "--json", "--allowed-signers", str(allowed)]) == 0
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["signer"] == "alice@example.org"

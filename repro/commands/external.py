@@ -1,0 +1,47 @@
+"""`repro external report`: an external harness's own report, rendered again from a bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from repro.bundle import find_runs, load_cell, load_run
+from repro.errors import BadInput
+from repro.files import atomic_write
+
+app = typer.Typer(help="External suites (another project's harness run sealed): their own reports.", no_args_is_help=True)
+
+
+@app.command("report")
+def report(
+    results: Path = typer.Argument(..., help="A run folder, or a results folder holding runs."),
+    out: Path = typer.Option(Path("paper/external"), "--out", help="Folder for the reports: <out>/<cell-id>/<file>."),
+) -> None:
+    """Render each external cell's own report (ToolCallBench: Markdown and HTML) from its raw outputs."""
+    from repro.external import adapter_for
+    from repro.external.base import RAW_PREFIX
+    from repro.external.check import raw_evidence, wheel_root
+
+    console = Console(highlight=False)
+    written = 0
+    for run_dir in find_runs(results):
+        run = load_run(run_dir)
+        for cell_id in run.planned_cells:
+            cell_dir = run_dir / "cells" / cell_id
+            record = load_cell(cell_dir)
+            if record.cell.suite.external is None or record.status != "done":
+                continue
+            ev = SimpleNamespace(record=record, run_dir=run_dir, cell_dir=cell_dir)
+            raw, index = raw_evidence(ev)  # type: ignore[arg-type]
+            for name, data in adapter_for(record.cell.suite).report(raw, index, wheel_root(ev)).items():  # type: ignore[arg-type]
+                target = out / cell_id / name.removeprefix(RAW_PREFIX).split("__")[-1]
+                atomic_write(target, data)
+                same = "the recorded one" if raw.get(name) == data else "[red]not the recorded one[/]"
+                console.print(f"{escape(str(target))}: {same}", soft_wrap=True)
+                written += 1
+    if not written:
+        raise BadInput(f"{results}: no cell of an external suite ran here")

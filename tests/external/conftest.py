@@ -1,0 +1,92 @@
+"""Fixtures for ToolCallBench: its fetched wheels, a host venv with it installed (the "direct"
+side of the fidelity test), and helpers that turn a driver's output folder into a cell."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repro.bundle import Bundle
+from repro.config import PROJECT_ROOT
+from repro.matrix import LoadedMatrix, Suite, load_matrix
+from repro.plan import Cell, make_plan
+from repro.profiles import load_profiles
+from repro.records import CellRecord
+from repro.redact import Redactor
+from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
+
+MATRIX = PROJECT_ROOT / "matrix" / "toolcallbench-smoke.yaml"
+DRIVER = PROJECT_ROOT / "images" / "toolcallbench" / "driver.py"
+ALL_TASKS = [f"{group}-{n:02d}" for group, count in (("chain", 4), ("edit", 5), ("failure", 3), ("read", 5), ("run", 3)) for n in range(1, count + 1)]
+
+
+def loaded() -> LoadedMatrix:
+    return load_matrix(MATRIX)
+
+
+def tcb_suite(ids: list[str] | None = None) -> Suite:
+    suite = loaded().matrix.suites[0]
+    return suite.model_copy(update={"ids": ids}) if ids is not None else suite
+
+
+def tcb_cell(ids: list[str] | None = None) -> Cell:
+    matrix = loaded()
+    if ids is not None:
+        suites = [tcb_suite(ids)]
+        matrix = matrix.model_copy(update={"matrix": matrix.matrix.model_copy(update={"suites": suites})})
+    return make_plan(matrix, "cpu", load_profiles().get("cpu")).cells[0]
+
+
+@pytest.fixture(scope="session")
+def tcb_wheels() -> Path:
+    """Every wheel of images/toolcallbench/requirements.txt, fetched (PyPI, once) and verified."""
+    from repro.external.wheels import fetch_wheels
+
+    suite = tcb_suite()
+    assert suite.external is not None
+    return fetch_wheels(suite.external)
+
+
+@pytest.fixture(scope="session")
+def tcb_python(tmp_path_factory, tcb_wheels) -> Path:
+    """A venv on the host with exactly the locked wheels: ToolCallBench outside repro."""
+    venv = tmp_path_factory.mktemp("tcb-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--find-links", str(tcb_wheels), "toolcallbench"], check=True)
+    return venv / "bin" / "python"
+
+
+def run_direct(python: Path, work: Path, profile: str, tasks: list[str]) -> dict[str, tuple[bool, str]]:
+    """ToolCallBench's own CLI with its scripted backend: task id -> (passed, its failure type)."""
+    results = work / "results"
+    command = [str(python), "-m", "toolcallbench", "run", "--backend", "scripted", "--profile", profile, "--repeats", "1"]
+    command += ["--results-dir", str(results), "--session", "direct", "--tasks", ",".join(tasks), "--root", str(work)]
+    subprocess.run(command, cwd=work, check=True, capture_output=True)
+    with sqlite3.connect(results / "results.sqlite") as db:
+        return {task: (bool(passed), failure) for task, passed, failure in db.execute("SELECT task_id, passed, failure_type FROM runs")}
+
+
+def run_driver(python: Path, out: Path, profile: str, tasks: list[str]) -> None:
+    """repro's driver on the host (no container): what the image runs, for the fast tests."""
+    command = [str(python), str(DRIVER), "--out", str(out), "--tasks", ",".join(tasks), "--backend", "scripted", "--profile", profile]
+    subprocess.run(command, cwd=out, check=True, capture_output=True)
+
+
+def collect_cell(run_dir: Path, cell: Cell, out_dirs: list[Path], seconds: float = 60.0, redactor: Redactor | None = None, **fields: object) -> CellRecord:
+    """What a run does with a cell's output folders: the raw files kept, the records normalised,
+    the cell written (with the suite's wheel embedded beside it); `fields` complete its record."""
+    from repro import containers
+    from repro.external import cells
+    from repro.suites import select
+
+    bundle = Bundle(run_dir, redactor or Redactor())
+    cells.embed(bundle, cell.suite)
+    selection = select(cell.suite)
+    record = CellRecord(cell=cell, status="done", suite_ids=selection.ids, suite_sha256=selection.sha256, harness_seconds=seconds, **fields)  # type: ignore[arg-type]
+    writer = bundle.start_cell(cell.id)
+    ended = [containers.Exit(code=0, seconds=seconds) for _ in out_dirs]
+    return writer.finish(cells.collect(writer, record, out_dirs, selection, ended))
