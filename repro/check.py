@@ -33,7 +33,7 @@ from repro.gate import rejudge
 from repro.matrix import LatencyGateSettings, ModelSpec, load_matrix
 from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
 from repro.records import FORMAT_VERSION, CellRecord, CellSummary, Execution, RunRecord
-from repro.redact import Redactor, data_homes, find_leaks
+from repro.redact import Redactor, find_leaks, suite_data_homes  # suite_data_homes: read within bounds, once per check
 from repro.sandbox import hardening_problems
 from repro.suites import select
 
@@ -483,15 +483,6 @@ def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
     data = suite_data_homes(ev.run_dir / SUITES_DIR / ev.record.cell.suite.id) if ev.plan is not None else frozenset()
     leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=MODEL_OUTPUT_FILES)
     return [f"host identity left in cells/{ev.cell_id}/{line}" for line in leaks][:5]
-
-
-def suite_data_homes(folder: Path) -> frozenset[str]:
-    """The home folders named by the scenario and fixture files embedded for a suite."""
-    homes: frozenset[str] = frozenset()
-    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        if path.is_file() and not path.is_symlink():
-            homes |= data_homes(path.read_text(errors="replace"))
-    return homes
 
 
 class Rules(BaseModel):

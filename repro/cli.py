@@ -37,12 +37,20 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# The command groups that read the project tree (matrices, Dockerfiles, scenarios, docker-compose.yml);
+# the others (check, verify, paper, compare, results, sign, cleanup, doctor) work from an installed
+# wheel. `repro matrix schema` needs no tree either (its group decides: repro/commands/matrix.py).
+CHECKOUT_COMMANDS = {"images", "compose", "models", "scale", "suites", "external"}
+
+
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Clean-room reproducibility for agent benchmarks of local LLMs."""
-    require_checkout()
+    if ctx.invoked_subcommand in CHECKOUT_COMMANDS:
+        require_checkout(f"repro {ctx.invoked_subcommand}")
 
 
 app.add_typer(matrix_commands.app, name="matrix")

@@ -1,4 +1,5 @@
-"""Where things live on the host: the project root and the content-addressed cache."""
+"""Where things live on the host: the project root, the files the package ships, and the
+content-addressed cache."""
 
 from __future__ import annotations
 
@@ -6,8 +7,24 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The files outside the packages that an installed repro reads (the wheel carries copies of them
+# in repro/_data/, see setup.py): from a checkout they are read in place.
+PACKAGE_DATA = Path(__file__).resolve().parent / "_data"
+SHIPPED_FILES = ("matrix/profiles.yaml", "paper/templates")
+# What only a source checkout has: the Dockerfiles the images are built from and the matrices and
+# scenarios a run reads (a matrix's paths are relative to the project).
+CHECKOUT_MARKERS = ("pyproject.toml", "images", "matrix")
+
+
+def project_file(relative: str) -> Path:
+    """A file the package ships (one of SHIPPED_FILES): the checkout's own when there is one, else
+    the installed package's copy."""
+    in_checkout = PROJECT_ROOT / relative
+    return in_checkout if in_checkout.exists() or not (PACKAGE_DATA / relative).exists() else PACKAGE_DATA / relative
+
+
 DEFAULT_MATRIX = PROJECT_ROOT / "matrix" / "smoke.yaml"
-PROFILES_FILE = PROJECT_ROOT / "matrix" / "profiles.yaml"
+PROFILES_FILE = project_file("matrix/profiles.yaml")
 
 
 def cache_dir() -> Path:
@@ -18,12 +35,17 @@ def cache_dir() -> Path:
     return Path(base).expanduser().resolve() / "repro"
 
 
-def require_checkout() -> None:
-    """The orchestrator reads matrices, profiles, Dockerfiles, table templates and scenarios from
-    the project tree: an install without them (a plain `pip install .`) is refused in one line."""
-    if not PROFILES_FILE.is_file():
+def is_checkout() -> bool:
+    return all((PROJECT_ROOT / marker).exists() for marker in CHECKOUT_MARKERS)
+
+
+def require_checkout(command: str = "this command") -> None:
+    """Commands that build, run or plan read matrices, Dockerfiles and scenarios from the project
+    tree: an installed repro (which checks, verifies and renders bundles) refuses them in one line."""
+    if not is_checkout():
         from repro.errors import BadInput
 
         raise BadInput(
-            f"repro runs from a source checkout (no {PROFILES_FILE.relative_to(PROJECT_ROOT)} beside the package): clone the project and `pip install -e '.[host]'`"
+            f"{command} needs the project's source checkout (its matrices, Dockerfiles and scenarios); an installed repro checks, "
+            "verifies and renders bundles only: clone the project and run it from there (`pip install -e '.[host]'` inside the clone)"
         )

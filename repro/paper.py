@@ -12,12 +12,12 @@ from pathlib import Path
 import jinja2
 
 from repro.aggregate import PaperTables
-from repro.config import PROJECT_ROOT
+from repro.config import project_file
 from repro.figures import CAPTIONS
 from repro.files import atomic_write
 from repro.templating import template_environment
 
-TEMPLATES = PROJECT_ROOT / "paper" / "templates"
+TEMPLATES = project_file("paper/templates")
 TEX_REPLACEMENTS = {
     "\\": r"\textbackslash{}",
     "&": r"\&",

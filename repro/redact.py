@@ -11,6 +11,7 @@ replaced only at path boundaries: `/root` is the home in `/root/x` and `"/root"`
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
@@ -21,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
+from harness.inputs import MAX_SCENARIO_BYTES
 from repro.config import PROJECT_ROOT, cache_dir
 from repro.errors import BadInput
 
@@ -67,6 +69,40 @@ def data_homes(text: str) -> frozenset[str]:
     """The home folders that `text` (a scenario, a fixture) names as data: a fictional user's
     project is not the host's identity when the pinned suite itself holds it."""
     return frozenset(home_root(match.group(0)) for pattern in HOME_LIKE.values() for match in pattern.finditer(text))
+
+
+def suite_data_homes(folder: Path) -> frozenset[str]:
+    """The home folders named by the scenario and fixture files embedded for a suite (`data_homes`
+    of each). Only regular files of at most MAX_SCENARIO_BYTES (the largest suite file the harness
+    loads) are read, links never followed: a larger file is no scenario or fixture of the suite, so the homes it names do not
+    count (a leak they would excuse is still reported). The answer is kept for as long as the
+    folder's files are unchanged, so a check reads the suite once, not once per cell."""
+    files = _data_files(folder)
+    return _homes_of(tuple(files)) if files else frozenset()
+
+
+def _data_files(folder: Path) -> list[tuple[str, int, int, int]]:
+    """(path, size, mtime, inode) of every regular file under `folder` within the bound, sorted."""
+    found = []
+    for root, _folders, names in os.walk(folder, followlinks=False):
+        for name in names:
+            path = os.path.join(root, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue  # gone since the walk listed it
+            if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SCENARIO_BYTES:
+                found.append((path, info.st_size, info.st_mtime_ns, info.st_ino))
+    return sorted(found)
+
+
+@lru_cache(maxsize=16)
+def _homes_of(files: tuple[tuple[str, int, int, int], ...]) -> frozenset[str]:
+    homes: frozenset[str] = frozenset()
+    for path, *_stamp in files:
+        with contextlib.suppress(BadInput):
+            homes |= data_homes(_scan_text(Path(path), MAX_SCENARIO_BYTES))
+    return homes
 
 
 @dataclass
@@ -211,10 +247,10 @@ def _bundle_entries(bundle: Path) -> list[Path]:
     return sorted(entries)
 
 
-def _scan_text(path: Path) -> str:
+def _scan_text(path: Path, limit: int = MAX_SCAN_BYTES) -> str:
     from repro.yamlsource import read_bounded
 
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
         raise BadInput(f"{path}: not a regular file")
-    return read_bounded(path, MAX_SCAN_BYTES, follow_links=False).decode("utf-8", errors="replace")
+    return read_bounded(path, limit, follow_links=False).decode("utf-8", errors="replace")

@@ -52,6 +52,8 @@ def print_verdicts(verdicts: list[RunVerdict]) -> None:
             console.print(f"  [{colour}]{cell.verdict:<8}[/] {shown(cell.cell_id)}", soft_wrap=True)
             for reason in cell.reasons if cell.verdict != "VALID" else []:
                 console.print(f"             - {shown(reason)}", soft_wrap=True)
+        for note in run.notes:
+            console.print(f"  [dim]note[/]: {shown(note)}", soft_wrap=True)
         for absent in run.absent:
             console.print(f"  [dim]ABSENT  [/] {shown(absent.cell_id)} - {shown(absent.reason)}", soft_wrap=True)
         counts = {name: sum(c.verdict == name for c in run.cells) for name in COLOURS}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from repro.errors import BadInput
+from repro.terminal import printable, shown
 
 app = typer.Typer(help="One cell by hand with docker-compose (not clean-room: no bundle, no gate).", no_args_is_help=True)
 err = Console(stderr=True, highlight=False)
@@ -42,10 +42,10 @@ def env_command(
     values = compose_env(source, out_dir=folder, run_id=run_id)
     write_env(values, out)
     for note in source.notes:
-        err.print(f"[yellow]note[/] {escape(note)}")
-    err.print(f"cell     {escape(source.cell.id)} on {source.profile_name} ({len(source.suite.ids)} scenarios)", soft_wrap=True)
-    err.print(f"run id   {run_id} (label repro.run; repro cleanup --run-id {run_id} removes leftovers)", soft_wrap=True)
-    err.print(f"output   {escape(str(folder))}", soft_wrap=True)
+        err.print(f"[yellow]note[/] {shown(note)}", soft_wrap=True)
+    err.print(f"cell     {shown(source.cell.id)} on {shown(source.profile_name)} ({len(source.suite.ids)} scenarios)", soft_wrap=True)
+    err.print(f"run id   {shown(run_id)} (label repro.run; repro cleanup --run-id {shown(run_id)} removes leftovers)", soft_wrap=True)
+    err.print(f"output   {shown(folder)}", soft_wrap=True)
     err.print("not clean-room: no bundle, no latency gate, no identity check (docs/compose.md)")
     err.print("run:     docker-compose up -d engine && docker-compose run --rm -T harness; docker-compose down -v")
-    typer.echo(str(out))
+    typer.echo(printable(out))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from repro.config import DEFAULT_MATRIX
+from repro.config import DEFAULT_MATRIX, require_checkout
 from repro.errors import BadInput
 from repro.matrix import load_matrix, matrix_json_schema
 from repro.plan import Cell, Plan, stored_plan
@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Validate, describe and plan matrix files.", no_args_is_help=True)
 console = Console()
+
+
+@app.callback()
+def _group(ctx: typer.Context) -> None:
+    """Validate, describe and plan matrix files."""
+    if ctx.invoked_subcommand != "schema":  # the schema is the package's own; the rest reads the project tree
+        require_checkout(f"repro matrix {ctx.invoked_subcommand}")
 
 
 @app.command()

@@ -6,17 +6,17 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from repro import models
 from repro.config import DEFAULT_MATRIX
 from repro.errors import BadInput
 from repro.matrix import ModelSpec, load_matrix
+from repro.terminal import shown
 
 app = typer.Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
-console = Console(stderr=True)
-out = Console()
+console = Console(stderr=True, highlight=False)  # ids, sources, paths and reasons are input: printed escaped (shown)
+out = Console(highlight=False)
 
 
 class RichProgress(models.Progress):
@@ -27,10 +27,10 @@ class RichProgress(models.Progress):
         self.tasks: dict[str, TaskID] = {}
 
     def status(self, model_id: str, text: str) -> None:
-        self.bars.console.print(f"[dim]{model_id}: {text}[/]", soft_wrap=True)
+        self.bars.console.print(f"[dim]{shown(model_id)}: {shown(text)}[/]", soft_wrap=True)
 
     def start(self, model_id: str, source: str, total: int | None) -> None:
-        self.tasks[model_id] = self.bars.add_task(f"{model_id} [dim]{source[:60]}[/]", total=total)
+        self.tasks[model_id] = self.bars.add_task(f"{shown(model_id)} [dim]{shown(source[:60])}[/]", total=total)
 
     def advance(self, model_id: str, count: int) -> None:
         if model_id in self.tasks:
@@ -60,20 +60,22 @@ def fetch(
             except models.ModelError as error:
                 problems += error.lines
                 for line in error.lines:
-                    bars.console.print(f"[red]FAIL[/] {line}", soft_wrap=True)
+                    bars.console.print(f"[red]FAIL[/] {shown(line)}", soft_wrap=True)
                 continue
             verb = f"fetched from {stored.source}" if stored.downloaded else "already in the store"
             template = _template_line(spec, stored.path)
             if template.startswith("FAIL "):
                 problems.append(template[5:])
-                bars.console.print(f"[red]FAIL[/] {escape(template[5:])}", soft_wrap=True)
+                bars.console.print(f"[red]FAIL[/] {shown(template[5:])}", soft_wrap=True)
                 continue
-            bars.console.print(f"[green]OK[/]   {spec.id}: sha256 {spec.sha256[:12]} {stored.size} bytes, {verb}; {escape(template)}", soft_wrap=True)
+            bars.console.print(
+                f"[green]OK[/]   {shown(spec.id)}: sha256 {spec.sha256[:12]} {stored.size} bytes, {shown(verb)}; {shown(template)}", soft_wrap=True
+            )
             for skipped in stored.skipped_sources:
-                bars.console.print(f"       [yellow]skipped[/] {skipped}", soft_wrap=True)
+                bars.console.print(f"       [yellow]skipped[/] {shown(skipped)}", soft_wrap=True)
     if problems:
         raise models.ModelError(problems[0], lines=problems)
-    out.print(f"{len(specs)} models verified in {models.store_dir()}", soft_wrap=True)
+    out.print(f"{len(specs)} models verified in {shown(models.store_dir())}", soft_wrap=True)
 
 
 @app.command("list")
@@ -87,7 +89,9 @@ def list_(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose 
             state = "[green]stored[/]"
         else:
             state = "[red]corrupt[/]"
-        out.print(f"{state:<20} {spec.id:<32} {spec.quant:<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {path}", soft_wrap=True)
+        out.print(
+            f"{state:<20} {shown(spec.id):<32} {shown(spec.quant):<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {shown(path)}", soft_wrap=True
+        )
 
 
 def _template_line(spec: ModelSpec, gguf: Path) -> str:

@@ -11,6 +11,7 @@ from repro.config import DEFAULT_MATRIX
 from repro.matrix import load_matrix
 from repro.suite_sources import fetch_suite
 from repro.suites import select
+from repro.terminal import shown
 
 app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
 
@@ -18,21 +19,21 @@ app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites wit
 @app.command()
 def fetch(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose suites to fetch.")) -> None:
     """Fetch, verify (sha256) and unpack every suite with a source; suites in the project need nothing."""
-    console = Console()
+    console = Console(highlight=False)  # ids, sources and log lines are input: printed escaped (shown)
     loaded = load_matrix(matrix)
     external = [suite for suite in loaded.matrix.suites if suite.source is not None]
     for suite in external:
         assert suite.source is not None
-        fetch_suite(suite.source, log=lambda line: console.print(f"  {line}", soft_wrap=True))
+        fetch_suite(suite.source, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
         selection = select(suite)
-        console.print(f"[green]OK[/]   {suite.id}: {len(selection.ids)} scenarios from {suite.source.describe()}", soft_wrap=True)
+        console.print(f"[green]OK[/]   {shown(suite.id)}: {len(selection.ids)} scenarios from {shown(suite.source.describe())}", soft_wrap=True)
     from repro.external.wheels import fetch_wheels
 
     harnesses = [suite for suite in loaded.matrix.suites if suite.external is not None]
     for suite in harnesses:
         assert suite.external is not None
-        fetch_wheels(suite.external, log=lambda line: console.print(f"  {line}", soft_wrap=True))
+        fetch_wheels(suite.external, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
         selection = select(suite)
-        console.print(f"[green]OK[/]   {suite.id}: {len(selection.ids)} tasks of {suite.external.wheel} (sha256 verified)", soft_wrap=True)
+        console.print(f"[green]OK[/]   {shown(suite.id)}: {len(selection.ids)} tasks of {shown(suite.external.wheel)} (sha256 verified)", soft_wrap=True)
     external += harnesses
     console.print(f"{len(external)} external suite(s) ready; {len(loaded.matrix.suites) - len(external)} in the project")
