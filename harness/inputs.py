@@ -37,9 +37,11 @@ class InputError(Exception):
 def open_regular(path: Path, limit: int) -> IO[bytes]:
     """`path` opened for reading once it is a regular file of at most `limit` bytes.
 
-    It is opened without blocking and checked on the open descriptor, so a FIFO swapped in after
-    a look is still refused rather than waited on."""
+    A device or FIFO is refused before it is opened; the file is then opened without blocking and
+    checked again on the open descriptor, so a FIFO swapped in after the look is still refused
+    rather than waited on."""
     try:
+        _require_regular(path, os.stat(path), limit)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None

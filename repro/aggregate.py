@@ -19,7 +19,8 @@ from pydantic import BaseModel, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptLine
 from harness.lab_codes import lab_counts
-from repro.bundle import find_runs, load_cell, merge_problems, read_results, read_transcripts
+from repro.bundle import find_runs, load_cell, load_run, merge_problems, read_results, read_transcripts
+from repro.chat_template import TemplateFacts
 from repro.check import AbsentCell, RunVerdict, check_run
 from repro.errors import BadInput
 from repro.matrix import Protocol
@@ -131,6 +132,7 @@ class TableRow(BaseModel):
     by_level: dict[int, tuple[int, int]] = {}  # ladder level -> (passed, total), ladder scenarios only
     time: TimeSplit = TimeSplit()
     execution: Execution | None = None  # threads, slots, prompt cache (None: an older bundle, 1 slot, no cache)
+    chat_template: RowTemplate | None = None  # what the model was shown the task through
 
     @property
     def exact(self) -> bool:
@@ -258,9 +260,36 @@ class PaperTables(BaseModel):
         ]
 
 
+class RowTemplate(BaseModel):
+    """The chat template a row's engine used: where it came from, its sha256 as the engine served
+    it, and what the engine reported it carries (`/props` chat_template_caps)."""
+
+    source: str
+    sha256: str | None
+    supports_tools: bool | None = None
+    supports_tool_calls: bool | None = None
+    end_of_turn: str | None = None
+
+    @classmethod
+    def of(cls, facts: TemplateFacts | None, record: CellRecord) -> RowTemplate | None:
+        if facts is None:
+            return None
+        reported = record.engine_settings.reported
+        found = reported.get("chat_template_caps")
+        caps: dict[str, Any] = found if isinstance(found, dict) else {}
+        return cls(
+            source=facts.source,
+            sha256=reported.get("chat_template_sha256"),
+            supports_tools=caps.get("supports_tools"),
+            supports_tool_calls=caps.get("supports_tool_calls"),
+            end_of_turn=facts.end_of_turn,
+        )
+
+
 class ValidCell(BaseModel):
     run_id: str
     record: CellRecord
+    template: TemplateFacts | None = None  # the run's record of the model's chat template (format 5)
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
 
@@ -327,11 +356,13 @@ def absent_everywhere(verdicts: list[RunVerdict]) -> list[AbsentCell]:
 
 def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
     cells = []
+    templates = load_run(run_dir).chat_templates
     for cell in verdict.cells:
         if cell.verdict == "VALID":
             cell_dir = run_dir / "cells" / cell.cell_id
             record, results, transcripts = load_cell(cell_dir), read_results(cell_dir), read_transcripts(cell_dir)
-            cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts))
+            template = templates.get(record.cell.model.id)
+            cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, template=template))
     return cells
 
 
@@ -406,6 +437,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         by_level=ladder_levels(results),
         time=TimeSplit.of([c.record for c in cells], results),
         execution=first.execution,
+        chat_template=RowTemplate.of(cells[0].template, first),
     )
 
 

@@ -96,6 +96,7 @@ def row_differences(published: TableRow, rerun: TableRow) -> list[str]:
         differences.append(f"model bytes differ: sha256 {published.model_sha256[:12]} published, {rerun.model_sha256[:12]} rerun")
     if published.engine_identity != rerun.engine_identity:
         differences.append(f"engine identity differs: {published.engine_identity} published, {rerun.engine_identity} rerun")
+    differences += template_differences(published, rerun)
     if (published.passed, published.total) != (rerun.passed, rerun.total):
         differences.append(f"passed {published.passed}/{published.total} published, {rerun.passed}/{rerun.total} rerun")
     for scenario in sorted(set(published.scenarios) | set(rerun.scenarios)):
@@ -105,6 +106,14 @@ def row_differences(published: TableRow, rerun: TableRow) -> list[str]:
         elif before != after:
             differences.append(f"scenario {scenario}: {_outcomes(before)} published, {_outcomes(after)} rerun")
     return differences
+
+
+def template_differences(published: TableRow, rerun: TableRow) -> list[str]:
+    """The chat template the model was shown the task through (where both sides recorded it)."""
+    before, after = published.chat_template, rerun.chat_template
+    if before is None or after is None or (before.source, before.sha256) == (after.source, after.sha256):
+        return []
+    return [f"chat template differs: {before.source} {str(before.sha256)[:12]} published, {after.source} {str(after.sha256)[:12]} rerun"]
 
 
 def execution_differences(published: TableRow, rerun: TableRow) -> list[str]:

@@ -19,7 +19,9 @@ The parser (``parse_react``) is strict:
   with ``Action Input:``; its value is the text after the marker up to the next line that starts
   with ``Thought:``, ``Action:``, ``Observation`` or ``Final Answer:`` (or the end). Surrounding
   whitespace and one Markdown code fence around it are tolerated; what remains must be exactly
-  one strict JSON object (no repairs).
+  one strict JSON object (no repairs). When it is not, but the ``Action Input:`` line itself
+  holds exactly one strict JSON object, that object is the input and the lines after it are
+  ignored, as everything after the first Action block is.
 - ``Thought:`` is the text between the first ``Thought:`` marker and the decisive line (it may
   be missing).
 - The tool and arguments are then checked against the agent's tools and the argument schema the
@@ -49,9 +51,9 @@ FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 REACT_FORMAT = """Reply in exactly this format, one action per reply:
 Thought: <one short sentence>
-Action: <one tool name>
-Action Input: <the tool's arguments as one JSON object, every argument given, null where allowed>
-Then stop: the result comes back as an Observation. To end, use Action: finish with {"summary": "..."}, or write Final Answer: <summary>."""
+Action: <one tool name only, without arguments>
+Action Input: <the tool's arguments as one JSON object on this line, every argument given, null where allowed>
+Write nothing after the Action Input line: the tool's result comes back to you as an Observation. To end, use Action: finish with Action Input {"summary": "..."}, or write Final Answer: <summary>."""
 
 RETRY_TEMPLATE = (
     "Your reply was not valid: {problem}. Reply again as Thought: ..., Action: <tool name>, Action Input: <one JSON object>, or Final Answer: <summary>."
@@ -93,7 +95,11 @@ def _action_input(lines: list[str]) -> tuple[dict[str, Any]] | str:
         if line.lstrip().startswith(MARKERS):
             break
         body.append(line)
-    return _json_object("\n".join(body).strip())
+    whole = _json_object("\n".join(body).strip())
+    if isinstance(whole, str) and len(body) > 1:
+        first_line = _json_object(body[0].strip())
+        return first_line if not isinstance(first_line, str) else whole
+    return whole
 
 
 def _json_object(text: str) -> tuple[dict[str, Any]] | str:

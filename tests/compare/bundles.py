@@ -20,7 +20,7 @@ from repro.profiles import load_profiles
 from repro.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, RunRecord
 from repro.redact import Redactor
 from repro.suites import select
-from tests.fixtures.synthetic import CANARY, ROOT, embed, reported_template, result, smoke_variant
+from tests.fixtures.synthetic import CANARY, ROOT, embed, reported_template, result, smoke_variant, synthetic_model
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 
 # What llama.cpp reports for one request: 100 prompt tokens in 0.1 s, 20 generated in 0.2 s.
@@ -51,7 +51,7 @@ def write_bundle(run_dir: Path, outcomes: Outcomes, *, repeats: int = 1, models:
     """A complete, VALID bundle of the smoke matrix with `repeats` repeats, the given protocols and
     `outcomes(cell)` per cell (each scenario's protocol stats: one turn, valid when it passed)."""
     smoke = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix
-    update = {"repeats": repeats, "models": smoke.models[:models], "protocols": list(protocols)}
+    update = {"repeats": repeats, "models": [synthetic_model(m) for m in smoke.models[:models]], "protocols": list(protocols)}
     provisional = make_plan(smoke_variant(**update)[1], "cpu", load_profiles().get("cpu")).cells[0]
     real = [sid for sid, category, *_ in outcomes(provisional) if (ROOT / "scenarios" / category / f"{sid}.json").is_file()]
     raw, variant = smoke_variant(real, **update)  # a made-up scenario id leaves its cell INVALID

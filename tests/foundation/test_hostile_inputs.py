@@ -19,7 +19,7 @@ from repro.__main__ import main
 from repro.bundle import load_cell, load_run
 from repro.errors import BadInput
 from repro.terminal import printable, shown
-from repro.yamlsource import parse_json_bounded
+from repro.yamlsource import MAX_SCALAR_CHARS, parse_json_bounded
 from tests.fixtures.synthetic import write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,3 +143,64 @@ def test_an_id_of_100_kb_is_refused_at_once(tmp_path, capsys):
     assert time.monotonic() - started < 5
     err = capsys.readouterr().err.strip().splitlines()
     assert err and all(len(line) < 400 for line in err)
+
+
+def test_a_yaml_value_over_its_bound_is_refused_at_once(tmp_path, capsys):
+    matrix = (ROOT / "matrix" / "smoke.yaml").read_text().replace("description: ", "description: " + "x" * (MAX_SCALAR_CHARS + 1), 1)
+    path = tmp_path / "m.yaml"
+    path.write_text(matrix)
+    started = time.monotonic()
+    assert main(["matrix", "plan", str(path), "--profile", "cpu"]) == 2
+    assert time.monotonic() - started < 5
+    assert f"(at most {MAX_SCALAR_CHARS})" in capsys.readouterr().err
+
+
+def _forged_exclusion(tmp_path: Path) -> Path:
+    reason = ("x1 [blink]y[/] \\x1b[2J " * 200)[:MAX_SCALAR_CHARS]
+    matrix = (
+        (ROOT / "matrix" / "smoke.yaml").read_text().replace("\nexclude:\n", f'\nexclude:\n  - model: smollm2-135m-instruct-q4_1\n    reason: "{reason}"\n', 1)
+    )
+    path = tmp_path / "[blink]m.yaml"
+    path.write_text(matrix)
+    return path
+
+
+def test_matrix_plan_and_validate_print_input_as_written(tmp_path):
+    path = _forged_exclusion(tmp_path)
+    started = time.monotonic()
+    plan = repro("matrix", "plan", str(path), "--profile", "cpu")
+    assert plan.returncode == 0 and time.monotonic() - started < 30, plan.stderr
+    assert "\x1b" not in plan.stdout and "x1 [blink]y[/] \\x1b[2J" in plan.stdout
+    validate = repro("matrix", "validate", str(path))
+    assert validate.returncode == 0 and "[blink]m.yaml" in validate.stdout and "\x1b" not in validate.stdout
+
+
+def test_the_run_progress_escapes_what_came_from_input():
+    from rich.console import Console
+
+    from repro.progress import RunProgress
+
+    console = Console(record=True, width=400, force_terminal=False)
+    progress = RunProgress(console)
+    progress.start_run(FORGED, Path("/tmp/[blink]x"), 1)
+    progress.cell_done(FORGED, "error", FORGED)
+    progress.note(f"[red]engine fault[/] {FORGED}")
+    progress.bars.stop()
+    text = console.export_text()
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "/tmp/[blink]x" in text and text.count("r[/]\\x1b[2J\\x1b]0;title\\x07x\\n[blink]forged\\u202e") == 4
+
+
+def test_the_host_identity_scan_of_a_suite_skips_a_huge_sparse_file(tmp_path):
+    from harness.inputs import MAX_SCENARIO_BYTES
+    from repro.redact import suite_data_homes
+
+    suite = tmp_path / "suites" / "s" / "scenarios" / "notes"
+    suite.mkdir(parents=True)
+    (suite / "a.json").write_text('{"about": "/home/mira/notes.txt"}')
+    with (suite / "huge.json").open("wb") as handle:
+        handle.truncate(64 * MAX_SCENARIO_BYTES * 1024)  # 64 GiB of holes: read whole, this would never end
+    started = time.monotonic()
+    assert suite_data_homes(tmp_path / "suites" / "s") == frozenset({"/home/mira"})
+    assert suite_data_homes(tmp_path / "suites" / "s") == frozenset({"/home/mira"})  # from the cache the second time
+    assert time.monotonic() - started < 2

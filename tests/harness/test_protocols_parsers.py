@@ -31,6 +31,8 @@ TURN.tables.append(TableView("beds", ["bed", "crop"], 2))
         'Thought: read it\nAction: note_read\nAction Input: {"title": "Log"}',
         'Action: note_read\n\nAction Input:\n```json\n{"title": "Log"}\n```\n',
         'Thought: x\nAction: note_read\nAction Input: {"title": "Log"}\nObservation: made up\nAction: finish',
+        # prose after the Action Input line (Qwen2.5-Coder's habit): the line's object is the input
+        'Thought: x\nAction: note_read\nAction Input: {"title": "Log"}\nThen I stop: {"summary": "read"}',
     ],
 )
 def test_react_reads_the_first_action_block(text):
@@ -51,6 +53,8 @@ def test_react_final_answer_is_finish():
         ("Action: note_read\nAction Input: title=Log", "not one JSON object"),
         ('Action: note_read\nAction Input: ["Log"]', "is not a JSON object"),
         ('Action: note_read\nAction Input: {"title": "Log",}', "not one JSON object"),
+        ('Action: note_read\nAction Input: {"title":\n"Log"} and more', "not one JSON object"),  # no object on the line itself
+        ('Action: note_read(title)\nAction Input: {"title": "Log"}', "unknown tool 'note_read(title)'"),
         ('Action: delete\nAction Input: {"x": 1}', "unknown tool 'delete'"),
         ('Action: table_read\nAction Input: {"table": "pots", "query": null, "limit": null}', "$.args.table: must be"),
         ("Final Answer:   ", "an empty Final Answer"),
