@@ -415,6 +415,8 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
     problems = []
     if selection.sha256 != ev.record.suite_sha256:
         problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded suite's ({selection.sha256[:12]})")
+    if suite.sha256 is not None and selection.sha256 != suite.sha256:
+        problems.append(f"the embedded suite hashes to {selection.sha256[:12]}, the matrix pins {suite.sha256[:12]}")
     if ev.record.suite_ids != selection.ids:
         problems.append("suite_ids are not the embedded suite's scenarios, once each, in order")
     try:

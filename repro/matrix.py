@@ -268,14 +268,19 @@ class Suite(Strict):
     categories: list[str] | None = None
     ids: list[str] | None = None
     per_category: int | None = Field(default=None, ge=1, description="first N scenarios per category, by id")
+    sha256: Sha256 | None = Field(
+        default=None,
+        description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): a third party checks the suite without the project",
+    )
 
     @model_serializer(mode="wrap")
     def _without_unset_external(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """`external` is written only when set, so a suite without it dumps (and ids its cells)
-        exactly as before the field existed."""
+        """`external` and `sha256` are written only when set, so a suite without them dumps (and
+        ids its cells) exactly as before the fields existed."""
         data = handler(self)
-        if self.external is None and isinstance(data, dict):
-            data.pop("external", None)
+        for name in ("external", "sha256"):
+            if getattr(self, name) is None and isinstance(data, dict):
+                data.pop(name, None)
         return data
 
 

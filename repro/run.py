@@ -245,6 +245,7 @@ def prepare(options: RunOptions) -> Prepared:
     if not cells:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
     suites = {c.suite.id: select(c.suite) for c in cells}
+    refuse_unpinned_suites(cells, suites)
     refuse_unfit_scenarios(suites)
     harness = harness_image()
     return Prepared(
@@ -259,6 +260,18 @@ def prepare(options: RunOptions) -> Prepared:
         suites=suites,
         templates=templates,
     )
+
+
+def refuse_unpinned_suites(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:
+    """Before any engine boots: a suite the matrix pins by sha256 selects exactly those files."""
+    pins = {c.suite.id: c.suite.sha256 for c in cells if c.suite.sha256}
+    wrong = [
+        f"suite {sid}: the selected scenario files hash to {suites[sid].sha256[:12]}, the matrix pins {pin[:12]}"
+        for sid, pin in pins.items()
+        if suites[sid].sha256 != pin
+    ]
+    if wrong:
+        raise BadInput(wrong[0], lines=wrong)
 
 
 def refuse_unfit_scenarios(suites: dict[str, SuiteSelection]) -> None:

@@ -15,7 +15,10 @@ The parser (``parse_react``) is strict:
   (after leading blanks) decides; anything after the first Action block is ignored.
 - ``Final Answer: TEXT`` (TEXT is everything after the marker, stripped, over any number of
   lines) is the step ``finish {"summary": TEXT}``; an empty TEXT is invalid.
-- ``Action: NAME``: NAME is the rest of the line, stripped. The next non-blank line must start
+- ``Action: NAME``: NAME is the rest of the line, stripped. When NAME is not one of the agent's
+  tools but starts with one followed by ``(`` (the signature the tool list shows, as in
+  ``Action: web_fetch(url)``), the tool is that name and the repair ``signature stripped from
+  the Action`` is recorded; the arguments still come only from Action Input. The next non-blank line must start
   with ``Action Input:``; its value is the text after the marker up to the next line that starts
   with ``Thought:``, ``Action:``, ``Observation`` or ``Final Answer:`` (or the end). Surrounding
   whitespace and one Markdown code fence around it are tolerated; what remains must be exactly
@@ -60,8 +63,21 @@ RETRY_TEMPLATE = (
 )
 
 
-def parse_react(text: str, turn: Turn) -> Step | Reject:
-    """The step in a ReAct reply, or the ``Reject`` saying why it is invalid (rules above)."""
+SIGNATURE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+SIGNATURE_REPAIR = "signature stripped from the Action"
+
+
+def action_tool(named: str, turn: Turn) -> tuple[str, list[str]]:
+    """The tool an Action line names, and the repairs that reading took (rules above)."""
+    found = SIGNATURE.match(named)
+    if named not in turn.agent.tools and found and found.group(1) in turn.agent.tools:
+        return found.group(1), [SIGNATURE_REPAIR]
+    return named, []
+
+
+def parse_react(text: str, turn: Turn, repairs: list[str] | None = None) -> Step | Reject:
+    """The step in a ReAct reply, or the ``Reject`` saying why it is invalid (rules above); the
+    repairs taken are appended to ``repairs`` when given."""
     lines = text.strip().splitlines()
     decisive = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("Action:", "Final Answer:"))), None)
     if decisive is None:
@@ -71,7 +87,9 @@ def parse_react(text: str, turn: Turn) -> Step | Reject:
     if first.startswith("Final Answer:"):
         answer = "\n".join([first[len("Final Answer:") :], *lines[decisive + 1 :]]).strip()
         return check_call("finish", {"summary": answer}, thought, turn) if answer else Reject("an empty Final Answer", "invalid_arguments", "finish")
-    tool = first[len("Action:") :].strip()
+    tool, taken = action_tool(first[len("Action:") :].strip(), turn)
+    if repairs is not None:
+        repairs += taken
     arguments = _action_input(lines[decisive + 1 :])
     if isinstance(arguments, str):
         return Reject(arguments, "invalid_syntax", tool or None)
@@ -145,8 +163,9 @@ class ReactPolicy(ChatPolicy):
         return {"stop": list(STOP)}
 
     def parse(self, answer: Any, turn: Turn) -> Parsed:
-        parsed = parse_react(answer.content, turn)
-        return Parsed(step=parsed) if isinstance(parsed, Step) else Parsed(problem=parsed)
+        repairs: list[str] = []
+        parsed = parse_react(answer.content, turn, repairs)
+        return Parsed(step=parsed, repairs=repairs) if isinstance(parsed, Step) else Parsed(problem=parsed, repairs=repairs)
 
     def retry_messages(self, call: ModelCall) -> list[dict[str, Any]]:
         return [{"role": "assistant", "content": call.raw}, {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)}]

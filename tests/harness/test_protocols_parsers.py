@@ -33,11 +33,23 @@ TURN.tables.append(TableView("beds", ["bed", "crop"], 2))
         'Thought: x\nAction: note_read\nAction Input: {"title": "Log"}\nObservation: made up\nAction: finish',
         # prose after the Action Input line (Qwen2.5-Coder's habit): the line's object is the input
         'Thought: x\nAction: note_read\nAction Input: {"title": "Log"}\nThen I stop: {"summary": "read"}',
+        # the signature the tool list shows, copied into the Action line: the tool is its name
+        'Thought: x\nAction: note_read(title)\nAction Input: {"title": "Log"}',
     ],
 )
 def test_react_reads_the_first_action_block(text):
     step = parse_react(text, TURN)
     assert isinstance(step, Step) and (step.tool, step.args) == ("note_read", {"title": "Log"})
+
+
+def test_react_records_the_signature_it_stripped():
+    from harness.protocols.react import SIGNATURE_REPAIR, parse_react
+
+    repairs: list[str] = []
+    assert isinstance(parse_react('Action: note_read(title)\nAction Input: {"title": "Log"}', TURN, repairs), Step)
+    assert repairs == [SIGNATURE_REPAIR]
+    repairs.clear()
+    assert isinstance(parse_react('Action: note_read\nAction Input: {"title": "Log"}', TURN, repairs), Step) and repairs == []
 
 
 def test_react_final_answer_is_finish():
@@ -54,7 +66,7 @@ def test_react_final_answer_is_finish():
         ('Action: note_read\nAction Input: ["Log"]', "is not a JSON object"),
         ('Action: note_read\nAction Input: {"title": "Log",}', "not one JSON object"),
         ('Action: note_read\nAction Input: {"title":\n"Log"} and more', "not one JSON object"),  # no object on the line itself
-        ('Action: note_read(title)\nAction Input: {"title": "Log"}', "unknown tool 'note_read(title)'"),
+        ('Action: notes_read(title)\nAction Input: {"title": "Log"}', "unknown tool 'notes_read(title)'"),  # not a tool's signature
         ('Action: delete\nAction Input: {"x": 1}', "unknown tool 'delete'"),
         ('Action: table_read\nAction Input: {"table": "pots", "query": null, "limit": null}', "$.args.table: must be"),
         ("Final Answer:   ", "an empty Final Answer"),

@@ -1,0 +1,43 @@
+"""Every bundle published in paper/published/ checks with the current code: VALID (or EXCLUDED
+with its reason) cell by cell, no run-level problem, and its tables are the published ones.
+
+A format change either keeps the published bundles' format checkable or re-publishes them in the
+same change; this test is what says which."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from repro.__main__ import main
+from repro.check import check_run
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHED = ROOT / "paper" / "published"
+BUNDLES = sorted(PUBLISHED.glob("*-bundle.tar.gz"))
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    (run_dir,) = [p for p in into.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_there_is_a_published_bundle() -> None:
+    assert BUNDLES, "paper/published/ ships no bundle"
+
+
+@pytest.mark.parametrize("archive", BUNDLES, ids=[p.name for p in BUNDLES])
+def test_a_published_bundle_checks_and_renders_its_published_numbers(archive: Path, tmp_path: Path) -> None:
+    run_dir = unpack(archive, tmp_path / "bundle")
+    verdict = check_run(run_dir)
+    assert not verdict.run_problems, verdict.run_problems
+    assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [(c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"]
+    published = PUBLISHED / archive.name.replace("-bundle.tar.gz", ".json")
+    assert main(["verify", str(run_dir), "--published", str(published)]) == 0
+    rows = json.loads(published.read_text())["rows"]
+    assert rows and all(row["chat_template"]["source"] in ("gguf", "pinned") for row in rows)
