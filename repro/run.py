@@ -428,6 +428,12 @@ def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
     )
 
 
+# The gate measures the machine, not the model's protocol skills: it always asks for a step under
+# the JSON schema, which the engine's grammar makes well-formed whatever the model, so a model that
+# cannot write (say) native tool calls is scored as such in its cells, never excluded as "slow".
+GATE_PROTOCOL = "json_schema"
+
+
 def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> GateResult:
     prepared = ctx.prepared
     settings = prepared.loaded.matrix.latency_gate
@@ -437,7 +443,7 @@ def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Gate
         profile=prepared.profile,
         settings=settings,
         decoding=cell.decoding,
-        protocol=cell.protocol,
+        protocol=GATE_PROTOCOL,
         probe_image=prepared.harness.id,
         note=ctx.progress.note,
     )

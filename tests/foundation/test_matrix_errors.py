@@ -91,7 +91,7 @@ LINE_NEEDLES = {
     "unknown-key": "quantisation",
     "missing-sha": "  - id: smollm2",
     "wrong-type": "repeats: many",
-    "dup-model": "  - id: smollm2-135m-instruct-q4_1\n    family: Gemma",
+    "dup-model": "  - id: smollm2-135m-instruct-q4_1\n    # Apache-2.0",
     "unknown-profile": "profiles: [cpu-fast",
     "unknown-protocol": "protocols:",
     "unknown-kind": "kind: vllm",
