@@ -19,7 +19,16 @@ from repro.records import EngineSettings, Execution, IdentityCheck, ImageInfo, M
 from repro.redact import Redactor
 from tests.external.conftest import MATRIX, collect_cell, loaded, run_driver
 from tests.external.test_toolcallbench import RAW_DB, rehash
-from tests.fixtures.synthetic import CANARY, CLEAN_AUDIT, ENGINE_SANDBOX, HARNESS_DIGEST, HARNESS_SANDBOX, gate_attempts, reported_template, synthetic_templates
+from tests.fixtures.synthetic import (
+    CANARY,
+    CLEAN_AUDIT,
+    ENGINE_SANDBOX,
+    HARNESS_DIGEST,
+    HARNESS_SANDBOX,
+    gate_attempts,
+    real_or_standin_templates,
+    reported_template,
+)
 
 TASKS = ["chain-01", "edit-01", "failure-01", "read-01", "run-01"]
 
@@ -27,7 +36,7 @@ TASKS = ["chain-01", "edit-01", "failure-01", "read-01", "run-01"]
 def write_tcb_bundle(run_dir: Path, out: Path) -> Path:
     profiles = load_profiles()
     matrix = loaded()
-    templates = synthetic_templates(matrix.matrix.models)
+    templates = real_or_standin_templates(matrix.matrix.models)
     (cell,) = make_plan(matrix, "cpu", profiles.get("cpu"), templates=templates).cells
     bundle = Bundle(run_dir, Redactor(CANARY))
     bundle.embed_matrix(MATRIX.read_bytes(), matrix.sha256)

@@ -1,4 +1,4 @@
-"""Real engine, sealed pair: SmolLM2 and Qwen2.5-Coder-0.5B on llama.cpp (``--jinja``) under each of
+"""Real engine, sealed pair: SmolLM2 on llama.cpp (``--jinja``) under each of
 the four protocols on three scenarios, twice. Every reply is parsed or classified (the harness
 exits 0, no engine fault, every invalid reply names its problem) and the second run's
 transcripts are identical to the first's.
@@ -26,7 +26,9 @@ from tests.fixtures.models import model_cache, smoke_model  # noqa: F401
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
 
 REPO = Path(__file__).resolve().parents[2]
-MODELS = ["smollm2-135m-instruct-q4_1", "qwen2.5-coder-0.5b-instruct-q4_k_m"]
+# Qwen2.5-Coder-0.5B's replies under every protocol are exercised by the smoke run and the
+# ToolCallBench engine test; here the fast model keeps the suite short.
+MODELS = ["smollm2-135m-instruct-q4_1"]
 IDS = ["ask-001", "notes-001", "table_read_answer-001"]
 
 
