@@ -491,14 +491,17 @@ def engine_image(
 
 def build_image(plan: BuildPlan, client: DockerClient, *, log: Log = _quiet) -> ImageRef:
     """Assemble the build context (fetching and verifying inputs), build, check the tag exists."""
+    fill = _harness_context if plan.kind == "harness" else _engine_context
+    return build_in_context(plan, client, lambda context: fill(plan, context, log), log)
+
+
+def build_in_context(plan: BuildPlan, client: DockerClient, fill: Callable[[Path], None], log: Log = _quiet) -> ImageRef:
+    """Build `plan` from a temporary context under the cache that `fill` assembles; the tag must exist after."""
     work_parent = cache_dir() / "contexts"
     work_parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{plan.name}-", dir=work_parent) as work:
         context = Path(work)
-        if plan.kind == "harness":
-            _harness_context(plan, context, log)
-        else:
-            _engine_context(plan, context, log)
+        fill(context)
         _docker_build(plan, context, client, log)
     image = find_local(plan.tag, client)
     if image is None:

@@ -17,7 +17,7 @@ from repro.errors import ReproError
 from repro.external import adapter_for
 from repro.external.wheels import fetch_wheels, lock_file
 from repro.files import sha256_bytes
-from repro.images import KEY_SCHEMA, BuildPlan, ImageRef, Log, _docker_build, _link_or_copy, _quiet, content_key, find_local, harness_image, resolve_plan
+from repro.images import KEY_SCHEMA, BuildPlan, ImageRef, Log, _link_or_copy, _quiet, build_in_context, content_key, harness_image, resolve_plan
 from repro.matrix import Suite
 
 if TYPE_CHECKING:
@@ -90,18 +90,11 @@ def external_image(suite: Suite, client: DockerClient | None = None, *, harness:
 
 
 def build_external(plan: BuildPlan, suite: Suite, client: DockerClient, log: Log) -> ImageRef:
-    import tempfile
-
-    from repro.config import cache_dir
-    from repro.images import ref_for_plan
-
     assert suite.external is not None
     adapter = adapter_for(suite)
     wheels_dir = fetch_wheels(suite.external, log=log)
-    parent = cache_dir() / "contexts"
-    parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{plan.name}-", dir=parent) as work:
-        context = Path(work)
+
+    def fill(context: Path) -> None:
         (context / "Dockerfile").write_bytes(plan.dockerfile.read_bytes())
         (context / adapter.driver).write_bytes((plan.dockerfile.parent / adapter.driver).read_bytes())
         wheels = context / "wheels"
@@ -110,11 +103,8 @@ def build_external(plan: BuildPlan, suite: Suite, client: DockerClient, log: Log
             _link_or_copy(wheel, wheels / wheel.name)
         sums = "".join(f"{sha256_bytes(w.read_bytes())}  {w.name}\n" for w in sorted(wheels.glob("*.whl")))
         (wheels / "SHA256SUMS").write_text(sums)
-        _docker_build(plan, context, client, log)
-    image = find_local(plan.tag, client)
-    if image is None:
-        raise ReproError(f"build of {plan.tag} reported success but the image is not there")
-    return ref_for_plan(plan, image)
+
+    return build_in_context(plan, client, fill, log)
 
 
 def build_external_images(loaded: LoadedMatrix, client: DockerClient, console: Console, verbose: bool) -> None:
