@@ -66,7 +66,7 @@ BAD_CASES = [
     ),
     ("yaml-syntax", variant("repeats: 1", "repeats: [1"), None),
     ("bad-gate", variant("  required: 2", "  required: 5"), "{line} latency_gate: required (5) exceeds attempts (3)"),
-    ("unknown-exclude-model", SMOKE + "exclude:\n  - model: llama-70b\n    reason: too big\n", "{line} exclude[0].model: unknown model 'llama-70b'"),
+    ("unknown-exclude-model", SMOKE + "  - model: llama-70b\n    reason: too big\n", "{line} exclude[2].model: unknown model 'llama-70b'"),
     ("negative-size", variant("file_size: 98362432", "file_size: -5"), "{line} models[0].file_size: input should be greater than 0"),
     (
         "bad-id",
