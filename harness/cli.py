@@ -1,7 +1,15 @@
-"""``python -m harness``: run, replay, lint, probe.
+"""``python -m harness``: run, replay, lint, regrade, probe, scripted-engine.
 
-Bad input never shows a traceback: one line on stderr, exit 2. ``run`` exits 0 when the run
-completed (whatever the score) and 3 when the engine is unreachable from the start.
+- ``run``: play scenarios against an engine; exit ``EXIT_OK`` when the run completed (whatever
+  the score), ``EXIT_ENGINE_UNREACHABLE`` when the engine never answered.
+- ``replay``: play scenarios with their reference policy; ``EXIT_FAILED`` when one fails.
+- ``lint``: check scenario files; ``EXIT_FAILED`` on a finding.
+- ``regrade``: replay recorded transcripts and compare with the recorded results.
+- ``probe``: the engine probes (``harness.probe``), run inside the sealed namespace.
+- ``scripted-engine``: serve a scenario's reference replies over the OpenAI API (tests).
+
+The exit statuses are named once, in ``harness.contracts``. Bad input never shows a traceback:
+one line on stderr, ``EXIT_BAD_INPUT``.
 """
 
 from __future__ import annotations
@@ -19,14 +27,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.contracts import ScenarioResult
+from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_FAILED, EXIT_OK, ScenarioResult
 from harness.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, require_output_file
 from harness.protocols import PROTOCOLS
 from harness.results import progress_event, progress_line, summary_lines
 from harness.scenario import Scenario, ScenarioError, load_scenarios
 from harness.scripted_engine import FAULTS, serve_command
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ENGINE_DOWN = 0, 1, 2, 3
 OUTPUT_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT}
 
 
@@ -191,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             client.ping()
         except EngineError as exc:
             print(f"harness: engine unreachable: {exc}", file=sys.stderr)
-            return EXIT_ENGINE_DOWN
+            return EXIT_ENGINE_UNREACHABLE
         options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
 
         def play(scenario: Scenario) -> ScenarioResult:

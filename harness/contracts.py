@@ -187,16 +187,94 @@ class GateVerdict(Contract):
     median_tokens_per_second: float | None = None
 
 
-class GateProbeResult(BaseModel):
-    """What the ``gate`` probe writes: a warm-up, the judged attempts and the probe's verdict."""
+# Exit statuses of ``python -m harness`` (``run`` and ``probe``), read by the host.
+EXIT_OK = 0
+EXIT_FAILED = 1  # run: a scenario failed
+EXIT_BAD_INPUT = 2
+EXIT_ENGINE_UNREACHABLE = 3
 
-    model_config = ConfigDict(extra="ignore")
 
-    action: str = "gate"
+class ProbeResult(BaseModel):
+    """What every probe action writes: the action, whether it did its job, and why not.
+
+    Each action has its own model below; the host validates the file against the model of the
+    action it asked for (``repro.sandbox.run_probe``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    ok: bool
+    error: str | None = None
+    status: int | None = None  # the engine's HTTP status, where one answered
+
+
+class ReadyResult(ProbeResult):
+    """``ready``: polled the health path until 200 (or gave up)."""
+
+    action: Literal["ready"] = "ready"
+    ready: bool = False
+    seconds: float = 0.0
+    polls: int = 0
+
+
+class PropsResult(ProbeResult):
+    """``props``: llama.cpp's ``GET /props``, the engine's own JSON (recorded as the engine wrote it)."""
+
+    action: Literal["props"] = "props"
+    props: dict[str, Any] | None = None
+
+
+class OllamaVersionResult(ProbeResult):
+    """``ollama-version``: ``GET /api/version``."""
+
+    action: Literal["ollama-version"] = "ollama-version"
+    version: str | None = None
+
+
+class OllamaLoadResult(ProbeResult):
+    """``ollama-load``: the GGUF uploaded as a blob (unless present), the model created from it.
+    ``create`` is what was sent, ``show`` a summary of what Ollama then reports (its own JSON)."""
+
+    action: Literal["ollama-load"] = "ollama-load"
+    stage: Literal["blob", "create"] | None = None
+    blob: str | None = None
+    uploaded: bool | None = None
+    model: str | None = None
+    create: dict[str, Any] | None = None
+    show: dict[str, Any] | None = None
+    seconds: float | None = None
+
+
+class OllamaShowResult(ProbeResult):
+    """``ollama-show``: a summary of ``POST /api/show`` (Ollama's own JSON)."""
+
+    action: Literal["ollama-show"] = "ollama-show"
+    show: dict[str, Any] | None = None
+
+
+class GateThresholds(Contract):
+    max_seconds_per_step: float
+    min_tokens_per_second: float
+    attempts: int
+    required: int
+
+
+class GateProbeResult(ProbeResult):
+    """``gate``: a warm-up, the judged attempts and the probe's verdict (judged again on the host)."""
+
+    action: Literal["gate"] = "gate"
+    api: str | None = None
+    model: str | None = None
+    protocol: str | None = None
+    thresholds: GateThresholds | None = None
     warmup: GateAttempt | None = None
     attempts: list[GateAttempt] = []
     total_seconds: float | None = None
-    error: str | None = None
+    passed: bool | None = None
+    reason: str | None = None
+    passed_attempts: int | None = None
+    median_seconds: float | None = None
+    median_tokens_per_second: float | None = None
 
 
 # The escapes a sandbox audit tries from inside a harness container (harness.audit runs them).
@@ -237,3 +315,10 @@ class SandboxAudit(Contract):
         seen = {item.name for item in self.items}
         missing = [AuditItem(name=name, attempted=False, blocked=False, detail="not in the audit") for name in AUDIT_ITEMS if name not in seen]
         return [item for item in self.items if not (item.attempted and item.blocked)] + missing
+
+
+class AuditResult(ProbeResult):
+    """``audit``: what a container with these settings could do from inside."""
+
+    action: Literal["audit"] = "audit"
+    audit: SandboxAudit | None = None

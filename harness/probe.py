@@ -13,8 +13,10 @@ Actions:
                   protocol; pass when at least r are valid steps within the thresholds
   audit           sandbox audit: try every escape from inside (harness.audit), record each
 
-Each action writes one JSON object to ``--out`` atomically. Exit status: 0 the probe ran (the
-JSON says pass or fail), 2 bad input, 3 engine unreachable. Stdlib and httpx only.
+Each action writes its result model (``harness.contracts``: ``ReadyResult``, ``PropsResult``, ...)
+as one JSON object to ``--out`` atomically. Exit status (``harness.contracts``): ``EXIT_OK`` the
+probe ran (the result says pass or fail), ``EXIT_BAD_INPUT``, ``EXIT_ENGINE_UNREACHABLE``. Stdlib,
+httpx and pydantic only.
 """
 
 from __future__ import annotations
@@ -33,14 +35,26 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 
-from harness.contracts import GateAttempt, GateVerdict
+from harness.contracts import (
+    EXIT_BAD_INPUT,
+    EXIT_ENGINE_UNREACHABLE,
+    EXIT_OK,
+    AuditResult,
+    GateAttempt,
+    GateProbeResult,
+    GateThresholds,
+    GateVerdict,
+    OllamaLoadResult,
+    OllamaShowResult,
+    OllamaVersionResult,
+    ProbeResult,
+    PropsResult,
+    ReadyResult,
+)
 
 if TYPE_CHECKING:
     from harness.client import HttpClient
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_UNREACHABLE = 3
 CHUNK = 1024 * 1024
 
 
@@ -55,11 +69,11 @@ class Unreachable(Exception):
 # ---------------------------------------------------------------- output
 
 
-def write_json(path: str | Path, data: dict[str, Any]) -> None:
-    """Write one JSON object atomically (temporary file in the same folder, then rename)."""
+def write_json(path: str | Path, result: ProbeResult) -> None:
+    """Write one result atomically (temporary file in the same folder, then rename)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(result.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -84,7 +98,7 @@ def _json_body(response: httpx.Response) -> Any:
 # ---------------------------------------------------------------- actions
 
 
-def action_ready(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def action_ready(args: argparse.Namespace) -> tuple[ReadyResult, int]:
     """Poll until the health path answers 200; exit 3 when nothing ever answered."""
     started = time.monotonic()
     deadline = started + args.timeout
@@ -101,56 +115,43 @@ def action_ready(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 last_status = response.status_code
                 last_error = None
                 if response.status_code == 200:
-                    return {
-                        "action": "ready",
-                        "ok": True,
-                        "ready": True,
-                        "status": 200,
-                        "seconds": round(time.monotonic() - started, 3),
-                        "polls": polls,
-                    }, EXIT_OK
+                    return ReadyResult(ok=True, ready=True, status=200, seconds=round(time.monotonic() - started, 3), polls=polls), EXIT_OK
             except httpx.HTTPError as error:
                 last_error = f"{type(error).__name__}: {error}"
             if time.monotonic() >= deadline:
                 break
             time.sleep(min(args.interval, max(0.0, deadline - time.monotonic())))
-    result = {
-        "action": "ready",
-        "ok": False,
-        "ready": False,
-        "status": last_status,
-        "seconds": round(time.monotonic() - started, 3),
-        "polls": polls,
-        "error": last_error or f"{args.path} still answered HTTP {last_status} after {args.timeout:g}s",
-    }
-    return result, (EXIT_OK if answered else EXIT_UNREACHABLE)
+    result = ReadyResult(
+        ok=False,
+        status=last_status,
+        seconds=round(time.monotonic() - started, 3),
+        polls=polls,
+        error=last_error or f"{args.path} still answered HTTP {last_status} after {args.timeout:g}s",
+    )
+    return result, (EXIT_OK if answered else EXIT_ENGINE_UNREACHABLE)
 
 
-def action_get(action: str, path: str, key: str) -> Callable[[argparse.Namespace], tuple[dict[str, Any], int]]:
-    def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-        with _http(args.base_url, args.request_timeout) as http:
-            response = _request(http, "GET", path)
-        body = _json_body(response)
-        if response.status_code != 200 or body is None:
-            return {
-                "action": action,
-                "ok": False,
-                "status": response.status_code,
-                "error": f"GET {path} answered HTTP {response.status_code}: {response.text[:300]}",
-            }, EXIT_OK
-        return {"action": action, "ok": True, "status": 200, key: body}, EXIT_OK
-
-    return run
+def _get_object(args: argparse.Namespace, path: str) -> tuple[dict[str, Any] | None, int, str | None]:
+    """GET a JSON object: (body, HTTP status, None) or (None, HTTP status, why not)."""
+    with _http(args.base_url, args.request_timeout) as http:
+        response = _request(http, "GET", path)
+    body = _json_body(response)
+    if response.status_code != 200 or not isinstance(body, dict):
+        return None, response.status_code, f"GET {path} answered HTTP {response.status_code}: {response.text[:300]}"
+    return body, 200, None
 
 
-def action_ollama_version(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    result, code = action_get("ollama-version", "/api/version", "body")(args)
-    if result.get("ok"):
-        body = result.pop("body")
-        if not isinstance(body, dict) or not isinstance(body.get("version"), str):
-            return {"action": "ollama-version", "ok": False, "error": f"unreadable /api/version: {body!r}"[:300]}, EXIT_OK
-        result["version"] = body["version"]
-    return result, code
+def action_props(args: argparse.Namespace) -> tuple[PropsResult, int]:
+    body, status, error = _get_object(args, "/props")
+    return PropsResult(ok=body is not None, status=status, props=body, error=error), EXIT_OK
+
+
+def action_ollama_version(args: argparse.Namespace) -> tuple[OllamaVersionResult, int]:
+    body, status, error = _get_object(args, "/api/version")
+    if body is not None and not isinstance(body.get("version"), str):
+        body, error = None, f"unreadable /api/version: {body!r}"[:300]
+    version = body["version"] if body is not None else None
+    return OllamaVersionResult(ok=body is not None, status=status, version=version, error=error), EXIT_OK
 
 
 def sha256_of(path: Path) -> str:
@@ -167,7 +168,7 @@ def _file_chunks(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def action_ollama_load(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def action_ollama_load(args: argparse.Namespace) -> tuple[OllamaLoadResult, int]:
     """Upload the GGUF as a blob (unless the server has it), then create the model from it."""
     gguf = Path(args.gguf)
     if not gguf.is_file():
@@ -202,48 +203,31 @@ def action_ollama_load(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"},
             )
             if post.status_code not in (200, 201):
-                return {
-                    "action": "ollama-load",
-                    "ok": False,
-                    "stage": "blob",
-                    "status": post.status_code,
-                    "error": f"POST /api/blobs/{digest} answered HTTP {post.status_code}: {post.text[:300]}",
-                }, EXIT_OK
+                why = f"POST /api/blobs/{digest} answered HTTP {post.status_code}: {post.text[:300]}"
+                return OllamaLoadResult(ok=False, stage="blob", status=post.status_code, error=why), EXIT_OK
             uploaded = True
         elif head.status_code != 200:
-            return {
-                "action": "ollama-load",
-                "ok": False,
-                "stage": "blob",
-                "status": head.status_code,
-                "error": f"HEAD /api/blobs/{digest} answered HTTP {head.status_code}",
-            }, EXIT_OK
+            why = f"HEAD /api/blobs/{digest} answered HTTP {head.status_code}"
+            return OllamaLoadResult(ok=False, stage="blob", status=head.status_code, error=why), EXIT_OK
         request = {"model": args.name, "files": {"model.gguf": digest}, "template": template, "parameters": parameters, "stream": False}
         if args.system is not None:
             request["system"] = args.system
         create = _request(http, "POST", "/api/create", json=request)
         body = _json_body(create)
         if create.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
-            return {
-                "action": "ollama-load",
-                "ok": False,
-                "stage": "create",
-                "status": create.status_code,
-                "uploaded": uploaded,
-                "error": f"POST /api/create answered HTTP {create.status_code}: {create.text[:300]}",
-            }, EXIT_OK
+            why = f"POST /api/create answered HTTP {create.status_code}: {create.text[:300]}"
+            return OllamaLoadResult(ok=False, stage="create", status=create.status_code, uploaded=uploaded, error=why), EXIT_OK
         show = _request(http, "POST", "/api/show", json={"model": args.name})
         shown = _json_body(show) if show.status_code == 200 else None
-    return {
-        "action": "ollama-load",
-        "ok": True,
-        "blob": digest,
-        "uploaded": uploaded,
-        "model": args.name,
-        "create": {"template": template, "parameters": parameters},
-        "show": _show_summary(shown),
-        "seconds": round(time.monotonic() - started, 3),
-    }, EXIT_OK
+    return OllamaLoadResult(
+        ok=True,
+        blob=digest,
+        uploaded=uploaded,
+        model=args.name,
+        create={"template": template, "parameters": parameters},
+        show=_show_summary(shown),
+        seconds=round(time.monotonic() - started, 3),
+    ), EXIT_OK
 
 
 def _show_summary(shown: Any) -> dict[str, Any] | None:
@@ -257,18 +241,14 @@ def _show_summary(shown: Any) -> dict[str, Any] | None:
     return out
 
 
-def action_ollama_show(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def action_ollama_show(args: argparse.Namespace) -> tuple[OllamaShowResult, int]:
     with _http(args.base_url, args.request_timeout) as http:
         response = _request(http, "POST", "/api/show", json={"model": args.name})
     body = _json_body(response)
     if response.status_code != 200 or not isinstance(body, dict):
-        return {
-            "action": "ollama-show",
-            "ok": False,
-            "status": response.status_code,
-            "error": f"POST /api/show answered HTTP {response.status_code}: {response.text[:300]}",
-        }, EXIT_OK
-    return {"action": "ollama-show", "ok": True, "show": _show_summary(body)}, EXIT_OK
+        error = f"POST /api/show answered HTTP {response.status_code}: {response.text[:300]}"
+        return OllamaShowResult(ok=False, status=response.status_code, error=error), EXIT_OK
+    return OllamaShowResult(ok=True, show=_show_summary(body)), EXIT_OK
 
 
 # ---------------------------------------------------------------- gate
@@ -364,7 +344,7 @@ def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
     )
 
 
-def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def action_gate(args: argparse.Namespace) -> tuple[GateProbeResult, int]:
     from harness.protocols import PROTOCOLS
 
     if args.protocol not in PROTOCOLS:
@@ -379,24 +359,21 @@ def action_gate(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     finally:
         client.close()
     verdict = judge(attempts, required=args.required, max_seconds=args.max_seconds, min_tps=args.min_tps)
-    result = {
-        "action": "gate",
-        "ok": True,
-        "api": args.api,
-        "model": args.model,
-        "protocol": args.protocol,
-        "thresholds": {"max_seconds_per_step": args.max_seconds, "min_tokens_per_second": args.min_tps, "attempts": args.attempts, "required": args.required},
-        "warmup": warmup.model_dump(mode="json") if warmup else None,
-        "attempts": [a.model_dump(mode="json") for a in attempts],
-        "total_seconds": round(time.monotonic() - started, 3),
-        **verdict.model_dump(mode="json"),
-    }
     every = ([warmup] if warmup else []) + attempts
-    if every and all(a.engine_fault for a in every):
-        result["ok"] = False
-        result["error"] = every[-1].error
-        return result, EXIT_UNREACHABLE
-    return result, EXIT_OK
+    unreachable = bool(every) and all(a.engine_fault for a in every)
+    result = GateProbeResult(
+        ok=not unreachable,
+        error=every[-1].error if unreachable else None,
+        api=args.api,
+        model=args.model,
+        protocol=args.protocol,
+        thresholds=GateThresholds(max_seconds_per_step=args.max_seconds, min_tokens_per_second=args.min_tps, attempts=args.attempts, required=args.required),
+        warmup=warmup,
+        attempts=attempts,
+        total_seconds=round(time.monotonic() - started, 3),
+        **verdict.model_dump(),
+    )
+    return result, (EXIT_ENGINE_UNREACHABLE if unreachable else EXIT_OK)
 
 
 # ---------------------------------------------------------------- CLI
@@ -464,7 +441,7 @@ def add_audit_parser(actions: argparse._SubParsersAction[_Parser]) -> None:
     audit.add_argument("--memory", choices=["allocate", "read"], default="allocate", help="allocate past the memory limit, or (engines) read that it is set")
 
 
-def action_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def action_audit(args: argparse.Namespace) -> tuple[AuditResult, int]:
     from harness.audit import AuditOptions, run_audit
 
     options = AuditOptions(
@@ -476,12 +453,12 @@ def action_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         max_forks=args.max_forks,
         memory=args.memory,
     )
-    return {"action": "audit", "ok": True, "audit": run_audit(options).model_dump(mode="json")}, EXIT_OK
+    return AuditResult(ok=True, audit=run_audit(options)), EXIT_OK
 
 
-ACTIONS = {
+ACTIONS: dict[str, Callable[[argparse.Namespace], tuple[ProbeResult, int]]] = {
     "ready": action_ready,
-    "props": action_get("props", "/props", "props"),
+    "props": action_props,
     "ollama-version": action_ollama_version,
     "ollama-load": action_ollama_load,
     "ollama-show": action_ollama_show,
@@ -492,19 +469,20 @@ ACTIONS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    result: ProbeResult
     try:
         result, code = ACTIONS[args.action](args)
     except ProbeInputError as error:
-        result, code = {"action": args.action, "ok": False, "error": str(error)}, EXIT_BAD_INPUT
+        result, code = ProbeResult(action=args.action, ok=False, error=str(error)), EXIT_BAD_INPUT
     except Unreachable as error:
-        result, code = {"action": args.action, "ok": False, "error": f"engine unreachable: {error}"}, EXIT_UNREACHABLE
+        result, code = ProbeResult(action=args.action, ok=False, error=f"engine unreachable: {error}"), EXIT_ENGINE_UNREACHABLE
     try:
         write_json(args.out, result)
     except OSError as error:
         print(f"probe: cannot write {args.out}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if code != EXIT_OK:
-        print(f"probe {args.action}: {result.get('error')}", file=sys.stderr)
+        print(f"probe {args.action}: {result.error}", file=sys.stderr)
     return code
 
 

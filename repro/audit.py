@@ -6,7 +6,6 @@ untrusted input (no link followed, size bounded, typed), never from stdout.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -16,8 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.contracts import SandboxAudit
+from harness.contracts import AuditResult, SandboxAudit
 from repro import containers
+from repro.docker_client import DockerClient
 from repro.files import scratch_dir
 from repro.sandbox import LABEL_ROLE, OUT_DIR, bind, container_name
 
@@ -46,7 +46,7 @@ def host_gateways(route_file: Path = Path("/proc/net/route")) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def run_audit(client: Any, kwargs: dict[str, Any], out_dir: Path, watch: Callable[[], None] | None = None) -> SandboxAudit:
+def run_audit(client: DockerClient, kwargs: dict[str, Any], out_dir: Path, watch: Callable[[], None] | None = None) -> SandboxAudit:
     """Start the audit container, wait for it (watching the engine), read its result."""
     with containers.started(client, kwargs) as container:
         ended = containers.wait(container, AUDIT_DEADLINE_S, watch=watch)
@@ -58,7 +58,7 @@ def run_audit(client: Any, kwargs: dict[str, Any], out_dir: Path, watch: Callabl
     return audit
 
 
-def audit_engine(client: Any, engine_kwargs: dict[str, Any], probe_image_id: str, *, run_id: str, read_only: list[str]) -> SandboxAudit:
+def audit_engine(client: DockerClient, engine_kwargs: dict[str, Any], probe_image_id: str, *, run_id: str, read_only: list[str]) -> SandboxAudit:
     """The audit with an engine container's exact settings (user, limits, read-only root, tmpfs,
     network none, mounts), minus what the engine needs: its memory limit, sized for the model, is
     read rather than exceeded, and its GPU is not requested. One folder is added for the result."""
@@ -86,7 +86,6 @@ def read_audit(path: Path) -> SandboxAudit | None:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_AUDIT_BYTES:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return SandboxAudit.model_validate(data.get("audit") if isinstance(data, dict) else None)
+        return AuditResult.model_validate_json(path.read_bytes()).audit
     except (OSError, ValueError, ValidationError):
         return None

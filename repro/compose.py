@@ -183,11 +183,11 @@ def expected_services(
     engine_kwargs = engine.container_kwargs(source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus)
     ready = ["ready", "--base-url", engine.base_url, "--timeout", f"{source.profile.ready_timeout_s:g}", "--path", engine.health_path]
     probe = probe_kwargs(source.harness.id, "ENGINE", ready, out_dir / "ready", run_id=run_id, cell_id=group_id(cell))
-    client = client_argv(engine.base_url, engine.model_name(cell.model), engine.api)
+    engine_client = client_argv(engine.base_url, engine.model_name(cell.model), engine.api)
     harness = harness_kwargs(
         source.harness.id,
         "ENGINE",
-        harness_command(cell, client, source.suite, source.profile),
+        harness_command(cell, engine_client, source.suite, source.profile),
         out_dir,
         run_id=run_id,
         cell_id=cell.id,

@@ -11,9 +11,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from repro.docker_client import Container, DockerClient
 
 POLL_S = 1.0
 GONE_EXIT = 255  # the exit code given to a container that vanished before it was seen to exit
@@ -30,7 +33,7 @@ class Exit(BaseModel):
     log_tail: str = ""
 
 
-def start(client: Any, kwargs: dict[str, Any]) -> Any:
+def start(client: DockerClient, kwargs: dict[str, Any]) -> Container:
     """Create and start a container; when the start fails, the container is removed before raising."""
     container = client.containers.create(**kwargs)
     try:
@@ -42,17 +45,16 @@ def start(client: Any, kwargs: dict[str, Any]) -> Any:
 
 
 @contextlib.contextmanager
-def started(client: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
+def started(client: DockerClient, kwargs: dict[str, Any]) -> Iterator[Container]:
     """A started container, removed on exit (normal, error or interrupt)."""
-    container = None
+    container = start(client, kwargs)  # removes what it created when the start fails
     try:
-        container = start(client, kwargs)
         yield container
     finally:
         remove(container)
 
 
-def wait(container: Any, deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None) -> Exit:
+def wait(container: Container, deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None) -> Exit:
     """Wait until the container exits or `deadline_s` passes (then stop it), feeding new log lines
     to `on_line`. `watch` runs every poll and may raise (e.g. when the engine died meanwhile)."""
     started_at = time.monotonic()
@@ -92,7 +94,7 @@ def wait_all(items: list[Any], deadline_s: float, *, on_line: LineSink | None = 
         time.sleep(POLL_S)
 
 
-def exit_if_done(container: Any, reader: LogReader, on_line: LineSink | None, started_at: float) -> Exit | None:
+def exit_if_done(container: Container, reader: LogReader, on_line: LineSink | None, started_at: float) -> Exit | None:
     """The container's Exit when it has exited (feeding its new lines either way), else None."""
     if on_line:
         reader.feed(on_line)
@@ -105,7 +107,7 @@ def exit_if_done(container: Any, reader: LogReader, on_line: LineSink | None, st
     return Exit(code=code, seconds=time.monotonic() - started_at, log_tail=log_tail(container))
 
 
-def stopped_at_deadline(container: Any, started_at: float) -> Exit:
+def stopped_at_deadline(container: Container, started_at: float) -> Exit:
     tail = log_tail(container)
     with contextlib.suppress(Exception):
         container.stop(timeout=3)
@@ -115,7 +117,7 @@ def stopped_at_deadline(container: Any, started_at: float) -> Exit:
 class LogReader:
     """New complete lines of a container's output since the last read (never blocks)."""
 
-    def __init__(self, container: Any) -> None:
+    def __init__(self, container: Container) -> None:
         self.container = container
         self.consumed = 0
         self.pending = ""
@@ -134,17 +136,17 @@ class LogReader:
                 sink(line)
 
 
-def exit_code_within(container: Any, seconds: float) -> int | None:
+def exit_code_within(container: Container, seconds: float) -> int | None:
     """The exit code if the container exits within `seconds`, else None."""
     import requests
 
     try:
-        return int(container.wait(timeout=max(1, int(seconds))).get("StatusCode"))
+        return int(container.wait(timeout=max(1, int(seconds)))["StatusCode"])
     except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
         return None
 
 
-def status(container: Any) -> str:
+def status(container: Container) -> str:
     try:
         container.reload()
     except Exception:
@@ -152,7 +154,7 @@ def status(container: Any) -> str:
     return str(container.status)
 
 
-def state(container: Any) -> dict[str, Any]:
+def state(container: Container) -> dict[str, Any]:
     """Docker's State block (exit code, OOM-killed, error) after a reload; empty when gone."""
     with contextlib.suppress(Exception):
         container.reload()
@@ -160,14 +162,14 @@ def state(container: Any) -> dict[str, Any]:
     return {}
 
 
-def log_tail(container: Any, lines: int = 40) -> str:
+def log_tail(container: Container, lines: int = 40) -> str:
     try:
         return str(container.logs(tail=lines).decode("utf-8", errors="replace").rstrip())
     except Exception as error:  # the container may be gone already
         return f"(no logs: {type(error).__name__})"
 
 
-def remove(container: Any) -> None:
+def remove(container: Container | None) -> None:
     """Stop, then kill, then remove a container; never raises (it may already be gone)."""
     if container is None:
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import docker
 from docker.errors import DockerException
@@ -22,7 +22,7 @@ def docker_host() -> str:
 
 
 @lru_cache(maxsize=1)
-def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
+def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> DockerClient:
     """A client that has answered a ping, or DockerUnavailable."""
     try:
         client = docker.DockerClient(base_url=docker_host(), timeout=timeout)
@@ -44,7 +44,7 @@ def daemon_unanswering(error: BaseException) -> bool:
     return isinstance(error, docker.errors.APIError) and not isinstance(error, docker.errors.NotFound) and error.is_server_error()
 
 
-def wait_for_daemon(client: Any, seconds: float = 60.0, interval: float = 1.0) -> bool:
+def wait_for_daemon(client: DockerClient, seconds: float = 60.0, interval: float = 1.0) -> bool:
     """Poll the daemon until it answers a ping (True) or `seconds` pass (False)."""
     deadline = time.monotonic() + seconds
     while True:
@@ -57,7 +57,62 @@ def wait_for_daemon(client: Any, seconds: float = 60.0, interval: float = 1.0) -
             time.sleep(interval)
 
 
-# The Docker SDK ships no type information: these aliases name what a parameter holds.
-DockerClient = Any
-Container = Any
-Image = Any
+# The typed seam to the Docker SDK, which ships no type information: the calls the orchestrator
+# makes, as Protocols that `docker.DockerClient` (and a test's stand-in) satisfies. A call that is
+# not listed here is a new dependency on the SDK: add it here first.
+
+
+class Image(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...
+    @property
+    def attrs(self) -> dict[str, Any]: ...
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+
+class Container(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def attrs(self) -> dict[str, Any]: ...
+    @property
+    def labels(self) -> dict[str, str]: ...
+    def reload(self) -> None: ...
+    def start(self) -> None: ...
+    def stop(self, **kwargs: Any) -> None: ...
+    def kill(self, signal: str | int = ...) -> None: ...
+    def remove(self, **kwargs: Any) -> None: ...
+    def wait(self, **kwargs: Any) -> dict[str, Any]: ...
+    def logs(self, **kwargs: Any) -> Any: ...  # bytes, or an iterator of bytes when streamed
+    def exec_run(self, cmd: Any, **kwargs: Any) -> Any: ...
+
+
+class ContainerCollection(Protocol):
+    def get(self, container_id: str) -> Container: ...
+    def create(self, image: str, command: Any = None, **kwargs: Any) -> Container: ...
+    def list(self, **kwargs: Any) -> list[Container]: ...
+
+
+class ImageCollection(Protocol):
+    def get(self, name: str) -> Image: ...
+
+
+@runtime_checkable  # a pydantic field (repro.run.RunContext) checks it with isinstance
+class DockerClient(Protocol):
+    @property
+    def containers(self) -> ContainerCollection: ...
+    @property
+    def images(self) -> ImageCollection: ...
+    @property
+    def api(self) -> Any: ...  # the low-level client: image builds and imports only (repro.images, repro.bootstrap)
+    def ping(self) -> bool: ...
+    def info(self) -> dict[str, Any]: ...
+    def version(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from repro.chat_template import TemplateFacts, server_blocker, template_facts
+from repro.docker_client import DockerClient
 from repro.doctor import Finding, run_checks
 from repro.engines import boot_engine, stop_engine
 from repro.engines.base import EngineHandle
@@ -173,7 +174,7 @@ def preflight(cell: Cell, facts: TemplateFacts | None, handle: EngineHandle) -> 
     return template_reason(cell, facts) or server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
 
 
-def round_trip(client: object, handle: EngineHandle, cell: Cell, protocol: str, harness: ImageRef, profile: Profile) -> LayerFinding:
+def round_trip(client: DockerClient, handle: EngineHandle, cell: Cell, protocol: str, harness: ImageRef, profile: Profile) -> LayerFinding:
     """One gate probe request under `protocol`: OK when the model's reply was a valid step."""
     name = f"{protocol} round trip, {cell.model.id}"
     try:

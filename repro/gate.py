@@ -17,7 +17,6 @@ cells again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -93,9 +92,8 @@ def rejudge(gate: GateResult, profile: Profile, settings: LatencyGateSettings) -
     return judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second).passed
 
 
-def from_probe(raw: dict[str, Any], handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
-    """A GateResult from the probe's JSON, judged again here with the same rule (harness.probe.judge)."""
-    result = GateProbeResult.model_validate(raw)
+def from_probe(result: GateProbeResult, handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
+    """A GateResult from the probe's result, judged again here with the same rule (harness.probe.judge)."""
     attempts = [a.model_copy() for a in result.attempts]
     verdict = judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second)
     return GateResult(
@@ -180,14 +178,15 @@ def run_gate(
             probe_image or handle.probe_image_id,
             engine,
             gate_argv(handle, profile, settings, decoding, protocol),
+            GateProbeResult,
             run_id=handle.run_id,
             cell_id=handle.group_id,
             timeout=timeout,
         )
     except ProbeUnreachable as error:
-        result = error.result or {}
-        if not result.get("attempts"):
+        if not isinstance(error.result, GateProbeResult) or not error.result.attempts:
             return GateResult(passed=False, reason=f"engine fault: {error}", engine_fault=True, **base)
+        result = error.result
     except EngineDied:
         raise
     except ProbeFailed as error:

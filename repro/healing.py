@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from repro import containers
-from repro.docker_client import daemon_unanswering
+from repro.docker_client import Container, DockerClient, daemon_unanswering
 from repro.engines.base import EngineDied, EngineHandle, EngineRefused
 from repro.files import short_error
 from repro.gate import GateResult
@@ -48,7 +48,7 @@ Group = TypeVar("Group", bound=Booted)
 Note = Callable[[str], None]
 
 
-def fault_of(container: Any, cause: str) -> EngineFault:
+def fault_of(container: Container | None, cause: str) -> EngineFault:
     """What Docker says about the engine container now (state, exit code, OOM, last log lines)."""
     state = containers.state(container) if container is not None else {}
     return EngineFault(
@@ -71,7 +71,7 @@ def describe(fault: EngineFault) -> str:
     return f"engine container {how}{f' ({extras})' if extras else ''}: {fault.cause}"
 
 
-def engine_container(client: Any, handle: EngineHandle) -> Any:
+def engine_container(client: DockerClient, handle: EngineHandle) -> Container:
     """The engine's container, or EngineLost when it is gone altogether."""
     try:
         return client.containers.get(handle.container_id)
@@ -79,7 +79,7 @@ def engine_container(client: Any, handle: EngineHandle) -> Any:
         raise EngineLost(fault_of(None, "the engine container is gone")) from None
 
 
-def engine_watch(container: Any) -> Callable[[], None]:
+def engine_watch(container: Container) -> Callable[[], None]:
     """A `containers.wait` watch: EngineLost as soon as the engine container is not running."""
 
     def watch() -> None:
@@ -104,7 +104,7 @@ def blame_engine(watch: Callable[[], None]) -> Iterator[None]:
         raise
 
 
-def require_answering(container: Any, ready: Callable[[float], object]) -> None:
+def require_answering(container: Container, ready: Callable[[float], object]) -> None:
     """EngineLost unless the engine container runs and `ready(timeout)` (its health path) answers."""
     engine_watch(container)()
     try:

@@ -27,7 +27,7 @@ from repro.bundle import Bundle, CellWriter, find_resumable, load_cell, load_run
 from repro.chat_template import TemplateFacts, engine_template_problem, server_blocker
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
-from repro.docker_client import daemon_unanswering, get_client, wait_for_daemon
+from repro.docker_client import DockerClient, daemon_unanswering, get_client, wait_for_daemon
 from repro.engines import boot_engine, engine_for, stop_engine
 from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
 from repro.errors import BadInput
@@ -110,7 +110,7 @@ class RunContext(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    client: object
+    client: DockerClient
     prepared: Prepared
     bundle: Bundle
     run_id: str
@@ -163,7 +163,7 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     return run_dir
 
 
-def choose_replicas(options: RunOptions, prepared: Prepared, client: object) -> int:
+def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClient) -> int:
     """Engine replicas per group: --replicas, or as many as the Docker host's cores (and the GPU
     memory, for the largest model) hold; BadInput when asked for more (repro.replicas)."""
     largest = max(c.model.file_size for c in prepared.cells)
@@ -286,7 +286,7 @@ def refuse_unfit_scenarios(suites: dict[str, SuiteSelection]) -> None:
         raise BadInput(message, lines=[message, *problems[:20]])
 
 
-def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client: object) -> tuple[Path, RunRecord, bool]:
+def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> tuple[Path, RunRecord, bool]:
     """With --resume, the latest run of the same matrix, profile, shard and project source
     (its complete, intact cells are kept); otherwise, or when there is none, a new run folder."""
     if options.resume:
@@ -308,7 +308,7 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     return run_dir, record, False
 
 
-def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState, client: object) -> RunRecord:
+def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> RunRecord:
     shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     first_shard = options.shard is None or options.shard[0] == 1  # plan exclusions are listed once

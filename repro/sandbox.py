@@ -16,14 +16,14 @@ runs, the probe is killed and `EngineDied` carries the engine's log tail.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_OK, ProbeResult
 from repro import containers
 from repro.docker_client import Container, DockerClient
 from repro.errors import BadInput, ReproError
@@ -39,12 +39,13 @@ GIB = 1024**3
 MIB = 1024**2
 
 Role = Literal["engine", "probe", "harness"]
+R = TypeVar("R", bound=ProbeResult)
 
 
 class EngineDied(ReproError):
     """An engine fault: the engine container exited, never became ready, or stopped answering."""
 
-    def __init__(self, message: str, *, log_tail: str = "", exit_code: int | None = None, probe_result: dict | None = None) -> None:
+    def __init__(self, message: str, *, log_tail: str = "", exit_code: int | None = None, probe_result: ProbeResult | None = None) -> None:
         lines = [message] + ([f"  {line}" for line in log_tail.splitlines()[-15:]] if log_tail else [])
         super().__init__(message, lines=lines)
         self.log_tail = log_tail
@@ -55,7 +56,7 @@ class EngineDied(ReproError):
 class ProbeFailed(ReproError):
     """A probe container could not do its job (bad input, unreachable engine, crash, timeout)."""
 
-    def __init__(self, message: str, *, exit_code: int | None = None, log_tail: str = "", result: dict | None = None) -> None:
+    def __init__(self, message: str, *, exit_code: int | None = None, log_tail: str = "", result: ProbeResult | None = None) -> None:
         lines = [message] + ([f"  {line}" for line in log_tail.splitlines()[-10:]] if log_tail else [])
         super().__init__(message, lines=lines)
         self.probe_exit_code = exit_code
@@ -206,8 +207,9 @@ def hardening_problems(settings: SandboxSettings, role: Role) -> list[str]:
 # ---------------------------------------------------------------- create kwargs
 
 
-def image_id(client: DockerClient, image: Any) -> str:
-    """A local image id from an ImageRef-like object (`.id`), an id, or a local reference. Never pulls."""
+def image_id(client: DockerClient | None, image: Any) -> str:
+    """A local image id from an ImageRef-like object (`.id`), an id, or a local reference (which
+    needs a client). Never pulls."""
     ident = getattr(image, "id", None) or (image if isinstance(image, str) else None)
     if not ident:
         raise BadInput(f"not an image: {image!r}")
@@ -215,6 +217,8 @@ def image_id(client: DockerClient, image: Any) -> str:
         return ident
     from docker.errors import ImageNotFound
 
+    if client is None:
+        raise BadInput(f"image {ident} is named by reference: resolving it needs the Docker engine")
     try:
         return client.images.get(ident).id
     except ImageNotFound:
@@ -356,16 +360,19 @@ def run_probe(
     image_id: str,
     engine_container: Container,
     argv: list[str],
+    result_type: type[R],
     *,
     run_id: str,
     cell_id: str | None = None,
     timeout: float,
     mounts: list | None = None,
-) -> dict:
-    """Run `python3 -m harness probe <argv>` in the engine's namespace; return the JSON it wrote.
+) -> R:
+    """Run `python3 -m harness probe <argv>` in the engine's namespace; return the result it wrote,
+    validated as `result_type` (the model of the action `argv[0]`).
 
     Raises EngineDied when the engine container stops meanwhile (with its log tail),
-    ProbeUnreachable when the probe could not reach the engine (exit 3), ProbeFailed otherwise.
+    ProbeUnreachable when the probe could not reach the engine, ProbeFailed otherwise (a result
+    that is not the action's model included).
     """
     what = argv[0] if argv else ""
     out_dir = scratch_dir("probe-")
@@ -384,21 +391,22 @@ def run_probe(
             raise ProbeFailed(f"probe '{what}' could not start: {short_error(error)}") from None
         if ended.timed_out:
             raise ProbeFailed(f"probe '{what}' did not finish within {timeout:g}s", log_tail=ended.log_tail)
-        result = _read_result(out_dir)
+        result, unreadable = _read_result(out_dir, result_type)
         require_running(engine_container, f"while probe '{what}' ran", probe_result=result)  # whatever the probe saw, the engine died under it
-        if ended.code == 0 and result is not None:
+        if ended.code == EXIT_OK and result is not None:
             return result
-        reason = (result or {}).get("error") or (result or {}).get("reason") or "no result file"
-        if ended.code == 3:
-            raise ProbeUnreachable(f"probe '{what}': engine unreachable inside its namespace: {reason}", exit_code=3, log_tail=ended.log_tail, result=result)
-        if ended.code == 2:
-            raise ProbeFailed(f"probe '{what}' refused its input: {reason}", exit_code=2, log_tail=ended.log_tail, result=result)
-        raise ProbeFailed(f"probe '{what}' failed (exit status {ended.code}): {reason}", exit_code=ended.code, log_tail=ended.log_tail, result=result)
+        reason = (result.error if result else None) or unreadable
+        kind, message = ProbeFailed, f"probe '{what}' failed (exit status {ended.code}): {reason}"
+        if ended.code == EXIT_ENGINE_UNREACHABLE:
+            kind, message = ProbeUnreachable, f"probe '{what}': engine unreachable inside its namespace: {reason}"
+        elif ended.code == EXIT_BAD_INPUT:
+            message = f"probe '{what}' refused its input: {reason}"
+        raise kind(message, exit_code=ended.code, log_tail=ended.log_tail, result=result)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def require_running(engine_container: Container, when: str, probe_result: dict | None = None) -> None:
+def require_running(engine_container: Container, when: str, probe_result: ProbeResult | None = None) -> None:
     """EngineDied (with its exit code and log tail) unless the engine container is running."""
     if containers.status(engine_container) == "running":
         return
@@ -411,12 +419,15 @@ def require_running(engine_container: Container, when: str, probe_result: dict |
     )
 
 
-def _read_result(out_dir: Path) -> dict | None:
+def _read_result(out_dir: Path, result_type: type[R]) -> tuple[R | None, str]:
+    """The probe's result as its action's model, or None and why not (untrusted input: no link
+    followed, size bounded, validated)."""
     path = out_dir / PROBE_RESULT
     try:
         if path.is_symlink() or path.stat().st_size > 8 * MIB:
-            return None
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+            return None, "the result file is a link or too large"
+        return result_type.model_validate_json(path.read_bytes()), ""
+    except OSError:
+        return None, "no result file"
+    except ValueError as error:  # pydantic's ValidationError included
+        return None, f"unreadable result: {short_error(error, 200)}"

@@ -16,11 +16,11 @@ import os
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.contracts import SandboxAudit
+from harness.contracts import ProbeResult, ReadyResult, SandboxAudit
 from repro import containers
 from repro.docker_client import Container, DockerClient
 from repro.errors import ReproError
@@ -56,6 +56,8 @@ __all__ = [
 GPU_DEVICES_ENV = "REPRO_GPU_DEVICES"
 MODEL_MOUNT = "/models/model.gguf"
 PROBE_SLACK_S = 60
+
+R = TypeVar("R", bound=ProbeResult)
 
 
 class EngineRefused(ReproError):
@@ -141,13 +143,19 @@ class Engine(ABC):
     api: str = "openai"
     health_path: str = "/health"
 
-    def __init__(self, client: DockerClient, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
-        self.client = client
+    def __init__(self, client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
+        self._client = client  # None only where nothing is started (compose writes the create arguments)
         self.spec = spec
         self.probe_image_id = image_id(client, probe_image)
         self.run_id = run_id
         self.group_id = group_id
         self.boot_kwargs: dict[str, Any] = {}  # what the last boot created its container with
+
+    @property
+    def client(self) -> DockerClient:
+        if self._client is None:
+            raise ReproError(f"engine {self.spec.id}: no Docker client (this engine only describes its containers)")
+        return self._client
 
     # ------------------------------------------------ what each kind defines
 
@@ -180,9 +188,11 @@ class Engine(ABC):
     def container(self, handle: EngineHandle) -> Container:
         return self.client.containers.get(handle.container_id)
 
-    def probe(self, handle: EngineHandle, argv: list[str], *, timeout: float, mounts: list | None = None) -> dict:
+    def probe(self, handle: EngineHandle, argv: list[str], result_type: type[R], *, timeout: float, mounts: list | None = None) -> R:
+        """Run the probe action `argv[0]` in the engine's namespace; its result as `result_type`."""
+        container = self.container(handle)
         return run_probe(
-            self.client, self.probe_image_id, self.container(handle), argv, run_id=self.run_id, cell_id=self.group_id, timeout=timeout, mounts=mounts
+            self.client, self.probe_image_id, container, argv, result_type, run_id=self.run_id, cell_id=self.group_id, timeout=timeout, mounts=mounts
         )
 
     def boot(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
@@ -225,19 +235,16 @@ class Engine(ABC):
     def wait_ready(self, handle: EngineHandle, timeout: float) -> float:
         """Poll the health path from inside the namespace; seconds until ready, or EngineDied."""
         try:
-            result = self.probe(
-                handle, ["ready", "--base-url", self.base_url, "--timeout", f"{timeout:g}", "--path", self.health_path], timeout=timeout + PROBE_SLACK_S
-            )
+            argv = ["ready", "--base-url", self.base_url, "--timeout", f"{timeout:g}", "--path", self.health_path]
+            result = self.probe(handle, argv, ReadyResult, timeout=timeout + PROBE_SLACK_S)
         except ProbeUnreachable as error:
             raise EngineDied(
                 f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}",
                 log_tail=containers.log_tail(self.container(handle)),
             ) from None
-        if not result.get("ready"):
-            raise EngineDied(
-                f"engine {self.spec.id} not ready within {timeout:g}s: {result.get('error')}", log_tail=containers.log_tail(self.container(handle))
-            )
-        return float(result.get("seconds") or 0.0)
+        if not result.ready:
+            raise EngineDied(f"engine {self.spec.id} not ready within {timeout:g}s: {result.error}", log_tail=containers.log_tail(self.container(handle)))
+        return result.seconds
 
     def accelerator(self, handle: EngineHandle, profile: Profile) -> str | None:
         """The GPU name(s) the engine container sees (nvidia-smi by exec), or None on CPU profiles."""

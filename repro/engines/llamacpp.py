@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.contracts import PropsResult
 from repro.chat_template import served_sha256
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for, threads_for
 from repro.matrix import Decoding, ModelSpec
@@ -92,11 +93,11 @@ class LlamaCppEngine(Engine):
         cached = getattr(self, "_props", None)
         if cached and cached[0] == handle.container_id and not fresh:
             return cached[1]
-        result = self.probe(handle, ["props", "--base-url", self.base_url], timeout=PROPS_TIMEOUT_S)
-        if not result.get("ok") or not isinstance(result.get("props"), dict):
-            raise EngineDied(f"engine {self.spec.id}: /props failed: {result.get('error')}")
-        self._props = (handle.container_id, result["props"])
-        return result["props"]
+        result = self.probe(handle, ["props", "--base-url", self.base_url], PropsResult, timeout=PROPS_TIMEOUT_S)
+        if not result.ok or result.props is None:
+            raise EngineDied(f"engine {self.spec.id}: /props failed: {result.error}")
+        self._props = (handle.container_id, result.props)
+        return result.props
 
     def identity(self, handle: EngineHandle) -> str:
         return str(self.props(handle).get("build_info") or "")

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from harness.contracts import OllamaLoadResult, OllamaShowResult, OllamaVersionResult
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for
 from repro.errors import BadInput
 from repro.matrix import Decoding, ModelSpec
@@ -113,10 +114,10 @@ class OllamaEngine(Engine):
         return create_kwargs(settings, image, ["serve"], name=name, working_dir="/tmp", device_requests=gpu_device_requests(profile))
 
     def identity(self, handle: EngineHandle) -> str:
-        result = self.probe(handle, ["ollama-version", "--base-url", self.base_url], timeout=SHOW_TIMEOUT_S)
-        if not result.get("ok"):
-            raise EngineDied(f"engine {self.spec.id}: /api/version failed: {result.get('error')}")
-        return str(result.get("version") or "")
+        result = self.probe(handle, ["ollama-version", "--base-url", self.base_url], OllamaVersionResult, timeout=SHOW_TIMEOUT_S)
+        if not result.ok:
+            raise EngineDied(f"engine {self.spec.id}: /api/version failed: {result.error}")
+        return result.version or ""
 
     def load_argv(self, model: ModelSpec, decoding: Decoding) -> list[str]:
         template, _ = template_for(model)
@@ -139,13 +140,14 @@ class OllamaEngine(Engine):
         ]
 
     def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
-        result = self.probe(handle, self.load_argv(model, decoding), timeout=LOAD_TIMEOUT_S + 60, mounts=[bind(gguf, MODEL_MOUNT, read_only=True)])
-        if not result.get("ok"):
-            raise EngineDied(f"engine {self.spec.id}: loading {model.id} failed at {result.get('stage')}: {result.get('error')}")
-        return {"blob": result.get("blob"), "uploaded": result.get("uploaded"), "model": result.get("model"), "create": result.get("create")}
+        mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
+        result = self.probe(handle, self.load_argv(model, decoding), OllamaLoadResult, timeout=LOAD_TIMEOUT_S + 60, mounts=mounts)
+        if not result.ok:
+            raise EngineDied(f"engine {self.spec.id}: loading {model.id} failed at {result.stage}: {result.error}")
+        return result.model_dump(mode="json", include={"blob", "uploaded", "model", "create"})
 
     def effective_settings(self, handle: EngineHandle) -> dict[str, Any]:
-        result = self.probe(handle, ["ollama-show", "--base-url", self.base_url, "--name", handle.model_name], timeout=SHOW_TIMEOUT_S)
-        if not result.get("ok"):
-            raise EngineDied(f"engine {self.spec.id}: /api/show failed: {result.get('error')}")
-        return {"version": handle.identity, "show": result.get("show")}
+        result = self.probe(handle, ["ollama-show", "--base-url", self.base_url, "--name", handle.model_name], OllamaShowResult, timeout=SHOW_TIMEOUT_S)
+        if not result.ok:
+            raise EngineDied(f"engine {self.spec.id}: /api/show failed: {result.error}")
+        return {"version": handle.identity, "show": result.show}

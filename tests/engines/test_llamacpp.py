@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.contracts import GateProbeResult
 from repro.cleanup import leaked_containers
 from repro.engines import EngineDied, EngineRefused, boot_engine, stop_engine
 from repro.engines.llamacpp import LlamaCppEngine
@@ -131,8 +132,9 @@ def test_an_engine_killed_mid_request_is_an_engine_fault(docker_client, llama_im
         assert "stopped (exit status 137)" in str(caught.value)
         seen = caught.value.probe_result  # the harness client's view, when the probe finished first
         if seen is not None:
-            faults = [a for a in seen["attempts"] if a.get("engine_fault")]
-            assert faults and all(a["error"].startswith("engine fault: ") for a in faults)
+            assert isinstance(seen, GateProbeResult)
+            faults = [a for a in seen.attempts if a.engine_fault]
+            assert faults and all((a.error or "").startswith("engine fault: ") for a in faults)
     finally:
         killer.join()
         stop_engine(docker_client, handle)

@@ -17,6 +17,7 @@ import pytest
 
 from harness import probe
 from harness.client import ChatReply
+from harness.contracts import GateProbeResult
 from harness.errors import EngineError
 from harness.ollama_client import OllamaClient, format_from_response_format
 from harness.protocols.json_schema import probe_turn, response_format, round_trip, step_schema
@@ -262,7 +263,7 @@ def test_gate_probe_over_the_ollama_api(standin, tmp_path: Path, gguf: Path):
     assert all(c["options"]["num_ctx"] == 4096 and c["stream"] is False and "anyOf" in c["format"] for c in chats)
     profile = load_profiles().get("cpu")
     handle = type("H", (), {"engine_id": "ollama-pinned", "model_id": "tiny", "profile": "cpu"})()
-    gate = from_probe(result, handle, profile, LatencyGateSettings(), "json_schema")
+    gate = from_probe(GateProbeResult.model_validate(result), handle, profile, LatencyGateSettings(), "json_schema")
     assert gate.passed and gate.median_tokens_per_second == pytest.approx(100.0, rel=0.05)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.contracts import EXIT_ENGINE_UNREACHABLE, OllamaLoadResult, ReadyResult
 from repro import cleanup as cleanup_module
 from repro import containers
 from repro.sandbox import (
@@ -71,15 +72,24 @@ def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_clien
         engine.start()
         with pytest.raises(ProbeUnreachable) as caught:
             run_probe(
-                docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"], run_id=TEST_RUN_ID, cell_id="c", timeout=60
+                docker_client,
+                image,
+                engine,
+                ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"],
+                ReadyResult,
+                run_id=TEST_RUN_ID,
+                cell_id="c",
+                timeout=60,
             )
-        assert caught.value.result["ready"] is False and caught.value.probe_exit_code == 3
+        assert isinstance(caught.value.result, ReadyResult) and caught.value.result.ready is False
+        assert caught.value.probe_exit_code == EXIT_ENGINE_UNREACHABLE
         with pytest.raises(ProbeFailed, match="refused its input"):
             run_probe(
                 docker_client,
                 image,
                 engine,
                 ["ollama-load", "--base-url", "http://127.0.0.1:1", "--gguf", "/nonexistent", "--sha256", "0" * 64, "--name", "x", "--template", "t"],
+                OllamaLoadResult,
                 run_id=TEST_RUN_ID,
                 cell_id="c",
                 timeout=60,
@@ -96,7 +106,14 @@ def test_probe_fails_fast_when_the_engine_exits(docker_client, harness_image_ref
         engine.start()
         with pytest.raises(EngineDied) as caught:
             run_probe(
-                docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], run_id=TEST_RUN_ID, cell_id="c", timeout=180
+                docker_client,
+                image,
+                engine,
+                ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"],
+                ReadyResult,
+                run_id=TEST_RUN_ID,
+                cell_id="c",
+                timeout=180,
             )
         assert "stopped" in str(caught.value) or "not running" in str(caught.value)
         assert "stand-in up" in caught.value.log_tail and caught.value.container_exit_code == 7
