@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 COMPOSE_FILE = "docker-compose.yml"
 COMPOSE_GPU_FILE = "docker-compose.gpu.yml"
 RUN_PREFIX = "compose"
-HARNESS_UID = 10001
 ENV_HEADER = """\
 # One cell by hand: the values docker-compose.yml reads (written by `repro compose env`).
 # Not clean-room: no bundle, no latency gate, no identity check (docs/compose.md).
@@ -284,13 +283,12 @@ def _host_cpus(client: DockerClient) -> int | None:
 
 
 def prepare_out(out_dir: Path) -> None:
-    """The output folders the harness (uid 10001) and the readiness probe write to."""
+    """The output folders the harness and the readiness probe (the sandbox user) write to."""
+    from repro.sandbox import writable_by_sandbox
+
     for folder in (out_dir, out_dir / "ready"):
         folder.mkdir(parents=True, exist_ok=True)
-        try:
-            os.chown(folder, HARNESS_UID, HARNESS_UID)
-        except PermissionError:
-            os.chmod(folder, 0o777)
+        writable_by_sandbox(folder)
 
 
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_./:,=+@%-][A-Za-z0-9_./:,=+@% -]*$")

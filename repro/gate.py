@@ -116,23 +116,13 @@ def from_probe(result: GateProbeResult, handle: EngineHandle, profile: Profile, 
     )
 
 
-def gate_with_retries(
-    client: DockerClient,
-    handle: EngineHandle,
-    *,
-    profile: Profile,
-    settings: LatencyGateSettings,
-    decoding: Decoding,
-    protocol: str = "json_schema",
-    probe_image: str | None = None,
-    note: Callable[[str], None] = lambda text: None,
-) -> GateResult:
-    """Gate a ready engine; a gate that failed because the engine was too slow is measured again
-    after a pause (at most GATE_RETRIES times), saying through `note` how busy the machine looks.
-    EngineDied if the engine container stops meanwhile."""
+def gate_with_retries(measure: Callable[[], GateResult], profile: Profile, note: Callable[[str], None] = lambda text: None) -> GateResult:
+    """Gate a ready engine with `measure` (a `run_gate` call); a gate that failed because the
+    engine was too slow is measured again after a pause (at most GATE_RETRIES times), saying
+    through `note` how busy the machine looks. EngineDied if the engine container stops meanwhile."""
     earlier: list[str] = []
     while True:
-        gate = run_gate(client, handle, profile=profile, settings=settings, decoding=decoding, protocol=protocol, probe_image=probe_image)
+        gate = measure()
         if gate.passed or len(earlier) >= GATE_RETRIES or not too_slow(gate, profile):
             return gate.model_copy(update={"earlier": earlier})
         earlier.append(gate.reason)

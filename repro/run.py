@@ -11,7 +11,6 @@ and no half cell, and `--resume` finishes it.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, 
 from repro.errors import BadInput
 from repro.external import cells as external
 from repro.files import scratch_dir, short_error
-from repro.gate import GateResult, gate_with_retries
+from repro.gate import GateResult, gate_with_retries, run_gate
 from repro.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
 from repro.images import ImageRef, engine_image, harness_image
 from repro.matrix import LoadedMatrix, load_matrix
@@ -57,12 +56,11 @@ from repro.records import (
 )
 from repro.redact import Redactor
 from repro.replicas import deal, in_suite_order, replica_count
-from repro.sandbox import SandboxSettings, bind, container_name, harness_kwargs, read_back
+from repro.sandbox import SandboxSettings, bind, container_name, harness_kwargs, read_back, writable_by_sandbox
 from repro.suites import SuiteSelection, fixtures_beside, select
 from repro.terminal import shown
 from repro.yamlsource import MAX_YAML_BYTES, read_bounded
 
-HARNESS_UID = 10001
 SCENARIO_MOUNT = "/scenarios"
 FIXTURES_MOUNT = "/fixtures"
 EXIT_OK = 0
@@ -437,16 +435,14 @@ GATE_PROTOCOL = "json_schema"
 def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> GateResult:
     prepared = ctx.prepared
     settings = prepared.loaded.matrix.latency_gate
-    return gate_with_retries(
-        ctx.client,
-        handle,
-        profile=prepared.profile,
-        settings=settings,
-        decoding=cell.decoding,
-        protocol=GATE_PROTOCOL,
-        probe_image=prepared.harness.id,
-        note=ctx.progress.note,
-    )
+    profile = prepared.profile
+
+    def measure() -> GateResult:
+        return run_gate(
+            ctx.client, handle, profile=profile, settings=settings, decoding=cell.decoding, protocol=GATE_PROTOCOL, probe_image=prepared.harness.id
+        )
+
+    return gate_with_retries(measure, profile, note=ctx.progress.note)
 
 
 def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> GroupEngine | None:
@@ -717,13 +713,8 @@ def harness_deadline(scenarios: int, profile: Profile) -> float:
 
 
 def harness_output_dir() -> Path:
-    """A scratch folder the harness (uid 10001) can write, and nothing else."""
-    out_dir = scratch_dir("harness-")
-    try:
-        os.chown(out_dir, HARNESS_UID, HARNESS_UID)
-    except PermissionError:
-        os.chmod(out_dir, 0o777)
-    return out_dir
+    """A scratch folder the harness (the sandbox user) can write, and nothing else."""
+    return writable_by_sandbox(scratch_dir("harness-"))
 
 
 def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:

@@ -32,7 +32,8 @@ from repro.files import scratch_dir, short_error
 LABEL_RUN = "repro.run"
 LABEL_CELL = "repro.cell"
 LABEL_ROLE = "repro.role"
-SANDBOX_USER = "10001:10001"
+SANDBOX_UID = 10001  # the user every harness and probe container runs as
+SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 OUT_DIR = "/out"
 PROBE_RESULT = "result.json"
 GIB = 1024**3
@@ -202,6 +203,15 @@ def hardening_problems(settings: SandboxSettings, role: Role) -> list[str]:
         if len(writable) > 1:
             problems.append(f"{role} has {len(writable)} writable mounts ({', '.join(writable)}); one output mount is allowed")
     return problems
+
+
+def writable_by_sandbox(folder: Path) -> Path:
+    """Let the sandbox user write `folder`: its owner when the host may chown, else world-writable."""
+    try:
+        os.chown(folder, SANDBOX_UID, SANDBOX_UID)
+    except PermissionError:
+        os.chmod(folder, 0o777)
+    return folder
 
 
 # ---------------------------------------------------------------- create kwargs
@@ -375,8 +385,7 @@ def run_probe(
     that is not the action's model included).
     """
     what = argv[0] if argv else ""
-    out_dir = scratch_dir("probe-")
-    os.chmod(out_dir, 0o777)  # the probe runs as uid 10001
+    out_dir = writable_by_sandbox(scratch_dir("probe-"))
     kwargs = probe_kwargs(
         image_id, engine_container.id, argv, out_dir, run_id=run_id, cell_id=cell_id, mounts=mounts, name=container_name(run_id, "probe", what)
     )

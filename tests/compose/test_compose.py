@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from harness.contracts import ProgressEvent
 from repro.compose import COMPOSE_FILE, COMPOSE_GPU_FILE, ComposeCell, compose_env, expected_services, prepare_out, write_env
 from repro.config import DEFAULT_MATRIX, PROJECT_ROOT
 from repro.matrix import load_matrix
@@ -205,7 +206,8 @@ def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harnes
     try:
         compose(*files, "up", "-d", "engine", env_file=env_file)
         proc = compose(*files, "run", "--rm", "-T", "harness", env_file=env_file, timeout=1800)
-        assert "3/3" in proc.stdout or "[3/3]" in proc.stdout or proc.stdout.count("\n") >= 3
+        events = [event for event in map(ProgressEvent.parse, proc.stdout.splitlines()) if event is not None]
+        assert [(e.index, e.total) for e in events] == [(1, 3), (2, 3), (3, 3)], proc.stdout[-2000:]
         by_role = {c.labels.get(LABEL_ROLE): c for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})}
         assert set(by_role) == {"engine", "probe"}  # the harness ran with --rm
         assert hardening_problems(read_back(by_role["engine"]), "engine") == []

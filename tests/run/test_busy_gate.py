@@ -33,20 +33,19 @@ def gate_runs(monkeypatch):
     """The gate's probe replaced by a queue of measurements; the pause takes no time."""
     queue: list[GateResult] = []
     pauses: list[float] = []
-    monkeypatch.setattr(gate_module, "run_gate", lambda *args, **kwargs: queue.pop(0))
     monkeypatch.setattr(gate_module, "pause_and_look", lambda seconds: pauses.append(seconds) or busy.MachineLoad(load_1min=3.9, cores=2))
     return queue, pauses
 
 
-def retry(notes: list[str]) -> GateResult:
-    return gate_module.gate_with_retries(None, None, profile=PROFILE, settings=None, decoding=None, note=notes.append)  # type: ignore[arg-type]
+def retry(queue: list[GateResult], notes: list[str]) -> GateResult:
+    return gate_module.gate_with_retries(lambda: queue.pop(0), PROFILE, note=notes.append)
 
 
 def test_a_slow_gate_is_measured_again_after_a_pause_and_may_pass(gate_runs):
     queue, pauses = gate_runs
     queue += [measured(fast=False), measured(fast=True)]
     notes: list[str] = []
-    gate = retry(notes)
+    gate = retry(queue, notes)
     assert gate.passed and gate.earlier == ["only 0 of 3 attempts passed"] and pauses == [gate_module.GATE_RETRY_PAUSE_S]
     assert any("measuring again" in n for n in notes) and any("load average 3.9 on 2 cores" in n for n in notes)
 
@@ -54,11 +53,11 @@ def test_a_slow_gate_is_measured_again_after_a_pause_and_may_pass(gate_runs):
 def test_retries_are_bounded_and_only_for_a_slow_engine(gate_runs):
     queue, pauses = gate_runs
     queue += [measured(fast=False) for _ in range(gate_module.GATE_RETRIES + 1)]
-    gate = retry([])
+    gate = retry(queue, [])
     assert not gate.passed and len(gate.earlier) == gate_module.GATE_RETRIES and not queue
     queue += [measured(fast=True, valid=False)]  # fast, but no valid step: a pause would not help
     pauses.clear()
-    assert not retry([]).passed and pauses == []
+    assert not retry(queue, []).passed and pauses == []
 
 
 def test_the_pause_names_the_processes_that_used_the_cores():

@@ -134,10 +134,21 @@ def prepared(tmp_path: Path) -> run_module.Prepared:
     )
 
 
+class UnusedDocker:
+    """A stand-in Docker client for tests whose engine steps are all replaced: a call is a test bug."""
+
+    containers = images = api = None
+
+    def ping(self) -> bool:
+        raise AssertionError("this test must not reach Docker")
+
+    info = version = close = ping
+
+
 def context(tmp_path: Path) -> tuple[run_module.RunContext, io.StringIO]:
     output = io.StringIO()
     progress = RunProgress(Console(file=output, width=200))
-    ctx = run_module.RunContext(client=object(), prepared=prepared(tmp_path), bundle=Bundle(tmp_path / "run", Redactor()), run_id="r1", progress=progress)
+    ctx = run_module.RunContext(client=UnusedDocker(), prepared=prepared(tmp_path), bundle=Bundle(tmp_path / "run", Redactor()), run_id="r1", progress=progress)
     return ctx, output
 
 
