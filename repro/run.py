@@ -438,9 +438,7 @@ def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Gate
     profile = prepared.profile
 
     def measure() -> GateResult:
-        return run_gate(
-            ctx.client, handle, profile=profile, settings=settings, decoding=cell.decoding, protocol=GATE_PROTOCOL, probe_image=prepared.harness.id
-        )
+        return run_gate(ctx.client, handle, profile=profile, settings=settings, decoding=cell.decoding, protocol=GATE_PROTOCOL, probe_image=prepared.harness.id)
 
     return gate_with_retries(measure, profile, note=ctx.progress.note)
 
