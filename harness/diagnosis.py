@@ -55,8 +55,7 @@ from harness.contracts import FAILURE_LAYER, FAILURE_TYPES, NOT_MODEL_LAYERS, Fa
 from harness.loop import ENGINE_STOPS, INVALID_REPLY
 from harness.scenario import Scenario
 from harness.strict_json import dumps_compact
-from harness.tool_specs import LOOKUP_TOOLS, WRITE_TOOLS
-from harness.tools import DENIED, OK, REFUSED
+from harness.tools import DENIED, LOOKUP_TOOLS, OK, REFUSED, WRITE_TOOLS
 from harness.values import as_text, matches
 
 FAILURE_PRECEDENCE: tuple[FailureType, ...] = FAILURE_TYPES

@@ -25,7 +25,7 @@ from typing import Any
 from harness.policy import PolicyReply, ScriptedPolicy, Step, Turn
 from harness.scenario import Scenario
 from harness.strict_json import dumps_compact
-from harness.tool_specs import TOOL_SPECS
+from harness.tools import TOOL_SPECS
 
 FINISH = Step("finish", {"summary": "Done."})
 
@@ -123,7 +123,7 @@ RANDOM_MAX_CALLS = 3
 
 
 def random_args(schema: dict[str, Any], rng: random.Random) -> Any:
-    """A value valid for one argument schema of harness.tool_specs, drawn with ``rng``."""
+    """A value valid for one argument schema of harness.tools.specs, drawn with ``rng``."""
     if "enum" in schema:
         return rng.choice(schema["enum"])
     kinds = schema.get("type", "string")

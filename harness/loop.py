@@ -27,7 +27,8 @@ from harness.errors import ENGINE_FAILURES, EngineError, EngineTimeout
 from harness.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
 from harness.prompts import render_trigger
 from harness.scenario import Scenario
-from harness.tools import FINISHED, OK, WAITING, ToolContext, ToolOutcome, execute, tool_target
+from harness.tools import FINISHED, OK, WAITING, ToolContext, ToolOutcome
+from harness.tools.dispatch import execute, tool_target
 from harness.workspace import Workspace
 
 REPEAT = "repeat"

@@ -10,7 +10,7 @@ from harness.scenario import (
     TaskTrigger,
 )
 from harness.strict_json import dumps_compact
-from harness.tool_specs import TOOL_SPECS
+from harness.tools import TOOL_SPECS
 
 
 def render_trigger(trigger: object) -> str:

@@ -37,7 +37,7 @@ from harness.policy import HistoryItem, ModelCall, PolicyReply, Step, TableView,
 from harness.prompts import render_result, tool_lines, workspace_overview
 from harness.schema_check import first_error
 from harness.strict_json import dumps_compact
-from harness.tool_specs import CELL_SCHEMA, TOOL_SPECS
+from harness.tools import CELL_SCHEMA, TOOL_SPECS
 
 FULL_RESULTS_KEPT = 4  # older results are shortened to keep small contexts small
 OLD_RESULT_CHARS = 300

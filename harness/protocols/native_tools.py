@@ -2,7 +2,7 @@
 ``message.tool_calls``.
 
 - Request: ``tools`` holds one ``{"type": "function", "function": {name, description,
-  parameters}}`` per agent tool, built from ``harness.tool_specs.TOOL_SPECS`` (description: the
+  parameters}}`` per agent tool, built from ``harness.tools.TOOL_SPECS`` (description: the
   tool's summary; parameters: its argument schema in this workspace, exactly the one json_schema
   decodes under: table names narrowed to existing tables, ``table_add``/``table_update`` rows
   with the table's columns, ``anyOf`` one variant per table when there are several), and ``tool_choice: "auto"``. llama.cpp must run with ``--jinja`` so the
@@ -34,7 +34,7 @@ from harness.client import ToolCall
 from harness.policy import HistoryItem, ModelCall, Step, Turn
 from harness.protocols.base import ChatPolicy, Parsed, Reject, args_schema, check_call, next_step_line, no_call, result_texts, system_prompt
 from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
-from harness.tool_specs import TOOL_SPECS
+from harness.tools import TOOL_SPECS
 
 PROTOCOL = "native_tools"
 NATIVE_FORMAT = "Use the provided tools: call exactly one tool per reply. To end, call finish with a short summary."

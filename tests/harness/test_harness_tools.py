@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.tools import CONFLICT, ERROR, OK, REFUSED, WAITING, execute
-from harness.web import reduce_html
+from harness.tools import CONFLICT, ERROR, OK, REFUSED, TOOL_SPECS, WAITING, files, weather, web, workspace
+from harness.tools.dispatch import HANDLERS, execute
+from harness.tools.pages import reduce_html
 
 READ_ALL = {"table": "beds", "query": None, "limit": None}
 
@@ -274,3 +275,9 @@ def test_unknown_or_unavailable_tool_and_bad_args(ctx) -> None:
     assert "your tools: note_read, finish" in execute(c, "table_read", READ_ALL).result["error"]
     assert execute(c, "note_read", {"title": "Log", "extra": 1}).result["error"] == "args.extra: is not allowed here"
     assert execute(c, "note_read", {}).result["error"] == "args.title: is required"
+
+
+def test_every_tool_has_one_spec_and_one_handler() -> None:
+    modules = (workspace, files, weather, web)
+    assert set(HANDLERS) == set(TOOL_SPECS)
+    assert sum(len(module.HANDLERS) for module in modules) == len(TOOL_SPECS)  # no name in two modules

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from harness.scenario import Scenario, ScenarioError, load_scenario
-from harness.tools import ToolContext, execute
+from harness.tools import ToolContext
+from harness.tools.dispatch import execute
 from harness.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -256,7 +257,7 @@ def test_follow_link_failures(ctx: ToolContext) -> None:
 
 
 def test_open_url_is_allowed_by_default_and_matched_by_host(ctx: ToolContext) -> None:
-    from harness.tools import tool_target
+    from harness.tools.dispatch import tool_target
 
     assert tool_target("open_url", {"url": "https://Ferries.Harbor.test/x"}) == "ferries.harbor.test"
     assert ctx.ws.decide("Ada", "open_url", "ferries.harbor.test") == "allow"

@@ -16,7 +16,7 @@ from harness.protocols.base import probe_turn
 from harness.protocols.json_prompt import RepairError, parse_prompted_step, read_json_object
 from harness.protocols.native_tools import openai_tools, parse_tool_calls
 from harness.protocols.react import STOP, parse_react
-from harness.tool_specs import TOOL_SPECS
+from harness.tools import TOOL_SPECS
 
 TURN = probe_turn(tools=["table_read", "note_read", "finish"])
 TURN.tables.append(TableView("beds", ["bed", "crop"], 2))

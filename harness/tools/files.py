@@ -8,15 +8,10 @@ tree was read into memory when the scenario loaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
 
 from harness.fixtures import FileNode, FileTree
-from harness.tools_common import REFUSED, Result, ToolFailure, bounded, file_tree, world_of
-
-if TYPE_CHECKING:
-    from harness.tools import ToolContext
+from harness.tools.context import OK, REFUSED, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, file_tree, world_of
 
 MAX_PATH_CHARS = 300
 MAX_LISTED = 100
@@ -68,7 +63,7 @@ def _target(ctx: ToolContext, path: str | None) -> tuple[FileTree, Parts, FileNo
     return tree, parts, _node(tree, parts)
 
 
-def list_directory(ctx: ToolContext, path: str | None) -> Result:
+def list_directory(ctx: ToolContext, path: str | None) -> ToolOutcome:
     tree, parts, node = _target(ctx, path)
     if node.kind != "dir":
         raise ToolFailure(f"not a directory: {tree.display(parts)}; use read_file to read it")
@@ -76,7 +71,7 @@ def list_directory(ctx: ToolContext, path: str | None) -> Result:
     result: Result = {"path": tree.display(parts), "entries": entries[:MAX_LISTED], "count": len(entries)}
     if len(entries) > MAX_LISTED:
         result["note"] = f"showing {MAX_LISTED} of {len(entries)} entries"
-    return result
+    return ToolOutcome(OK, result)
 
 
 def _entry(node: FileNode, name: str) -> Result:
@@ -85,17 +80,17 @@ def _entry(node: FileNode, name: str) -> Result:
     return {"name": name, "type": "file", "size": node.size}
 
 
-def read_file(ctx: ToolContext, path: str) -> Result:
+def read_file(ctx: ToolContext, path: str) -> ToolOutcome:
     tree, parts, node = _target(ctx, path)
     if node.kind != "file":
         raise ToolFailure(f"is a directory: {tree.display(parts)}; use list_directory to list it")
     result: Result = {"path": tree.display(parts), "size": node.size, "text": node.text[:READ_LIMIT_CHARS]}
     if len(node.text) > READ_LIMIT_CHARS:
         result["note"] = f"showing the first {READ_LIMIT_CHARS} of {len(node.text)} characters"
-    return result
+    return ToolOutcome(OK, result)
 
 
-def find_files(ctx: ToolContext, pattern: str, path: str | None) -> Result:
+def find_files(ctx: ToolContext, pattern: str, path: str | None) -> ToolOutcome:
     wanted = bounded(pattern, "pattern", 100).casefold()
     tree, parts, node = _target(ctx, path)
     if node.kind != "dir":
@@ -106,7 +101,7 @@ def find_files(ctx: ToolContext, pattern: str, path: str | None) -> Result:
         result["note"] = "nothing matches; patterns use * and ? on names, like *.csv"
     elif len(found) > MAX_FOUND:
         result["note"] = f"showing {MAX_FOUND} of {len(found)} matches"
-    return result
+    return ToolOutcome(OK, result)
 
 
 def _name_matches(key: Parts, base: Parts, pattern: str) -> bool:
@@ -115,12 +110,12 @@ def _name_matches(key: Parts, base: Parts, pattern: str) -> bool:
     return fnmatchcase(key[-1].casefold(), pattern)
 
 
-def current_directory(ctx: ToolContext) -> Result:
+def current_directory(ctx: ToolContext) -> ToolOutcome:
     tree = file_tree(ctx)
-    return {"path": tree.display(world_of(ctx).cwd)}
+    return ToolOutcome(OK, {"path": tree.display(world_of(ctx).cwd)})
 
 
-HANDLERS: dict[str, Callable[..., Result]] = {
+HANDLERS: dict[str, Handler] = {
     "list_directory": list_directory,
     "read_file": read_file,
     "find_files": find_files,

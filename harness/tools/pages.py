@@ -1,7 +1,10 @@
-"""Offline web: pages come only from a scenario's fixtures on ``.test`` hosts.
+"""Offline web pages, as the web tools (harness/tools/web.py) see them: hosts, fixture pages and
+HTML reduced to text and links.
 
-A fetched page is reduced to its title and visible text (script, style, nav and footer dropped,
-whitespace collapsed, cut to about 2,400 characters) and marked as untrusted data.
+Pages come only from fixtures on ``.test`` hosts: ``web_fetch`` reads the scenario's own
+fixtures, ``open_url`` a world's web set. A page is reduced to its title and visible text
+(script, style, nav and footer dropped, whitespace collapsed, cut to about 2,400 characters)
+and marked as untrusted data; its links are read in order as text and absolute URL.
 """
 
 from __future__ import annotations
@@ -9,9 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from urllib.parse import urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 PAGE_TEXT_LIMIT = 2400
+MAX_LINKS = 40
 HIDDEN_TAGS = frozenset({"script", "style", "nav", "footer", "noscript", "template", "head", "svg"})
 BLOCK_TAGS = frozenset(
     {
@@ -103,14 +107,30 @@ def reduce_html(html: str, limit: int = PAGE_TEXT_LIMIT) -> tuple[str, str]:
     parser = _VisibleText()
     parser.feed(html)
     parser.close()
-    title = _collapse(" ".join(parser.title))
-    text = "\n".join(line for line in (_collapse(x) for x in "".join(parser.text).split("\n")) if line)
+    title = collapse_whitespace(" ".join(parser.title))
+    text = "\n".join(line for line in (collapse_whitespace(x) for x in "".join(parser.text).split("\n")) if line)
     if len(text) > limit:
         text = text[:limit].rstrip() + " ..."
     return title, text
 
 
-def _collapse(text: str) -> str:
+def page_links(html: str, base_url: str) -> list[dict[str, str]]:
+    """The page's http(s) links in order, as text and absolute URL (fragments dropped)."""
+    parser = _Links()
+    parser.feed(html)
+    parser.close()
+    links, seen = [], set()
+    for href, text in parser.links:
+        absolute = urldefrag(urljoin(base_url, href.strip())).url
+        if urlsplit(absolute).scheme not in ("http", "https") or (absolute, text) in seen:
+            continue
+        seen.add((absolute, text))
+        links.append({"text": text or absolute, "url": absolute})
+    return links[:MAX_LINKS]
+
+
+def collapse_whitespace(text: str) -> str:
+    """Every run of whitespace as one space, the ends stripped."""
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -147,3 +167,34 @@ class _VisibleText(HTMLParser):
             self.title.append(data)
         elif not self._hidden:
             self.text.append(re.sub(r"\s+", " ", data))
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "a":
+            self._close()
+            self._href = dict(attrs).get("href")
+            self._text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._close()
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self._text.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._close()
+
+    def _close(self) -> None:
+        if self._href:
+            self.links.append((self._href, collapse_whitespace("".join(self._text))[:120]))
+        self._href = None

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.fixtures import City, WeatherSet
-from harness.tools_common import Result, ToolFailure, bounded, weather_set
-
-if TYPE_CHECKING:
-    from harness.tools import ToolContext
+from harness.tools.context import OK, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, weather_set
 
 MAX_CITY_CHARS = 100
 
@@ -55,7 +51,7 @@ def find_city(weather: WeatherSet, query: str) -> City:
     raise ToolFailure(f"unknown city {query.strip()!r}{hint}")
 
 
-def get_weather(ctx: ToolContext, city: str, days: int | None) -> Result:
+def get_weather(ctx: ToolContext, city: str, days: int | None) -> ToolOutcome:
     weather = weather_set(ctx)
     found = find_city(weather, city)
     forecast = found.forecast
@@ -71,7 +67,7 @@ def get_weather(ctx: ToolContext, city: str, days: int | None) -> Result:
     codes = _codes_in(result)
     if codes and weather.weather_codes:
         result["weather_code_meanings"] = {c: weather.weather_codes[c] for c in codes if c in weather.weather_codes}
-    return result
+    return ToolOutcome(OK, result)
 
 
 def _codes_in(result: Result) -> list[str]:
@@ -80,4 +76,4 @@ def _codes_in(result: Result) -> list[str]:
     return sorted({str(c) for c in codes if c is not None}, key=int)
 
 
-HANDLERS: dict[str, Callable[..., Result]] = {"get_weather": get_weather}
+HANDLERS: dict[str, Handler] = {"get_weather": get_weather}

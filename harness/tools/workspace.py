@@ -1,139 +1,46 @@
-"""The tools, executed against a Workspace: the 13 workspace tools here, the ladder tools
-(files, weather, web) in harness/tools_files.py, tools_weather.py and tools_web.py.
+"""The workspace tools: tables, notes, search, tasks, questions to the owner, memories,
+follow-ups and finish, acting on the run's Workspace (harness/workspace.py).
 
-``execute`` checks the arguments, applies the rules (deny > ask > allow; an ``ask`` waits for
-the owner's scripted ``respond.approve``), then runs the tool. Every outcome carries a
-status and a JSON-able result for the agent.
+Reads are marked per agent: an update of a row, or a replace of a note, that the agent has
+not read (or that changed since it read it) is a conflict, not an error, and the result carries
+the current version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from harness.clock import iso
 from harness.query import QueryError, parse_query
-from harness.scenario import OWNER, Respond
-from harness.schema_check import first_error
+from harness.scenario import OWNER
 from harness.strict_json import dumps_compact
-from harness.tool_specs import TOOL_SPECS
-from harness.tools_common import ToolFailure
-from harness.tools_files import HANDLERS as FILE_HANDLERS
-from harness.tools_weather import HANDLERS as WEATHER_HANDLERS
-from harness.tools_web import HANDLERS as WEB_HANDLERS
-from harness.tools_web import Browser
+from harness.tools.context import CONFLICT, FINISHED, OK, WAITING, Handler, ToolContext, ToolFailure, ToolOutcome
 from harness.values import as_text, contains_text
-from harness.web import UNTRUSTED_NOTE, FetchRefused, PageNotFound, fetch, host_of, is_test_host
-from harness.workspace import Approval, FollowUp, Memory, Question, Row, Table, Task, Workspace
+from harness.workspace import FollowUp, Memory, Question, Row, Table, Task
 
 DEFAULT_READ_LIMIT = 10
 READ_BUDGET_CHARS = 3000
 SEARCH_HITS = 10
 
-OK, ERROR, CONFLICT, REFUSED, WAITING, FINISHED = "ok", "error", "conflict", "refused", "waiting", "finished"
-DENIED = "refused: a rule denies"  # how a refusal by a deny rule starts (the diagnosis reads it)
-
-
-@dataclass
-class ToolOutcome:
-    status: str
-    result: dict[str, Any]
-
-
-@dataclass
-class ToolContext:
-    ws: Workspace
-    agent: str
-    fixtures: dict[str, str] = field(default_factory=dict)
-    respond: Respond | None = None
-    browser: Browser = field(default_factory=Browser)
-
-
-def error(message: str, **extra: Any) -> ToolOutcome:
-    return ToolOutcome(ERROR, {"error": message, **extra})
-
-
-def tool_target(tool: str, args: dict[str, Any]) -> str:
-    """What a rule's ``match`` is tested against for this call."""
-    spec = TOOL_SPECS[tool]
-    if spec.target_arg is None:
-        return "*"
-    value = as_text(args.get(spec.target_arg)).strip()
-    if tool in ("web_fetch", "open_url"):
-        try:
-            return host_of(value)
-        except FetchRefused:
-            return value.lower()
-    return value
-
-
-def execute(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutcome:
-    """Run one tool call for ``ctx.agent``."""
-    spec = TOOL_SPECS.get(tool)
-    agent_tools = ctx.ws.agent(ctx.agent).tools
-    if spec is None or tool not in agent_tools:
-        return error(f"unknown tool {tool!r}; your tools: {', '.join(agent_tools)}")
-    problem = first_error(args, spec.args_schema(), "args")
-    if problem:
-        return error(problem)
-    if tool == "web_fetch":
-        refused = _web_precheck(args["url"])
-        if refused:
-            return refused
-    gate = _gate(ctx, tool, args)
-    if gate is not None:
-        return gate
-    return HANDLERS[tool](ctx, **args)
-
-
-def _web_precheck(url: str) -> ToolOutcome | None:
-    try:
-        host = host_of(url)
-    except FetchRefused as exc:
-        return ToolOutcome(REFUSED, {"error": str(exc)})
-    if not is_test_host(host):
-        return ToolOutcome(REFUSED, {"error": f"refused: {host} is outside the sandbox (only .test hosts)"})
-    return None
-
-
-def _gate(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutcome | None:
-    """Apply the rules; None lets the call through."""
-    target = tool_target(tool, args)
-    decision = ctx.ws.decide(ctx.agent, tool, target)
-    if decision == "deny":
-        return ToolOutcome(REFUSED, {"error": f"{DENIED} {tool} on {target!r}"})
-    if decision == "allow":
-        return None
-    approve = ctx.respond.approve if ctx.respond else None
-    ctx.ws.approvals.append(Approval(ctx.agent, tool, target, approve))
-    if approve is None:
-        return ToolOutcome(WAITING, {"waiting": f"approval of {tool} on {target!r} requested from the owner"})
-    if not approve:
-        return ToolOutcome(REFUSED, {"error": f"the owner declined {tool} on {target!r}; it was not done"})
-    return None
-
 
 # ---------------------------------------------------------------------------- tables
 
 
-def _table_or_error(ctx: ToolContext, name: str) -> Table | ToolOutcome:
+def _table(ctx: ToolContext, name: str) -> Table:
     table = ctx.ws.table(name)
     if table is None:
         names = ", ".join(t.name for t in ctx.ws.tables) or "none"
-        return error(f"no table named {name!r}; tables: {names}")
+        raise ToolFailure(f"no table named {name!r}; tables: {names}")
     return table
 
 
 def table_read(ctx: ToolContext, table: str, query: str | None, limit: int | None) -> ToolOutcome:
-    found = _table_or_error(ctx, table)
-    if isinstance(found, ToolOutcome):
-        return found
+    found = _table(ctx, table)
     try:
         parsed = parse_query(query, found.columns)
     except QueryError as exc:
-        return error(str(exc))
+        raise ToolFailure(str(exc)) from None
     matching = [row for row in found.rows if parsed.holds(row.values)]
     shown: list[Row] = []
     used = 0
@@ -158,26 +65,19 @@ def table_read(ctx: ToolContext, table: str, query: str | None, limit: int | Non
 def table_create(ctx: ToolContext, table: str, columns: list[str]) -> ToolOutcome:
     name = table.strip()
     if not name:
-        return error("the table name is empty")
+        raise ToolFailure("the table name is empty")
     if ctx.ws.table(name) is not None:
-        return error(f"table {name!r} already exists")
+        raise ToolFailure(f"table {name!r} already exists")
     cleaned = [c.strip() for c in columns]
     if any(not c for c in cleaned) or len({c.casefold() for c in cleaned}) != len(cleaned):
-        return error("column names must be non-empty and distinct")
+        raise ToolFailure("column names must be non-empty and distinct")
     created = ctx.ws.create_table(name, cleaned)
     return ToolOutcome(OK, {"created": created.name, "columns": created.columns})
 
 
 def table_add(ctx: ToolContext, table: str, rows: list[dict[str, Any]]) -> ToolOutcome:
-    found = _table_or_error(ctx, table)
-    if isinstance(found, ToolOutcome):
-        return found
-    prepared = []
-    for i, values in enumerate(rows):
-        mapped, problem = _map_columns(found, values)
-        if problem:
-            return error(f"rows[{i}]: {problem}", columns=found.columns)
-        prepared.append(mapped)
+    found = _table(ctx, table)
+    prepared = [_map_columns(found, values, f"rows[{i}]") for i, values in enumerate(rows)]
     added = [found.append(values) for values in prepared]
     for row in added:
         ctx.ws.mark_row_read(ctx.agent, found, row)
@@ -185,18 +85,13 @@ def table_add(ctx: ToolContext, table: str, rows: list[dict[str, Any]]) -> ToolO
 
 
 def table_update(ctx: ToolContext, table: str, row: int, values: dict[str, Any]) -> ToolOutcome:
-    found = _table_or_error(ctx, table)
-    if isinstance(found, ToolOutcome):
-        return found
+    found = _table(ctx, table)
     target = found.row(row)
     if target is None:
-        return error(f"table {found.name!r} has rows 1 to {len(found.rows)}; there is no row {row}")
-    mapped, problem = _map_columns(found, values)
-    if problem:
-        return error(f"values: {problem}", columns=found.columns)
-    changes = {k: v for k, v in mapped.items() if v is not None}
+        raise ToolFailure(f"table {found.name!r} has rows 1 to {len(found.rows)}; there is no row {row}")
+    changes = {k: v for k, v in _map_columns(found, values, "values").items() if v is not None}
     if not changes:
-        return error("every value is null, so nothing would change")
+        raise ToolFailure("every value is null, so nothing would change")
     read_version = ctx.ws.row_read_version(ctx.agent, found, target)
     if read_version != target.version:
         reason = "you have not read this row" if read_version is None else "the row changed since you read it"
@@ -209,16 +104,18 @@ def table_update(ctx: ToolContext, table: str, row: int, values: dict[str, Any])
     return ToolOutcome(OK, {"table": found.name, "updated": target.view()})
 
 
-def _map_columns(table: Table, values: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _map_columns(table: Table, values: dict[str, Any], where: str) -> dict[str, Any]:
+    """``values`` keyed by the table's column names; ToolFailure, naming ``where`` and listing
+    the columns, for an unknown column or a value that is not a cell."""
     mapped: dict[str, Any] = {}
     for key, value in values.items():
         column = table.column(key)
         if column is None:
-            return {}, f"unknown column {key!r}"
+            raise ToolFailure(f"{where}: unknown column {key!r}", columns=table.columns)
         if isinstance(value, (dict, list)):
-            return {}, f"{key!r} must be a string, number, boolean or null"
+            raise ToolFailure(f"{where}: {key!r} must be a string, number, boolean or null", columns=table.columns)
         mapped[column] = value
-    return mapped, None
+    return mapped
 
 
 # ---------------------------------------------------------------------------- notes
@@ -228,14 +125,14 @@ def note_read(ctx: ToolContext, title: str) -> ToolOutcome:
     note = ctx.ws.note(title)
     if note is None:
         titles = ", ".join(n.title for n in ctx.ws.notes) or "none"
-        return error(f"no note titled {title!r}; notes: {titles}")
+        raise ToolFailure(f"no note titled {title!r}; notes: {titles}")
     ctx.ws.mark_note_read(ctx.agent, note)
     return ToolOutcome(OK, {"title": note.title, "version": note.version, "body": note.body})
 
 
 def note_write(ctx: ToolContext, title: str, text: str, mode: str) -> ToolOutcome:
     if not title.strip():
-        return error("the note title is empty")
+        raise ToolFailure("the note title is empty")
     note = ctx.ws.note(title)
     if note is None:
         note = ctx.ws.create_note(title.strip(), text)
@@ -258,7 +155,7 @@ def note_write(ctx: ToolContext, title: str, text: str, mode: str) -> ToolOutcom
 def search(ctx: ToolContext, query: str) -> ToolOutcome:
     words = query.split()
     if not words:
-        return error("the query is empty")
+        raise ToolFailure("the query is empty")
 
     def hit(text: str) -> bool:
         return contains_text(text, query.strip()) or all(contains_text(text, w) for w in words)
@@ -285,9 +182,9 @@ def task_add(ctx: ToolContext, to: str, title: str, details: str) -> ToolOutcome
     recipient = ctx.ws.resolve_recipient(to)
     if recipient is None:
         team = ", ".join([OWNER] + [a.name for a in ctx.ws.agents])
-        return error(f"no teammate named {to!r}; choose one of: {team}")
+        raise ToolFailure(f"no teammate named {to!r}; choose one of: {team}")
     if not title.strip():
-        return error("the task title is empty")
+        raise ToolFailure("the task title is empty")
     created = ctx.ws.clock.now()
     ctx.ws.tasks.append(Task(title.strip(), details, recipient, "open", ctx.agent, created, new=True))
     return ToolOutcome(OK, {"task_added": title.strip(), "to": recipient, "status": "open"})
@@ -303,7 +200,7 @@ def ask(ctx: ToolContext, question: str) -> ToolOutcome:
 
 def remember(ctx: ToolContext, fact: str) -> ToolOutcome:
     if not fact.strip():
-        return error("the fact is empty")
+        raise ToolFailure("the fact is empty")
     ctx.ws.memories.append(Memory(ctx.agent, fact.strip(), new=True, created_at=ctx.ws.clock.now()))
     return ToolOutcome(OK, {"remembered": fact.strip()})
 
@@ -315,33 +212,11 @@ def follow_up(ctx: ToolContext, minutes: int, note: str) -> ToolOutcome:
     return ToolOutcome(OK, {"follow_up_due": iso(due), "note": note})
 
 
-def web_fetch(ctx: ToolContext, url: str) -> ToolOutcome:
-    try:
-        page = fetch(url, ctx.fixtures)
-    except FetchRefused as exc:
-        return ToolOutcome(REFUSED, {"error": str(exc)})
-    except PageNotFound as exc:
-        return error(str(exc))
-    return ToolOutcome(OK, {"url": page.url, "title": page.title, "text": page.text, "untrusted": UNTRUSTED_NOTE})
-
-
 def finish(ctx: ToolContext, summary: str) -> ToolOutcome:
     return ToolOutcome(FINISHED, {"finished": True})
 
 
-def _ladder_tool(handler: Callable[..., dict[str, Any]]) -> Callable[..., ToolOutcome]:
-    """A ladder handler (returns a dict, raises ToolFailure) as a tool returning a ToolOutcome."""
-
-    def run(ctx: ToolContext, **args: Any) -> ToolOutcome:
-        try:
-            return ToolOutcome(OK, handler(ctx, **args))
-        except ToolFailure as exc:
-            return ToolOutcome(exc.status, {"error": str(exc)})
-
-    return run
-
-
-HANDLERS: dict[str, Callable[..., ToolOutcome]] = {
+HANDLERS: dict[str, Handler] = {
     "table_read": table_read,
     "table_create": table_create,
     "table_add": table_add,
@@ -350,10 +225,8 @@ HANDLERS: dict[str, Callable[..., ToolOutcome]] = {
     "note_write": note_write,
     "search": search,
     "task_add": task_add,
-    "web_fetch": web_fetch,
     "ask": ask,
     "remember": remember,
     "follow_up": follow_up,
     "finish": finish,
-    **{name: _ladder_tool(h) for name, h in {**FILE_HANDLERS, **WEATHER_HANDLERS, **WEB_HANDLERS}.items()},
 }

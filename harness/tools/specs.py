@@ -1,7 +1,7 @@
 """Tool signatures: argument names, descriptions and the generic JSON Schema of each tool's args.
 
 Every argument is required; optional ones are nullable; no extra keys. Execution lives in
-harness/tools.py; per-table narrowing of schemas lives in harness/protocols/json_schema.py.
+harness/tools/dispatch.py; per-table narrowing of schemas lives in harness/protocols/json_schema.py.
 """
 
 from __future__ import annotations
@@ -120,7 +120,6 @@ TOOL_SPECS: dict[str, ToolSpec] = {
     )
 }
 
-TABLE_TOOLS = frozenset({"table_read", "table_create", "table_add", "table_update"})
 FILE_TOOLS = frozenset({"current_directory", "list_directory", "read_file", "find_files"})
 WEATHER_TOOLS = frozenset({"get_weather"})
 WEB_TOOLS = frozenset({"web_search", "open_url", "follow_link"})
