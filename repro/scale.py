@@ -6,13 +6,14 @@ and `repro paper render`, and a submit script chaining the two with `sbatch --pa
 Kubernetes: an Indexed Job (one completion per shard) whose pod reaches a container engine through
 a Docker-in-Docker sidecar or the node's socket, a merge Job, and a submit script.
 
-The files are rendered from jinja2 templates in repro/templates/scale/, found from the checkout
-as the paper templates are. Nothing here talks to a scheduler.
+The Slurm scripts and the submit scripts are rendered from jinja2 templates in
+repro/templates/scale/ (every value checked against a strict pattern first, shell words quoted);
+the Kubernetes manifests are built as data and written by a YAML serializer (repro.k8s). Nothing
+here talks to a scheduler.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -22,6 +23,7 @@ import jinja2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from repro import __version__
+from repro import k8s as k8s_manifests
 from repro.config import PROJECT_ROOT
 from repro.errors import BadInput
 from repro.matrix import load_matrix
@@ -31,8 +33,6 @@ from repro.templating import template_environment
 from repro.terminal import printable
 
 TEMPLATES = PROJECT_ROOT / "repro" / "templates" / "scale"
-K8S_VERSION = "1.30"  # the Kubernetes version the generated manifests are written and validated for
-K8S_WORK = "/var/lib/repro"  # the folder shared by the shard container and its engine, at the same path
 EXECUTABLE = {"submit.sh"}
 
 # Every value written into a job file matches one of these before anything is rendered: a newline
@@ -213,20 +213,10 @@ def slurm(options: SlurmOptions) -> list[Path]:
 
 
 def k8s(options: K8sOptions) -> list[Path]:
-    """Write job.yaml (the Indexed Job), merge-job.yaml and submit.sh into options.out."""
+    """Write job.yaml (the Indexed Job), merge-job.yaml (both built as data, repro.k8s) and
+    submit.sh into options.out."""
     job = describe(options)
-    context = {
-        "job": job,
-        "image": options.image,
-        "pvc": options.pvc,
-        "engine": options.engine,
-        "dind_image": options.dind_image,
-        "namespace": options.namespace,
-        "parallelism": min(options.parallel or options.shards, options.shards),
-        "work": K8S_WORK,
-        "k8s_version": K8S_VERSION,
-    }
-    env = environment()
-    env.filters["json"] = json.dumps  # a YAML-safe scalar: JSON is YAML
-    rendered = {name: env.get_template(f"k8s/{name}.j2").render(context) for name in ("job.yaml", "merge-job.yaml", "submit.sh")}
-    return write_files(options.out, rendered)
+    submit = environment().get_template("k8s/submit.sh.j2").render({"job": job, "namespace": options.namespace})
+    return write_files(
+        options.out, {"job.yaml": k8s_manifests.shard_job(options, job), "merge-job.yaml": k8s_manifests.merge_job(options, job), "submit.sh": submit}
+    )

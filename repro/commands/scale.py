@@ -9,7 +9,8 @@ from rich.console import Console
 
 from repro.config import PROJECT_ROOT
 from repro.errors import BadInput
-from repro.scale import K8S_VERSION, K8sOptions, SlurmOptions, k8s, scale_options, slurm
+from repro.k8s import K8S_VERSION
+from repro.scale import K8sOptions, SlurmOptions, k8s, scale_options, slurm
 
 app = typer.Typer(help="Run a matrix's shards on Slurm or Kubernetes: write the job files.", no_args_is_help=True)
 console = Console(highlight=False)

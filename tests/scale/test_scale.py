@@ -12,7 +12,7 @@ import yaml
 
 from repro.__main__ import main
 from repro.config import PROJECT_ROOT
-from repro.scale import K8S_VERSION
+from repro.k8s import K8S_VERSION
 
 MATRIX = Path(__file__).parent / "matrix.yaml"
 MATRIX_ARG = "tests/scale/matrix.yaml"
@@ -174,3 +174,31 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     captured = capsys.readouterr()
     assert message in captured.err + captured.out and "Traceback" not in captured.err
     assert not (tmp_path / "out").exists()
+
+
+def test_k8s_manifests_are_serialized_so_no_value_adds_a_key(tmp_path):
+    """The manifests are data written by a YAML serializer: a value holding a newline and a key
+    (here the matrix's free-text name, which no pattern restricts) stays one string."""
+    from repro.k8s import merge_job, shard_job
+    from repro.scale import K8sOptions, Resources, ScaleJob
+
+    hostile = 'smoke"\nhostPID: true\n---\nkind: Pod'
+    job = ScaleJob(
+        version="0",
+        name="repro-smoke-cpu",
+        matrix="matrix/smoke.yaml",
+        matrix_name=hostile,
+        profile="cpu",
+        shards=2,
+        cells=4,
+        results="/results",
+        workdir="/srv/repro",
+        repro="repro",
+        prepare=False,
+        resources=Resources(cpus=2, memory_gb=4, gpus=0),
+    )
+    options = K8sOptions(matrix=MATRIX, profile="cpu", shards=2, out=tmp_path, results=Path("/results"), workdir=Path("/srv/repro"), image="repro:1")
+    for text in (shard_job(options, job), merge_job(options, job)):
+        documents = list(yaml.safe_load_all(text))
+        assert len(documents) == 1 and documents[0]["metadata"]["labels"]["repro.matrix"] == hostile
+        assert "hostPID" not in pod_of(documents[0])
