@@ -199,11 +199,14 @@ class EndEntry(Recorded):
 
 
 def _entry_tag(value: Any) -> str | None:
-    """The entry's kind; a step with a ``turn`` is an external suite's."""
+    """The tag of an entry or of its data: its kind, but ``external_step`` for a step with a turn."""
     if isinstance(value, dict):
-        kind = value.get("kind")
-        return "external_step" if kind == "step" and "turn" in value else kind if isinstance(kind, str) else None
-    return "external_step" if isinstance(value, ExternalStepEntry) else getattr(value, "kind", None)
+        kind, external = value.get("kind"), "turn" in value
+    else:
+        kind, external = getattr(value, "kind", None), isinstance(value, ExternalStepEntry)
+    if not isinstance(kind, str):
+        return None
+    return "external_step" if external and kind == "step" else kind
 
 
 TranscriptEntry = Annotated[
