@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_FAILED, EXIT_OK, ScenarioResult
+from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_FAILED, EXIT_OK, ScenarioResult, TranscriptLine
 from harness.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, require_output_file
 from harness.protocols import PROTOCOLS
 from harness.results import progress_event, progress_line, summary_lines
@@ -275,7 +275,7 @@ def _run_all(
             record = result.model_dump(mode="json", exclude={"transcript"} if transcripts else None)
             write_result(record)
             if transcripts:
-                write_transcript({"id": result.id, "transcript": result.transcript})
+                write_transcript(TranscriptLine(id=result.id, transcript=result.transcript or []).model_dump(mode="json"))
             print(progress(k, len(scenarios), result), flush=True)
     for line in summary_lines(results):
         print(line, flush=True)

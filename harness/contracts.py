@@ -1,15 +1,16 @@
 """The contracts across the container boundary: what the harness writes and the host reads.
 
-Every record that leaves the harness container (one scenario's result, a transcript line, a
-progress event, a probe's gate attempt) is one of these pydantic models. The orchestrator
-(`repro/`) imports them from here and never reads such a record as a plain dict.
+Every record that leaves the harness container (one scenario's result, a transcript line and its
+entries, a progress event, a probe's gate attempt) is one of these pydantic models. The
+orchestrator (`repro/`) imports them from here and never reads such a record as a plain dict.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Discriminator, SerializerFunctionWrapHandler, Tag, TypeAdapter, model_serializer
 
 # The closed set of failure types, in precedence order: a failed scenario gets the first type
 # whose rule applies (harness.diagnosis decides; docs/diagnosis.md states every rule).
@@ -103,6 +104,128 @@ class ProtocolStats(Contract):
     valid_tool_call_rate: float | None = None  # valid_calls / model_turns; None without turns
 
 
+# ---------------------------------------------------------------------------- the transcript
+
+
+class Recorded(Contract):
+    """A transcript record, strictly typed. An optional field left at its default is not written,
+    as the runner's dict literals before these models left such keys out: a dump is byte for byte
+    the transcript the harness has always recorded (published bundles re-grade from it)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields = type(self).model_fields
+        dumped: dict[str, Any] = handler(self)
+        return {key: value for key, value in dumped.items() if not (key in fields and _left_out(key, value, fields[key]))}
+
+
+def _left_out(name: str, value: Any, field: Any) -> bool:
+    return name != "kind" and not field.is_required() and value == field.get_default(call_default_factory=True)
+
+
+class RecordedReply(Recorded):
+    """One model reply of a turn: its raw text and, when it was no valid step, why. Other keys are
+    ``ModelCall`` fields a protocol may record; the re-grade finds any it does not rebuild."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    content: str
+    problem: str | None = None
+    reject: str | None = None  # the problem's code (harness.protocols.base.REJECT_CODES)
+    truncated: bool = False  # the engine cut the reply at max_tokens
+    tool: str | None = None  # the tool a rejected reply named
+    repairs: list[str] = []  # json_prompt: the repairs applied
+    ignored_calls: list[dict[str, Any]] = []  # native_tools: calls after the first, not executed
+
+
+class TriggerEntry(Recorded):
+    """The task as the agent got it (an external suite's transcript names no agent)."""
+
+    kind: Literal["trigger"] = "trigger"
+    agent: str | None = None
+    text: str
+
+
+class PromptEntry(Recorded):
+    """The messages of the first request, as a protocol sent them."""
+
+    kind: Literal["prompt"] = "prompt"
+    messages: list[dict[str, Any]]
+
+
+class StepEntry(Recorded):
+    """One executed step: the call, its outcome, and the replies of the turn that chose it."""
+
+    kind: Literal["step"] = "step"
+    step: int
+    agent: str
+    thought: str
+    tool: str
+    args: dict[str, Any]
+    status: str
+    result: dict[str, Any]
+    replies: list[RecordedReply] = []
+
+
+class ExternalStepEntry(Recorded):
+    """One call of an external suite's run (``repro.external`` normalises it): its turn, the
+    arguments and the result text as that suite recorded them. Never re-graded by the harness."""
+
+    kind: Literal["step"] = "step"
+    step: int
+    turn: int
+    tool: str
+    args: Any
+    status: str
+    result: str | None
+
+
+class InvalidEntry(Recorded):
+    """The replies of a final turn that gave no valid step."""
+
+    kind: Literal["invalid"] = "invalid"
+    replies: list[RecordedReply]
+
+
+class EndEntry(Recorded):
+    """How the run ended; ``stop`` names an abnormal end (the diagnosis reads it)."""
+
+    kind: Literal["end"] = "end"
+    status: str
+    stop: str | None
+    detail: str | None
+
+
+def _entry_tag(value: Any) -> str | None:
+    """The tag of an entry or of its data: its kind, but ``external_step`` for a step with a turn."""
+    if isinstance(value, dict):
+        kind, external = value.get("kind"), "turn" in value
+    else:
+        kind, external = getattr(value, "kind", None), isinstance(value, ExternalStepEntry)
+    if not isinstance(kind, str):
+        return None
+    return "external_step" if external and kind == "step" else kind
+
+
+TranscriptEntry = Annotated[
+    Annotated[TriggerEntry, Tag("trigger")]
+    | Annotated[PromptEntry, Tag("prompt")]
+    | Annotated[StepEntry, Tag("step")]
+    | Annotated[ExternalStepEntry, Tag("external_step")]
+    | Annotated[InvalidEntry, Tag("invalid")]
+    | Annotated[EndEntry, Tag("end")],
+    Discriminator(_entry_tag),
+]
+ENTRY: TypeAdapter[TranscriptEntry] = TypeAdapter(TranscriptEntry)
+
+
+def transcript_data(transcript: Sequence[TranscriptEntry]) -> list[dict[str, Any]]:
+    """The entries as JSON data, exactly as a transcript line holds them (hashing, rendering)."""
+    return [entry.model_dump(mode="json") for entry in transcript]
+
+
 class ScenarioResult(Contract):
     """One line of ``scenarios.jsonl``."""
 
@@ -126,14 +249,14 @@ class ScenarioResult(Contract):
     engine_timings: list[StepTiming]
     invalid_steps: int
     protocol_stats: ProtocolStats | None = None
-    transcript: list[dict[str, Any]] | None = None
+    transcript: list[TranscriptEntry] | None = None
 
 
 class TranscriptLine(Contract):
     """One line of ``transcripts.jsonl``."""
 
     id: str
-    transcript: list[dict[str, Any]]
+    transcript: list[TranscriptEntry]
 
 
 class ProgressEvent(Contract):

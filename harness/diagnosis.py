@@ -51,7 +51,21 @@ from typing import Any
 
 from harness import checks_model as cm
 from harness.checks import contains_term
-from harness.contracts import FAILURE_LAYER, FAILURE_TYPES, NOT_MODEL_LAYERS, FailedCheck, FailureLayer, FailureType
+from harness.contracts import (
+    FAILURE_LAYER,
+    FAILURE_TYPES,
+    NOT_MODEL_LAYERS,
+    EndEntry,
+    FailedCheck,
+    FailureLayer,
+    FailureType,
+    InvalidEntry,
+    PromptEntry,
+    RecordedReply,
+    StepEntry,
+    TranscriptEntry,
+    TriggerEntry,
+)
 from harness.loop import ENGINE_STOPS, INVALID_REPLY
 from harness.scenario import Scenario
 from harness.strict_json import dumps_compact
@@ -117,23 +131,13 @@ class Diagnosis:
 
 
 @dataclass
-class StepView:
-    number: int
-    tool: str
-    args: dict[str, Any]
-    status: str
-    result: dict[str, Any]
-    replies: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
 class RunView:
     """What the rules read from a transcript."""
 
     trigger: str = ""
     prompt: str = ""
-    steps: list[StepView] = field(default_factory=list)
-    invalid: list[dict[str, Any]] = field(default_factory=list)  # the replies of a failed final turn
+    steps: list[StepEntry] = field(default_factory=list)
+    invalid: list[RecordedReply] = field(default_factory=list)  # the replies of a failed final turn
     status: str | None = None
     stop: str | None = None
     detail: str | None = None
@@ -144,7 +148,7 @@ class RunView:
         return len(self.steps) + 1
 
     @property
-    def last(self) -> StepView | None:
+    def last(self) -> StepEntry | None:
         return self.steps[-1] if self.steps else None
 
     @property
@@ -155,51 +159,27 @@ class RunView:
             return None
         return as_text(last.args.get("summary"))
 
-    def replies(self) -> list[tuple[int, dict[str, Any]]]:
+    def replies(self) -> list[tuple[int, RecordedReply]]:
         """Every recorded reply with the step it belongs to (the final invalid turn: next_step)."""
-        found = [(s.number, r) for s in self.steps for r in s.replies]
+        found = [(s.step, r) for s in self.steps for r in s.replies]
         return found + [(self.next_step, r) for r in self.invalid]
 
 
-def read_run(transcript: Iterable[Any]) -> RunView:
-    """The transcript as a ``RunView``; entries that are not what the runner writes are skipped."""
+def read_run(transcript: Iterable[TranscriptEntry]) -> RunView:
+    """The transcript as a ``RunView`` (an external suite's steps are not the harness's: skipped)."""
     run = RunView()
-    for entry in transcript or []:
-        if not isinstance(entry, dict):
-            continue
-        kind = entry.get("kind")
-        if kind == "trigger":
-            run.trigger = as_text(entry.get("text"))
-        elif kind == "prompt":
-            run.prompt = _json(entry.get("messages"))
-        elif kind == "step":
-            run.steps.append(
-                StepView(
-                    number=_int(entry.get("step"), len(run.steps) + 1),
-                    tool=as_text(entry.get("tool")),
-                    args=_dict(entry.get("args")),
-                    status=as_text(entry.get("status")),
-                    result=_dict(entry.get("result")),
-                    replies=_replies(entry.get("replies")),
-                )
-            )
-        elif kind == "invalid":
-            run.invalid = _replies(entry.get("replies"))
-        elif kind == "end":
-            run.status, run.stop, run.detail = entry.get("status"), entry.get("stop"), entry.get("detail")
+    for entry in transcript:
+        if isinstance(entry, TriggerEntry):
+            run.trigger = entry.text
+        elif isinstance(entry, PromptEntry):
+            run.prompt = _json(entry.messages)
+        elif isinstance(entry, StepEntry):
+            run.steps.append(entry)
+        elif isinstance(entry, InvalidEntry):
+            run.invalid = entry.replies
+        elif isinstance(entry, EndEntry):
+            run.status, run.stop, run.detail = entry.status, entry.stop, entry.detail
     return run
-
-
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _replies(value: Any) -> list[dict[str, Any]]:
-    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
 
 def _json(value: Any) -> str:
@@ -215,7 +195,7 @@ def shorten(text: str, limit: int = EVIDENCE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def call_text(step: StepView) -> str:
+def call_text(step: StepEntry) -> str:
     return f"{step.tool} {dumps_compact(step.args)}"
 
 
@@ -223,9 +203,9 @@ def check_text(check: FailedCheck) -> str:
     return f"check {check.index} ({check.type}): expected {_json(check.expected)}, found {_json(check.found)}"
 
 
-def reply_text(reply: dict[str, Any]) -> str:
-    content = json.dumps(shorten(as_text(reply.get("content")), EVIDENCE_CHARS * 2 // 3), ensure_ascii=False)
-    return f"reply {content}: {as_text(reply.get('problem')) or 'not a valid step'}"
+def reply_text(reply: RecordedReply) -> str:
+    content = json.dumps(shorten(reply.content, EVIDENCE_CHARS * 2 // 3), ensure_ascii=False)
+    return f"reply {content}: {reply.problem or 'not a valid step'}"
 
 
 # ---------------------------------------------------------------------------- the rules
@@ -257,7 +237,7 @@ def _stop_rule(stop: str, at_next: bool) -> Rule:
             return None
         if at_next or run.last is None:
             return run.next_step, as_text(run.detail)
-        return run.last.number, call_text(run.last)
+        return run.last.step, call_text(run.last)
 
     return rule
 
@@ -280,29 +260,28 @@ def _reject_rule(code: str) -> Rule:
     return rule
 
 
-def _reject_of(reply: dict[str, Any]) -> str:
-    code = reply.get("reject")
-    return code if isinstance(code, str) and code in REJECT_TYPES else "invalid_syntax"
+def _reject_of(reply: RecordedReply) -> str:
+    return reply.reject if reply.reject in REJECT_TYPES else "invalid_syntax"
 
 
 def _forbidden_tool(ctx: Context) -> tuple[int | None, str] | None:
     found: list[tuple[int | None, str]] = []
     for failed, check in ctx.failed_of(cm.NotCalledCheck):
         step = next((s for s in ctx.run.steps if s.tool == check.tool and (check.args is None or matches(check.args, s.args))), None)
-        found.append((step.number, f"{call_text(step)} (check {failed.index}: not_called)") if step else (None, check_text(failed)))
+        found.append((step.step, f"{call_text(step)} (check {failed.index}: not_called)") if step else (None, check_text(failed)))
     for failed, check in ctx.failed_of(cm.UnchangedCheck):
         step = next((s for s in ctx.run.steps if s.status == OK and _writes_to(s, check)), None)
-        found.append((step.number, f"{call_text(step)} changed what {check_text(failed)} keeps") if step else (None, check_text(failed)))
+        found.append((step.step, f"{call_text(step)} changed what {check_text(failed)} keeps") if step else (None, check_text(failed)))
     for step in ctx.run.steps:
         error = as_text(step.result.get("error"))
         if step.status == REFUSED and error.startswith(DENIED):
-            found.append((step.number, f"{call_text(step)}: {error}"))
+            found.append((step.step, f"{call_text(step)}: {error}"))
     if not found:
         return None
     return min(found, key=lambda item: (item[0] is None, item[0] or 0))
 
 
-def _writes_to(step: StepView, check: cm.UnchangedCheck) -> bool:
+def _writes_to(step: StepEntry, check: cm.UnchangedCheck) -> bool:
     if check.table is not None:
         return step.tool in ("table_create", "table_add", "table_update") and as_text(step.args.get("table")).strip().casefold() == check.table.casefold()
     return step.tool == "note_write" and as_text(step.args.get("title")).strip().casefold() == (check.note or "").casefold()
@@ -312,14 +291,13 @@ def attempts(run: RunView) -> list[tuple[int, str]]:
     """The calls the run tried, besides ``finish``: (step, tool) for each executed step and each
     rejected reply that names a tool; a call written as text or an unknown tool whose name could
     not be read counts as ``?``."""
-    tried = [(s.number, s.tool) for s in run.steps if s.tool != "finish"]
+    tried = [(s.step, s.tool) for s in run.steps if s.tool != "finish"]
     for number, reply in run.replies():
-        if not reply.get("reject"):
+        if not reply.reject:
             continue
-        tool = reply.get("tool")
-        if isinstance(tool, str) and tool and tool != "finish":
-            tried.append((number, tool))
-        elif not tool and reply.get("reject") in ("text_tool_call", "unknown_tool"):
+        if reply.tool and reply.tool != "finish":
+            tried.append((number, reply.tool))
+        elif not reply.tool and reply.reject in ("text_tool_call", "unknown_tool"):
             tried.append((number, "?"))
     return sorted(tried)
 
@@ -328,7 +306,7 @@ def _no_tool_attempt(ctx: Context) -> tuple[int | None, str] | None:
     run, wanted = ctx.run, ctx.reference_tools
     if run.status != "done" or not wanted or attempts(run) or run.last is None:
         return None
-    return run.last.number, f"{call_text(run.last)} (no other call; the reference calls {', '.join(sorted(wanted))})"
+    return run.last.step, f"{call_text(run.last)} (no other call; the reference calls {', '.join(sorted(wanted))})"
 
 
 def _wrong_tool(ctx: Context) -> tuple[int | None, str] | None:
@@ -336,14 +314,14 @@ def _wrong_tool(ctx: Context) -> tuple[int | None, str] | None:
     called = [s for s in ctx.run.steps if s.tool != "finish"]
     if not wanted or not called or any(s.tool in wanted for s in called):
         return None
-    return called[0].number, f"{call_text(called[0])} (the reference calls {', '.join(sorted(wanted))})"
+    return called[0].step, f"{call_text(called[0])} (the reference calls {', '.join(sorted(wanted))})"
 
 
 def _missing_required_tool(ctx: Context) -> tuple[int | None, str] | None:
     missing = [(f, c) for f, c in ctx.failed if isinstance(c, CALL_CHECKS)]
     if not missing:
         return None
-    return (ctx.run.last.number if ctx.run.last else None), check_text(missing[0][0])
+    return (ctx.run.last.step if ctx.run.last else None), check_text(missing[0][0])
 
 
 # ----------------------------------------------------------------------------- data rules
@@ -376,11 +354,11 @@ def _table_values(scenario: Scenario, name: str) -> set[str]:
     return {as_text(value).strip().casefold() for t in tables for row in t.rows for value in row.values()}
 
 
-def _writes(run: RunView) -> list[StepView]:
+def _writes(run: RunView) -> list[StepEntry]:
     return [s for s in run.steps if s.status == OK and s.tool in WRITE_TOOLS]
 
 
-def _written(step: StepView) -> str:
+def _written(step: StepEntry) -> str:
     """The data a write wrote (``WRITTEN_ARGS``), as text."""
     return _json([step.args.get(name) for name in WRITTEN_ARGS.get(step.tool, ())])
 
@@ -389,7 +367,7 @@ def _output_text(run: RunView) -> str:
     return " ".join([run.answer or ""] + [_written(s) for s in _writes(run)])
 
 
-def _lookups(run: RunView) -> list[StepView]:
+def _lookups(run: RunView) -> list[StepEntry]:
     """Successful calls that returned data: every tool but the writes and finish."""
     return [s for s in run.steps if s.status == OK and s.tool not in WRITE_TOOLS and s.tool != "finish"]
 
@@ -406,7 +384,7 @@ def _ignored_tool_result(ctx: Context) -> tuple[int | None, str] | None:
                 continue
             holder = next((s for s, text in results if contains_term(text, value)), None)
             if holder is not None:
-                return holder.number, f"{value!r} came back from {call_text(holder)} but is in neither the answer nor the writes"
+                return holder.step, f"{value!r} came back from {call_text(holder)} but is in neither the answer nor the writes"
     return None
 
 
@@ -415,12 +393,12 @@ def _hallucinated_result(ctx: Context) -> tuple[int | None, str] | None:
     if run.status != "done" or run.last is None:
         return None
     results = " ".join(_json(s.result) for s in run.steps)
-    outputs: list[tuple[int, str, str]] = [(run.last.number, "the answer", run.answer or "")]
-    outputs += [(s.number, call_text(s), _written(s)) for s in _writes(run)]
+    outputs: list[tuple[int, str, str]] = [(run.last.step, "the answer", run.answer or "")]
+    outputs += [(s.step, call_text(s), _written(s)) for s in _writes(run)]
     for _failed, check in ctx.failed_of(cm.AnswerContainsAllCheck):
         for value in check.absent:
             if contains_term(run.answer or "", value) and not contains_term(results, value):
-                return run.last.number, f"the answer names {value!r}, which no tool returned: {run.answer}"
+                return run.last.step, f"the answer names {value!r}, which no tool returned: {run.answer}"
     known = {_figure_key(token) for token in FIGURE.findall(_sources(ctx, results))}
     for number, where, text in outputs:
         for token in FIGURE.findall(text):
@@ -456,7 +434,7 @@ def _figure_key(token: str) -> str:
 
 
 def _wrong_outcome(ctx: Context) -> tuple[int | None, str] | None:
-    step = ctx.run.last.number if ctx.run.last else None
+    step = ctx.run.last.step if ctx.run.last else None
     if ctx.failed:
         return step, check_text(ctx.failed[0][0])
     return step, as_text(ctx.run.detail)
@@ -485,7 +463,7 @@ assert set(RULES) == set(FAILURE_TYPES), "every failure type has exactly one rul
 # ---------------------------------------------------------------------------- deciding
 
 
-def diagnose(scenario: Scenario, transcript: Iterable[Any], failed: Iterable[FailedCheck]) -> Diagnosis | None:
+def diagnose(scenario: Scenario, transcript: Iterable[TranscriptEntry], failed: Iterable[FailedCheck]) -> Diagnosis | None:
     """The failure of a run, or None when it passed (no check failed and the run did not end on
     a configuration or engine failure or a timeout). ``transcript``: the run's entries;
     ``failed``: the checks that did not hold."""
@@ -511,7 +489,7 @@ def _check_model(scenario: Scenario, failed: FailedCheck) -> Any:
 # ---------------------------------------------------------------------------- partial credit
 
 
-def partial_credit(scenario: Scenario, transcript: Iterable[Any], diagnosis: Diagnosis | None) -> float | None:
+def partial_credit(scenario: Scenario, transcript: Iterable[TranscriptEntry], diagnosis: Diagnosis | None) -> float | None:
     """The run's score on the Local Agent Bench scale (``SCORES``), the first that holds:
 
     - None: a configuration or engine failure (the model was not measured);
@@ -541,7 +519,7 @@ def partial_credit(scenario: Scenario, transcript: Iterable[Any], diagnosis: Dia
     return 0.25 if tried else 0.0
 
 
-def _acceptable(step: StepView, tool: str, args: dict[str, Any]) -> bool:
+def _acceptable(step: StepEntry, tool: str, args: dict[str, Any]) -> bool:
     if step.tool != tool:
         return False
     key = LOOKUP_KEYS.get(tool)

@@ -37,13 +37,26 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from harness.checks import CheckContext, evaluate_all
 from harness.client import ChatReply, ToolCall
-from harness.contracts import FailedCheck, ScenarioResult, TranscriptLine
+from harness.contracts import (
+    ENTRY,
+    EndEntry,
+    ExternalStepEntry,
+    FailedCheck,
+    InvalidEntry,
+    PromptEntry,
+    RecordedReply,
+    ScenarioResult,
+    StepEntry,
+    TranscriptEntry,
+    TranscriptLine,
+    TriggerEntry,
+)
 from harness.errors import EngineError, engine_failure
 from harness.inputs import MAX_RECORDS_BYTES, open_text
 from harness.loop import ENGINE_STOPS, INVALID_REPLY, run_agent
@@ -160,65 +173,20 @@ def _shown(value: Any) -> str:
 # ---------------------------------------------------------------------------- the transcript
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _Reply(_Entry):
-    """One model reply; keys beyond content are ``ModelCall`` fields a protocol records."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    content: str
-    problem: str | None = None
-
-
-class _TriggerEntry(_Entry):
-    kind: Literal["trigger"]
-    agent: str
-    text: str
-
-
-class _PromptEntry(_Entry):
-    kind: Literal["prompt"]
-    messages: list[dict[str, Any]]
-
-
-class _StepEntry(_Entry):
-    kind: Literal["step"]
-    step: int
-    agent: str
-    thought: str
-    tool: str
-    args: dict[str, Any]
-    status: str
-    result: dict[str, Any]
-    replies: list[_Reply] | None = None
-
-
-class _InvalidEntry(_Entry):
-    kind: Literal["invalid"]
-    replies: list[_Reply]
-
-
-class _EndEntry(_Entry):
-    kind: Literal["end"]
-    status: str
-    stop: str | None
-    detail: str | None
-
-
-_ENTRY = TypeAdapter(Annotated[_TriggerEntry | _PromptEntry | _StepEntry | _InvalidEntry | _EndEntry, Field(discriminator="kind")])
-
-
 class RecordedRun(BaseModel):
-    """A validated transcript, split by entry kind."""
+    """A transcript, split by entry kind."""
 
-    trigger: _TriggerEntry
-    prompt: _PromptEntry | None = None
-    steps: list[_StepEntry] = []
-    invalid: _InvalidEntry | None = None
-    end: _EndEntry
+    trigger: TriggerEntry
+    prompt: PromptEntry | None = None
+    steps: list[StepEntry] = []
+    invalid: InvalidEntry | None = None
+    end: EndEntry
+
+    @classmethod
+    def of(cls, entries: list[TranscriptEntry]) -> RecordedRun:
+        """The entries by kind (validated and in order, as ``parse_transcript`` checks)."""
+        steps = [e for e in entries if isinstance(e, StepEntry)]
+        return cls(steps=steps, **{e.kind: e for e in entries if not isinstance(e, StepEntry)})
 
 
 class TranscriptError(ValueError):
@@ -226,21 +194,17 @@ class TranscriptError(ValueError):
 
 
 def parse_transcript(transcript: Any, max_steps: int) -> RecordedRun:
-    """The transcript as a ``RecordedRun``, or ``TranscriptError`` saying what is wrong with it."""
+    """The transcript (entries, or the JSON data of entries) as a ``RecordedRun``, or
+    ``TranscriptError`` saying what is wrong with it. Entries are validated again from their data."""
     if not isinstance(transcript, list):
         raise TranscriptError("the transcript is not a list of entries")
     if len(transcript) > max_steps + EXTRA_ENTRIES:
         raise TranscriptError(f"{len(transcript)} entries, more than {max_steps} steps allow")
-    _check_size(transcript)
-    entries = [_entry(i, raw) for i, raw in enumerate(transcript)]
+    data = [entry.model_dump(mode="json") if isinstance(entry, BaseModel) else entry for entry in transcript]
+    _check_size(data)
+    entries = [_entry(i, raw) for i, raw in enumerate(data)]
     _check_order([e.kind for e in entries])
-    by_kind: dict[str, Any] = {"steps": []}
-    for entry in entries:
-        if entry.kind == "step":
-            by_kind["steps"].append(entry)
-        else:
-            by_kind[entry.kind] = entry
-    return RecordedRun(**by_kind)
+    return RecordedRun.of(entries)
 
 
 def _check_size(transcript: list[Any]) -> None:
@@ -267,13 +231,16 @@ def _nesting(value: Any) -> int:
     return deepest
 
 
-def _entry(index: int, raw: Any) -> Any:
+def _entry(index: int, raw: Any) -> TranscriptEntry:
     try:
-        return _ENTRY.validate_python(raw)
+        entry: TranscriptEntry = ENTRY.validate_python(raw)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in error["loc"])
         raise TranscriptError(f"entry {index} {where}: {error['msg']}") from None
+    if isinstance(entry, ExternalStepEntry):
+        raise TranscriptError(f"entry {index}: a step of an external suite's run, which the harness does not replay")
+    return entry
 
 
 def _check_order(kinds: list[str]) -> None:
@@ -323,7 +290,7 @@ class TranscriptPolicy:
     def _recorded_prompt(self, turn: Turn) -> list[dict[str, Any]] | None:
         return copy.deepcopy(self.recorded.prompt.messages) if self.recorded.prompt and turn.step_number == 1 else None
 
-    def _parsed(self, replies: list[_Reply] | None, turn: Turn) -> PolicyReply:
+    def _parsed(self, replies: list[RecordedReply] | None, turn: Turn) -> PolicyReply:
         """The protocol's own reading of the recorded replies of one turn."""
         assert self.chat is not None
         self.client.serve(replies or [], turn.step_number)
@@ -352,11 +319,11 @@ class ReplayClient:
 
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
-        self.pending: list[_Reply] = []
+        self.pending: list[RecordedReply] = []
         self.step = 0
         self.short: str | None = None  # why the replay ran out of replies, when it did
 
-    def serve(self, replies: list[_Reply], step: int) -> None:
+    def serve(self, replies: list[RecordedReply], step: int) -> None:
         self.pending, self.step = list(replies), step
 
     def chat(self, messages: list[dict[str, Any]], **request: Any) -> ChatReply:
@@ -366,11 +333,11 @@ class ReplayClient:
         return recorded_answer(self.pending.pop(0), self.protocol)
 
 
-def recorded_answer(reply: _Reply, protocol: str) -> ChatReply:
+def recorded_answer(reply: RecordedReply, protocol: str) -> ChatReply:
     """A recorded reply as the engine's answer: its text and (native_tools) calls, cut at the
     token limit when it was recorded as truncated."""
     content, calls = native_parts(reply.content) if protocol == "native_tools" else (reply.content, [])
-    finish = "length" if getattr(reply, "truncated", False) is True else ("tool_calls" if calls else "stop")
+    finish = "length" if reply.truncated else ("tool_calls" if calls else "stop")
     return ChatReply(content=content, finish_reason=finish, tool_calls=calls)
 
 
@@ -395,7 +362,7 @@ def native_parts(raw: str) -> tuple[str, list[ToolCall]]:
 MODEL_CALL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelCall)) - {"raw", "seconds", "tokens_in", "tokens_out", "timings"}
 
 
-def _calls(replies: list[_Reply] | None) -> list[ModelCall]:
+def _calls(replies: list[RecordedReply] | None) -> list[ModelCall]:
     """The recorded replies as the policy returned them. A recorded key that is not a
     ``ModelCall`` field is dropped here, so the rebuilt transcript lacks it: a difference."""
     calls = []
@@ -418,8 +385,9 @@ class Replay(BaseModel):
 
 
 def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None, replay: Replay | None = None) -> Regrade:
-    """Re-grade ``result`` of ``scenario`` from ``transcript`` (default: the result's own);
-    with ``replay.protocol``, every raw reply is parsed again by that protocol."""
+    """Re-grade ``result`` of ``scenario`` from ``transcript`` (default: the result's own; entries,
+    or untrusted data that should hold them); with ``replay.protocol``, every raw reply is parsed
+    again by that protocol."""
     transcript = result.transcript if transcript is None else transcript
     replay = replay or Replay()
     if replay.protocol is not None and replay.protocol not in PROTOCOLS:
@@ -433,9 +401,9 @@ def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None, 
         regraded = run_scenario(scenario, policy)
     except Exception as exc:  # hostile input must never crash a check; the replay says why it stopped
         return _unusable(result, f"replay stopped: {type(exc).__name__}: {str(exc)[:200]}")
-    if policy.timed_out and regraded.transcript and regraded.transcript[-1].get("stop") == INVALID_REPLY:
+    if policy.timed_out and _replayed_run(regraded).end.stop == INVALID_REPLY:
         regraded = _rescored_as_timeout(scenario, recorded, regraded, replay)
-    differences = compare(result, transcript, regraded)
+    differences = compare(result, recorded, regraded)
     if policy.client.short:
         differences.insert(0, Difference(what="replies", recorded="fewer replies than the protocol reads", regraded=policy.client.short))
     if policy.overrun:
@@ -475,22 +443,25 @@ def _unusable(result: ScenarioResult, reason: str) -> Regrade:
     )
 
 
+def _replayed_run(result: ScenarioResult) -> RecordedRun:
+    """The replay's own transcript by kind (``run_scenario`` always records one)."""
+    return RecordedRun.of(result.transcript or [])
+
+
 def _regrade(result: ScenarioResult, differences: list[Difference]) -> Regrade:
-    entries = result.transcript or []
-    end = entries[-1] if entries else {}
-    steps = [ReplayedStep(step=e["step"], tool=e["tool"], status=e["status"], result=e["result"]) for e in entries if e.get("kind") == "step"]
+    run = _replayed_run(result)
     return Regrade(
         id=result.id,
         replayed=True,
         passed=result.passed,
         status=result.status,
-        stop=end.get("stop"),
+        stop=run.end.stop,
         failure_type=result.failure_type,
         failure_step=result.failure_step,
         partial_score=result.partial_score,
         engine_fault=result.engine_fault,
         failed_checks=result.failed_checks,
-        steps=steps,
+        steps=[ReplayedStep(step=e.step, tool=e.tool, status=e.status, result=e.result) for e in run.steps],
         differences=differences,
     )
 
@@ -498,53 +469,47 @@ def _regrade(result: ScenarioResult, differences: list[Difference]) -> Regrade:
 # ---------------------------------------------------------------------------- comparing
 
 
-def compare(recorded: ScenarioResult, transcript: list[dict[str, Any]], regraded: ScenarioResult) -> list[Difference]:
+def compare(recorded: ScenarioResult, transcript: RecordedRun, regraded: ScenarioResult) -> list[Difference]:
     """Every difference between the recorded result and transcript and the re-graded ones."""
     old, new = _plain(recorded.model_dump(mode="json")), _plain(regraded.model_dump(mode="json"))
     names = [name for name in RESULT_FIELDS + OPTIONAL_RESULT_FIELDS if name in old or name in new]
     differences = [Difference(what=name, recorded=old.get(name), regraded=new.get(name)) for name in names if old.get(name) != new.get(name)]
-    return differences + compare_transcripts(_plain(transcript), _plain(regraded.transcript or []))
+    return differences + compare_transcripts(transcript, _replayed_run(regraded))
 
 
-def compare_transcripts(recorded: list[dict[str, Any]], regraded: list[dict[str, Any]]) -> list[Difference]:
+def compare_transcripts(recorded: RecordedRun, regraded: RecordedRun) -> list[Difference]:
     differences = []
     for kind in ("trigger", "prompt", "invalid"):
-        old, new = _only(recorded, kind), _only(regraded, kind)
+        old, new = _data(getattr(recorded, kind)), _data(getattr(regraded, kind))
         if old != new:
             differences.append(Difference(what=kind, recorded=old, regraded=new))
-    differences += _step_differences(_all(recorded, "step"), _all(regraded, "step"))
-    old_end, new_end = _only(recorded, "end") or {}, _only(regraded, "end") or {}
-    differences += [
-        Difference(what=f"end {key}", recorded=old_end.get(key), regraded=new_end.get(key)) for key in END_FIELDS if old_end.get(key) != new_end.get(key)
-    ]
-    return differences
+    differences += _step_differences(recorded.steps, regraded.steps)
+    return differences + _field_differences("end", _data(recorded.end), _data(regraded.end), END_FIELDS)
 
 
-def _step_differences(recorded: list[dict[str, Any]], regraded: list[dict[str, Any]]) -> list[Difference]:
+def _step_differences(recorded: list[StepEntry], regraded: list[StepEntry]) -> list[Difference]:
     differences = []
     for number in range(1, max(len(recorded), len(regraded)) + 1):
-        old = recorded[number - 1] if number <= len(recorded) else None
-        new = regraded[number - 1] if number <= len(regraded) else None
+        old = _data(recorded[number - 1]) if number <= len(recorded) else None
+        new = _data(regraded[number - 1]) if number <= len(regraded) else None
         if old is None or new is None:
             differences.append(Difference(what=f"step {number}", recorded=_call(old), regraded=_call(new)))
-            continue
-        differences += [
-            Difference(what=f"step {number} {key}", recorded=old.get(key), regraded=new.get(key)) for key in STEP_FIELDS if old.get(key) != new.get(key)
-        ]
+        else:
+            differences += _field_differences(f"step {number}", old, new, STEP_FIELDS)
     return differences
+
+
+def _field_differences(what: str, old: dict[str, Any], new: dict[str, Any], keys: tuple[str, ...]) -> list[Difference]:
+    return [Difference(what=f"{what} {key}", recorded=old.get(key), regraded=new.get(key)) for key in keys if old.get(key) != new.get(key)]
+
+
+def _data(entry: BaseModel | None) -> Any:
+    """An entry as its transcript line holds it (a key left out reads as None)."""
+    return None if entry is None else entry.model_dump(mode="json")
 
 
 def _call(entry: dict[str, Any] | None) -> Any:
     return None if entry is None else {"tool": entry.get("tool"), "args": entry.get("args")}
-
-
-def _only(entries: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
-    found = _all(entries, kind)
-    return found[0] if found else None
-
-
-def _all(entries: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e for e in entries if isinstance(e, dict) and e.get("kind") == kind]
 
 
 def _plain(value: Any) -> Any:
@@ -580,8 +545,8 @@ def regrade_all(
     return report
 
 
-def _unique_by_id(lines: Iterable[TranscriptLine], what: str, problems: list[str]) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {}
+def _unique_by_id(lines: Iterable[TranscriptLine], what: str, problems: list[str]) -> dict[str, list[TranscriptEntry]]:
+    found: dict[str, list[TranscriptEntry]] = {}
     for line in lines:
         if line.id in found:
             problems.append(f"{_printable(line.id)}: more than one {what}")

@@ -11,7 +11,19 @@ import time
 from typing import Any
 
 from harness.checks import CheckContext, evaluate_all
-from harness.contracts import FailedCheck, ProtocolStats, ScenarioResult, StepTiming
+from harness.contracts import (
+    EndEntry,
+    FailedCheck,
+    InvalidEntry,
+    PromptEntry,
+    ProtocolStats,
+    RecordedReply,
+    ScenarioResult,
+    StepEntry,
+    StepTiming,
+    TranscriptEntry,
+    TriggerEntry,
+)
 from harness.diagnosis import diagnose, partial_credit
 from harness.loop import AgentRun, run_agent
 from harness.policy import ModelCall, Policy, ScriptedPolicy
@@ -50,7 +62,7 @@ def run_scenario(scenario: Scenario, policy: Policy, *, transcript: bool = True,
     )
 
 
-def verdict(scenario: Scenario, transcript: list[dict[str, Any]], failed: list[FailedCheck]) -> dict[str, Any]:
+def verdict(scenario: Scenario, transcript: list[TranscriptEntry], failed: list[FailedCheck]) -> dict[str, Any]:
     """The result fields the diagnosis decides: passed, the failure (type, step, evidence),
     whether it is the engine's, and the partial credit."""
     diagnosis = diagnose(scenario, transcript, failed)
@@ -104,45 +116,40 @@ def _timings(run: AgentRun) -> list[StepTiming]:
     return timings
 
 
-def build_transcript(run: AgentRun) -> list[dict[str, Any]]:
+def build_transcript(run: AgentRun) -> list[TranscriptEntry]:
     """Messages and tool results, with no wall-clock values: identical replies give identical
     transcripts. A rejected reply carries its ``problem``, ``reject`` code and the ``tool`` it
     named; ``end`` holds how the run stopped, which the diagnosis reads."""
-    entries: list[dict[str, Any]] = [{"kind": "trigger", "agent": run.agent, "text": run.task}]
+    entries: list[TranscriptEntry] = [TriggerEntry(agent=run.agent, text=run.task)]
     if run.prompt:
-        entries.append({"kind": "prompt", "messages": run.prompt})
-    for record in run.steps:
-        entry: dict[str, Any] = {
-            "kind": "step",
-            "step": record.number,
-            "agent": record.agent,
-            "thought": record.step.thought,
-            "tool": record.step.tool,
-            "args": record.step.args,
-            "status": record.status,
-            "result": record.result,
-        }
-        if record.calls:
-            entry["replies"] = [_reply(c) for c in record.calls]
-        entries.append(entry)
+        entries.append(PromptEntry(messages=run.prompt))
+    entries += [
+        StepEntry(
+            step=record.number,
+            agent=record.agent,
+            thought=record.step.thought,
+            tool=record.step.tool,
+            args=record.step.args,
+            status=record.status,
+            result=record.result,
+            replies=[recorded_reply(c) for c in record.calls],
+        )
+        for record in run.steps
+    ]
     if run.invalid_calls:
-        entries.append({"kind": "invalid", "replies": [_reply(c) for c in run.invalid_calls]})
-    entries.append({"kind": "end", "status": run.status, "stop": run.stop, "detail": run.detail})
+        entries.append(InvalidEntry(replies=[recorded_reply(c) for c in run.invalid_calls]))
+    entries.append(EndEntry(status=run.status, stop=run.stop, detail=run.detail))
     return entries
 
 
-def _reply(call: ModelCall) -> dict[str, Any]:
-    reply: dict[str, Any] = {"content": call.raw}
-    if call.problem:
-        reply["problem"] = call.problem
-    if call.reject:
-        reply["reject"] = call.reject
-    if call.truncated:
-        reply["truncated"] = True
-    if call.tool:
-        reply["tool"] = call.tool
-    if call.repairs:
-        reply["repairs"] = list(call.repairs)
-    if call.ignored_calls:
-        reply["ignored_calls"] = list(call.ignored_calls)
-    return reply
+def recorded_reply(call: ModelCall) -> RecordedReply:
+    """A reply as the transcript keeps it: an empty problem, code or tool is left out."""
+    return RecordedReply(
+        content=call.raw,
+        problem=call.problem or None,
+        reject=call.reject or None,
+        truncated=call.truncated,
+        tool=call.tool or None,
+        repairs=list(call.repairs),
+        ignored_calls=list(call.ignored_calls),
+    )

@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, computed_field
 
-from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptLine
+from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
 from harness.lab_codes import lab_counts
 from repro.bundle import find_runs, load_cell, load_run, merge_problems, read_results, read_transcripts
 from repro.chat_template import TemplateFacts
@@ -293,7 +293,7 @@ class ValidCell(BaseModel):
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
 
-    def transcript(self, scenario_id: str) -> list[dict[str, Any]] | None:
+    def transcript(self, scenario_id: str) -> list[TranscriptEntry] | None:
         """A scenario's transcript: from transcripts.jsonl, else from its result line."""
         for line in self.transcripts:
             if line.id == scenario_id:
@@ -307,9 +307,9 @@ def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def transcript_sha256(transcript: list[dict[str, Any]] | None) -> str:
-    """sha256 of a transcript's canonical JSON; "" when there is none."""
-    return "" if transcript is None else hashlib.sha256(canonical_json(transcript).encode()).hexdigest()
+def transcript_sha256(transcript: list[TranscriptEntry] | None) -> str:
+    """sha256 of a transcript's canonical JSON (as its line holds it); "" when there is none."""
+    return "" if transcript is None else hashlib.sha256(canonical_json(transcript_data(transcript)).encode()).hexdigest()
 
 
 def refuse_broken_merge(path: Path) -> None:

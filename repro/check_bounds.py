@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from harness.contracts import ScenarioResult, StepTiming
+from harness.contracts import InvalidEntry, ScenarioResult, StepEntry, StepTiming, TranscriptEntry
 from repro.bundle import read_results, read_transcripts
 from repro.errors import BadInput
 from repro.matrix import Decoding
@@ -83,24 +83,19 @@ def gate_bounds(ev: CellEvidence, decoding: Decoding) -> list[str]:
     return problems
 
 
-def reply_positions(transcript: list[dict[str, Any]]) -> list[tuple[int, int]]:
+def reply_positions(transcript: list[TranscriptEntry]) -> list[tuple[int, int]]:
     """(step, attempt) of every reply the transcript records, in order, as the harness numbers
     its timings: each step's replies, then the final invalid turn's at the step after the last."""
     positions: list[tuple[int, int]] = []
-    steps = [e for e in transcript if isinstance(e, dict) and e.get("kind") == "step"]
-    for number, entry in enumerate(steps, start=1):
-        positions += [(number, attempt) for attempt in range(1, len(replies_of(entry)) + 1)]
-    for entry in (e for e in transcript if isinstance(e, dict) and e.get("kind") == "invalid"):
-        positions += [(len(steps) + 1, attempt) for attempt in range(1, len(replies_of(entry)) + 1)]
+    steps = [e for e in transcript if isinstance(e, StepEntry)]  # an external suite's steps record no replies
+    for number, step in enumerate(steps, start=1):
+        positions += [(number, attempt) for attempt in range(1, len(step.replies) + 1)]
+    for invalid in (e for e in transcript if isinstance(e, InvalidEntry)):
+        positions += [(len(steps) + 1, attempt) for attempt in range(1, len(invalid.replies) + 1)]
     return positions
 
 
-def replies_of(entry: dict[str, Any]) -> list[Any]:
-    replies = entry.get("replies")
-    return replies if isinstance(replies, list) else []
-
-
-def result_bounds(result: ScenarioResult, transcript: list[dict[str, Any]], decoding: Decoding) -> list[str]:
+def result_bounds(result: ScenarioResult, transcript: list[TranscriptEntry], decoding: Decoding) -> list[str]:
     """One scenario: its totals, one timing per reply in order, and each timing in bounds."""
     name = f"scenario {result.id[:60]}"
     problems = seconds_problem(f"{name} seconds", result.seconds)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jinja2
 
+from harness.contracts import transcript_data
 from repro.aggregate import PaperTables, ValidCell
 from repro.files import atomic_write
 from repro.paper import TEMPLATES
@@ -35,7 +36,7 @@ def transcript_texts(cells: dict[str, list[ValidCell]]) -> dict[str, dict[str, l
         for cell in row_cells:
             for result in cell.results:
                 transcript = cell.transcript(result.id)
-                text = "(no transcript recorded)" if transcript is None else json.dumps(transcript, indent=2, ensure_ascii=False)
+                text = "(no transcript recorded)" if transcript is None else json.dumps(transcript_data(transcript), indent=2, ensure_ascii=False)
                 cut = text[:MAX_TRANSCRIPT_CHARS] + ("\n... (cut)" if len(text) > MAX_TRANSCRIPT_CHARS else "")
                 texts.setdefault(key, {}).setdefault(result.id, []).append(cut)
     return texts

@@ -13,10 +13,11 @@ only its results.json), each differing transcript is named with its first differ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
+from harness.contracts import ExternalStepEntry, StepEntry, TranscriptEntry
 from repro.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
 from repro.errors import BadInput
 from repro.yamlsource import read_model_bounded
@@ -154,12 +155,11 @@ def _first_difference_in(published_cells: list[ValidCell], rerun_cells: list[Val
     return first_difference(before, after)
 
 
-def first_difference(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str | None:
+def first_difference(before: list[TranscriptEntry], after: list[TranscriptEntry]) -> str | None:
     """Where two transcripts first part: "first differs at step 3 (args)", or None when equal."""
     for index, (a, b) in enumerate(zip(before, after, strict=False)):
         if a != b:
-            fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-            return f"first differs at {_entry_name(a, index)} ({', '.join(fields)})"
+            return f"first differs at {_entry_name(a, index)} ({', '.join(_differing_keys(a, b))})"
     if len(before) == len(after):
         return None
     longer, side = (before, "published") if len(before) > len(after) else (after, "rerun")
@@ -167,10 +167,16 @@ def first_difference(before: list[dict[str, Any]], after: list[dict[str, Any]]) 
     return f"first differs at {_entry_name(longer[index], index)} (only in the {side} transcript)"
 
 
-def _entry_name(entry: dict[str, Any], index: int) -> str:
-    if entry.get("kind") == "step" and "step" in entry:
-        return f"step {entry['step']}"
-    return f"entry {index + 1} ({entry.get('kind', '?')})"
+def _differing_keys(a: TranscriptEntry, b: TranscriptEntry) -> list[str]:
+    """The keys whose written values differ (a key one entry leaves out reads as None)."""
+    written_a, written_b = a.model_dump(mode="json"), b.model_dump(mode="json")
+    return sorted(k for k in set(written_a) | set(written_b) if written_a.get(k) != written_b.get(k))
+
+
+def _entry_name(entry: TranscriptEntry, index: int) -> str:
+    if isinstance(entry, StepEntry | ExternalStepEntry):
+        return f"step {entry.step}"
+    return f"entry {index + 1} ({entry.kind})"
 
 
 def _score(row: TableRow) -> str:

@@ -25,7 +25,17 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel
 
-from harness.contracts import FailedCheck, FailureType, ProgressEvent, ScenarioResult, TranscriptLine
+from harness.contracts import (
+    EndEntry,
+    ExternalStepEntry,
+    FailedCheck,
+    FailureType,
+    ProgressEvent,
+    ScenarioResult,
+    TranscriptEntry,
+    TranscriptLine,
+    TriggerEntry,
+)
 from repro.errors import BadInput
 from repro.external.base import Adapter, Normalised, RawIndex
 from repro.files import sha256_bytes
@@ -363,20 +373,20 @@ def evidence(run: Run) -> str:
     return text[:EVIDENCE_CHARS]
 
 
-def transcript(run: Run) -> list[dict[str, Any]]:
+def transcript(run: Run) -> list[TranscriptEntry]:
     """The run in our transcript's shape: the task, one step per call, the answer; no clock."""
-    entries: list[dict[str, Any]] = [{"kind": "trigger", "text": next((m.get("content") for m in run.messages if m.get("role") == "user"), "")}]
+    entries: list[TranscriptEntry] = [TriggerEntry(text=task_text(run))]
     entries += [
-        {
-            "kind": "step",
-            "step": c.index,
-            "turn": c.turn,
-            "tool": c.tool,
-            "args": c.arguments,
-            "status": "ok" if c.ok else (c.error_kind or "error"),
-            "result": c.result,
-        }
+        ExternalStepEntry(step=c.index, turn=c.turn, tool=c.tool, args=c.arguments, status="ok" if c.ok else (c.error_kind or "error"), result=c.result)
         for c in run.calls
     ]
-    entries.append({"kind": "end", "status": run.status, "stop": run.failure_type, "detail": run.final_text})
+    entries.append(EndEntry(status=run.status, stop=run.failure_type, detail=run.final_text))
     return entries
+
+
+def task_text(run: Run) -> str:
+    """The run's first user message: the task as the model got it ("" when there is none)."""
+    text = next((m.get("content") for m in run.messages if m.get("role") == "user"), "")
+    if not isinstance(text, str):
+        raise BadInput(f"run {run.task_id}: its task message is not text")
+    return text

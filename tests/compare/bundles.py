@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from harness.contracts import ProtocolStats, ScenarioResult, StepTiming, TranscriptLine
+from harness.contracts import EndEntry, ProtocolStats, ScenarioResult, StepEntry, StepTiming, TranscriptEntry, TranscriptLine, TriggerEntry
 from repro.bundle import Bundle, load_cell, load_run
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
@@ -27,16 +27,16 @@ from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 TIMINGS = {"prompt_n": 100, "prompt_ms": 100.0, "predicted_n": 20, "predicted_ms": 200.0}
 
 # One scenario: (id, category, passed, failure type or None, transcript or None).
-Scenario = tuple[str, str, bool, str | None, list[dict] | None]
+Scenario = tuple[str, str, bool, str | None, list[TranscriptEntry] | None]
 Outcomes = Callable[[Cell], list[Scenario]]
 
 
-def step(number: int, tool: str = "read_file", args: dict | None = None) -> dict:
-    return {"kind": "step", "step": number, "agent": "main", "thought": "", "tool": tool, "args": args or {"path": "notes.md"}, "status": "ok", "result": "x"}
+def step(number: int, tool: str = "read_file", args: dict | None = None) -> StepEntry:
+    return StepEntry(step=number, agent="main", thought="", tool=tool, args=args or {"path": "notes.md"}, status="ok", result={"text": "x"})
 
 
-def transcript(*steps: dict) -> list[dict]:
-    return [{"kind": "trigger", "agent": "main", "text": "do it"}, *steps, {"kind": "end", "status": "done", "stop": "finish", "detail": None}]
+def transcript(*steps: StepEntry) -> list[TranscriptEntry]:
+    return [TriggerEntry(agent="main", text="do it"), *steps, EndEntry(status="done", stop="finish", detail=None)]
 
 
 @cache

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from harness.contracts import TranscriptLine
 from repro.__main__ import main
 from repro.aggregate import canonical_json, collect, collect_with_cells, transcript_sha256
 from repro.paper import render
@@ -26,7 +27,9 @@ def differs_at_step_two(cell):
 
 def test_canonical_hash_ignores_key_order_and_whitespace():
     assert canonical_json({"b": 1, "a": [1, 2]}) == '{"a":[1,2],"b":1}'
-    assert transcript_sha256([{"b": 1, "a": "é"}]) == transcript_sha256([{"a": "é", "b": 1}])
+    line = json.loads(TranscriptLine(id="notes-001", transcript=SAME).model_dump_json())
+    reordered = json.dumps({"transcript": [dict(reversed(entry.items())) for entry in line["transcript"]], "id": "notes-001"}, indent=1)
+    assert transcript_sha256(TranscriptLine.model_validate_json(reordered).transcript) == transcript_sha256(SAME)
     assert transcript_sha256(None) == "" and transcript_sha256([]) != ""
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from harness.contracts import InvalidEntry, RecordedReply, StepEntry, TranscriptEntry
 from repro.bundle import load_cell, read_results, read_transcripts
 from tests.e2e.conftest import CANARY_HOST, CANARY_USER, e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
 
@@ -52,8 +53,8 @@ def test_run_is_valid_and_complete(e2e_run, snapshot, canary_home):
     assert proc.stdout.count("VALID") >= 2 and "INVALID" not in proc.stdout.replace("0 INVALID", "")
 
 
-def invalid_replies(transcript: list) -> list[dict]:
-    return [reply for item in transcript for reply in item.get("replies", []) if reply.get("problem")]
+def invalid_replies(transcript: list[TranscriptEntry]) -> list[RecordedReply]:
+    return [reply for entry in transcript if isinstance(entry, StepEntry | InvalidEntry) for reply in entry.replies if reply.problem]
 
 
 def test_every_complete_reply_parsed_under_the_schema(e2e_run):
@@ -64,7 +65,7 @@ def test_every_complete_reply_parsed_under_the_schema(e2e_run):
         for line in read_transcripts(cell_dir):
             for reply in invalid_replies(line.transcript):
                 replies += 1
-                assert reply["problem"].startswith("cut at the token limit"), reply["problem"]
+                assert (reply.problem or "").startswith("cut at the token limit"), reply.problem
     rows = [row for cell_dir in cells_of(e2e_run).values() for row in read_results(cell_dir)]
     assert sum(row.invalid_steps for row in rows) <= replies
 

@@ -21,6 +21,7 @@ from repro.files import sha256_file
 from repro.matrix import Suite, load_matrix
 from repro.suites import select
 from tests.external.conftest import ALL_TASKS, MATRIX, collect_cell, run_direct, run_driver, tcb_cell, tcb_suite
+from tests.fixtures.transcripts import end_of
 
 RAW_DB = "raw.results__results.sqlite"
 
@@ -161,5 +162,5 @@ def test_repros_driver_and_toolcallbench_itself_give_the_same_outcomes(tmp_path:
 def outcomes(cell_dir: Path) -> dict[str, tuple[bool, str]]:
     """Task id -> (passed, ToolCallBench's own failure type) as the cell records them: the result
     says passed, the transcript's end keeps the original family beside our mapped type."""
-    ends = {line.id: line.transcript[-1]["stop"] for line in read_transcripts(cell_dir)}
+    ends = {line.id: end_of(line).stop for line in read_transcripts(cell_dir)}
     return {r.id: (r.passed, ends[r.id]) for r in read_results(cell_dir)}

@@ -16,7 +16,17 @@ import pytest
 
 import harness
 from harness.client import ChatReply, OpenAIClient, ToolCall
-from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, FailedCheck, ScenarioResult
+from harness.contracts import (
+    FAILURE_LAYER,
+    FAILURE_LAYERS,
+    FAILURE_TYPES,
+    EndEntry,
+    FailedCheck,
+    InvalidEntry,
+    ScenarioResult,
+    TranscriptEntry,
+    TriggerEntry,
+)
 from harness.diagnosis import RULES, _figure_key, diagnose, partial_credit
 from harness.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded, engine_failure
 from harness.ollama_client import OllamaClient
@@ -26,6 +36,7 @@ from harness.protocols.base import REJECT_CODES
 from harness.regrade import regrade
 from harness.runner import replay_scenario, run_scenario
 from harness.scenario import Scenario
+from tests.fixtures.transcripts import end_of, entries_of
 
 READ = ("table_read", {"table": "beds", "query": None, "limit": None})
 NOTE_READ = ("note_read", {"title": "Log"})
@@ -269,8 +280,8 @@ def test_a_truncated_reply_keeps_what_the_model_wrote(garden) -> None:
     """A reply cut at the token limit is flagged truncated beside the code of what it was: an
     unfinished JSON step is invalid_syntax, a loop of one line is degenerate."""
     unfinished = run_scenario(garden(), make_policy("json_schema", Chat(text('{"thought": "read", "tool": "table_read", "args": {"ta', "length"))))
-    (reply,) = [r for entry in unfinished.transcript if entry["kind"] == "invalid" for r in entry["replies"]][:1]
-    assert (unfinished.failure_type, reply["reject"], reply["truncated"]) == ("invalid_syntax", "invalid_syntax", True)
+    (reply,) = [r for entry in entries_of(unfinished, InvalidEntry) for r in entry.replies][:1]
+    assert (unfinished.failure_type, reply.reject, reply.truncated) == ("invalid_syntax", "invalid_syntax", True)
     assert unfinished.protocol_stats is not None and unfinished.protocol_stats.truncated == 2  # the reply and its retry
 
 
@@ -304,7 +315,7 @@ def test_layers_decide_across_faults(garden) -> None:
     assert (wrong.failure_type, wrong.failure_step, wrong.partial_score) == ("forbidden_tool", 1, 0.25)
     # the wrong tool until the step limit: wrong_tool before step_limit
     looping = run_scenario(garden(), ScriptedPolicy(_ref([("search", {"query": str(i)}) for i in range(6)])))
-    assert (looping.failure_type, looping.transcript[-1]["stop"]) == ("wrong_tool", "step_limit")
+    assert (looping.failure_type, end_of(looping).stop) == ("wrong_tool", "step_limit")
     # stuck with a required call missing: stuck before missing_required_tool
     stuck = run_scenario(garden(expect=[*EXPECT, {"type": "called", "tool": "note_write"}]), ScriptedPolicy(_ref([READ] * 3)))
     assert stuck.failure_type == "stuck"
@@ -355,7 +366,7 @@ def test_diagnose_needs_a_failure() -> None:
             "expect": [{"type": "finished"}],
         }
     )
-    ended = [{"kind": "trigger", "agent": "A", "text": "go"}, {"kind": "end", "status": "failed", "stop": "step_limit", "detail": "x"}]
+    ended: list[TranscriptEntry] = [TriggerEntry(agent="A", text="go"), EndEntry(status="failed", stop="step_limit", detail="x")]
     assert diagnose(scenario, ended, []) is None  # every check held
     failed = [FailedCheck(index=0, type="finished", expected={}, found={"status": "failed"})]
     assert diagnose(scenario, ended, failed).type == "step_limit"  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from harness.client import ChatReply
+from harness.contracts import InvalidEntry, PromptEntry
 from harness.policy import TableView
 from harness.protocols.json_schema import (
     JsonSchemaPolicy,
@@ -21,6 +22,7 @@ from harness.protocols.json_schema import (
 )
 from harness.runner import run_scenario
 from harness.schema_check import schema_errors
+from tests.fixtures.transcripts import entries_of
 
 
 class StubChatClient:
@@ -120,7 +122,7 @@ def test_retry_then_invalid_is_a_protocol_failure(make_scenario) -> None:
     result = run_scenario(make_scenario(), JsonSchemaPolicy(client))
     # invalid_syntax (the first reply) precedes invalid_arguments (the re-prompt's)
     assert (result.passed, result.failure_type, result.invalid_steps, result.steps) == (False, "invalid_syntax", 2, 0)
-    assert [r["reject"] for r in result.transcript[-2]["replies"]] == ["invalid_syntax", "invalid_arguments"]
+    assert [r.reject for e in entries_of(result, InvalidEntry) for r in e.replies] == ["invalid_syntax", "invalid_arguments"]
     assert result.error == "$.args.summary: is required"
     assert [t.attempt for t in result.engine_timings] == [1, 2]
 
@@ -138,7 +140,7 @@ def test_full_run_records_usage_timings_and_deterministic_transcripts(make_scena
     assert (first.tokens_in, first.tokens_out) == (300, 60)
     assert first.engine_timings[0].timings == {"prompt_ms": 5.0, "predicted_ms": 7.5}
     assert first.transcript == second.transcript
-    assert first.transcript[1]["kind"] == "prompt"
+    assert isinstance((first.transcript or [])[1], PromptEntry)
     request = client.requests[1]
     assert (request["seed"], request["max_tokens"], request["temperature"]) == (7, 300, 0.0)
     assert request["response_format"]["json_schema"]["strict"] is True

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from harness.contracts import InvalidEntry, RecordedReply, StepEntry
 from harness.errors import EngineError
 from harness.loop import ALREADY_KNOWN
 from harness.policy import ModelCall, PolicyReply, Step, Turn
 from harness.runner import run_scenario
+from tests.fixtures.transcripts import end_of, entries_of
 
 READ = ("table_read", {"table": "beds", "query": None, "limit": None})
 FINISH = ("finish", {"summary": "Done."})
@@ -16,8 +18,8 @@ def test_repeat_gets_a_note_and_is_not_run_again(make_scenario, script) -> None:
     scenario = make_scenario(expect=[{"type": "rows", "table": "beds", "count": 4}, {"type": "finished"}])
     result = run_scenario(scenario, script(add, add, FINISH))
     assert result.passed
-    assert result.transcript[2]["status"] == "repeat"
-    assert result.transcript[2]["result"] == {"note": ALREADY_KNOWN}
+    repeated = entries_of(result, StepEntry)[1]
+    assert (repeated.status, repeated.result) == ("repeat", {"note": ALREADY_KNOWN})
 
 
 def test_three_identical_calls_in_a_row_is_stuck(make_scenario, script) -> None:
@@ -57,7 +59,7 @@ def test_interfere_fires_once_after_matching_step(make_scenario, script) -> None
     )
     update = ("table_update", {"table": "beds", "row": 1, "values": {"bed": None, "crop": "chard", "state": None}})
     result = run_scenario(scenario, script(("note_read", {"title": "Log"}), READ, update, READ, update, FINISH))
-    statuses = [e["status"] for e in result.transcript if e["kind"] == "step"]
+    statuses = [e.status for e in entries_of(result, StepEntry)]
     assert statuses == ["ok", "ok", "conflict", "ok", "ok", "finished"]
     assert result.passed
 
@@ -94,15 +96,15 @@ def test_engine_error_is_not_a_model_failure(make_scenario) -> None:
 def test_invalid_step_is_a_protocol_failure(make_scenario) -> None:
     result = run_scenario(make_scenario(), _Garbage())  # replies without a reject code read as invalid_syntax
     assert (result.failure_type, result.invalid_steps, result.engine_fault) == ("invalid_syntax", 2, False)
-    assert result.transcript[-1]["stop"] == "invalid_reply" and result.failure_step == 1
-    assert result.transcript[-2] == {"kind": "invalid", "replies": [{"content": "{oops", "problem": "invalid JSON"}] * 2}
+    assert end_of(result).stop == "invalid_reply" and result.failure_step == 1
+    assert (result.transcript or [])[-2] == InvalidEntry(replies=[RecordedReply(content="{oops", problem="invalid JSON")] * 2)
 
 
 def test_handoff_records_task_for_teammate_who_does_not_run(make_scenario, script) -> None:
     scenario = make_scenario(expect=[{"type": "task", "to": "Otto", "mentions": ["B1"]}, {"type": "no_task", "to": "you"}])
     result = run_scenario(scenario, script(("task_add", {"to": "Otto", "title": "Water", "details": "B1 is dry."}), FINISH))
     assert result.passed
-    assert {e["agent"] for e in result.transcript if e["kind"] == "step"} == {"Mira"}
+    assert {e.agent for e in entries_of(result, StepEntry)} == {"Mira"}
 
 
 def test_turn_shows_workspace_to_the_policy(make_scenario) -> None:

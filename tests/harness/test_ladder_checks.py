@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from harness.checks import contains_term
+from harness.contracts import StepEntry
 from harness.lint import lint_file
 from harness.lint_agents import RANDOM_CALLERS, RandomCaller
 from harness.policy import ScriptedPolicy
@@ -132,7 +133,7 @@ def test_random_callers_are_seeded_and_valid() -> None:
     runs = [run_scenario(s, p, transcript=True).transcript for p in first]
     assert runs == [run_scenario(s, p, transcript=True).transcript for p in again]
     assert all(isinstance(p, RandomCaller) for p in first)
-    statuses = {e["status"] for t in runs for e in t if e["kind"] == "step"}
+    statuses = {e.status for t in runs for e in t or [] if isinstance(e, StepEntry)}
     assert "ok" in statuses  # they do reach the tools with valid arguments
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import time
@@ -11,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from harness.contracts import ScenarioResult, TranscriptLine
+from harness.contracts import ScenarioResult, StepEntry, TranscriptLine, transcript_data
 from harness.errors import engine_failure
 from harness.policy import ModelCall, PolicyReply, Step, Turn
 from harness.regrade import MAX_NESTING, MAX_TRANSCRIPT_CHARS, Regrade, regrade, regrade_all
 from harness.runner import replay_scenario, run_scenario
 from harness.scenario import Scenario, load_scenarios
+from tests.fixtures.transcripts import end_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITE = REPO_ROOT / "scenarios"
@@ -64,7 +64,7 @@ def _whats(regraded: Regrade) -> set[str]:
 
 
 def _forged(result: ScenarioResult, **changes: Any) -> ScenarioResult:
-    return result.model_copy(update=changes, deep=True)
+    return ScenarioResult.model_validate(result.model_dump() | changes)
 
 
 # ---------------------------------------------------------------------------- the whole suite
@@ -86,7 +86,7 @@ def test_regrade_reports_the_recomputed_outcome(garden: Scenario, recorded: Scen
     assert regraded.agrees and regraded.replayed
     assert (regraded.passed, regraded.status, regraded.failure_type, regraded.failed_checks) == (True, "done", None, [])
     assert [(s.step, s.tool, s.status) for s in regraded.steps] == [(1, "table_read", "ok"), (2, "note_write", "ok"), (3, "finish", "finished")]
-    assert regraded.steps[0].result == recorded.transcript[1]["result"]
+    assert regraded.steps[0].result == recorded.transcript[1].result
 
 
 # ---------------------------------------------------------------------------- forgeries
@@ -102,7 +102,7 @@ def test_flipped_passed(garden, make_scenario) -> None:
 
 
 def test_edited_tool_result(garden, recorded) -> None:
-    transcript = copy.deepcopy(recorded.transcript)
+    transcript = transcript_data(recorded.transcript)
     transcript[1]["result"]["rows"] = []
     regraded = regrade(garden, recorded, transcript)
     assert _whats(regraded) == {"step 1 result"}
@@ -110,13 +110,13 @@ def test_edited_tool_result(garden, recorded) -> None:
 
 
 def test_changed_args(garden, recorded) -> None:
-    transcript = copy.deepcopy(recorded.transcript)
+    transcript = transcript_data(recorded.transcript)
     transcript[1]["args"]["query"] = "kale"  # the recorded result is still that of the full table
     assert _whats(regrade(garden, recorded, transcript)) == {"step 1 result"}
 
 
 def test_extra_step(garden, recorded) -> None:
-    transcript = copy.deepcopy(recorded.transcript)
+    transcript = transcript_data(recorded.transcript)
     transcript.insert(-1, {**transcript[-2], "step": 4})  # a second finish after the first
     regraded = regrade(garden, recorded, transcript)
     assert "step 4" in _whats(regraded)
@@ -124,7 +124,7 @@ def test_extra_step(garden, recorded) -> None:
 
 
 def test_dropped_step(garden, recorded) -> None:
-    transcript = copy.deepcopy(recorded.transcript)
+    transcript = transcript_data(recorded.transcript)
     del transcript[2]  # the note_write: the finish becomes step 2
     regraded = regrade(garden, recorded, transcript)
     assert {"steps", "step 2 step", "passed", "failed_checks"} <= _whats(regraded)
@@ -132,7 +132,7 @@ def test_dropped_step(garden, recorded) -> None:
 
 
 def test_dropped_finish_is_an_overrun_never_a_pass(garden, recorded) -> None:
-    transcript = [e for e in recorded.transcript if e.get("tool") != "finish"]
+    transcript = [e for e in recorded.transcript if not (isinstance(e, StepEntry) and e.tool == "finish")]
     regraded = regrade(garden, recorded, transcript)
     assert {"transcript", "passed", "status", "end stop"} <= _whats(regraded)
     assert not regraded.passed and regraded.engine_fault
@@ -168,7 +168,7 @@ def test_a_result_of_another_scenario(garden, recorded, make_scenario) -> None:
 )
 def test_abnormal_endings_regrade_faithfully(garden, calls, ending, stop, failure) -> None:
     result = run_scenario(garden, Scripted(calls, ending))
-    assert result.transcript[-1]["stop"] == stop and result.failure_type == failure
+    assert end_of(result).stop == stop and result.failure_type == failure
     regraded = regrade(garden, result)
     assert regraded.agrees, regraded.line()
     assert regraded.stop == stop and not regraded.passed and regraded.failure_type == failure
@@ -195,7 +195,7 @@ def test_a_recorded_engine_fault_never_regrades_into_a_pass(garden) -> None:
 @pytest.mark.parametrize("late_reply", [False, True])
 def test_a_timeout_regrades_as_a_timeout(garden, late_reply) -> None:
     fault = run_scenario(garden, Scripted([READ, WRITE], "engine_error"))
-    transcript = copy.deepcopy(fault.transcript)
+    transcript = transcript_data(fault.transcript)
     detail = "the scenario ran past its wall-clock budget"
     transcript[-1].update(stop="timeout", detail=detail)
     if late_reply:  # the loop keeps a reply that came after the deadline, unexecuted
@@ -220,7 +220,7 @@ def test_a_real_timeout_regrades(garden) -> None:
             return super().next_step(turn)
 
     result = run_scenario(garden, Slow([READ, WRITE, FINISH], "none"), timeout=0.2)
-    assert result.failure_type == "timeout" and result.transcript[-1]["stop"] == "timeout"
+    assert result.failure_type == "timeout" and end_of(result).stop == "timeout"
     regraded = regrade(garden, result)
     assert regraded.agrees, regraded.line()
 
@@ -284,7 +284,7 @@ def test_unknown_tool_and_bad_args_replay_as_tool_errors(garden, recorded) -> No
 
 
 def test_unknown_reply_fields_are_a_difference(garden, recorded) -> None:
-    transcript = copy.deepcopy(recorded.transcript)
+    transcript = transcript_data(recorded.transcript)
     transcript[1]["replies"] = [{"content": "{}", "smuggled": "yes"}]
     assert "step 1 replies" in _whats(regrade(garden, recorded, transcript))
 
@@ -308,7 +308,7 @@ def test_regrade_all_names_missing_duplicate_and_unknown(garden, recorded) -> No
 def _write_bundle_files(folder: Path, results: list[ScenarioResult]) -> tuple[Path, Path]:
     scenarios, transcripts = folder / "scenarios.jsonl", folder / "transcripts.jsonl"
     scenarios.write_text("".join(r.model_dump_json(exclude={"transcript"}) + "\n" for r in results))
-    transcripts.write_text("".join(json.dumps({"id": r.id, "transcript": r.transcript}) + "\n" for r in results))
+    transcripts.write_text("".join(json.dumps({"id": r.id, "transcript": transcript_data(r.transcript)}) + "\n" for r in results))
     return scenarios, transcripts
 
 
@@ -323,7 +323,8 @@ def test_command_agrees_then_names_each_differing_scenario(tmp_path, capsys) -> 
     assert f"{len(results)} scenarios re-graded, 0 differ, 0 other problems" in capsys.readouterr().out
 
     results[0] = _forged(results[0], passed=False)
-    results[1].transcript[1]["result"] = {"rows": []}
+    edited = results[1].transcript[1].model_copy(update={"result": {"rows": []}})
+    results[1] = _forged(results[1], transcript=[results[1].transcript[0], edited, *results[1].transcript[2:]])
     _write_bundle_files(tmp_path, results)
     with transcripts_path.open("a") as handle:
         handle.write("{not json\n")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
 
+from harness.contracts import transcript_data
 from harness.regrade import Replay, regrade
 from harness.scenario import load_scenarios
 from tests.fixtures.synthetic import ROOT, played
@@ -26,8 +26,8 @@ def test_a_real_result_regrades_under_its_own_protocol_only(protocol: str) -> No
 def test_a_reply_that_says_another_call_is_a_difference() -> None:
     (scenario,) = load_scenarios(ROOT / "scenarios", ids=["notes-001"])
     result = played("notes-001", True, "native_tools")
-    transcript = copy.deepcopy(result.transcript or [])
-    step = next(e for e in transcript if e.get("kind") == "step")
+    transcript = transcript_data(result.transcript or [])
+    step = next(e for e in transcript if e["kind"] == "step")
     reply = json.loads(step["replies"][0]["content"])
     reply["tool_calls"][0]["arguments"] = json.dumps({"title": "Elsewhere", "text": "x", "mode": "replace"})
     step["replies"][0]["content"] = json.dumps(reply, separators=(",", ":"))

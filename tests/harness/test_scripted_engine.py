@@ -12,11 +12,13 @@ import pytest
 
 from harness.cli import main
 from harness.client import OpenAIClient
+from harness.contracts import InvalidEntry, StepEntry
 from harness.policy import PolicyReply, Step
 from harness.protocols import PROTOCOLS, make_policy
 from harness.runner import run_scenario
 from harness.scenario import Scenario, load_scenarios
 from harness.scripted_engine import FAULTS, ScriptedEngine
+from tests.fixtures.transcripts import end_of, entries_of
 
 REPO = Path(__file__).resolve().parents[2]
 CATEGORIES = ["approval", "ask", "conflict", "injection", "notes", "table_add", "table_update", "web_research"]
@@ -85,9 +87,9 @@ def test_each_fault_is_its_protocol_failure(engine, protocol, fault):
         stats = result.protocol_stats
         assert stats.model_turns == 2 and stats.invalid_turns == 2 and stats.valid_calls == 0  # the reply and its one re-prompt
         assert stats.valid_tool_call_rate == 0.0 and result.invalid_steps == 2
-        replies = result.transcript[-2]["replies"]
-        assert result.transcript[-2]["kind"] == "invalid" and all(r["problem"] and r["reject"] == expected for r in replies)
-        assert (result.failure_step, result.engine_fault, result.transcript[-1]["stop"]) == (1, False, "invalid_reply")
+        (invalid,) = entries_of(result, InvalidEntry)
+        assert result.transcript[-2] is invalid and all(r.problem and r.reject == expected for r in invalid.replies)
+        assert (result.failure_step, result.engine_fault, end_of(result).stop) == (1, False, "invalid_reply")
         assert result.failure_evidence.startswith("reply ") and len(result.failure_evidence) <= 300
 
 
@@ -117,8 +119,8 @@ def test_repairs_are_counted_under_json_prompt_and_refused_under_json_schema(eng
     assert all(r.passed for r in repaired)
     for result in repaired:
         assert result.protocol_stats.repairs == 3 * result.protocol_stats.model_turns
-        replies = [reply for entry in result.transcript if entry["kind"] == "step" for reply in entry["replies"]]
-        assert all(reply["repairs"] == ["code_fence", "surrounding_text", "trailing_commas"] for reply in replies)
+        replies = [reply for entry in entries_of(result, StepEntry) for reply in entry.replies]
+        assert all(reply.repairs == ["code_fence", "surrounding_text", "trailing_commas"] for reply in replies)
     strict = run_all(engine, "json_schema", model="scripted+fault=repairable")
     assert {r.failure_type for r in strict} == {"invalid_syntax"}
 
