@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.bundle import cell_problems, load_cell, read_results, read_transcripts  # noqa: E402
+from repro.bundle import BundleReader, load_cell, read_results, read_transcripts  # noqa: E402
 from repro.errors import BadInput  # noqa: E402
 from tests.e2e.conftest import commit_snapshot, e2e_matrix, make_snapshot  # noqa: E402
 from tests.e2e.test_engine_kill import TINY_SUITE  # noqa: E402
@@ -227,10 +227,11 @@ def half_written(results: Path) -> list[str]:
     for path in results.rglob("*"):
         if ".partial" in path.name or path.name.endswith(".tmp"):
             found.append(str(path.relative_to(results)))
-    for cells in results.glob("*/cells"):
-        for cell in cells.iterdir():
-            if not cell.name.startswith(".") and cell_problems(cell):
-                found.append(f"{cell.relative_to(results)} ({cell_problems(cell)[0]})")
+    for run_dir in results.glob("*/"):
+        bundle = BundleReader(run_dir)
+        for cell_id in bundle.cells_on_disk():
+            if problems := bundle.cell_problems(cell_id):
+                found.append(f"{bundle.cell_dir(cell_id).relative_to(results)} ({problems[0]})")
     return found
 
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.contracts import ScenarioResult  # noqa: E402
 from repro.aggregate import transcript_sha256  # noqa: E402
-from repro.bundle import load_cell, read_results, read_transcripts  # noqa: E402
+from repro.bundle import BundleReader  # noqa: E402
 from repro.records import CellRecord  # noqa: E402
 from tests.e2e.conftest import e2e_matrix, make_snapshot  # noqa: E402
 
@@ -144,9 +144,10 @@ def run_mode(project: Path, mode: Mode) -> Measured:
     if proc.returncode != 0:
         raise SystemExit(f"[{mode.name}] repro matrix run exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     run_dir = project / out / (project / out / "LATEST").read_text().strip()
-    cell_dir = next((run_dir / "cells").iterdir())
-    transcripts = {line.id: transcript_sha256(line.transcript) for line in read_transcripts(cell_dir)}
-    measured = Measured(mode, load_cell(cell_dir), read_results(cell_dir), transcripts, seconds)
+    bundle = BundleReader(run_dir)
+    cell_id = bundle.cell_ids()[0]
+    transcripts = {line.id: transcript_sha256(line.transcript) for line in bundle.transcripts(cell_id)}
+    measured = Measured(mode, bundle.cell(cell_id), bundle.results(cell_id), transcripts, seconds)
     say(f"[{mode.name}] done in {seconds:.0f} s: harness wall {measured.wall:.1f} s, engine busy {measured.busy:.1f} s")
     return measured
 

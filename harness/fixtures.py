@@ -39,7 +39,7 @@ MAX_FILE_BYTES = 32 * 1024
 MAX_NAME_CHARS = 100
 MAX_PAGE_BYTES = 16 * 1024
 MAX_PAGES = 200
-MAX_JSON_BYTES = 256 * 1024
+MAX_FIXTURE_JSON_BYTES = 256 * 1024
 FORECAST_DAYS = 7
 
 
@@ -260,8 +260,8 @@ def _read_pages(folder: Path) -> dict[str, str]:
 def _read_json(path: Path, missing: str) -> Any:
     if not path.is_file() or path.is_symlink():
         raise FixtureError(f"{missing} ({path} not found)")
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise FixtureError(f"{path}: larger than {MAX_JSON_BYTES} bytes")
+    if path.stat().st_size > MAX_FIXTURE_JSON_BYTES:
+        raise FixtureError(f"{path}: larger than {MAX_FIXTURE_JSON_BYTES} bytes")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

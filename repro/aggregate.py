@@ -19,7 +19,7 @@ from pydantic import BaseModel, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
 from harness.lab_codes import lab_counts
-from repro.bundle import find_runs, load_cell, load_run, merge_problems, read_results, read_transcripts
+from repro.bundle import BundleReader, find_runs, merge_problems
 from repro.chat_template import TemplateFacts
 from repro.check import AbsentCell, RunVerdict, check_run
 from repro.errors import BadInput
@@ -356,11 +356,11 @@ def absent_everywhere(verdicts: list[RunVerdict]) -> list[AbsentCell]:
 
 def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
     cells = []
-    templates = load_run(run_dir).chat_templates
+    bundle = BundleReader(run_dir)
+    templates = bundle.run().chat_templates
     for cell in verdict.cells:
         if cell.verdict == "VALID":
-            cell_dir = run_dir / "cells" / cell.cell_id
-            record, results, transcripts = load_cell(cell_dir), read_results(cell_dir), read_transcripts(cell_dir)
+            record, results, transcripts = bundle.cell(cell.cell_id), bundle.results(cell.cell_id), bundle.transcripts(cell.cell_id)
             template = templates.get(record.cell.model.id)
             cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, template=template))
     return cells

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from repro import __version__
-from repro.bundle import ATTESTATION, MANIFEST, load_cell, load_run
+from repro.bundle import ATTESTATION, MANIFEST, BundleReader
 from repro.errors import BadInput
-from repro.files import atomic_write
+from repro.files import MAX_ALLOWED_SIGNERS_BYTES, atomic_write
 from repro.signing import NAMESPACE, SignatureError, manifest_entries, read_bounded, sha256_of
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -34,7 +34,6 @@ PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "urn:repro:bundle:v1"  # what the external parameters mean: a repro matrix run on a profile
 MAX_ATTESTATION_BYTES = 16 * 1024**2
-MAX_ALLOWED_SIGNERS_BYTES = 1024**2
 NAMESPACES_OPTION = re.compile(r'namespaces="([^"]*)"', re.IGNORECASE)
 
 
@@ -51,8 +50,9 @@ def statement(run_dir: Path) -> dict[str, Any]:
 
 def provenance(run_dir: Path) -> dict[str, Any]:
     """The SLSA v1 provenance predicate of a bundle, from its run.json and cell.json files."""
-    run = load_run(run_dir)
-    records = [load_cell(run_dir / "cells" / cell_id) for cell_id in run.planned_cells if (run_dir / "cells" / cell_id / "cell.json").is_file()]
+    bundle = BundleReader(run_dir)
+    run = bundle.run()
+    records = [bundle.cell(cell_id) for cell_id in bundle.cell_ids()]
     external = {
         "matrix": {"path": run.matrix.path, "name": run.matrix.name, "sha256": run.matrix.sha256},
         "profile": {"name": run.profile, "settings": run.profile_settings.model_dump(mode="json")},

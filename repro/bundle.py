@@ -9,8 +9,10 @@ folders). A cell is written into `cells/.<id>.partial/` and renamed into place o
 complete, so an interrupted run never leaves a half cell; `cell.json` (written last) lists the
 sha256 of the cell's other files, which is how `--resume` knows a cell is complete and intact.
 
-A bundle may come from someone else: reading never follows a link, and anything but regular
-files and folders (a symlink, a device, a dot-entry) is reported, never read.
+A bundle may come from someone else: everything outside this module reads one through a
+`BundleReader`, whose every read is bounded (repro.files' MAX_*_BYTES), never follows a link and
+checks each id before it names a path; anything but regular files and folders (a symlink, a
+device, a dot-entry) is reported, never read.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.errors import BadInput, ReproError
-from repro.files import DIR_MODE, atomic_write, sha256_bytes, sha256_file, short_error
+from repro.files import DIR_MODE, MAX_JSON_BYTES, MAX_JSONL_BYTES, MAX_MANIFEST_BYTES, atomic_write, sha256_bytes, sha256_file, short_error
 from repro.plan import parse_shard
 from repro.provenance import SourceState, source_change
 from repro.records import CellRecord, RunRecord, utc_now
@@ -43,14 +45,13 @@ MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
 ATTESTATION = "MANIFEST.sha256.intoto.jsonl"  # the in-toto statement in a DSSE envelope (repro.attestation)
 RUN_FILE = "run.json"
+CELLS_DIR = "cells"
 MERGE_RECORD = "MERGED.json"  # beside the runs of a merged results folder
 SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and .../fixtures/ (format 3)
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 CELL_FILE = "cell.json"
 LATEST = "LATEST"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
-MAX_JSON_BYTES = 8 * 1024**2
-MAX_JSONL_BYTES = 256 * 1024**2
 Line = TypeVar("Line", ScenarioResult, TranscriptLine)
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
@@ -98,9 +99,10 @@ class Bundle:
     def __init__(self, run_dir: Path, redactor: Redactor) -> None:
         self.dir = run_dir
         self.redactor = redactor
-        with space_in(run_dir, run_dir / "cells"):
-            (run_dir / "cells").mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-        for folder in (run_dir, run_dir / "cells"):
+        self.reader = BundleReader(run_dir)  # what --resume reads back of the cells already written
+        with space_in(run_dir, run_dir / CELLS_DIR):
+            (run_dir / CELLS_DIR).mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        for folder in (run_dir, run_dir / CELLS_DIR):
             os.chmod(folder, DIR_MODE)
 
     def write_text(self, relative: str, text: str) -> str:
@@ -122,10 +124,10 @@ class Bundle:
         write_in(self.dir, self.dir / MATRIX_COPY, raw)
 
     def cell_dir(self, cell_id: str) -> Path:
-        return self.dir / "cells" / safe_id(cell_id, "cell id")
+        return self.dir / CELLS_DIR / safe_id(cell_id, "cell id")
 
     def start_cell(self, cell_id: str) -> CellWriter:
-        partial = self.dir / "cells" / f".{safe_id(cell_id, 'cell id')}.partial"
+        partial = self.dir / CELLS_DIR / f".{safe_id(cell_id, 'cell id')}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         with space_in(self.dir, partial):
             partial.mkdir(parents=True, mode=DIR_MODE)
@@ -133,7 +135,7 @@ class Bundle:
         return CellWriter(self, cell_id, partial)
 
     def cell_is_complete(self, cell_id: str) -> bool:
-        return not cell_problems(self.cell_dir(cell_id))
+        return not self.reader.cell_problems(cell_id)
 
     def write_manifest(self) -> None:
         lines = [f"{sha256_file(path)}  {path.relative_to(self.dir).as_posix()}" for path in bundle_files(self.dir)]
@@ -142,7 +144,7 @@ class Bundle:
     def embed_suite(self, suite_id: str, selection: SuiteSelection) -> None:
         """The exact scenario files a suite ran, and the shared fixtures beside them, laid out so
         that `suites.select` over the copy gives the same ids, categories and sha256."""
-        target = self.dir / SUITES_DIR / safe_id(suite_id, "suite id")
+        target = suite_folder(self.dir, suite_id)
         for scenario_id, category in selection.categories.items():
             source = selection.folder / category / f"{scenario_id}.json"
             write_in(self.dir, target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
@@ -210,7 +212,7 @@ def strange_entries(run_dir: Path) -> list[str]:
 
 
 def _is_partial(parts: list[str]) -> bool:
-    return len(parts) >= 2 and parts[0] == "cells" and parts[1].startswith(".") and parts[1].endswith(".partial")
+    return len(parts) >= 2 and parts[0] == CELLS_DIR and parts[1].startswith(".") and parts[1].endswith(".partial")
 
 
 def bundle_files(run_dir: Path) -> list[Path]:
@@ -298,7 +300,7 @@ def cell_problems(cell_dir: Path) -> list[str]:
     problems = []
     for name, digest in record.files.items():
         path = cell_dir / name
-        if "/" in name or name.startswith(".") or path.is_symlink() or not path.is_file():
+        if not is_plain_name(name) or path.is_symlink() or not path.is_file():
             problems.append(f"{name} missing or not a regular file")
         elif sha256_file(path) != digest:
             problems.append(f"{name} sha256 differs from {CELL_FILE}")
@@ -311,7 +313,7 @@ def manifest_problems(run_dir: Path) -> list[str]:
     if not manifest.is_file() or manifest.is_symlink():
         return ["MANIFEST.sha256 missing (the run did not finish)"]
     listed: dict[str, str] = {}
-    for line in read_regular(manifest, MAX_JSON_BYTES).decode("utf-8", errors="replace").splitlines():
+    for line in read_regular(manifest, MAX_MANIFEST_BYTES).decode("utf-8", errors="replace").splitlines():
         digest, _, name = line.partition("  ")
         listed[name] = digest
     problems = list(strange_entries(run_dir))
@@ -323,6 +325,109 @@ def manifest_problems(run_dir: Path) -> list[str]:
             problems.append(f"{name}: sha256 differs from the manifest")
     problems += [f"{name}: not in the manifest" for name in present if name not in listed]
     return problems
+
+
+def suite_folder(run_dir: Path, suite_id: str) -> Path:
+    """suites/<suite-id>/ of a bundle: the scenario files (or wheel and lock) a suite ran."""
+    return run_dir / SUITES_DIR / safe_id(suite_id, "suite id")
+
+
+class BundleReader:
+    """Reads one run's bundle, which may come from anyone: every read is bounded, refuses a link
+    (the cells folder, a cell's folder or the file itself) and checks each id before it names a path.
+
+    Two listings of cells, not to be confused:
+    - `cell_ids()`: the cells the run planned (run.json's planned_cells, once each, in order) whose
+      cell.json is present, readable or not: the cells that ran;
+    - `cells_on_disk()`: every entry of cells/ (dot-entries, the partial cells, aside), planned or
+      not: what `repro check` holds to the plan (`stray_cells()`: those the run neither planned
+      nor excluded)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir
+
+    def run(self) -> RunRecord:
+        return load_run(self.dir)
+
+    def run_text(self) -> str:
+        """run.json as text (what the host-identity lint scans)."""
+        return read_regular(self.dir / RUN_FILE, MAX_JSON_BYTES).decode("utf-8", errors="replace")
+
+    def manifest_problems(self) -> list[str]:
+        return manifest_problems(self.dir)
+
+    def matrix_path(self) -> Path:
+        """The embedded matrix.yaml (repro.matrix.load_matrix reads it embedded: bounded, no link)."""
+        return self.dir / MATRIX_COPY
+
+    def cell_ids(self) -> list[str]:
+        return [cell_id for cell_id in dict.fromkeys(self.run().planned_cells) if self.has_cell(cell_id)]
+
+    def cells_on_disk(self) -> list[str]:
+        folder = self.dir / CELLS_DIR
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        return sorted(entry.name for entry in folder.iterdir() if not entry.name.startswith("."))
+
+    def stray_cells(self) -> list[str]:
+        run = self.run()
+        return [name for name in self.cells_on_disk() if name not in run.planned_cells and name not in run.excluded_cells]
+
+    def has_cell(self, cell_id: str) -> bool:
+        return self.has_file(cell_id, CELL_FILE)
+
+    def cell_dir(self, cell_id: str) -> Path:
+        """The cell's folder (BadInput for an unsafe id, or when it or cells/ is a link)."""
+        return unlinked(self.dir / CELLS_DIR / safe_id(cell_id, "cell id"))
+
+    def cell(self, cell_id: str) -> CellRecord:
+        return load_cell(self.cell_dir(cell_id))
+
+    def cell_problems(self, cell_id: str) -> list[str]:
+        return cell_problems(self.cell_dir(cell_id))
+
+    def results(self, cell_id: str) -> list[ScenarioResult]:
+        return read_results(self.cell_dir(cell_id))
+
+    def transcripts(self, cell_id: str) -> list[TranscriptLine]:
+        return read_transcripts(self.cell_dir(cell_id))
+
+    def has_file(self, cell_id: str, name: str) -> bool:
+        """Whether the cell holds `name` as a regular file (not a link)."""
+        try:
+            return stat.S_ISREG(self.cell_dir(cell_id).joinpath(plain_name(name)).lstat().st_mode)
+        except (BadInput, OSError):
+            return False
+
+    def cell_file(self, cell_id: str, name: str, limit: int) -> bytes:
+        """The bytes of one file of the cell (engine.log, an external harness's raw output)."""
+        return read_regular(self.cell_dir(cell_id) / plain_name(name), limit)
+
+    def suite_dir(self, suite_id: str) -> Path:
+        """suites/<suite-id>/ (BadInput for an unsafe id, or when it or suites/ is a link)."""
+        return unlinked(suite_folder(self.dir, suite_id))
+
+    def suite_file(self, suite_id: str, relative: str, limit: int) -> bytes:
+        return read_regular(self.suite_dir(suite_id) / relative, limit)
+
+
+def unlinked(folder: Path) -> Path:
+    """A folder two levels into a bundle, refused when it or its parent is a symbolic link."""
+    for path in (folder.parent, folder):
+        if path.is_symlink():
+            raise BadInput(f"{path}: a symbolic link, not a bundle folder")
+    return folder
+
+
+def is_plain_name(name: str) -> bool:
+    """A file name within a cell, as cell.json lists them: no folder, no dot-entry."""
+    return bool(name) and "/" not in name and not name.startswith(".")
+
+
+def plain_name(name: str) -> str:
+    if not is_plain_name(name):
+        raise BadInput(f"{name[:80]!r}: not a plain file name of a cell")
+    return name
 
 
 # ---------------------------------------------------------------- discovery

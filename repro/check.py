@@ -23,12 +23,13 @@ from typing import Literal
 from pydantic import BaseModel
 
 from harness.contracts import SandboxAudit
-from repro.bundle import MATRIX_COPY, SUITES_DIR, cell_problems, load_cell, load_run, manifest_problems, read_regular, read_results, read_transcripts, safe_id
+from repro.bundle import CELLS_DIR, MATRIX_COPY, SUITES_DIR, BundleReader, safe_id
 from repro.check_bounds import rule_bounds
 from repro.check_commit import commit_notes, rule_matrix_at_commit, rule_profile_at_commit, rule_suite_at_commit
-from repro.check_cross import rule_evidence, rule_gate_group, rule_gate_settings, rule_identity_cross_check
+from repro.check_cross import ENGINE_LOG, rule_evidence, rule_gate_group, rule_gate_settings, rule_identity_cross_check
 from repro.check_templates import boot_exclusion_evidenced, rule_chat_template, rule_template_facts
 from repro.errors import BadInput
+from repro.files import MAX_LOG_BYTES
 from repro.gate import rejudge
 from repro.matrix import LatencyGateSettings, ModelSpec, load_matrix
 from repro.plan import Cell, make_plan, parse_shard, select_cells, shard_cells
@@ -99,10 +100,9 @@ class RecomputedPlan(BaseModel):
     error: str | None = None
 
     @classmethod
-    def of(cls, run: RunRecord, run_dir: Path) -> RecomputedPlan:
-        copy = run_dir / MATRIX_COPY
+    def of(cls, run: RunRecord, bundle: BundleReader) -> RecomputedPlan:
         try:
-            loaded = load_matrix(copy, embedded=True)
+            loaded = load_matrix(bundle.matrix_path(), embedded=True)
             if loaded.sha256 != run.matrix.sha256:
                 return cls(error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, recorded {run.matrix.sha256[:12]})")
             plan = make_plan(loaded, run.profile, run.profile_settings, templates=run.chat_templates)
@@ -126,22 +126,24 @@ def absence_reason(run: RunRecord, cell_id: str) -> str:
 
 
 class RunEvidence(BaseModel):
-    """What the run rules read: the parsed run record, its folder, and the host's redactor."""
+    """What the run rules read: the parsed run record, the bundle's reader, and the host's redactor."""
 
     model_config = {"arbitrary_types_allowed": True}
 
     run: RunRecord
-    run_dir: Path
+    bundle: BundleReader
     redactor: Redactor
     plan: RecomputedPlan | None = None  # format 3: the plan recomputed from the embedded matrix
 
 
 class CellEvidence(RunEvidence):
-    """What the cell rules read: the run's evidence, the cell's folder name and its parsed record."""
+    """What the cell rules read: the run's evidence, the cell's id, its folder (for the bundle
+    lint), its parsed record and its suite's embedded copy."""
 
     cell_id: str
     cell_dir: Path
     record: CellRecord
+    suite_dir: Path
 
 
 RunRule = Callable[[RunEvidence], list[str]]
@@ -172,7 +174,7 @@ def rule_run_complete(ev: RunEvidence) -> list[str]:
 
 
 def rule_manifest(ev: RunEvidence) -> list[str]:
-    return manifest_problems(ev.run_dir)
+    return ev.bundle.manifest_problems()
 
 
 def rule_plan_listing(ev: RunEvidence) -> list[str]:
@@ -185,9 +187,7 @@ def rule_plan_listing(ev: RunEvidence) -> list[str]:
             safe_id(cell_id, "cell id")
         except BadInput as error:
             problems.append(str(error))
-    cells_dir = ev.run_dir / "cells"
-    present = {p.name for p in cells_dir.iterdir() if not p.name.startswith(".")} if cells_dir.is_dir() else set()
-    problems += [f"cells/{name} is not a planned cell" for name in sorted(present - set(run.planned_cells) - set(run.excluded_cells))]
+    problems += [f"{CELLS_DIR}/{name} is not a planned cell" for name in ev.bundle.stray_cells()]
     return problems
 
 
@@ -211,7 +211,7 @@ def rule_plan_recomputed(ev: RunEvidence) -> list[str]:
 
 
 def rule_no_host_identity(ev: RunEvidence) -> list[str]:
-    text = (ev.run_dir / "run.json").read_text(errors="replace")
+    text = ev.bundle.run_text()
     return [f"host identity left in run.json: {leak}" for leak in sorted(set(ev.redactor.leaks(text)))]
 
 
@@ -219,7 +219,7 @@ def rule_no_host_identity(ev: RunEvidence) -> list[str]:
 
 
 def rule_cell_intact(ev: CellEvidence) -> list[str]:
-    problems = [f"cells/{ev.cell_id}: {problem}" for problem in cell_problems(ev.cell_dir)]
+    problems = [f"{CELLS_DIR}/{ev.cell_id}: {problem}" for problem in ev.bundle.cell_problems(ev.cell_id)]
     if ev.record.cell.id != ev.cell_id:
         problems.append(f"cell.json names cell {ev.record.cell.id}, its folder is {ev.cell_id}")
     return problems
@@ -317,7 +317,6 @@ def rule_hardware(ev: CellEvidence) -> list[str]:
 
 
 ENGINE_THREADS = re.compile(rb"n_threads = (\d+)")  # llama.cpp's "llama threadpool init, n_threads = 2"
-MAX_ENGINE_LOG_BYTES = 64 * 1024**2
 
 
 def rule_execution(ev: CellEvidence) -> list[str]:
@@ -333,16 +332,16 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     slots = ev.record.engine_settings.reported.get("total_slots")
     if slots is not None and slots != profile.slots:
         problems.append(f"the engine reports {slots} slot(s), profile {name} sets {profile.slots}")
-    logged = sorted(set(engine_log_threads(ev.cell_dir)))
+    logged = sorted(set(engine_log_threads(ev)))
     if profile.threads is not None and logged and logged != [profile.threads]:
         problems.append(f"the engine log shows n_threads = {', '.join(map(str, logged))}, profile {name} sets {profile.threads}")
     return problems
 
 
-def engine_log_threads(cell_dir: Path) -> list[int]:
+def engine_log_threads(ev: CellEvidence) -> list[int]:
     """Every thread count llama.cpp logged at start (one per replica); none for other engines."""
     try:
-        text = read_regular(cell_dir / "engine.log", MAX_ENGINE_LOG_BYTES)
+        text = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
     except BadInput:
         return []
     return [int(found) for found in ENGINE_THREADS.findall(text)]
@@ -386,7 +385,7 @@ def rule_exclusion_evidenced(ev: CellEvidence) -> list[str]:
 def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
     """The recorded summary must equal the one recomputed from scenarios.jsonl; no engine faults."""
     try:
-        results = read_results(ev.cell_dir)
+        results = ev.bundle.results(ev.cell_id)
     except BadInput as error:
         return [str(error)]
     recorded = ev.record.summary
@@ -407,9 +406,8 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
     """The scenarios the cell ran are the embedded suite's: its ids (once each, in order), its
     sha256, and each result's category and level as the scenario files give them."""
     suite = ev.record.cell.suite
-    copy = ev.run_dir / SUITES_DIR / suite.id
     try:
-        selection = select(suite.model_copy(update={"path": "scenarios", "source": None}), root=copy)
+        selection = select(suite.model_copy(update={"path": "scenarios", "source": None}), root=ev.suite_dir)
     except BadInput as error:
         return [f"the suite cannot be recomputed from {SUITES_DIR}/{suite.id}: {error}"]
     problems = []
@@ -420,7 +418,7 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
     if ev.record.suite_ids != selection.ids:
         problems.append("suite_ids are not the embedded suite's scenarios, once each, in order")
     try:
-        results = read_results(ev.cell_dir)
+        results = ev.bundle.results(ev.cell_id)
     except BadInput:
         return problems  # the summary rule names it
     wrong = [r.id for r in results if selection.categories.get(r.id) != r.category]
@@ -454,11 +452,11 @@ def rule_regraded(ev: CellEvidence) -> list[str]:
     from harness.scenario import ScenarioError, load_scenarios
 
     cell = ev.record.cell
-    copy = ev.run_dir / SUITES_DIR / cell.suite.id
+    copy = ev.suite_dir
     replay = Replay(protocol=cell.protocol, max_tokens=cell.decoding.max_tokens)
     try:
         with bundle_fixtures(copy / "fixtures"):
-            report = regrade_all(load_scenarios(copy / "scenarios"), read_results(ev.cell_dir), read_transcripts(ev.cell_dir), replay)
+            report = regrade_all(load_scenarios(copy / "scenarios"), ev.bundle.results(ev.cell_id), ev.bundle.transcripts(ev.cell_id), replay)
     except (BadInput, ScenarioError) as error:
         return [f"cannot re-grade: {error}"]
     lines = report.lines()
@@ -470,7 +468,7 @@ def rule_results_consistent(ev: CellEvidence) -> list[str]:
     engine fault; a failure names its type. (A run that ended early, stuck or at the step limit
     still passes when every check holds, so the status is not part of this.)"""
     try:
-        results = read_results(ev.cell_dir)
+        results = ev.bundle.results(ev.cell_id)
     except BadInput:
         return []  # the summary rule names it
     bad = [r.id for r in results if r.passed != (r.failure_type is None and not r.failed_checks and not r.engine_fault)]
@@ -482,7 +480,7 @@ def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
     itself names (a fixture's fictional /home/mira/...) is scenario data, not a host's; in what
     the model wrote (results and transcripts) only this host's own identity counts, since a model
     may name any home and its container saw none of the host's."""
-    data = suite_data_homes(ev.run_dir / SUITES_DIR / ev.record.cell.suite.id) if ev.plan is not None else frozenset()
+    data = suite_data_homes(ev.suite_dir) if ev.plan is not None else frozenset()
     leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=MODEL_OUTPUT_FILES)
     return [f"host identity left in cells/{ev.cell_id}/{line}" for line in leaks][:5]
 
@@ -568,10 +566,11 @@ def rules_for(run: RunRecord, run_dir: Path) -> Rules:
 
 
 def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
-    run = load_run(run_dir)
+    bundle = BundleReader(run_dir)
+    run = bundle.run()
     rules = rules_for(run, run_dir)
-    plan = RecomputedPlan.of(run, run_dir) if run.format_version >= 3 else None
-    evidence = RunEvidence(run=run, run_dir=run_dir, redactor=redactor or Redactor(), plan=plan)
+    plan = RecomputedPlan.of(run, bundle) if run.format_version >= 3 else None
+    evidence = RunEvidence(run=run, bundle=bundle, redactor=redactor or Redactor(), plan=plan)
     run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
     verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
     verdicts += [plan_exclusion(evidence, cell_id, reason) for cell_id, reason in run.excluded_cells.items()]
@@ -610,16 +609,16 @@ def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:
 
 
 def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Problem], rules: Rules) -> CellVerdict:
-    run, run_dir = run_evidence.run, run_evidence.run_dir
-    others = [f"cells/{other}" for other in run.planned_cells if other != cell_id]
+    run, bundle = run_evidence.run, run_evidence.bundle
+    others = [f"{CELLS_DIR}/{other}" for other in run.planned_cells if other != cell_id]
     problems = [p for p in run_problems if not any(p.text.startswith((f"{o}/", f"{o}:")) for o in others)]  # another cell's file is that cell's problem
     try:
-        cell_dir = run_dir / "cells" / safe_id(cell_id, "cell id")
-        record = load_cell(cell_dir)
+        record = bundle.cell(cell_id)
+        suite_dir = bundle.suite_dir(record.cell.suite.id)
     except BadInput as error:
         problems.append(Problem(rule="cell-intact", scope="cell", cell=cell_id, text=f"cell missing or unreadable: {error}"))
         return verdict_of(run, cell_id, problems, None)
-    evidence = CellEvidence(**dict(run_evidence), cell_id=cell_id, cell_dir=cell_dir, record=record)
+    evidence = CellEvidence(**dict(run_evidence), cell_id=cell_id, cell_dir=bundle.cell_dir(cell_id), record=record, suite_dir=suite_dir)
     chosen = dict(rules.every_cell) | (rules.ran_cell if record.status == "done" else {})
     if record.cell.suite.external is not None:  # another project's harness: its own rules (repro.external.check)
         from repro.external.check import external_rules

@@ -16,7 +16,6 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from harness.contracts import InvalidEntry, ScenarioResult, StepEntry, StepTiming, TranscriptEntry
-from repro.bundle import read_results, read_transcripts
 from repro.errors import BadInput
 from repro.matrix import Decoding
 
@@ -44,8 +43,8 @@ def seconds_problem(what: str, value: float | None) -> list[str]:
 def rule_bounds(ev: CellEvidence) -> list[str]:
     """Every recorded number of the cell in bounds; the first few problems, then a count."""
     try:
-        results = read_results(ev.cell_dir)
-        transcripts = {line.id: line.transcript for line in read_transcripts(ev.cell_dir)}
+        results = ev.bundle.results(ev.cell_id)
+        transcripts = {line.id: line.transcript for line in ev.bundle.transcripts(ev.cell_id)}
     except BadInput:
         return []  # the summary and regraded rules name unreadable files
     decoding = ev.record.cell.decoding

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from repro.bundle import load_cell, safe_id
 from repro.errors import BadInput
 from repro.records import CellRecord
 
@@ -34,7 +33,7 @@ def rule_evidence(ev: CellEvidence) -> list[str]:
     problems = []
     if record.execution is None:
         problems.append("no execution record (threads, slots, prompt cache): format 5 requires it")
-    if not (ev.cell_dir / ENGINE_LOG).is_file() or (ev.cell_dir / ENGINE_LOG).is_symlink():
+    if not ev.bundle.has_file(ev.cell_id, ENGINE_LOG):
         problems.append(f"no {ENGINE_LOG}: format 5 requires the engine's own log")
     if record.cell.engine.kind != "llama.cpp":
         return problems
@@ -44,7 +43,7 @@ def rule_evidence(ev: CellEvidence) -> list[str]:
     ]
     from repro.check import engine_log_threads
 
-    if profile.threads is not None and (ev.cell_dir / ENGINE_LOG).is_file() and not engine_log_threads(ev.cell_dir):
+    if profile.threads is not None and ev.bundle.has_file(ev.cell_id, ENGINE_LOG) and not engine_log_threads(ev):
         problems.append(f"{ENGINE_LOG} shows no n_threads line: the thread count the engine ran at is not evidenced")
     return problems
 
@@ -156,7 +155,7 @@ def group_siblings(ev: CellEvidence) -> dict[str, CellRecord]:
         if cell_id == ev.cell_id:
             continue
         try:
-            record = load_cell(ev.run_dir / "cells" / safe_id(cell_id, "cell id"))
+            record = ev.bundle.cell(cell_id)
         except (BadInput, OSError):
             continue  # cell-intact names an unreadable cell
         if record.cell.group == ev.record.cell.group:

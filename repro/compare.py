@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from repro.aggregate import PaperTables, TableRow, collect
+from repro.bundle import RUN_FILE
 from repro.errors import BadInput
 from repro.stats import Interval, Verdict, mcnemar, newcombe
 from repro.verify import load_published
@@ -97,7 +98,7 @@ def load_tables(path: Path) -> PaperTables:
         raise BadInput(f"{path}: no such file or folder")
     if path.is_file():
         return load_published(path)
-    if (path / RESULTS_JSON).is_file() and not (path / "run.json").exists():
+    if (path / RESULTS_JSON).is_file() and not (path / RUN_FILE).exists():
         return load_published(path / RESULTS_JSON)
     return collect([path])
 

@@ -87,21 +87,21 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerCli
 
 def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient | None = None) -> ComposeCell:
     """A cell of a result bundle, with the image ids it recorded (they must be present here)."""
-    from repro.bundle import load_cell, load_run
+    from repro.bundle import BundleReader
     from repro.images import ImageRef
     from repro.models import model_path
     from repro.suites import select
 
-    record = load_run(run_dir)
-    cells_dir = run_dir / "cells"
-    done = sorted(p.name for p in cells_dir.iterdir() if p.is_dir() and not p.name.startswith(".")) if cells_dir.is_dir() else []
+    bundle = BundleReader(run_dir)
+    record = bundle.run()
+    done = bundle.cell_ids()
     if cell_id is None:
         if len(done) != 1:
             raise BadInput(f"{run_dir} has {len(done)} cells; name one with --cell ({', '.join(done[:5])})")
         cell_id = done[0]
     if cell_id not in done:
         raise BadInput(f"{run_dir} has no cell {cell_id}")
-    cell_record = load_cell(cells_dir / cell_id)
+    cell_record = bundle.cell(cell_id)
     cell = cell_record.cell
     _supported(cell)
     if cell_record.harness_image is None or cell_record.engine_image is None:

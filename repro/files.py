@@ -1,4 +1,5 @@
-"""File helpers written once: sha256 of bytes and files, atomic writes, scratch folders, short errors."""
+"""File helpers written once: sha256 of bytes and files, atomic writes, scratch folders, short errors,
+and the most bytes read of each kind of file (every bounded read names one of these)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ from repro.config import cache_dir
 CHUNK = 1024 * 1024
 FILE_MODE = 0o644
 DIR_MODE = 0o755
+
+MAX_JSON_BYTES = 16 * 1024**2  # one JSON document: run.json, cell.json, MERGED.json, raw-index.json, results.json, a scenario or fixture file
+MAX_JSONL_BYTES = 256 * 1024**2  # a cell's scenarios.jsonl or transcripts.jsonl (the harness's own bound: harness.inputs.MAX_RECORDS_BYTES)
+MAX_LOG_BYTES = 64 * 1024**2  # a cell's engine.log
+MAX_RAW_BYTES = 64 * 1024**2  # one raw output file of an external harness, or its suite's lock file
+MAX_MANIFEST_BYTES = 64 * 1024**2  # MANIFEST.sha256
+MAX_ALLOWED_SIGNERS_BYTES = 1024**2  # an ssh allowed-signers file
 
 
 def sha256_bytes(data: bytes) -> str:

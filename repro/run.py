@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.contracts import ProgressEvent, SandboxAudit
 from repro import containers
 from repro.audit import audit_command, run_audit
-from repro.bundle import Bundle, CellWriter, find_resumable, load_cell, load_run, mark_latest, read_results, read_transcripts
+from repro.bundle import Bundle, BundleReader, CellWriter, find_resumable, mark_latest, read_results, read_transcripts
 from repro.chat_template import TemplateFacts, engine_template_problem, server_blocker
 from repro.cleanup import cleanup as cleanup_run
 from repro.cleanup import leaked_containers
@@ -193,7 +193,7 @@ def cell_is_kept(ctx: RunContext, cell_id: str) -> bool:
     the latency gate excluded (a gate verdict measures the machine at one moment, not the cell)."""
     if not ctx.bundle.cell_is_complete(cell_id):
         return False
-    record = load_cell(ctx.bundle.cell_dir(cell_id))
+    record = ctx.bundle.reader.cell(cell_id)
     if gate_excluded(record):
         ctx.progress.note(f"gate again {cell_id}: the latency gate excluded it in the earlier attempt")
         return False
@@ -216,14 +216,15 @@ def gate_excluded(record: CellRecord) -> bool:
 def run_exit_status(run_dir: Path) -> int:
     """0 when every planned cell completed without engine faults; 1 when a cell ended in an
     engine fault or error, was excluded by the latency gate, or is missing; 130 when interrupted."""
-    record = load_run(run_dir)
+    bundle = BundleReader(run_dir)
+    record = bundle.run()
     if record.status == "interrupted":
         return EXIT_INTERRUPTED
     if record.status != "complete":
         return EXIT_FAULT
     for cell_id in record.planned_cells:
         try:
-            cell = load_cell(run_dir / "cells" / cell_id)
+            cell = bundle.cell(cell_id)
         except BadInput:
             return EXIT_FAULT
         if cell.status != "done" or cell_needs_rerun(cell):

@@ -30,15 +30,13 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from repro.errors import BadInput, ReproError
-from repro.files import atomic_write
+from repro.files import MAX_ALLOWED_SIGNERS_BYTES, MAX_MANIFEST_BYTES, atomic_write
 
 NAMESPACE = "repro-bundle"
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
 ATTESTATION = "MANIFEST.sha256.intoto.jsonl"  # repro.attestation: the DSSE envelope beside the signature
 MAX_SIGNATURE_BYTES = 64 * 1024  # an ed25519 signature is about 300 bytes, RSA-4096 about 900
-MAX_ALLOWED_SIGNERS_BYTES = 1024**2
-MAX_MANIFEST_BYTES = 64 * 1024**2
 VERIFY_TIMEOUT_S = 60
 SIGN_TIMEOUT_S = 300  # room to type a key's passphrase
 MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S.*)$")

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from repro.config import cache_dir
 from repro.errors import BadInput, ReproError
-from repro.files import atomic_write
+from repro.files import MAX_JSON_BYTES, atomic_write
 from repro.matrix import EngineSource, Suite
 from repro.sources import Log, fetch_source
-from repro.yamlsource import MAX_JSON_BYTES, read_bounded
+from repro.yamlsource import read_bounded
 
 MAX_FILES = 20_000
 MAX_BYTES = 256 * 1024**2

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from repro.config import PROJECT_ROOT
 from repro.errors import BadInput
+from repro.files import sha256_file
 from repro.matrix import Suite
 
 
@@ -52,10 +53,10 @@ def select(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
         raise BadInput(f"suite {suite.id}: no scenario selected from {suite.path}")
     digest = hashlib.sha256()
     for path in files:
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\n".encode())
     fixtures = fixtures_beside(folder)
     for path in fixture_files(fixtures):
-        digest.update(f"fixtures/{path.relative_to(fixtures).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        digest.update(f"fixtures/{path.relative_to(fixtures).as_posix()}\0{sha256_file(path)}\n".encode())
     return SuiteSelection(
         folder=folder,
         ids=[f.stem for f in files],

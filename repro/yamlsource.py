@@ -5,7 +5,7 @@ the files of a bundle) goes through `read_bounded`, then `load_yaml_document` or
 `read_json_bounded`. Whatever the bytes, the answer is a value or one `BadInput` line, in well
 under a second and with bounded memory:
 
-- at most `MAX_YAML_BYTES` (1 MiB) of YAML and `MAX_JSON_BYTES` (16 MiB) of JSON by default;
+- at most `MAX_YAML_BYTES` (1 MiB) of YAML and `repro.files.MAX_JSON_BYTES` (16 MiB) of JSON by default;
 - a regular file (a folder, a device or a pipe is refused before it is opened);
 - UTF-8 text without NUL bytes;
 - at most `MAX_DEPTH` levels of nesting, `MAX_NODES` values after YAML aliases are expanded
@@ -28,11 +28,11 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from repro.errors import BadInput
+from repro.files import MAX_JSON_BYTES
 
 Location = tuple[Any, ...]
 
 MAX_YAML_BYTES = 1024 * 1024
-MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 MAX_INT_DIGITS = 64

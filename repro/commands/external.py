@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.bundle import find_runs, load_cell, load_run
+from repro.bundle import BundleReader, find_runs
 from repro.errors import BadInput
 from repro.files import atomic_write
 
@@ -29,13 +29,12 @@ def report(
     console = Console(highlight=False)
     written = 0
     for run_dir in find_runs(results):
-        run = load_run(run_dir)
-        for cell_id in run.planned_cells:
-            cell_dir = run_dir / "cells" / cell_id
-            record = load_cell(cell_dir)
+        bundle = BundleReader(run_dir)
+        for cell_id in bundle.cell_ids():
+            record = bundle.cell(cell_id)
             if record.cell.suite.external is None or record.status != "done":
                 continue
-            ev = SimpleNamespace(record=record, run_dir=run_dir, cell_dir=cell_dir)
+            ev = SimpleNamespace(record=record, bundle=bundle, cell_id=cell_id, suite_dir=bundle.suite_dir(record.cell.suite.id))
             raw, index = raw_evidence(ev)  # type: ignore[arg-type]
             for name, data in adapter_for(record.cell.suite).report(raw, index, wheel_root(ev)).items():  # type: ignore[arg-type]
                 target = out / cell_id / name.removeprefix(RAW_PREFIX).split("__")[-1]

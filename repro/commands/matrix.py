@@ -180,14 +180,15 @@ def ascii_shard(text: str) -> str:
 
 def incomplete_line(run_dir: Path, options: RunOptions, status: int) -> str:
     """One line: why the run is incomplete (cells by cause) and the exact command that finishes it."""
-    from repro.bundle import load_cell, load_run
+    from repro.bundle import BundleReader
     from repro.run import cell_needs_rerun, gate_excluded
 
-    record = load_run(run_dir)
+    bundle = BundleReader(run_dir)
+    record = bundle.run()
     causes = {"gate": 0, "fault": 0, "excluded": 0, "missing": 0}
     for cell_id in record.planned_cells:
         try:
-            cell = load_cell(run_dir / "cells" / cell_id)
+            cell = bundle.cell(cell_id)
         except BadInput:
             causes["missing"] += 1
             continue
@@ -240,18 +241,17 @@ def first_disk_full(error: BaseException) -> BaseException:
 
 
 def print_run_summary(run_dir: Path) -> None:
-    from repro.bundle import load_cell
-    from repro.records import RunRecord
+    from repro.bundle import BundleReader
 
-    record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
+    bundle = BundleReader(run_dir)
+    record = bundle.run()
     say = partial(console.print, soft_wrap=True, highlight=False)  # ids, reasons and paths came from input: escaped
     say(f"[bold]summary of {shown(record.run_id)}[/] ({shown(record.status)})")
     for cell_id in record.planned_cells:
-        cell_dir = run_dir / "cells" / cell_id
-        if not (cell_dir / "cell.json").is_file():
+        if not bundle.has_cell(cell_id):
             say(f"  [red]missing[/] {shown(cell_id)}")
             continue
-        cell = load_cell(cell_dir)
+        cell = bundle.cell(cell_id)
         if cell.summary is not None:
             say(f"  {cell.summary.passed}/{cell.summary.total} passed  {shown(cell_id)}")
         else:

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from harness.lab_codes import lab_code
-from repro.bundle import CELL_FILE, find_runs, load_cell, load_run, read_results
+from repro.bundle import BundleReader, find_runs
 from repro.bundle import merge as merge_bundles
 from repro.files import atomic_write
 from repro.terminal import shown
@@ -64,10 +64,11 @@ def to_csv(rows: list[list[object]]) -> str:
 
 def scenario_rows(results: Path) -> Iterator[list[object]]:
     for run_dir in find_runs(results):
-        run_id = load_run(run_dir).run_id
-        for cell_dir in complete_cells(run_dir):
-            cell = load_cell(cell_dir).cell
-            for r in read_results(cell_dir):
+        bundle = BundleReader(run_dir)
+        run_id = bundle.run().run_id
+        for cell_id in bundle.cell_ids():
+            cell = bundle.cell(cell_id).cell
+            for r in bundle.results(cell_id):
                 yield [
                     run_id,
                     cell.id,
@@ -85,14 +86,6 @@ def scenario_rows(results: Path) -> Iterator[list[object]]:
                     r.tokens_in,
                     r.tokens_out,
                 ]
-
-
-def complete_cells(run_dir: Path) -> list[Path]:
-    """Cell folders holding a cell.json (partial cells, dot-entries and links are skipped)."""
-    cells = run_dir / "cells"
-    if not cells.is_dir() or cells.is_symlink():
-        return []
-    return sorted(p for p in cells.iterdir() if not p.name.startswith(".") and not p.is_symlink() and p.is_dir() and (p / CELL_FILE).is_file())
 
 
 def _cell_text(value: object) -> object:

@@ -17,7 +17,7 @@ from repro.errors import BadInput
 from repro.external import adapter_for
 from repro.external.base import RAW_INDEX, RawFile, RawIndex, raw_name
 from repro.external.wheels import lock_file, unpacked_wheel, verified_wheel
-from repro.files import sha256_bytes
+from repro.files import MAX_RAW_BYTES, sha256_bytes
 
 if TYPE_CHECKING:
     from repro import containers
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 WHEEL_DIR = "wheel"  # suites/<suite-id>/wheel/<the wheel file> in a bundle
 LOCK_COPY = "requirements.txt"  # suites/<suite-id>/requirements.txt
-MAX_RAW_FILE_BYTES = 64 * 1024**2
 
 
 def external_selection(suite: Suite) -> SuiteSelection:
@@ -53,10 +52,10 @@ def external_images(cells: list[Cell], harness: ImageRef) -> dict[str, ImageRef]
 def embed(bundle: Bundle, suite: Suite) -> None:
     """The suite's wheel and lock, byte for byte: `repro check` recomputes the selection, reads the
     tasks and re-executes the checks from them."""
-    from repro.bundle import write_in
+    from repro.bundle import suite_folder, write_in
 
     assert suite.external is not None
-    target = bundle.dir / "suites" / suite.id
+    target = suite_folder(bundle.dir, suite.id)
     wheel = verified_wheel(suite.external)
     write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
     write_in(bundle.dir, target / LOCK_COPY, lock_file(suite.external).read_bytes())
@@ -102,7 +101,7 @@ def keep_raw(writer: CellWriter, cell: Cell, out_dirs: list[Path]) -> tuple[dict
     files = []
     for worker, out_dir in enumerate(out_dirs, start=1):
         for path in adapter.raw_paths(out_dir):
-            data = read_regular(out_dir / path, MAX_RAW_FILE_BYTES)
+            data = read_regular(out_dir / path, MAX_RAW_BYTES)
             name = raw_name(path, worker, len(out_dirs))
             text = data.decode("latin-1")
             if writer.bundle.redactor.text(text) != text:

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from repro.bundle import MAX_JSONL_BYTES, SUITES_DIR, read_regular, read_results, read_transcripts
+from repro.bundle import CELLS_DIR, SUITES_DIR
 from repro.errors import BadInput, ReproError
 from repro.external import adapter_for
 from repro.external.base import RAW_INDEX, RAW_PREFIX, RawIndex
 from repro.external.cells import LOCK_COPY, WHEEL_DIR
 from repro.external.wheels import unpacked_wheel
-from repro.files import sha256_bytes, sha256_file
+from repro.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
 
 if TYPE_CHECKING:
     from repro.check import CellEvidence, CellRule
@@ -64,7 +64,7 @@ def embedded_wheel(ev: CellEvidence) -> Path:
     was written for (only then is its code ever imported on this host)."""
     suite = ev.record.cell.suite
     assert suite.external is not None
-    folder = ev.run_dir / SUITES_DIR / suite.id / WHEEL_DIR
+    folder = ev.suite_dir / WHEEL_DIR
     wheels = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()) if folder.is_dir() and not folder.is_symlink() else []
     if len(wheels) != 1:
         raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
@@ -81,17 +81,22 @@ def wheel_root(ev: CellEvidence) -> Path:
     return unpacked_wheel(embedded_wheel(ev), suite.external.sha256)
 
 
+def embedded_lock(ev: CellEvidence) -> bytes:
+    """The bundle's copy of the suite's lock file."""
+    return ev.bundle.suite_file(ev.record.cell.suite.id, LOCK_COPY, MAX_RAW_BYTES)
+
+
 def raw_evidence(ev: CellEvidence) -> tuple[dict[str, bytes], RawIndex]:
     """The cell's raw files by name and its raw-index.json (BadInput when they do not match)."""
     try:
-        index = RawIndex.model_validate_json(read_regular(ev.cell_dir / RAW_INDEX, MAX_JSONL_BYTES))
+        index = RawIndex.model_validate_json(ev.bundle.cell_file(ev.cell_id, RAW_INDEX, MAX_JSON_BYTES))
     except ValidationError as error:
         raise BadInput(f"{RAW_INDEX}: not a raw index ({error.error_count()} problems)") from None
     names = sorted(name for name in ev.record.files if name.startswith(RAW_PREFIX))
     listed = sorted(entry.name for entry in index.files)
     if names != listed:
         raise BadInput(f"{RAW_INDEX} lists {len(listed)} raw files, the cell holds {len(names)}")
-    raw = {name: read_regular(ev.cell_dir / name, MAX_JSONL_BYTES) for name in names}
+    raw = {name: ev.bundle.cell_file(ev.cell_id, name, MAX_RAW_BYTES) for name in names}
     wrong = [entry.name for entry in index.files if sha256_bytes(raw[entry.name]) != entry.sha256]
     if wrong:
         raise BadInput(f"raw file {wrong[0]} is not the file {RAW_INDEX} names")
@@ -121,11 +126,11 @@ def rule_pin(ev: CellEvidence) -> list[str]:
     assert suite.external is not None
     embedded_wheel(ev)
     problems = []
-    lock = ev.run_dir / SUITES_DIR / suite.id / LOCK_COPY
-    lock_sha = sha256_bytes(read_regular(lock, MAX_JSONL_BYTES))
+    lock = embedded_lock(ev)
+    lock_sha = sha256_bytes(lock)
     if lock_sha != suite.external.requirements.sha256:
         problems.append(f"the embedded {LOCK_COPY} has sha256 {lock_sha[:12]}, the pin is {suite.external.requirements.sha256[:12]}")
-    if f"--hash=sha256:{suite.external.sha256}" not in read_regular(lock, MAX_JSONL_BYTES).decode(errors="replace"):
+    if f"--hash=sha256:{suite.external.sha256}" not in lock.decode(errors="replace"):
         problems.append(f"the embedded {LOCK_COPY} does not pin the wheel's sha256")
     labels = ev.record.harness_image.labels if ev.record.harness_image else {}
     wanted = {"repro.external": adapter_for(suite).name, "repro.external.wheel_sha256": suite.external.sha256, "repro.external.requirements_sha256": lock_sha}
@@ -138,14 +143,14 @@ def rule_suite(ev: CellEvidence) -> list[str]:
     """The task selection recomputed from the embedded wheel and lock."""
     suite = ev.record.cell.suite
     assert suite.external is not None
-    lock_sha = sha256_bytes(read_regular(ev.run_dir / SUITES_DIR / suite.id / LOCK_COPY, MAX_JSONL_BYTES))
+    lock_sha = sha256_bytes(embedded_lock(ev))
     selection = adapter_for(suite).selection(suite, wheel_root(ev), [f"wheel\0{suite.external.sha256}", f"requirements\0{lock_sha}"])
     problems = []
     if selection.sha256 != ev.record.suite_sha256:
         problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection ({selection.sha256[:12]})")
     if selection.ids != ev.record.suite_ids:
         problems.append("suite_ids are not the embedded wheel's selected tasks, in order")
-    wrong = [r.id for r in read_results(ev.cell_dir) if selection.categories.get(r.id) != r.category]
+    wrong = [r.id for r in ev.bundle.results(ev.cell_id) if selection.categories.get(r.id) != r.category]
     return problems + ([f"task {wrong[0]} is recorded in another category than its file's"] if wrong else [])
 
 
@@ -169,7 +174,7 @@ def rule_normalised(ev: CellEvidence) -> list[str]:
     """scenarios.jsonl and transcripts.jsonl are what the raw outputs give, line for line."""
     raw, index = raw_evidence(ev)
     normalised = adapter_for(ev.record.cell.suite).normalise(raw, index, ev.record.suite_ids)
-    recorded, transcripts = read_results(ev.cell_dir), read_transcripts(ev.cell_dir)
+    recorded, transcripts = ev.bundle.results(ev.cell_id), ev.bundle.transcripts(ev.cell_id)
     wrong = [a.id for a, b in zip(normalised.results, recorded, strict=False) if a != b]
     problems = (
         [f"scenarios.jsonl differs from the raw outputs at {wrong[0]} ({len(wrong)} task(s))"] if wrong or len(recorded) != len(normalised.results) else []
@@ -202,7 +207,7 @@ def rule_bounds(ev: CellEvidence) -> list[str]:
     from repro.check_bounds import WALL_SLACK_S, cell_seconds, finite, gate_bounds, seconds_problem, shown
 
     try:
-        results = read_results(ev.cell_dir)
+        results = ev.bundle.results(ev.cell_id)
     except BadInput:
         return []  # the summary rule names it
     problems = cell_seconds(ev) + gate_bounds(ev, ev.record.cell.decoding)
@@ -226,7 +231,7 @@ def rule_host_identity(ev: CellEvidence) -> list[str]:
     from repro.check import MODEL_OUTPUT_FILES, suite_data_homes
     from repro.redact import find_leaks
 
-    data = suite_data_homes(ev.run_dir / SUITES_DIR / ev.record.cell.suite.id) if ev.plan is not None else frozenset()
+    data = suite_data_homes(ev.suite_dir) if ev.plan is not None else frozenset()
     raw = frozenset(name for name in ev.record.files if name.startswith(RAW_PREFIX))
     leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=MODEL_OUTPUT_FILES | raw)
-    return [f"host identity left in cells/{ev.cell_id}/{line}" for line in leaks][:5]
+    return [f"host identity left in {CELLS_DIR}/{ev.cell_id}/{line}" for line in leaks][:5]

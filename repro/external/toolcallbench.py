@@ -52,7 +52,6 @@ OBSERVED = "observed.jsonl"
 DRIVER_RECORD = "driver.json"
 REPORT_FILES = (f"results/reports/{SESSION}.md", f"results/reports/{SESSION}.html")
 MAX_RAW_FILES = 2_000
-MAX_RAW_BYTES = 64 * 1024**2
 EVIDENCE_CHARS = 300
 FIXTURE = "fixtures/repo"  # beside the tasks folder in the wheel's data
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from repro.bundle import load_cell, read_results, read_transcripts
+from repro.bundle import BundleReader, load_cell, read_results, read_transcripts
 from repro.errors import BadInput
 from repro.external import check as external_check
 from repro.external.base import RAW_INDEX
@@ -73,7 +73,9 @@ def test_every_toolcallbench_failure_type_maps_to_one_of_ours(tcb_wheels) -> Non
 def evidence(run_dir: Path, record) -> SimpleNamespace:
     from repro.redact import Redactor
 
-    return SimpleNamespace(record=record, run_dir=run_dir, cell_dir=run_dir / "cells" / record.cell.id, cell_id=record.cell.id, plan=None, redactor=Redactor())
+    bundle = BundleReader(run_dir)
+    cell_dir, suite_dir = bundle.cell_dir(record.cell.id), bundle.suite_dir(record.cell.suite.id)
+    return SimpleNamespace(record=record, bundle=bundle, cell_dir=cell_dir, suite_dir=suite_dir, cell_id=record.cell.id, plan=None, redactor=Redactor())
 
 
 RECOMPUTING = (external_check.rule_suite, external_check.rule_raw, external_check.rule_normalised, external_check.rule_rechecked, external_check.rule_report)

@@ -21,7 +21,8 @@ import pytest
 
 from repro.__main__ import main
 from repro.errors import BadInput
-from repro.yamlsource import MAX_JSON_BYTES, MAX_YAML_BYTES, load_yaml_document, read_json_bounded
+from repro.files import MAX_JSON_BYTES
+from repro.yamlsource import MAX_YAML_BYTES, load_yaml_document, read_json_bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = (ROOT / "matrix" / "smoke.yaml").read_text()

@@ -1,0 +1,47 @@
+"""repro.bundle.BundleReader: the one reader of a bundle (bounded, no link followed, ids checked)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from repro.bundle import BundleReader
+from repro.errors import BadInput
+from tests.fixtures.synthetic import write_bundle
+
+
+def test_cell_ids_are_the_planned_cells_present_and_stray_cells_are_the_others(tmp_path):
+    run_dir = write_bundle(tmp_path / "run")
+    bundle = BundleReader(run_dir)
+    planned = bundle.run().planned_cells
+    assert bundle.cell_ids() == planned and bundle.cells_on_disk() == sorted(planned) and bundle.stray_cells() == []
+
+    shutil.rmtree(bundle.cell_dir(planned[0]))
+    shutil.copytree(bundle.cell_dir(planned[1]), run_dir / "cells" / "not-planned")
+    assert bundle.cell_ids() == planned[1:]
+    assert bundle.stray_cells() == ["not-planned"]
+    with pytest.raises(BadInput, match="cannot read"):
+        bundle.cell(planned[0])
+    record = bundle.cell(planned[1])
+    assert record.cell.id == planned[1] and [r.id for r in bundle.results(planned[1])] == record.suite_ids
+    assert len(bundle.transcripts(planned[1])) == len(record.suite_ids) and bundle.cell_problems(planned[1]) == []
+
+
+def test_links_unsafe_ids_and_oversized_files_are_refused(tmp_path):
+    run_dir = write_bundle(tmp_path / "run")
+    bundle = BundleReader(run_dir)
+    cell_id = bundle.cell_ids()[0]
+    with pytest.raises(BadInput, match="unsafe cell id"):
+        bundle.cell("../" + cell_id)
+    with pytest.raises(BadInput, match="not a plain file name"):
+        bundle.cell_file(cell_id, "../run.json", 1024)
+    with pytest.raises(BadInput, match="over the limit"):
+        bundle.cell_file(cell_id, "scenarios.jsonl", 10)
+
+    moved = tmp_path / "elsewhere"
+    shutil.move(bundle.cell_dir(cell_id), moved)
+    (run_dir / "cells" / cell_id).symlink_to(moved)
+    assert cell_id not in bundle.cell_ids() and not bundle.has_file(cell_id, "cell.json")
+    with pytest.raises(BadInput, match="a symbolic link"):
+        bundle.results(cell_id)
