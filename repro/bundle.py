@@ -27,13 +27,23 @@ import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.errors import BadInput, ReproError
-from repro.files import DIR_MODE, MAX_JSON_BYTES, MAX_JSONL_BYTES, MAX_MANIFEST_BYTES, atomic_write, sha256_bytes, sha256_file, short_error
+from repro.files import (
+    DIR_MODE,
+    MAX_JSON_BYTES,
+    MAX_JSONL_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_RECORD_LINE_BYTES,
+    atomic_write,
+    sha256_bytes,
+    sha256_file,
+    short_error,
+)
 from repro.plan import parse_shard
 from repro.provenance import SourceState, source_change
 from repro.records import CellRecord, RunRecord, utc_now
@@ -229,8 +239,8 @@ def bundle_files(run_dir: Path) -> list[Path]:
     return files
 
 
-def read_regular(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, at most `limit` of them; a link or anything else is refused."""
+def open_regular(path: Path, limit: int) -> BinaryIO:
+    """A regular file of at most `limit` bytes, opened for reading; a link or anything else is refused."""
     try:
         info = path.lstat()
     except OSError as error:
@@ -239,9 +249,24 @@ def read_regular(path: Path, limit: int) -> bytes:
         raise BadInput(f"{path}: not a regular file")
     if info.st_size > limit:
         raise BadInput(f"{path}: {info.st_size} bytes, over the limit of {limit}")
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them; a link or anything else is refused."""
+    with open_regular(path, limit) as handle:
         return handle.read(limit + 1)[:limit]
+
+
+def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of a JSON Lines file, streamed: the file within MAX_JSONL_BYTES and each
+    line within MAX_RECORD_LINE_BYTES, refused (BadInput) at the first line over it, before it
+    is read whole."""
+    with open_regular(path, MAX_JSONL_BYTES) as handle:
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_RECORD_LINE_BYTES + 1), b""), start=1):
+            if len(line) > MAX_RECORD_LINE_BYTES:
+                raise BadInput(f"{path}:{number}: a line of more than {MAX_RECORD_LINE_BYTES} bytes (one scenario's record is far smaller)")
+            yield number, line
 
 
 def finite_json(path: Path | str, data: bytes | str) -> bytes | str:
@@ -279,7 +304,8 @@ def _read_lines(path: Path, model: type[Line]) -> list[Line]:
     if not path.exists():
         return []
     rows = []
-    for number, line in enumerate(read_regular(path, MAX_JSONL_BYTES).decode("utf-8", errors="replace").splitlines(), start=1):
+    for number, raw in record_lines(path):
+        line = raw.decode("utf-8", errors="replace")
         if not line.strip():
             continue
         try:

@@ -17,6 +17,7 @@ import os
 import re
 import socket
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +45,7 @@ START = r"(?:(?<![\w.~+@-])|(?<=\\u002[fF])|(?<=%2[fF])|(?<=%3[aA]))"
 # ... and ends where no path character follows (a full stop ends a sentence, not a path).
 END = rf"(?!{PATH_CHAR}|\.{PATH_CHAR})"
 MAX_SCAN_BYTES = 256 * 1024 * 1024
+SCAN_CHUNK = 1024 * 1024  # characters of a scanned text looked at together (TextScan)
 
 
 def _home_like(separator: str) -> re.Pattern:
@@ -151,11 +153,64 @@ def _full_host_name() -> str:
 
 @dataclass(frozen=True)
 class PathRule:
-    """One host path in one form: the pattern that finds it at path boundaries and its label."""
+    """One host path in one form: the pattern that finds it at path boundaries and its label, and
+    a literal every match holds (`needle`, to be looked for case-folded when `fold`)."""
 
     label: str
     form: str
     pattern: re.Pattern
+    needle: str
+    fold: bool
+
+    @classmethod
+    def of(cls, path: str, label: str, form: str) -> PathRule:
+        longest = max(path.strip("/").split("/"), key=len)
+        fold = form == "URL-encoded"
+        needle = quote(longest, safe="").lower() if fold else longest
+        return cls(label, form, path_pattern(path, form), needle, fold)
+
+
+class TextScan:
+    """Regular expressions run over a text only where a literal every match holds occurs: the
+    text is taken in chunks of SCAN_CHUNK characters, a chunk is looked at with a C-speed literal
+    search first, and a pattern runs only over the chunks that hold its literal (with enough
+    characters after each chunk for a match that starts in it). A large file costs about one pass
+    per literal rather than one regular-expression pass per pattern."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._folded: str | None = None
+
+    def _holds(self, literal: str, start: int, end: int, fold: bool) -> bool:
+        if not fold:
+            return self.text.find(literal, start, end) >= 0
+        if self._folded is None:
+            self._folded = self.text.lower()
+        return self._folded.find(literal.lower(), start, end) >= 0
+
+    def _windows(self, literals: tuple[str, ...], span: int, fold: bool) -> Iterator[tuple[int, int, int]]:
+        """(start, end, chunk end) of each chunk holding a literal, `span` characters past its end."""
+        for start in range(0, max(len(self.text), 1), SCAN_CHUNK):
+            end = min(len(self.text), start + SCAN_CHUNK + span)
+            if any(self._holds(literal, start, end, fold) for literal in literals):
+                yield start, end, start + SCAN_CHUNK
+
+    def search(self, pattern: re.Pattern, literal: str, *, fold: bool = False) -> bool:
+        """Whether `pattern` (whose matches all hold `literal` and are shorter than the pattern's
+        own text) matches somewhere."""
+        span = len(pattern.pattern) + 8
+        return any(pattern.search(self.text, start, end) for start, end, _ in self._windows((literal,), span, fold))
+
+    def finditer(self, pattern: re.Pattern, literals: tuple[str, ...], span: int) -> Iterator[re.Match]:
+        """The matches of `pattern` (each holding one of `literals`), each taken once, cut at
+        `span` characters past the chunk it starts in."""
+        for start, end, chunk_end in self._windows(literals, span, False):
+            yield from (match for match in pattern.finditer(self.text, start, end) if match.start() < chunk_end)
+
+
+# Every home-like path (HOME_LIKE) holds one of these; a path is read up to HOME_SPAN characters.
+HOME_LITERALS = ("home", "Users", "root")
+HOME_SPAN = 4096
 
 
 def path_pattern(path: str, form: str) -> re.Pattern:
@@ -180,19 +235,20 @@ class Redactor:
         pairs += [(path, label) for label, path in ident.extra_paths.items()]
         pairs = [(path.rstrip("/"), label) for path, label in pairs if path and path.rstrip("/") not in ("", "/")]
         pairs.sort(key=lambda pair: len(pair[0]), reverse=True)  # longest (most specific) first
-        return [PathRule(label, form, path_pattern(path, form)) for path, label in pairs for form in SEPARATORS]
+        return [PathRule.of(path, label, form) for path, label in pairs for form in SEPARATORS]
 
-    def _word_rules(self) -> list[tuple[re.Pattern, str]]:
+    def _word_rules(self) -> list[tuple[re.Pattern, str, str]]:
+        """(pattern, label, the word) for the user and host names, matched case-insensitively."""
         rules = []
         if self.identity.user and self.identity.user.lower() not in GENERIC_ACCOUNTS:
-            rules.append((_word(self.identity.user), "<USER>"))
-        rules += [(_word(name), "<HOST>") for name in self.identity.host_names()]
+            rules.append((_word(self.identity.user), "<USER>", self.identity.user))
+        rules += [(_word(name), "<HOST>", name) for name in self.identity.host_names()]
         return rules
 
     def text(self, value: str) -> str:
         for rule in self._paths:
             value = rule.pattern.sub(rule.label, value)
-        for pattern, label in self._words:
+        for pattern, label, _ in self._words:
             value = pattern.sub(label, value)
         return value
 
@@ -202,10 +258,11 @@ class Redactor:
         counted, nor any other home with `any_home` False (for what a model wrote: its text may
         name any home, and the container it ran in saw no host path); this host's own home,
         project, cache, user and host names always are."""
-        found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if rule.pattern.search(value)]
-        found += [f"the host's {label[1:-1].lower()} name" for pattern, label in self._words if pattern.search(value)]
+        scan = TextScan(value)
+        found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if scan.search(rule.pattern, rule.needle, fold=rule.fold)]
+        found += [f"the host's {label[1:-1].lower()} name" for pattern, label, word in self._words if scan.search(pattern, word, fold=True)]
         for form, pattern in HOME_LIKE.items() if any_home else ():
-            matches = [match.group(0) for match in pattern.finditer(value)]
+            matches = [match.group(0) for match in scan.finditer(pattern, HOME_LITERALS, HOME_SPAN)]
             found += [f"host path {path[:60]}{_in_form(form)}" for path in matches if home_root(path) not in data]
         return list(dict.fromkeys(found))
 

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from repro import bundle as bundle_module
 from repro.bundle import BundleReader
 from repro.errors import BadInput
 from tests.fixtures.synthetic import write_bundle
@@ -45,3 +46,18 @@ def test_links_unsafe_ids_and_oversized_files_are_refused(tmp_path):
     assert cell_id not in bundle.cell_ids() and not bundle.has_file(cell_id, "cell.json")
     with pytest.raises(BadInput, match="a symbolic link"):
         bundle.results(cell_id)
+
+
+def test_a_record_line_over_its_bound_is_refused_before_it_is_read_whole(tmp_path, monkeypatch):
+    """A line of scenarios.jsonl or transcripts.jsonl is one scenario's record: a line longer than
+    MAX_RECORD_LINE_BYTES is refused with one line naming it, and the line is never parsed."""
+    run_dir = write_bundle(tmp_path / "run")
+    bundle = BundleReader(run_dir)
+    cell_id = bundle.cell_ids()[0]
+    path = bundle.cell_dir(cell_id) / "transcripts.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    monkeypatch.setattr(bundle_module, "MAX_RECORD_LINE_BYTES", max(len(line) for line in lines) + 10)
+    assert len(bundle.transcripts(cell_id)) == len(lines)
+    path.write_bytes(lines[0] + b'{"id": "' + b"x" * (bundle_module.MAX_RECORD_LINE_BYTES + 1) + b'"}\n')
+    with pytest.raises(BadInput, match=r"transcripts.jsonl:2: a line of more than \d+ bytes"):
+        bundle.transcripts(cell_id)

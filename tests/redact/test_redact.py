@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
+from repro import redact
 from repro.redact import HostIdentity, Redactor, find_leaks
 
 IDENTITY = HostIdentity(
@@ -189,3 +190,21 @@ def test_what_a_model_wrote_is_held_to_this_hosts_identity_only(tmp_path):
     (tmp_path / "scenarios.jsonl").write_text('{"error": "read /home/canaryuser/x"}\n')
     leaks = find_leaks(tmp_path, redactor, model_output=frozenset({"transcripts.jsonl", "scenarios.jsonl"}))
     assert leaks == ["cell.json: host path /home/lena/thesis", "scenarios.jsonl: the host's <HOME> path", "scenarios.jsonl: the host's user name"]
+
+
+@pytest.mark.parametrize("name,text,leak", LEAK_FORMS, ids=[case[0] for case in LEAK_FORMS])
+@pytest.mark.parametrize("offset", [0, 1, 7, 63, 64, 65])
+def test_a_leak_across_a_chunk_boundary_is_found(redactor, monkeypatch, name, text, leak, offset):
+    """The scan takes large texts in chunks (redact.TextScan): a leak that starts just before a
+    chunk's end, or straddles it, is found all the same, and found once."""
+    monkeypatch.setattr(redact, "SCAN_CHUNK", 64)
+    padding = "x" * (3 * 64 - offset)
+    found = redactor.leaks(padding + " " + text + " " + padding)
+    assert leak in found and len(found) == len(set(found))
+
+
+def test_a_leak_in_a_large_text_is_found(redactor):
+    """A text of many chunks that holds the leak's literal only near its start (docs/performance.md
+    has the time a 200 MB transcripts file takes to check)."""
+    text = "/srv/canary-project/x " + "y" * (20 * 1024 * 1024)
+    assert redactor.leaks(text) == ["the host's <PROJECT_ROOT> path"]
