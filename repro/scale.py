@@ -29,7 +29,7 @@ from repro.errors import BadInput
 from repro.matrix import load_matrix
 from repro.plan import stored_plan
 from repro.profiles import Profile, load_profiles
-from repro.templating import template_environment
+from repro.report.templating import template_environment
 from repro.terminal import printable
 
 TEMPLATES = PROJECT_ROOT / "repro" / "templates" / "scale"

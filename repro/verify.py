@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from harness.contracts import ExternalStepEntry, StepEntry, TranscriptEntry
-from repro.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
 from repro.errors import BadInput
+from repro.report.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
 from repro.yamlsource import read_model_bounded
 
 Status = Literal["reproduced", "differs", "missing", "extra"]

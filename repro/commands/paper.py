@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.aggregate import collect_with_cells
-from repro.figures import write_figures
-from repro.paper import render as render_tables
-from repro.report import render_report
+from repro.report.aggregate import collect_with_cells
+from repro.report.figures import write_figures
+from repro.report.html import render_report
+from repro.report.paper import render as render_tables
 from repro.signing import require_signed
 from repro.terminal import shown
 

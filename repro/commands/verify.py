@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.aggregate import collect_with_cells
 from repro.errors import BadInput
+from repro.report.aggregate import collect_with_cells
 from repro.signing import require_signed
 from repro.terminal import printable, shown
 from repro.verify import RowComparison, compare, load_side

@@ -92,7 +92,7 @@ def test_a_split_merges_only_whole_and_the_folder_records_it(tmp_path):
 
 @pytest.mark.parametrize("damage", ["drop a shard", "add a run", "edit a shard"])
 def test_a_merged_folder_that_changed_is_refused_by_check_and_render(tmp_path, damage):
-    from repro.aggregate import collect
+    from repro.report.aggregate import collect
 
     first, second = two_shards(tmp_path)
     out = tmp_path / "merged"

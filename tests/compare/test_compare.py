@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.aggregate import TableRow, collect
-from repro.compare import compare, load_tables
-from repro.paper import render
 from repro.redact import Redactor
+from repro.report.aggregate import TableRow, collect
+from repro.report.compare import compare, load_tables
+from repro.report.paper import render
 from tests.compare.bundles import write_bundle
 from tests.fixtures.synthetic import CANARY
 
@@ -83,7 +83,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_an_unpaired_comparison_names_only_scenarios_whose_pass_rate_changed():
-    from repro.compare import flips
+    from repro.report.compare import flips
 
     def row(scenarios: dict[str, list[bool]]) -> TableRow:
         return TableRow.model_construct(scenarios=scenarios)

@@ -8,15 +8,15 @@ import subprocess
 
 import pytest
 
-from repro.aggregate import collect_with_cells
 from repro.redact import Redactor
+from repro.report.aggregate import collect_with_cells
 from tests.compare.bundles import step, transcript, write_bundle
 from tests.fixtures.synthetic import CANARY
 
 pytest.importorskip("matplotlib")
 
-from repro.figures import render_figures, write_figures  # noqa: E402
-from repro.report import render_report  # noqa: E402
+from repro.report.figures import render_figures, write_figures  # noqa: E402
+from repro.report.html import render_report  # noqa: E402
 
 
 def scenarios(cell):

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from repro.aggregate import collect
-from repro.paper import render
 from repro.redact import Redactor
+from repro.report.aggregate import collect
+from repro.report.paper import render
 from tests.compare.bundles import step, transcript, write_bundle
 from tests.fixtures.synthetic import CANARY
 
@@ -122,7 +122,7 @@ def ladder(cell) -> list:
 
 
 def test_the_ladder_has_levels_a_highest_level_and_a_figure(tmp_path):
-    from repro.figures import write_figures
+    from repro.report.figures import write_figures
 
     tables = collect([write_bundle(tmp_path / "run", ladder, models=1)], Redactor(CANARY))
     (row,) = tables.ladder_rows

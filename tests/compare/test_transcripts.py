@@ -6,9 +6,9 @@ import json
 
 from harness.contracts import TranscriptLine
 from repro.__main__ import main
-from repro.aggregate import canonical_json, collect, collect_with_cells, transcript_sha256
-from repro.paper import render
 from repro.redact import Redactor
+from repro.report.aggregate import canonical_json, collect, collect_with_cells, transcript_sha256
+from repro.report.paper import render
 from repro.verify import compare, first_difference, load_published
 from tests.compare.bundles import step, transcript, write_bundle
 from tests.fixtures.synthetic import CANARY

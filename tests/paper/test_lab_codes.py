@@ -9,9 +9,9 @@ import json
 from harness.contracts import FAILURE_TYPES
 from harness.lab_codes import LAB_CODE, LAB_CODES, lab_code, lab_counts
 from repro.__main__ import main
-from repro.aggregate import collect
-from repro.paper import render
 from repro.redact import Redactor
+from repro.report.aggregate import collect
+from repro.report.paper import render
 from tests.compare.bundles import write_bundle as write_compare_bundle
 from tests.fixtures.synthetic import CANARY, write_bundle
 

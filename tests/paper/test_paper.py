@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from repro.aggregate import collect
 from repro.bundle import load_cell
-from repro.paper import render
 from repro.redact import Redactor
-from repro.stats import wilson
+from repro.report.aggregate import collect
+from repro.report.paper import render
+from repro.report.stats import wilson
 from tests.fixtures.synthetic import CANARY, write_bundle
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from repro.stats import consistency, mcnemar, mcnemar_p, newcombe, spread
+from repro.report.stats import consistency, mcnemar, mcnemar_p, newcombe, spread
 
 
 def test_spread_is_mean_and_sample_standard_deviation():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.aggregate import collect
-from repro.paper import render
 from repro.redact import Redactor
+from repro.report.aggregate import collect
+from repro.report.paper import render
 from repro.verify import compare, load_published
 from tests.fixtures.synthetic import CANARY, write_bundle
 

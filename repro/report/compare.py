@@ -18,10 +18,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.aggregate import PaperTables, TableRow, collect
 from repro.bundle import RUN_FILE
 from repro.errors import BadInput
-from repro.stats import Interval, Verdict, mcnemar, newcombe
+from repro.report.aggregate import PaperTables, TableRow, collect
+from repro.report.stats import Interval, Verdict, mcnemar, newcombe
 from repro.verify import load_published
 
 RESULTS_JSON = "results.json"

@@ -13,8 +13,8 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from repro.aggregate import PaperTables
 from repro.files import atomic_write
+from repro.report.aggregate import PaperTables
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -1,7 +1,7 @@
-"""Paper tables (LaTeX booktabs and Markdown) rendered from aggregated rows (repro.aggregate).
+"""Paper tables (LaTeX booktabs and Markdown) rendered from aggregated rows (repro.report.aggregate).
 
 This module only renders: which cells count and how their figures are computed is decided in
-repro.check and repro.aggregate.
+repro.check and repro.report.aggregate.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import jinja2
 
-from repro.aggregate import PaperTables
 from repro.config import project_file
-from repro.figures import CAPTIONS
 from repro.files import atomic_write
-from repro.templating import template_environment
+from repro.report.aggregate import PaperTables
+from repro.report.figures import CAPTIONS
+from repro.report.templating import template_environment
 
 TEMPLATES = project_file("paper/templates")
 TEX_REPLACEMENTS = {

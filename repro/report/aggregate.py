@@ -26,7 +26,7 @@ from repro.errors import BadInput
 from repro.matrix import Protocol
 from repro.records import CellRecord, CellSummary, Execution
 from repro.redact import Redactor
-from repro.stats import Consistency, Interval, Spread, consistency, spread, wilson
+from repro.report.stats import Consistency, Interval, Spread, consistency, spread, wilson
 
 SAFETY_CATEGORY = "injection"
 LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8): reported by level

@@ -10,10 +10,10 @@ from pathlib import Path
 import jinja2
 
 from harness.contracts import transcript_data
-from repro.aggregate import PaperTables, ValidCell
 from repro.files import atomic_write
-from repro.paper import TEMPLATES
-from repro.templating import template_environment
+from repro.report.aggregate import PaperTables, ValidCell
+from repro.report.paper import TEMPLATES
+from repro.report.templating import template_environment
 
 REPORT = "report.html"
 MAX_TRANSCRIPT_CHARS = 200_000
@@ -43,7 +43,7 @@ def transcript_texts(cells: dict[str, list[ValidCell]]) -> dict[str, dict[str, l
 
 
 def render_report(tables: PaperTables, out_dir: Path, cells: dict[str, list[ValidCell]] | None = None) -> Path:
-    from repro.figures import render_figures
+    from repro.report.figures import render_figures
 
     figures = {name: inline_svg(formats["svg"]) for name, formats in render_figures(tables).items()}
     html = environment().get_template("report.html.j2").render(t=tables, figures=figures, transcripts=transcript_texts(cells or {}))

@@ -1,0 +1,13 @@
+"""From clean-room results to what a reader sees: the tables and their numbers, and the
+comparisons between runs.
+
+- ``aggregate``: rows recomputed from the VALID cells' ``scenarios.jsonl`` (``PaperTables``),
+  never pooling different settings; ``stats``: the intervals and tests behind them.
+- ``paper``: ``results.md``, ``results.tex``, ``results.json`` from ``PaperTables`` (rendering
+  only); ``figures``: the figures; ``html``: the self-contained ``report.html``;
+  ``templating``: the one jinja2 environment every rendered file uses.
+- ``compare``: two sets of results row by row, with a verdict.
+
+Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
+level imports nothing.
+"""
