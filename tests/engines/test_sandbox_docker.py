@@ -62,6 +62,10 @@ def test_read_back_reports_what_docker_applied(docker_client, harness_image_ref,
         containers.remove(engine)
 
 
+def probe(client, image: str, engine, argv: list[str], result_type: type, run_id: str, timeout: float):
+    return run_probe(client, image, engine, argv, result_type, run_id=run_id, cell_id="c", timeout=timeout)
+
+
 def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_client, harness_image_ref, TEST_RUN_ID):
     """Nothing listens in a sleeper's namespace: the ready probe reports unreachable (exit 3)."""
     from repro.sandbox import ProbeUnreachable
@@ -71,29 +75,12 @@ def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_clien
     try:
         engine.start()
         with pytest.raises(ProbeUnreachable) as caught:
-            run_probe(
-                docker_client,
-                image,
-                engine,
-                ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"],
-                ReadyResult,
-                run_id=TEST_RUN_ID,
-                cell_id="c",
-                timeout=60,
-            )
+            probe(docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"], ReadyResult, TEST_RUN_ID, 60)
         assert isinstance(caught.value.result, ReadyResult) and caught.value.result.ready is False
         assert caught.value.probe_exit_code == EXIT_ENGINE_UNREACHABLE
+        load = ["ollama-load", "--base-url", "http://127.0.0.1:1", "--gguf", "/nonexistent", "--sha256", "0" * 64, "--name", "x", "--template", "t"]
         with pytest.raises(ProbeFailed, match="refused its input"):
-            run_probe(
-                docker_client,
-                image,
-                engine,
-                ["ollama-load", "--base-url", "http://127.0.0.1:1", "--gguf", "/nonexistent", "--sha256", "0" * 64, "--name", "x", "--template", "t"],
-                OllamaLoadResult,
-                run_id=TEST_RUN_ID,
-                cell_id="c",
-                timeout=60,
-            )
+            probe(docker_client, image, engine, load, OllamaLoadResult, TEST_RUN_ID, 60)
     finally:
         containers.remove(engine)
     assert cleanup_module.leaked_containers(TEST_RUN_ID, docker_client) == []
@@ -105,16 +92,7 @@ def test_probe_fails_fast_when_the_engine_exits(docker_client, harness_image_ref
     try:
         engine.start()
         with pytest.raises(EngineDied) as caught:
-            run_probe(
-                docker_client,
-                image,
-                engine,
-                ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"],
-                ReadyResult,
-                run_id=TEST_RUN_ID,
-                cell_id="c",
-                timeout=180,
-            )
+            probe(docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], ReadyResult, TEST_RUN_ID, 180)
         assert "stopped" in str(caught.value) or "not running" in str(caught.value)
         assert "stand-in up" in caught.value.log_tail and caught.value.container_exit_code == 7
     finally:
