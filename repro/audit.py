@@ -13,13 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from harness.contracts import AuditResult, SandboxAudit
 from repro import containers
 from repro.docker_client import DockerClient
 from repro.files import scratch_dir
-from repro.sandbox import LABEL_ROLE, OUT_DIR, bind, container_name
+from repro.sandbox import LABEL_ROLE, OUT_DIR, bind, container_name, read_result
 
 AUDIT_FILE = "audit.json"
 AUDIT_DEADLINE_S = 180
@@ -83,9 +81,5 @@ def audit_engine(client: DockerClient, engine_kwargs: dict[str, Any], probe_imag
 
 
 def read_audit(path: Path) -> SandboxAudit | None:
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_AUDIT_BYTES:
-            return None
-        return AuditResult.model_validate_json(path.read_bytes()).audit
-    except (OSError, ValueError, ValidationError):
-        return None
+    result, _ = read_result(path, AuditResult, MAX_AUDIT_BYTES)
+    return result.audit if result else None

@@ -27,7 +27,7 @@ import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -40,6 +40,8 @@ from repro.files import (
     MAX_MANIFEST_BYTES,
     MAX_RECORD_LINE_BYTES,
     atomic_write,
+    open_regular,
+    read_regular,
     sha256_bytes,
     sha256_file,
     short_error,
@@ -237,25 +239,6 @@ def bundle_files(run_dir: Path) -> list[Path]:
             continue
         files.append(run_dir / relative)
     return files
-
-
-def open_regular(path: Path, limit: int) -> BinaryIO:
-    """A regular file of at most `limit` bytes, opened for reading; a link or anything else is refused."""
-    try:
-        info = path.lstat()
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read ({error.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise BadInput(f"{path}: not a regular file")
-    if info.st_size > limit:
-        raise BadInput(f"{path}: {info.st_size} bytes, over the limit of {limit}")
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, at most `limit` of them; a link or anything else is refused."""
-    with open_regular(path, limit) as handle:
-        return handle.read(limit + 1)[:limit]
 
 
 def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:

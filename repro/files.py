@@ -1,15 +1,19 @@
-"""File helpers written once: sha256 of bytes and files, atomic writes, scratch folders, short errors,
+"""File helpers written once: sha256 of bytes and files, bounded reads of regular files, atomic
+writes, scratch folders, short errors,
 and the most bytes read of each kind of file (every bounded read names one of these)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from repro.config import cache_dir
+from repro.errors import BadInput
 
 CHUNK = 1024 * 1024
 FILE_MODE = 0o644
@@ -22,6 +26,25 @@ MAX_LOG_BYTES = 64 * 1024**2  # a cell's engine.log
 MAX_RAW_BYTES = 64 * 1024**2  # one raw output file of an external harness, or its suite's lock file
 MAX_MANIFEST_BYTES = 64 * 1024**2  # MANIFEST.sha256
 MAX_ALLOWED_SIGNERS_BYTES = 1024**2  # an ssh allowed-signers file
+
+
+def open_regular(path: Path, limit: int) -> BinaryIO:
+    """A regular file of at most `limit` bytes, opened for reading; a link or anything else is refused."""
+    try:
+        info = path.lstat()
+    except OSError as error:
+        raise BadInput(f"{path}: cannot read ({error.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{path}: not a regular file")
+    if info.st_size > limit:
+        raise BadInput(f"{path}: {info.st_size} bytes, over the limit of {limit}")
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them; a link or anything else is refused."""
+    with open_regular(path, limit) as handle:
+        return handle.read(limit + 1)[:limit]
 
 
 def sha256_bytes(data: bytes) -> str:

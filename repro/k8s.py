@@ -39,7 +39,12 @@ def metadata(job: ScaleJob, name: str, namespace: str | None) -> Manifest:
     return meta
 
 
-def resources(res: Resources) -> Manifest:
+def pod_labels(role: str) -> Manifest:
+    return {"app.kubernetes.io/name": "repro", "repro.role": role}
+
+
+def resource_spec(res: Resources) -> Manifest:
+    """A container's requests and limits: the profile's CPUs, memory and GPUs."""
     amounts: Manifest = {"cpu": str(res.cpus), "memory": f"{res.memory_gb}Gi"}
     limits = {**amounts, **({"nvidia.com/gpu": str(res.gpus)} if res.gpus else {})}
     return {"requests": dict(amounts), "limits": limits}
@@ -80,7 +85,7 @@ def dind_sidecar(options: K8sOptions, job: ScaleJob) -> Manifest:
         "env": [{"name": "DOCKER_TLS_CERTDIR", "value": ""}],
         "securityContext": {"privileged": True},
         "startupProbe": {"exec": {"command": ["docker", f"--host={DIND_SOCKET}", "info"]}, "periodSeconds": 2, "failureThreshold": 60},
-        "resources": resources(job.resources),
+        "resources": resource_spec(job.resources),
         "volumeMounts": [
             {"name": "dind-socket", "mountPath": "/var/run/dind"},
             {"name": "dind-storage", "mountPath": "/var/lib/docker"},
@@ -101,7 +106,7 @@ def shard_container(options: K8sOptions, job: ScaleJob) -> Manifest:
         "env": [{"name": "DOCKER_HOST", "value": DIND_SOCKET if dind else NODE_SOCKET}],
         # With a sidecar the engine holds the profile's resources; with the node's socket the
         # engine's containers run outside the pod, so the pod asks for them.
-        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}} if dind else resources(job.resources),
+        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}} if dind else resource_spec(job.resources),
         "volumeMounts": mounts,
     }
 
@@ -133,7 +138,7 @@ def shard_job(options: K8sOptions, job: ScaleJob) -> str:
             "completions": job.shards,
             "parallelism": min(options.parallel or job.shards, job.shards),
             "backoffLimit": job.shards,
-            "template": {"metadata": {"labels": {"app.kubernetes.io/name": "repro", "repro.role": "shard"}}, "spec": pod},
+            "template": {"metadata": {"labels": pod_labels("shard")}, "spec": pod},
         },
     }
     engine = "a Docker-in-Docker sidecar" if options.engine == "dind" else "the node's Docker socket"
@@ -183,7 +188,7 @@ def merge_job(options: K8sOptions, job: ScaleJob) -> str:
         "spec": {
             "completions": 1,
             "backoffLimit": 0,
-            "template": {"metadata": {"labels": {"app.kubernetes.io/name": "repro", "repro.role": "merge"}}, "spec": pod},
+            "template": {"metadata": {"labels": pod_labels("merge")}, "spec": pod},
         },
     }
     header = (

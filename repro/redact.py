@@ -186,10 +186,11 @@ class TextScan:
             return self.text.find(literal, start, end) >= 0
         if self._folded is None:
             self._folded = self.text.lower()
-        return self._folded.find(literal.lower(), start, end) >= 0
+        return self._folded.find(literal, start, end) >= 0  # `literal` folded by _windows
 
     def _windows(self, literals: tuple[str, ...], span: int, fold: bool) -> Iterator[tuple[int, int, int]]:
         """(start, end, chunk end) of each chunk holding a literal, `span` characters past its end."""
+        literals = tuple(literal.lower() for literal in literals) if fold else literals
         for start in range(0, max(len(self.text), 1), SCAN_CHUNK):
             end = min(len(self.text), start + SCAN_CHUNK + span)
             if any(self._holds(literal, start, end, fold) for literal in literals):

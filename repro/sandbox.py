@@ -27,7 +27,7 @@ from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_OK, 
 from repro import containers
 from repro.docker_client import Container, DockerClient
 from repro.errors import BadInput, ReproError
-from repro.files import scratch_dir, short_error
+from repro.files import read_regular, scratch_dir, short_error
 
 LABEL_RUN = "repro.run"
 LABEL_CELL = "repro.cell"
@@ -36,6 +36,7 @@ SANDBOX_UID = 10001  # the user every harness and probe container runs as
 SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 OUT_DIR = "/out"
 PROBE_RESULT = "result.json"
+MAX_PROBE_RESULT_BYTES = 8 * 1024**2
 GIB = 1024**3
 MIB = 1024**2
 
@@ -400,7 +401,7 @@ def run_probe(
             raise ProbeFailed(f"probe '{what}' could not start: {short_error(error)}") from None
         if ended.timed_out:
             raise ProbeFailed(f"probe '{what}' did not finish within {timeout:g}s", log_tail=ended.log_tail)
-        result, unreadable = _read_result(out_dir, result_type)
+        result, unreadable = read_result(out_dir / PROBE_RESULT, result_type, MAX_PROBE_RESULT_BYTES)
         require_running(engine_container, f"while probe '{what}' ran", probe_result=result)  # whatever the probe saw, the engine died under it
         if ended.code == EXIT_OK and result is not None:
             return result
@@ -428,15 +429,14 @@ def require_running(engine_container: Container, when: str, probe_result: ProbeR
     )
 
 
-def _read_result(out_dir: Path, result_type: type[R]) -> tuple[R | None, str]:
-    """The probe's result as its action's model, or None and why not (untrusted input: no link
-    followed, size bounded, validated)."""
-    path = out_dir / PROBE_RESULT
-    try:
-        if path.is_symlink() or path.stat().st_size > 8 * MIB:
-            return None, "the result file is a link or too large"
-        return result_type.model_validate_json(path.read_bytes()), ""
-    except OSError:
+def read_result(path: Path, result_type: type[R], limit: int) -> tuple[R | None, str]:
+    """A result a probe container wrote, as its action's model, or None and why not (untrusted
+    input: a regular file within `limit`, no link followed, validated)."""
+    if not os.path.lexists(path):
         return None, "no result file"
+    try:
+        return result_type.model_validate_json(read_regular(path, limit)), ""
+    except BadInput as error:
+        return None, f"the result file is refused: {short_error(error, 200)}"
     except ValueError as error:  # pydantic's ValidationError included
         return None, f"unreadable result: {short_error(error, 200)}"

@@ -11,9 +11,13 @@ import pytest
 
 from harness import probe
 from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, GateProbeResult, PropsResult, ReadyResult
-from repro.sandbox import PROBE_RESULT, _read_result
+from repro.sandbox import MAX_PROBE_RESULT_BYTES, PROBE_RESULT, read_result
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _read_result(folder: Path, result_type: type):
+    return read_result(folder / PROBE_RESULT, result_type, MAX_PROBE_RESULT_BYTES)
 
 
 def test_importing_the_contracts_loads_no_other_harness_module():
@@ -59,4 +63,5 @@ def test_a_linked_or_missing_result_is_refused(tmp_path: Path):
     target = tmp_path / "elsewhere.json"
     target.write_text('{"action": "props", "ok": true, "props": {}}')
     (tmp_path / PROBE_RESULT).symlink_to(target)
-    assert _read_result(tmp_path, PropsResult) == (None, "the result file is a link or too large")
+    result, why = _read_result(tmp_path, PropsResult)
+    assert result is None and why.startswith("the result file is refused") and "not a regular file" in why
