@@ -10,10 +10,10 @@ from pathlib import Path
 import jinja2
 
 from harness.contracts import transcript_data
-from repro.files import atomic_write
+from repro.core.files import atomic_write
+from repro.core.templating import template_environment
 from repro.report.aggregate import PaperTables, ValidCell
 from repro.report.paper import TEMPLATES
-from repro.report.templating import template_environment
 
 REPORT = "report.html"
 MAX_TRANSCRIPT_CHARS = 200_000
