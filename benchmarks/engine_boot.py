@@ -128,9 +128,9 @@ def main() -> int:
 
     from repro.containers.cleanup import cleanup
     from repro.containers.client import get_client
-    from repro.engines import engine_for
     from repro.engines.gate import run_gate
     from repro.engines.llamacpp import server_args
+    from repro.engines.registry import engine_for
     from repro.store.models import model_path
 
     matrix = load_matrix(args.matrix).matrix

@@ -26,7 +26,7 @@ from pydantic import (
 from harness.checks_model import CHECK_TYPES, Check
 from harness.fixtures import FixtureError, World, find_fixtures_root, load_tree, load_weather, load_web
 from harness.inputs import MAX_SCENARIO_BYTES, InputError, parse_json, read_text
-from harness.tools import FILE_TOOLS, TOOL_SPECS, WEATHER_TOOLS, WEB_TOOLS
+from harness.tools.specs import FILE_TOOLS, TOOL_SPECS, WEATHER_TOOLS, WEB_TOOLS
 
 Cell = StrictBool | StrictInt | StrictFloat | StrictStr | None
 OWNER = "you"

@@ -1,1 +1,10 @@
-"""TODO"""
+"""The result bundle: its schema, how it is written and read, and who vouches for it.
+
+- `records`: `RunRecord`, `CellRecord` and their parts (the schema; spec and core only);
+- `layout`: the folder layout, atomic redacted writes (`Bundle`, `CellWriter`), `BundleReader`
+  (every read of a bundle: bounded, no link followed, ids checked), manifest, resume, merge;
+- `evidence`: a bundle as the check rules read it (`RunEvidence`, `CellEvidence`, the recomputed plan);
+- `redact`: host paths, user and host name out of every byte; the bundle lint;
+- `provenance`: the project tree's state and the machine's description;
+- `signing`, `attestation`, `signers`: the SSH signature, the in-toto attestation, who signed.
+"""

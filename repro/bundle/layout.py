@@ -32,8 +32,8 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle.provenance import SourceState, source_change
-from repro.bundle.records import CellRecord, RunRecord, utc_now
+from repro.bundle.provenance import source_change
+from repro.bundle.records import CellRecord, RunRecord, SourceState, utc_now
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import (
@@ -51,7 +51,6 @@ from repro.core.files import (
 )
 from repro.core.yamlsource import parse_json_bounded
 from repro.plan.planner import parse_shard
-from repro.suites.selection import SuiteSelection, fixture_files, fixtures_beside
 
 MANIFEST = "MANIFEST.sha256"
 SIGNATURE = "MANIFEST.sha256.sig"
@@ -152,17 +151,6 @@ class Bundle:
     def write_manifest(self) -> None:
         lines = [f"{sha256_file(path)}  {path.relative_to(self.dir).as_posix()}" for path in bundle_files(self.dir)]
         write_in(self.dir, self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
-
-    def embed_suite(self, suite_id: str, selection: SuiteSelection) -> None:
-        """The exact scenario files a suite ran, and the shared fixtures beside them, laid out so
-        that `suites.select` over the copy gives the same ids, categories and sha256."""
-        target = suite_folder(self.dir, suite_id)
-        for scenario_id, category in selection.categories.items():
-            source = selection.folder / category / f"{scenario_id}.json"
-            write_in(self.dir, target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
-        fixtures = fixtures_beside(selection.folder)
-        for path in fixture_files(fixtures):
-            write_in(self.dir, target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
 
 
 class CellWriter:

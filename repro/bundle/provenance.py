@@ -8,39 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from repro import __version__
+from repro.bundle.records import GpuInfo, SourceState, SystemDescription
 from repro.containers.client import DockerClient
 from repro.core.config import PROJECT_ROOT
-
-
-class SourceState(BaseModel):
-    commit: str | None
-    tree_clean: bool
-    dirty_files: list[str] = []
-    harness_digest: str | None = None
-    repro_version: str = __version__
-
-
-class GpuInfo(BaseModel):
-    name: str
-    driver: str | None = None
-    memory_mib: int | None = None
-    cuda: str | None = None
-
-
-class SystemDescription(BaseModel):
-    cpu_model: str
-    cpu_cores: int
-    memory_gb: float
-    os: str
-    kernel: str
-    machine: str
-    docker_engine: str | None
-    docker_api: str | None
-    storage_driver: str | None
-    gpus: list[GpuInfo] = []
 
 
 def source_state(root: Path = PROJECT_ROOT) -> SourceState:

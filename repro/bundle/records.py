@@ -12,12 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, computed_field
 
 from harness.contracts import SandboxAudit, ScenarioResult
-from repro.bundle.provenance import SourceState, SystemDescription
-from repro.containers.sandbox import SandboxSettings
-from repro.engines.gate import GateResult
-from repro.plan.planner import Cell
+from repro import __version__
+from repro.spec.cells import Cell
+from repro.spec.findings import GateResult, SandboxSettings, TemplateFacts
 from repro.spec.profiles import Profile
-from repro.store.chat_template import TemplateFacts
 
 # 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution;
 # 5: the chat templates (run.json chat_templates) and the capability preflight
@@ -189,3 +187,31 @@ class RunRecord(BaseModel):
     started_at: str
     finished_at: str | None = None
     leaked_containers: list[str] = []
+
+
+class SourceState(BaseModel):
+    commit: str | None
+    tree_clean: bool
+    dirty_files: list[str] = []
+    harness_digest: str | None = None
+    repro_version: str = __version__
+
+
+class SystemDescription(BaseModel):
+    cpu_model: str
+    cpu_cores: int
+    memory_gb: float
+    os: str
+    kernel: str
+    machine: str
+    docker_engine: str | None
+    docker_api: str | None
+    storage_driver: str | None
+    gpus: list[GpuInfo] = []
+
+
+class GpuInfo(BaseModel):
+    name: str
+    driver: str | None = None
+    memory_mib: int | None = None
+    cuda: str | None = None

@@ -29,13 +29,11 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from repro.bundle.layout import ATTESTATION, MANIFEST, SIGNATURE
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, MAX_MANIFEST_BYTES, atomic_write
 
 NAMESPACE = "repro-bundle"
-MANIFEST = "MANIFEST.sha256"
-SIGNATURE = "MANIFEST.sha256.sig"
-ATTESTATION = "MANIFEST.sha256.intoto.jsonl"  # repro.bundle.attestation: the DSSE envelope beside the signature
 MAX_SIGNATURE_BYTES = 64 * 1024  # an ed25519 signature is about 300 bytes, RSA-4096 about 900
 VERIFY_TIMEOUT_S = 60
 SIGN_TIMEOUT_S = 300  # room to type a key's passphrase
@@ -102,7 +100,7 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
     allowed, or the signature does not hold for the manifest as it is now."""
     allowed = _allowed_signers(allowed_signers)
     manifest = _bundle_file(run_dir, MANIFEST)
-    if not _exists(run_dir / SIGNATURE):
+    if not exists_plain(run_dir / SIGNATURE):
         raise SignatureError(f"{run_dir}: not signed (no {SIGNATURE}); sign it with repro sign")
     signature = _bundle_file(run_dir, SIGNATURE)
     read_bounded(signature, MAX_SIGNATURE_BYTES)
@@ -117,34 +115,6 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
             return principal
         reasons.append(_reason(done))
     raise SignatureError(f"{signature}: does not hold for {MANIFEST} as signed by {', '.join(principals)} ({reasons[0]}): the manifest changed after signing")
-
-
-def require_signed(paths: list[Path], allowed_signers: Path) -> list[tuple[Path, str]]:
-    """Every run under `paths` with its signer from `allowed_signers`; SignatureError at the first
-    run that is not signed by one of them (what --require-signature and --allowed-signers ask).
-    Either signature serves: the SSH signature over the manifest or the in-toto attestation's
-    DSSE envelope; the signer is named with the kind that held."""
-    from repro.bundle.layout import find_runs
-
-    return [(run_dir, signed_by(run_dir, allowed_signers)) for path in paths for run_dir in find_runs(path)]
-
-
-def signed_by(run_dir: Path, allowed_signers: Path) -> str:
-    """Who signed the bundle, by the first signature present that holds; the first failure when
-    none does, "not signed" when there is none."""
-    from repro.bundle.attestation import verify_attestation
-
-    kinds = [(SIGNATURE, verify_signature, ""), (ATTESTATION, verify_attestation, " (in-toto attestation, DSSE)")]
-    present = [(verify, label) for name, verify, label in kinds if _exists(run_dir / name)]
-    if not present:
-        raise SignatureError(f"{run_dir}: not signed (no {SIGNATURE} or {ATTESTATION}); sign it with repro sign")
-    failures: list[SignatureError] = []
-    for verify, label in present:
-        try:
-            return verify(run_dir, allowed_signers) + label
-        except SignatureError as error:
-            failures.append(error)
-    raise failures[0]
 
 
 def _allowed_signers(path: Path) -> str:
@@ -195,7 +165,7 @@ def _lstat(path: Path) -> os.stat_result | None:
         raise BadInput(f"{path}: cannot read: {error.strerror or error}") from None
 
 
-def _exists(path: Path) -> bool:
+def exists_plain(path: Path) -> bool:
     return _lstat(path) is not None
 
 

@@ -13,6 +13,7 @@ transcript that records no reply at all is the `regraded` rule's: its protocol r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harness.contracts import InvalidEntry, ScenarioResult, StepEntry, StepTiming, TranscriptEntry
@@ -20,7 +21,7 @@ from repro.core.errors import BadInput
 from repro.spec.matrix import Decoding
 
 if TYPE_CHECKING:
-    from repro.check.verdict import CellEvidence
+    from repro.bundle.evidence import CellEvidence
 
 MAX_TOKENS_PER_SECOND = 50_000.0  # far above any single sequence on any engine today
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: no request, scenario or cell takes longer
@@ -40,8 +41,13 @@ def seconds_problem(what: str, value: float | None) -> list[str]:
     return [f"{what} is {value!r}, not a number of seconds between 0 and {MAX_SECONDS:g}"]
 
 
-def rule_bounds(ev: CellEvidence) -> list[str]:
-    """Every recorded number of the cell in bounds; the first few problems, then a count."""
+ResultBounds = Callable[[ScenarioResult, list, Decoding], list[str]]  # one result's numbers, with its transcript
+
+
+def rule_bounds(ev: CellEvidence, per_result: ResultBounds | None = None, what: str = "scenarios") -> list[str]:
+    """Every recorded number of the cell in bounds: the cell's and the gate's seconds, each result's
+    numbers (`per_result`: ours check the transcript's too; an external suite's, its tasks' seconds
+    and tokens), and the results' time within the harness's; the first few problems, then a count."""
     try:
         results = ev.bundle.results(ev.cell_id)
         transcripts = {line.id: line.transcript for line in ev.bundle.transcripts(ev.cell_id)}
@@ -50,12 +56,12 @@ def rule_bounds(ev: CellEvidence) -> list[str]:
     decoding = ev.record.cell.decoding
     problems = cell_seconds(ev) + gate_bounds(ev, decoding)
     for result in results:
-        problems += result_bounds(result, transcripts.get(result.id, result.transcript) or [], decoding)
+        problems += (per_result or result_bounds)(result, transcripts.get(result.id, result.transcript) or [], decoding)
     workers = ev.record.execution.workers if ev.record.execution else 1
     harness = ev.record.harness_seconds
     spent = sum(r.seconds for r in results if finite(r.seconds))
     if harness is not None and finite(harness) and spent > harness * workers + WALL_SLACK_S * len(results):
-        problems.append(f"the scenarios took {spent:.3f} s in all, more than the harness's {harness:.3f} s with {workers} worker(s)")
+        problems.append(f"the {what} took {spent:.3f} s in all, more than the harness's {harness:.3f} s with {workers} worker(s)")
     return shown(problems)
 
 

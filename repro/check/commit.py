@@ -27,10 +27,10 @@ from repro.core import config
 from repro.core.errors import BadInput
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profiles, load_profiles
-from repro.suites.selection import select
+from repro.suites.registry import select
 
 if TYPE_CHECKING:
-    from repro.check.verdict import CellEvidence, RunEvidence
+    from repro.bundle.evidence import CellEvidence, RunEvidence
 
 GIT_TIMEOUT_S = 60
 MAX_ARCHIVE_BYTES = 256 * 1024**2

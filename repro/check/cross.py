@@ -16,13 +16,15 @@ promises.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from repro.bundle.records import CellRecord
 from repro.core.errors import BadInput
+from repro.core.files import MAX_LOG_BYTES
 
 if TYPE_CHECKING:
-    from repro.check.verdict import CellEvidence
+    from repro.bundle.evidence import CellEvidence
 
 ENGINE_LOG = "engine.log"
 
@@ -41,7 +43,7 @@ def rule_evidence(ev: CellEvidence) -> list[str]:
     problems += [
         f"the engine's reported settings lack {key}: format 5 requires it of llama.cpp" for key in ("total_slots", "build_info") if key not in reported
     ]
-    from repro.check.verdict import engine_log_threads
+    from repro.check.cross import engine_log_threads
 
     if profile.threads is not None and ev.bundle.has_file(ev.cell_id, ENGINE_LOG) and not engine_log_threads(ev):
         problems.append(f"{ENGINE_LOG} shows no n_threads line: the thread count the engine ran at is not evidenced")
@@ -161,3 +163,15 @@ def group_siblings(ev: CellEvidence) -> dict[str, CellRecord]:
         if record.cell.group == ev.record.cell.group:
             siblings[cell_id] = record
     return siblings
+
+
+ENGINE_THREADS = re.compile(rb"n_threads = (\d+)")  # llama.cpp's "llama threadpool init, n_threads = 2"
+
+
+def engine_log_threads(ev: CellEvidence) -> list[int]:
+    """Every thread count llama.cpp logged at start (one per replica); none for other engines."""
+    try:
+        text = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+    except BadInput:
+        return []
+    return [int(found) for found in ENGINE_THREADS.findall(text)]

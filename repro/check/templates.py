@@ -18,11 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from repro.core.errors import BadInput
+from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import ModelSpec
-from repro.store.chat_template import CONFIGURATION, TemplateFacts, engine_template_problem, protocol_blocker, recheck_facts, server_blocker, template_facts
+from repro.store.chat_template import CONFIGURATION, engine_template_problem, protocol_blocker, recheck_facts, server_blocker, template_facts
 
 if TYPE_CHECKING:
-    from repro.check.verdict import CellEvidence, RunEvidence
+    from repro.bundle.evidence import CellEvidence, RunEvidence
 
 
 def stored_gguf_problems(model: ModelSpec, facts: TemplateFacts) -> list[str]:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from repro.bundle.layout import find_runs, latest_run, merge_problems
-from repro.bundle.signing import require_signed
+from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.terminal import shown
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import typer
 from rich.console import Console
@@ -11,7 +10,7 @@ from rich.markup import escape
 
 from repro.bundle.layout import BundleReader, find_runs
 from repro.core.errors import BadInput
-from repro.core.files import atomic_write
+from repro.core.files import MAX_RAW_BYTES, atomic_write
 
 app = typer.Typer(help="External suites (another project's harness run sealed): their own reports.", no_args_is_help=True)
 
@@ -22,9 +21,8 @@ def report(
     out: Path = typer.Option(Path("paper/external"), "--out", help="Folder for the reports: <out>/<cell-id>/<file>."),
 ) -> None:
     """Render each external cell's own report (ToolCallBench: Markdown and HTML) from its raw outputs."""
-    from repro.suites.external import adapter_for
-    from repro.suites.external.base import RAW_PREFIX
-    from repro.suites.external.check import raw_evidence, wheel_root
+    from repro.suites.external.raw import RAW_PREFIX
+    from repro.suites.registry import kind_of
 
     console = Console(highlight=False)
     written = 0
@@ -32,14 +30,17 @@ def report(
         bundle = BundleReader(run_dir)
         for cell_id in bundle.cell_ids():
             record = bundle.cell(cell_id)
-            if record.cell.suite.external is None or record.status != "done":
+            if record.status != "done":
                 continue
-            ev = SimpleNamespace(record=record, bundle=bundle, cell_id=cell_id, suite_dir=bundle.suite_dir(record.cell.suite.id))
-            raw, index = raw_evidence(ev)  # type: ignore[arg-type]
-            for name, data in adapter_for(record.cell.suite).report(raw, index, wheel_root(ev)).items():  # type: ignore[arg-type]
+            try:
+                rendered = kind_of(record.cell.suite).report(bundle, cell_id)
+            except BadInput:
+                continue  # a kind without a report of its own (our scenario suites)
+            recorded = {name: bundle.cell_file(cell_id, name, MAX_RAW_BYTES) for name in rendered if name in record.files}
+            for name, data in rendered.items():
                 target = out / cell_id / name.removeprefix(RAW_PREFIX).split("__")[-1]
                 atomic_write(target, data)
-                same = "the recorded one" if raw.get(name) == data else "[red]not the recorded one[/]"
+                same = "the recorded one" if recorded.get(name) == data else "[red]not the recorded one[/]"
                 console.print(f"{escape(str(target))}: {same}", soft_wrap=True)
                 written += 1
     if not written:

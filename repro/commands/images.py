@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,10 +14,10 @@ from rich.markup import escape
 
 from repro.core.config import DEFAULT_MATRIX
 from repro.core.errors import ReproError
-from repro.spec.matrix import load_matrix
+from repro.spec.matrix import LoadedMatrix, load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
-from repro.store.images import Blocked, BuildPlan, DigestPin, build_image, lock_harness_requirements, needed_images, resolve_digest, resolve_plan
+from repro.store.images import Blocked, BuildPlan, DigestPin, build_image, harness_image, lock_harness_requirements, needed_images, resolve_digest, resolve_plan
 
 if TYPE_CHECKING:
     from repro.containers.client import DockerClient
@@ -71,6 +72,7 @@ def build_command(
 ) -> None:
     """Build the harness image and the engine images a matrix needs (skips what is up to date)."""
     client, variant, needs = _needs(matrix, profile)
+    log = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else (lambda line: None)
     problems: list[str] = []
     for need in needs:
         if isinstance(need, DigestPin):
@@ -88,14 +90,24 @@ def build_command(
             continue
         console.print(f"[bold]building[/] {need.tag} ({_what(need)})")
         started = time.monotonic()
-        log = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else (lambda line: None)
         ref = build_image(need, client, log=log)
         console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s")
     if problems:
         raise ReproError(problems[0], lines=problems)
-    from repro.suites.external.image import build_external_images
+    build_suite_images(load_matrix(matrix), client, log)
 
-    build_external_images(load_matrix(matrix), client, console, verbose)
+
+def build_suite_images(loaded: LoadedMatrix, client: DockerClient, log: Callable[[str], None]) -> None:
+    """The image of each suite whose kind has its own (an external harness's wheels fetched and
+    verified first); built only when missing."""
+    from repro.suites.registry import kind_of
+
+    harness = harness_image(client)
+    for suite in loaded.matrix.suites:
+        started = time.monotonic()
+        ref = kind_of(suite).build_image(suite, harness, log)
+        if ref is not None:
+            console.print(f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in {time.monotonic() - started:.0f} s")
 
 
 def _what(plan: BuildPlan) -> str:

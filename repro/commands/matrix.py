@@ -17,7 +17,8 @@ from repro.core.config import DEFAULT_MATRIX, require_checkout
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
 from repro.core.yamlsource import require_folder
-from repro.plan.planner import Cell, Plan, stored_plan
+from repro.plan.planner import Plan, stored_plan
+from repro.spec.cells import Cell
 from repro.spec.matrix import load_matrix, matrix_json_schema
 from repro.spec.profiles import is_profiles_file, load_profiles
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.bundle.signing import require_signed
+from repro.bundle.signers import require_signed
 from repro.core.terminal import shown
 from repro.report.aggregate import collect_with_cells
 from repro.report.figures import write_figures

@@ -9,8 +9,9 @@ from rich.console import Console
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
-from repro.scale.jobs import K8sOptions, SlurmOptions, k8s, scale_options, slurm
+from repro.scale.jobs import k8s, slurm
 from repro.scale.k8s import K8S_VERSION
+from repro.scale.options import K8sOptions, SlurmOptions, scale_options
 
 app = typer.Typer(help="Run a matrix's shards on Slurm or Kubernetes: write the job files.", no_args_is_help=True)
 console = Console(highlight=False)

@@ -10,8 +10,7 @@ from rich.console import Console
 from repro.core.config import DEFAULT_MATRIX
 from repro.core.terminal import shown
 from repro.spec.matrix import load_matrix
-from repro.suites.selection import select
-from repro.suites.sources import fetch_suite
+from repro.suites.registry import kind_of
 
 app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
 
@@ -21,19 +20,10 @@ def fetch(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose 
     """Fetch, verify (sha256) and unpack every suite with a source; suites in the project need nothing."""
     console = Console(highlight=False)  # ids, sources and log lines are input: printed escaped (shown)
     loaded = load_matrix(matrix)
-    external = [suite for suite in loaded.matrix.suites if suite.source is not None]
-    for suite in external:
-        assert suite.source is not None
-        fetch_suite(suite.source, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
-        selection = select(suite)
-        console.print(f"[green]OK[/]   {shown(suite.id)}: {len(selection.ids)} scenarios from {shown(suite.source.describe())}", soft_wrap=True)
-    from repro.suites.external.wheels import fetch_wheels
-
-    harnesses = [suite for suite in loaded.matrix.suites if suite.external is not None]
-    for suite in harnesses:
-        assert suite.external is not None
-        fetch_wheels(suite.external, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
-        selection = select(suite)
-        console.print(f"[green]OK[/]   {shown(suite.id)}: {len(selection.ids)} tasks of {shown(suite.external.wheel)} (sha256 verified)", soft_wrap=True)
-    external += harnesses
-    console.print(f"{len(external)} external suite(s) ready; {len(loaded.matrix.suites) - len(external)} in the project")
+    ready = 0
+    for suite in loaded.matrix.suites:
+        said = kind_of(suite).fetch(suite, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
+        if said is not None:
+            console.print(f"[green]OK[/]   {shown(suite.id)}: {shown(said)}", soft_wrap=True)
+            ready += 1
+    console.print(f"{ready} external suite(s) ready; {len(loaded.matrix.suites) - ready} in the project")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.bundle.signing import require_signed
+from repro.bundle.signers import require_signed
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
 from repro.report.aggregate import collect_with_cells

@@ -21,23 +21,19 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_OK, ProbeResult
 from repro.containers import lifecycle as containers
 from repro.containers.client import Container, DockerClient
 from repro.core.errors import BadInput, ReproError
-from repro.core.files import read_regular, scratch_dir, short_error
+from repro.core.files import GIB, read_regular, scratch_dir, short_error
+from repro.spec.findings import SANDBOX_UID, MountInfo, SandboxSettings
 
 LABEL_RUN = "repro.run"
 LABEL_CELL = "repro.cell"
 LABEL_ROLE = "repro.role"
-SANDBOX_UID = 10001  # the user every harness and probe container runs as
-SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 OUT_DIR = "/out"
 PROBE_RESULT = "result.json"
 MAX_PROBE_RESULT_BYTES = 8 * 1024**2
-GIB = 1024**3
 MIB = 1024**2
 
 Role = Literal["engine", "probe", "harness"]
@@ -71,39 +67,6 @@ class ProbeUnreachable(ProbeFailed):
 
 
 # ---------------------------------------------------------------- settings
-
-
-class MountInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    target: str
-    type: str
-    read_only: bool
-
-
-class SandboxSettings(BaseModel):
-    """How a container is confined. Built as intent; `read_back` fills it from `container.attrs`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    user: str = SANDBOX_USER
-    read_only: bool = True
-    cap_drop: list[str] = ["ALL"]
-    cap_add: list[str] = []
-    security_opt: list[str] = ["no-new-privileges"]
-    privileged: bool = False
-    pids_limit: int | None = 128
-    mem_limit: int | None = 2 * GIB  # bytes
-    nano_cpus: int | None = 1_000_000_000
-    tmpfs: dict[str, str] = {"/tmp": "rw,nosuid,nodev,size=64m"}
-    network_mode: str = "none"
-    env: dict[str, str] = Field(default_factory=lambda: {"TZ": "UTC", "PYTHONHASHSEED": "0"})
-    labels: dict[str, str] = {}
-    mounts: list[MountInfo] = []  # filled by read_back (targets only: host paths are never recorded)
-    device_requests: list[dict[str, Any]] = []
-
-    def with_(self, **changes: Any) -> SandboxSettings:
-        return self.model_copy(update=changes)
 
 
 def labels(run_id: str, cell_id: str | None, role: Role) -> dict[str, str]:

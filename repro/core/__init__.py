@@ -1,1 +1,11 @@
-"""TODO"""
+"""The orchestrator's foundation, which every stage may use and which uses none of them.
+
+- `errors`: ReproError and BadInput (one line, exit 2), the exit statuses;
+- `config`: the project root, the files the package ships, the cache folder;
+- `files`: bounded, link-refusing reads and atomic writes, the byte bound of each kind of file;
+- `terminal`: printing input safely (control characters escaped, rich markup shown as written);
+- `busy`: what else is using the cores (the latency gate asks before it measures);
+- `yamlsource`: YAML and JSON read with line numbers, bounded, without NaN or Infinity;
+- `templating`: the jinja2 environment (tables, job files);
+- `registry`: lazy `"module:object"` entries (engine kinds, suite kinds).
+"""

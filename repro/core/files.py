@@ -15,6 +15,7 @@ from typing import BinaryIO
 from repro.core.config import cache_dir
 from repro.core.errors import BadInput
 
+GIB = 1024**3
 CHUNK = 1024 * 1024
 FILE_MODE = 0o644
 DIR_MODE = 0o755

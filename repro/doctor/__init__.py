@@ -1,1 +1,6 @@
-"""TODO"""
+"""`repro doctor`: is this machine able to run a matrix, and where does it break.
+
+- `machine`: Docker, storage, disk, debootstrap, the NVIDIA runtime (one OK/WARN/FAIL line each);
+- `probe`: with a matrix, layer by layer: images, models, each engine booted sealed, one round
+  trip per protocol.
+"""

@@ -24,13 +24,15 @@ from typing import Literal
 from repro.containers.client import DockerClient
 from repro.core.errors import ReproError
 from repro.doctor.machine import Finding, run_checks
-from repro.engines import boot_engine, stop_engine
-from repro.engines.base import EngineHandle
+from repro.engines.base import EngineHandle, stop_engine
 from repro.engines.gate import run_gate
-from repro.plan.planner import Cell, make_plan, template_reason
+from repro.engines.registry import boot_engine
+from repro.plan.planner import make_plan, template_reason
+from repro.spec.cells import Cell
+from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import LatencyGateSettings, LoadedMatrix, load_matrix
 from repro.spec.profiles import Profile, load_profiles
-from repro.store.chat_template import TemplateFacts, server_blocker, template_facts
+from repro.store.chat_template import server_blocker, template_facts
 from repro.store.images import ImageRef, engine_image, harness_image
 from repro.store.models import model_path
 

@@ -23,19 +23,13 @@ from pydantic import BaseModel, ConfigDict
 from harness.contracts import ProbeResult, ReadyResult, SandboxAudit
 from repro.containers import lifecycle as containers
 from repro.containers.client import Container, DockerClient
-from repro.containers.sandbox import (
-    EngineDied,
-    ProbeFailed,
-    ProbeUnreachable,
-    SandboxSettings,
-    image_id,
-    read_back,
-    run_probe,
-)
+from repro.containers.sandbox import EngineDied, ProbeFailed, ProbeUnreachable, image_id, read_back, run_probe
 from repro.core.errors import ReproError
 from repro.core.files import short_error
+from repro.spec.findings import SandboxSettings, TemplateFacts
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec
 from repro.spec.profiles import Profile
+from repro.store.chat_template import protocol_blocker
 
 __all__ = [
     "GPU_DEVICES_ENV",
@@ -45,7 +39,6 @@ __all__ = [
     "EngineHandle",
     "EngineRefused",
     "ProbeFailed",
-    "boot_engine",
     "check_accelerator",
     "gpu_device_requests",
     "nano_cpus_for",
@@ -142,6 +135,13 @@ class Engine(ABC):
     port: int = 0
     api: str = "openai"
     health_path: str = "/health"
+
+    @classmethod
+    def preflight(cls, model: ModelSpec, protocol: str, facts: TemplateFacts | None) -> str | None:
+        """The capability preflight: why this engine cannot carry `protocol` for `model` (a
+        configuration exclusion, never the model's failure); None when it can. llama.cpp shows the
+        model its GGUF's (or the pinned) chat template, whose facts say what it carries."""
+        return protocol_blocker(facts, protocol) if facts is not None else None
 
     def __init__(self, client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
         self._client = client  # None only where nothing is started (compose writes the create arguments)
@@ -295,27 +295,6 @@ class Engine(ABC):
         if handle is None:
             return
         stop_engine(self.client, handle)
-
-
-def boot_engine(
-    client: DockerClient,
-    spec: EngineSpec,
-    *,
-    image: Any,
-    probe_image: Any,
-    model: ModelSpec,
-    gguf: Path,
-    profile: Profile,
-    profile_name: str,
-    decoding: Decoding,
-    run_id: str,
-    group_id: str | None = None,
-) -> EngineHandle:
-    """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
-    from repro.engines import engine_for
-
-    engine = engine_for(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
-    return engine.start(image, model, gguf, profile, profile_name, decoding)
 
 
 def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile, profile_name: str) -> None:

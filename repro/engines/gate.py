@@ -18,41 +18,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel
-
-from harness.contracts import GateAttempt, GateProbeResult
+from harness.contracts import GateProbeResult
 from harness.probe import judge
 from repro.containers.client import DockerClient
 from repro.containers.sandbox import ProbeFailed, ProbeUnreachable, run_probe
 from repro.core.busy import pause_and_look
 from repro.engines.base import EngineDied, EngineHandle
+from repro.spec.findings import GateResult
 from repro.spec.matrix import Decoding, LatencyGateSettings
 from repro.spec.profiles import Profile
 
 PROBE_SLACK_S = 60
 GATE_RETRIES = 2  # measurements after the first, when the engine was too slow
 GATE_RETRY_PAUSE_S = 30.0  # the pause before each, long enough for a passing load to show
-
-
-class GateResult(BaseModel):
-    passed: bool
-    reason: str
-    enabled: bool = True
-    engine_fault: bool = False
-    engine_id: str | None = None
-    model_id: str | None = None
-    profile: str | None = None
-    protocol: str = "json_schema"
-    max_seconds_per_step: float | None = None
-    min_tokens_per_second: float | None = None
-    attempts_required: int | None = None
-    warmup: GateAttempt | None = None
-    attempts: list[GateAttempt] = []
-    passed_attempts: int = 0
-    median_seconds: float | None = None
-    median_tokens_per_second: float | None = None
-    total_seconds: float | None = None
-    earlier: list[str] = []  # the reasons of earlier measurements that failed (the gate was retried)
 
 
 def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema") -> list[str]:

@@ -20,6 +20,7 @@ from harness.contracts import OllamaLoadResult, OllamaShowResult, OllamaVersionR
 from repro.containers.sandbox import GIB, MIB, EngineDied, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for
+from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile
 
@@ -86,6 +87,11 @@ class OllamaEngine(Engine):
     port = PORT
     api = "ollama"
     health_path = "/api/version"
+
+    @classmethod
+    def preflight(cls, model: ModelSpec, protocol: str, facts: TemplateFacts | None) -> str | None:
+        """Ollama renders the matrix's explicit Go template, not the GGUF's (ollama_blocker)."""
+        return ollama_blocker(model, protocol)
 
     def model_name(self, model: ModelSpec) -> str:
         return ollama_model_name(model)

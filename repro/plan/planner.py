@@ -11,41 +11,18 @@ import hashlib
 import json
 from itertools import product
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from repro.core.errors import BadInput
-from repro.spec.matrix import Decoding, EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
+from repro.core.files import GIB
+from repro.engines.registry import engine_class
+from repro.spec.cells import Cell
+from repro.spec.findings import TemplateFacts
+from repro.spec.matrix import EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.spec.profiles import Profile
-from repro.store.chat_template import TemplateFacts, protocol_blocker
 
-GIB = 1024**3
 # Protocols the harness implements (harness.protocols.PROTOCOLS); a cell naming another is listed as excluded.
 IMPLEMENTED_PROTOCOLS = {"json_schema", "native_tools", "react", "json_prompt"}
-
-
-class Cell(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    model: ModelSpec
-    engine: EngineSpec
-    protocol: Protocol
-    suite: Suite
-    repeat: int
-    profile: str
-    decoding: Decoding
-    excluded: str | None = None
-
-    @property
-    def seed(self) -> int:
-        """The seed this repeat's requests carry: the matrix's seed for repeat 1, then seed+1, ...
-        (repeats are then distinct samples; the row still names the matrix's seed)."""
-        return self.decoding.seed + self.repeat - 1
-
-    @property
-    def group(self) -> tuple[str, str]:
-        """Cells of one (engine, model) group share one engine boot."""
-        return (self.engine.id, self.model.id)
 
 
 class Plan(BaseModel):
@@ -149,11 +126,7 @@ def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Pro
 
 def template_reason(cell: Cell, facts: TemplateFacts | None) -> str | None:
     """The capability preflight: why the engine cannot carry the cell's protocol (configuration)."""
-    if cell.engine.kind == "ollama":
-        from repro.engines.ollama import ollama_blocker
-
-        return ollama_blocker(cell.model, cell.protocol)
-    return protocol_blocker(facts, cell.protocol) if facts is not None else None
+    return engine_class(cell.engine.kind).preflight(cell.model, cell.protocol, facts)
 
 
 def _rule_matches(wanted: str | None, actual: str) -> bool:

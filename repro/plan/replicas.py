@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from repro.core.errors import BadInput
+from repro.core.files import GIB
 from repro.spec.profiles import Profile
 
-GIB = 1024**3
 GPU_MEMORY_SHARE = 0.9  # of the profile's GPU memory, the rest left to the driver and buffers
 GPU_OVERHEAD_BYTES = GIB  # per replica beside its weights: KV cache and compute buffers (an estimate)
 

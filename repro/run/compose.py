@@ -8,7 +8,7 @@ value: image ids, paths, limits, labels and command lines all come from an `.env
 - engine: `Engine.container_kwargs(...)` (llama.cpp's server flags, `engine_settings`, the GGUF
   mounted read-only, the GPU device request);
 - readiness probe: `sandbox.probe_kwargs(...)` with the `ready` probe the engine waits on;
-- harness: `sandbox.harness_kwargs(...)` with `run.harness_command(...)`.
+- harness: `sandbox.harness_kwargs(...)` with the suite kind's `command(...)` and `mounts(...)`.
 
 `expected_services(...)` gives the same kwargs back, so a test compares what `docker-compose
 config` resolves with what a run creates. A cell run this way is not clean-room: no bundle, no
@@ -29,7 +29,7 @@ from repro.core.errors import BadInput, ReproError
 
 if TYPE_CHECKING:
     from repro.containers.client import DockerClient
-    from repro.plan.planner import Cell
+    from repro.spec.cells import Cell
 
 COMPOSE_FILE = "docker-compose.yml"
 COMPOSE_GPU_FILE = "docker-compose.gpu.yml"
@@ -51,7 +51,7 @@ class ComposeCell:
     harness: Any  # repro.store.images.ImageRef (or anything with .id)
     engine_image: Any
     gguf: Path
-    suite: Any  # repro.suites.selection.SuiteSelection
+    suite: Any  # repro.spec.findings.SuiteSelection
     notes: list[str] = field(default_factory=list)
 
 
@@ -65,7 +65,7 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerCli
     from repro.spec.profiles import load_profiles
     from repro.store.images import engine_image, harness_image
     from repro.store.models import model_path
-    from repro.suites.selection import select
+    from repro.suites.registry import select
 
     profiles = load_profiles()
     profile = profiles.get(profile_name)
@@ -90,7 +90,7 @@ def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient 
     from repro.bundle.layout import BundleReader
     from repro.store.images import ImageRef
     from repro.store.models import model_path
-    from repro.suites.selection import select
+    from repro.suites.registry import select
 
     bundle = BundleReader(run_dir)
     record = bundle.run()
@@ -172,12 +172,13 @@ def expected_services(
 ) -> dict[str, dict[str, Any]]:
     """The `containers.create(...)` kwargs a run would use for this cell's engine, readiness probe
     and harness (the engine's namespace named `ENGINE`)."""
-    from repro.containers.sandbox import bind, harness_kwargs, probe_kwargs
-    from repro.engines import engine_for
+    from repro.containers.sandbox import harness_kwargs, probe_kwargs
     from repro.engines.base import client_argv
-    from repro.run.runner import SCENARIO_MOUNT, fixture_mounts, harness_command
+    from repro.engines.registry import engine_for
+    from repro.suites.registry import kind_of
 
     cell = source.cell
+    kind = kind_of(cell.suite)
     engine = engine_for(client, cell.engine, probe_image=source.harness, run_id=run_id, group_id=group_id(cell))
     engine_kwargs = engine.container_kwargs(source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus)
     ready = ["ready", "--base-url", engine.base_url, "--timeout", f"{source.profile.ready_timeout_s:g}", "--path", engine.health_path]
@@ -186,11 +187,11 @@ def expected_services(
     harness = harness_kwargs(
         source.harness.id,
         "ENGINE",
-        harness_command(cell, engine_client, source.suite, source.profile),
+        kind.command(cell, engine_client, source.suite, source.profile, source.suite.ids),
         out_dir,
         run_id=run_id,
         cell_id=cell.id,
-        mounts=[bind(source.suite.folder, SCENARIO_MOUNT, read_only=True), *fixture_mounts(source.suite)],
+        mounts=kind.mounts(source.suite),
     )
     return {"engine": engine_kwargs, "ready": probe, "harness": harness}
 

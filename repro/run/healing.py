@@ -23,7 +23,7 @@ from repro.containers.client import Container, DockerClient, daemon_unanswering
 from repro.containers.sandbox import ProbeFailed
 from repro.core.files import short_error
 from repro.engines.base import EngineDied, EngineHandle, EngineRefused
-from repro.engines.gate import GateResult
+from repro.spec.findings import GateResult
 
 MAX_BOOTS = 2  # fresh engines tried per fault
 MAX_CELL_RERUNS = 2  # a cell whose engine dies more often than this ends as an engine fault

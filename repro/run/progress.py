@@ -16,8 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from harness.contracts import ProgressEvent
 from repro.core.terminal import printable, shown
-from repro.engines.gate import GateResult
-from repro.plan.planner import Cell
+from repro.spec.cells import Cell
+from repro.spec.findings import GateResult
 
 
 class RunProgress:

@@ -19,12 +19,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.contracts import ProgressEvent, SandboxAudit
-from repro.bundle.layout import Bundle, BundleReader, CellWriter, find_resumable, mark_latest, read_results, read_transcripts
-from repro.bundle.provenance import SourceState, source_at_end, source_state, system_description
+from harness.contracts import SandboxAudit
+from repro.bundle.layout import Bundle, BundleReader, find_resumable, mark_latest
+from repro.bundle.provenance import source_at_end, source_state, system_description
 from repro.bundle.records import (
     CellRecord,
-    CellSummary,
     EngineIncident,
     EngineSettings,
     Execution,
@@ -33,6 +32,7 @@ from repro.bundle.records import (
     MatrixInfo,
     RunRecord,
     SandboxRecord,
+    SourceState,
     utc_now,
 )
 from repro.bundle.redact import Redactor
@@ -41,28 +41,28 @@ from repro.containers.audit import audit_command, run_audit
 from repro.containers.cleanup import cleanup as cleanup_run
 from repro.containers.cleanup import leaked_containers
 from repro.containers.client import DockerClient, daemon_unanswering, get_client, wait_for_daemon
-from repro.containers.sandbox import SandboxSettings, bind, container_name, harness_kwargs, read_back, writable_by_sandbox
+from repro.containers.sandbox import container_name, harness_kwargs, read_back, writable_by_sandbox
 from repro.core.errors import BadInput
 from repro.core.files import scratch_dir, short_error
 from repro.core.terminal import shown
 from repro.core.yamlsource import MAX_YAML_BYTES, read_bounded
-from repro.engines import boot_engine, engine_for, stop_engine
-from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
-from repro.engines.gate import GateResult, gate_with_retries, run_gate
-from repro.plan.planner import Cell, Plan, select_cells, shard_cells, stored_plan
-from repro.plan.replicas import deal, in_suite_order, replica_count
+from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of, stop_engine
+from repro.engines.gate import gate_with_retries, run_gate
+from repro.engines.registry import boot_engine, engine_for
+from repro.plan.planner import Plan, select_cells, shard_cells, stored_plan
+from repro.plan.replicas import deal, replica_count
 from repro.run.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
 from repro.run.progress import RunProgress
+from repro.spec.cells import Cell
+from repro.spec.findings import GateResult, SandboxSettings, SuiteSelection, TemplateFacts
 from repro.spec.matrix import LoadedMatrix, load_matrix
 from repro.spec.profiles import Profile, load_profiles
-from repro.store.chat_template import TemplateFacts, engine_template_problem, server_blocker
+from repro.store.chat_template import engine_template_problem, server_blocker
 from repro.store.images import ImageRef, engine_image, harness_image
 from repro.store.models import model_path
-from repro.suites.external import cells as external
-from repro.suites.selection import SuiteSelection, fixtures_beside, select
+from repro.suites.base import SCENARIO_MOUNT
+from repro.suites.registry import kind_of
 
-SCENARIO_MOUNT = "/scenarios"
-FIXTURES_MOUNT = "/fixtures"
 EXIT_OK = 0
 EXIT_FAULT = 1  # a cell ended in an engine fault (or another error), or the latency gate excluded it
 EXIT_INTERRUPTED = 130
@@ -96,11 +96,11 @@ class Prepared(BaseModel):
     models: dict[str, Path]
     suites: dict[str, SuiteSelection]
     templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
-    external_images: dict[str, ImageRef] = {}  # suite id -> the image an external suite runs in (repro.suites.external)
+    suite_images: dict[str, ImageRef] = {}  # suite id -> the image its kind runs it in (the harness unless the kind has its own)
 
     def harness_for(self, cell: Cell) -> ImageRef:
-        """The image of a cell's harness containers: an external suite's own, else the harness."""
-        return self.external_images.get(cell.suite.id, self.harness)
+        """The image of a cell's harness containers, as the suite's kind says."""
+        return self.suite_images.get(cell.suite.id, self.harness)
 
 
 class RunContext(BaseModel):
@@ -243,9 +243,9 @@ def prepare(options: RunOptions) -> Prepared:
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     if not cells:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
-    suites = {c.suite.id: select(c.suite) for c in cells}
+    suites = {c.suite.id: kind_of(c.suite).select(c.suite) for c in cells}
     refuse_unpinned_suites(cells, suites)
-    refuse_unfit_scenarios(suites)
+    refuse_unfit(cells, suites)
     harness = harness_image()
     return Prepared(
         loaded=loaded,
@@ -253,7 +253,7 @@ def prepare(options: RunOptions) -> Prepared:
         profile=profile,
         cells=cells,
         harness=harness,
-        external_images=external.external_images(cells, harness),
+        suite_images={c.suite.id: kind_of(c.suite).image(c.suite, harness) for c in cells},
         engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
         models={c.model.id: model_path(c.model) for c in cells},
         suites=suites,
@@ -273,13 +273,11 @@ def refuse_unpinned_suites(cells: list[Cell], suites: dict[str, SuiteSelection])
         raise BadInput(wrong[0], lines=wrong)
 
 
-def refuse_unfit_scenarios(suites: dict[str, SuiteSelection]) -> None:
-    """Before any engine boots: every selected scenario loads, its reference passes, and doing
-    nothing does not pass it (harness.lint.unfit_to_score); BadInput naming each one otherwise."""
-    from harness.lint import unfit_to_score
-
-    scenario_suites = [s for s in suites.values() if s.external is None]  # an external suite's tasks are its harness's
-    problems = [p for s in scenario_suites for sid, category in s.categories.items() for p in unfit_to_score(s.folder / category / f"{sid}.json")]
+def refuse_unfit(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:
+    """Before any engine boots: what each suite's kind refuses (for our scenarios: every selected
+    scenario loads, its reference passes, and doing nothing does not pass it); BadInput naming each."""
+    kinds = {c.suite.id: kind_of(c.suite) for c in cells}
+    problems = [p for suite_id, selection in suites.items() for p in kinds[suite_id].refuse_unfit(selection)]
     if problems:
         message = f"{len(problems)} scenario(s) cannot score a model; fix or deselect them"
         raise BadInput(message, lines=[message, *problems[:20]])
@@ -298,10 +296,8 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     bundle = Bundle(run_dir, Redactor())
     bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
     for suite_id, selection in prepared.suites.items():
-        if selection.external:
-            external.embed(bundle, next(c.suite for c in prepared.cells if c.suite.id == suite_id))
-        else:
-            bundle.embed_suite(suite_id, selection)
+        suite = next(c.suite for c in prepared.cells if c.suite.id == suite_id)
+        kind_of(suite).embed(bundle, suite, selection)
     bundle.write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record, False
@@ -568,7 +564,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
             record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
             writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
-        record = (external.collect if suite.external else collect_results)(writer, record, out_dirs, suite, ended)
+        record = kind_of(cell.suite).collect(writer, record, out_dirs, suite, ended)
         if engine_suspect(record, ended):
             with blame_engine(watch):
                 for engine, handle in zip(engines, group.handles, strict=True):
@@ -594,11 +590,10 @@ def run_workers(
         started = []
         for index, (ids, out_dir) in enumerate(zip(shares, out_dirs, strict=True)):
             handle = handles[index % len(handles)]
-            if suite.external:
-                command = external.container_command(cell, handle.client_argv(), ids, ctx.prepared.profile)
-            else:
-                command = harness_command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids=ids)
-            kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": external.entrypoint(cell)} if suite.external else {})
+            kind = kind_of(cell.suite)
+            command = kind.command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids)
+            entrypoint = kind.entrypoint(cell)
+            kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": entrypoint} if entrypoint else {})
             started.append(stack.enter_context(containers.started(ctx.client, kwargs)))
         ctx.progress.start_cell(cell.id, len(suite.ids))
         deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
@@ -624,13 +619,6 @@ def joined_logs(what: str, logs: list[str]) -> str:
     return "\n".join(f"--- {what} {index} of {len(logs)} ---\n{log}" for index, log in enumerate(logs, start=1))
 
 
-def fixture_mounts(suite: SuiteSelection) -> list:
-    """The shared fixtures (file trees, weather, pages) beside the suite's folder, read-only at
-    /fixtures, where the harness looks for them (harness.fixtures)."""
-    fixtures = fixtures_beside(suite.folder)
-    return [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
-
-
 def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
     """A container with the cell's harness settings (the harness itself, or its sandbox audit),
     joined to the namespace of the engine `handle` names."""
@@ -641,7 +629,7 @@ def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteS
         out_dir,
         run_id=ctx.run_id,
         cell_id=cell.id,
-        mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True), *fixture_mounts(suite)],
+        mounts=kind_of(cell.suite).mounts(suite),
         name=container_name(ctx.run_id, "harness", cell.model.id),
     )
 
@@ -670,40 +658,9 @@ def engine_for_group(ctx: RunContext, cell: Cell) -> Engine:
 
 
 def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
-    event = ProgressEvent.parse(line)
+    event = kind_of(cell.suite).progress(line)
     if event is not None:
         ctx.progress.scenario_done(cell.id, event)
-
-
-def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile, *, ids: list[str] | None = None) -> list[str]:
-    """The harness's argv for one cell (or for one worker's share `ids` of its scenarios);
-    `client` names the engine (engines.base.client_argv)."""
-    decoding = cell.decoding
-    return [
-        "run",
-        "--scenarios",
-        SCENARIO_MOUNT,
-        *client,
-        "--protocol",
-        cell.protocol,
-        "--ids",
-        *(suite.ids if ids is None else ids),
-        "--max-tokens",
-        str(decoding.max_tokens),
-        "--temperature",
-        str(decoding.temperature),
-        "--seed",
-        str(cell.seed),
-        "--timeout",
-        str(profile.step_timeout_s),
-        "--out",
-        "/out/scenarios.jsonl",
-        "--transcripts",
-        "/out/transcripts.jsonl",
-        "--progress",
-        "json",
-        *(["--cache-prompt"] if profile.cache_prompt else []),
-    ]
 
 
 def harness_deadline(scenarios: int, profile: Profile) -> float:
@@ -716,36 +673,10 @@ def harness_output_dir() -> Path:
     return writable_by_sandbox(scratch_dir("harness-"))
 
 
-def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
-    """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
-    share of the scenarios), put it in suite order, or fail the cell with why."""
-    failed = next((e for e in ended if e.timed_out or e.code != 0), None)
-    if failed is not None:
-        why = f"harness did not finish within {failed.seconds:.0f}s (stopped)" if failed.timed_out else f"harness exited with status {failed.code}"
-        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {failed.log_tail[-600:]}"})
-    shares = deal(suite.ids, len(out_dirs))
-    results, transcripts = [], []
-    try:
-        for out_dir, share in zip(out_dirs, shares, strict=True):
-            written = read_results(out_dir)
-            if [r.id for r in written] != share:
-                missing = sorted(set(share) - {r.id for r in written})
-                return record.model_copy(
-                    update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"}
-                )
-            results += written
-            transcripts += read_transcripts(out_dir)
-    except BadInput as error:
-        return record.model_copy(update={"status": "error", "reason": f"harness output refused: {error}"})
-    writer.write_jsonl("scenarios.jsonl", in_suite_order(results, suite.ids))
-    writer.write_jsonl("transcripts.jsonl", in_suite_order(transcripts, suite.ids))
-    return record.model_copy(update={"summary": CellSummary.of(results)})
-
-
 def summary_line(record: CellRecord) -> str:
     if record.summary is None:
         return record.reason or record.status
     return f"{record.summary.passed}/{record.summary.total} passed"
 
 
-__all__ = ["RunOptions", "run_matrix", "run_exit_status", "prepare", "harness_command"]
+__all__ = ["RunOptions", "run_matrix", "run_exit_status", "prepare"]

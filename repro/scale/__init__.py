@@ -1,1 +1,6 @@
-"""TODO"""
+"""Scale-out: the jobs that run a matrix's shards on the schedulers people already run.
+
+- `options`: the options and job description, every value checked before anything is written;
+- `jobs`: Slurm arrays and their submit scripts, rendered from templates/;
+- `k8s`: Kubernetes Indexed Jobs, built as data.
+"""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from repro.scale.jobs import K8sOptions, Resources, ScaleJob
+    from repro.scale.options import K8sOptions, Resources, ScaleJob
 
 K8S_VERSION = "1.30"  # the Kubernetes version the generated manifests are written and validated for
 K8S_WORK = "/var/lib/repro"  # the folder shared by the shard container and its engine, at the same path

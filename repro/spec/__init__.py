@@ -1,1 +1,11 @@
-"""TODO"""
+"""What a run is asked to do, and the records the stages pass each other: data, no behaviour.
+
+- `matrix`: the matrix file's models (`Matrix`, `Suite`, `ModelSpec`, `EngineSpec`, ...), loading
+  and validation (`FILE:LINE field: reason`);
+- `profiles`: the hardware profiles (matrix/profiles.yaml);
+- `harnesses`: what validation knows of each external harness (known releases, protocols);
+- `cells`: `Cell`, one model x engine x protocol x suite x repeat;
+- `findings`: what a stage found and a record keeps (`GateResult`, `SandboxSettings`,
+  `TemplateFacts`, `SuiteSelection`): defined here so the bundle's schema
+  (repro.bundle.records) depends on spec and core alone.
+"""

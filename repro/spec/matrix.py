@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFun
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
+from repro.spec.harnesses import HARNESSES
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -381,7 +382,7 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
     for index, name in enumerate(matrix.profiles):
         if name not in known_profiles:
             problems.append((("profiles", index), f"unknown profile '{name}' (known: {', '.join(sorted(known_profiles))})"))
-    from repro.suites.external import external_problems
+    from repro.spec.matrix import external_problems
 
     problems += external_problems(matrix)
     model_ids = {m.id for m in matrix.models}
@@ -476,3 +477,38 @@ def matrix_json_schema() -> dict:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "repro matrix"
     return schema
+
+
+def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
+    """Matrix problems of its external suites: a release the adapter was not written for (its
+    output format and checks are read by version), a path out of the release, and a protocol or an
+    engine the harness cannot drive (it talks to the engine with its own requests)."""
+    problems: list[tuple[tuple, str]] = []
+    for index, suite in enumerate(matrix.suites):
+        if suite.external is None:
+            continue
+        facts = HARNESSES[suite.external.harness]
+        known = facts.known_wheels.get(suite.external.wheel)
+        if known is None:
+            problems.append((("suites", index, "external", "wheel"), f"{facts.name} reads {', '.join(sorted(facts.known_wheels))} only"))
+        elif known != suite.external.sha256:
+            problems.append((("suites", index, "external", "sha256"), f"{suite.external.wheel} is the wheel with sha256 {known}"))
+        if suite.source is not None:
+            problems.append((("suites", index, "source"), "an external suite's tasks come from its wheel: give external or source, not both"))
+        if suite.path.startswith("/") or ".." in suite.path.split("/"):
+            problems.append((("suites", index, "path"), "a path inside the wheel must be relative, without .."))
+        problems += [
+            (("engines", number, "kind"), f"{facts.name} talks to an OpenAI-compatible server; engine {engine.id} is {engine.kind}")
+            for number, engine in enumerate(matrix.engines)
+            if engine.kind not in facts.engine_kinds
+        ]
+        wrong = [p for p in matrix.protocols if p not in facts.protocols]
+        if wrong:
+            problems.append(
+                (
+                    ("suites", index, "external"),
+                    f"{facts.name} drives the engine with its own requests ({facts.request_kind}): the matrix's protocols must be "
+                    f"{', '.join(sorted(facts.protocols))} (found {', '.join(wrong)}); run it in a matrix of its own",
+                )
+            )
+    return problems

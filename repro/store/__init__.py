@@ -1,1 +1,7 @@
-"""TODO"""
+"""What a run needs on disk or in Docker before it starts, content-addressed and verified.
+
+- `models`, `gguf`, `chat_template`: GGUF files by sha256, their headers, their chat templates
+  and what those can carry;
+- `sources`: engine and suite sources (a PyPI sdist, a git commit, a tar archive) by sha256;
+- `images`, `bootstrap`: images built from pinned inputs under a content key; the offline base.
+"""

@@ -25,13 +25,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
+from repro.spec.findings import TemplateFacts, TemplateSource
 from repro.spec.matrix import ModelSpec
 
 MAX_TEMPLATE_BYTES = 256 * 1024
@@ -39,26 +38,6 @@ PROBE_TOOL = "repro_probe_tool_7f3a"
 PROBE_CALL = "repro_probe_call_5c1e"
 PROBE_REPLY = "REPRO-PROBE-REPLY-91d2"
 CONFIGURATION = "configuration: "
-TemplateSource = Literal["gguf", "pinned"]
-
-
-class TemplateFacts(BaseModel):
-    """What a model's chat template can carry, derived on the host; recorded in run.json."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    source: TemplateSource
-    sha256: str
-    text: str
-    renders_tools: bool
-    renders_tool_calls: bool
-    end_of_turn: str | None
-    eog_tokens: list[str]
-    render_error: str | None = None
-
-    @property
-    def end_of_turn_is_eog(self) -> bool:
-        return self.end_of_turn is not None and self.end_of_turn in self.eog_tokens
 
 
 def template_sha256(text: str) -> str:

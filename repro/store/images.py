@@ -63,7 +63,7 @@ _EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 Log = Callable[[str], None]
 
 
-def _quiet(_line: str) -> None:
+def quiet(_line: str) -> None:
     return None
 
 
@@ -169,7 +169,7 @@ def configured_base() -> str:
     return os.environ.get("REPRO_BASE_IMAGE") or base_reference(DEFAULT_SUITE)
 
 
-def _client(client: DockerClient | None) -> DockerClient:
+def client_or_default(client: DockerClient | None) -> DockerClient:
     if client is not None:
         return client
     from repro.containers.client import get_client
@@ -192,7 +192,7 @@ def resolve_base(reference: str, client: DockerClient) -> str:
 
 def base_image_id(client: DockerClient | None = None) -> str:
     """The id of the base CPU images build on (repro/base:bookworm unless REPRO_BASE_IMAGE)."""
-    return resolve_base(configured_base(), _client(client))
+    return resolve_base(configured_base(), client_or_default(client))
 
 
 CUDA_BASES_ENV = "REPRO_CUDA_BASES"
@@ -240,7 +240,7 @@ def cuda_architectures(dockerfile: Path, compute_capability: str | None) -> str:
 
 
 def build_plan_harness(client: DockerClient | None = None, *, root: Path = PROJECT_ROOT) -> BuildPlan:
-    client = _client(client)
+    client = client_or_default(client)
     dockerfile = root / HARNESS_DOCKERFILE
     lock = root / HARNESS_LOCK
     for needed in (dockerfile, lock):
@@ -291,7 +291,7 @@ def build_plan_engine(
 ) -> BuildPlan:
     """How to build an engine image; for CUDA, `compute_capability` (a profile's) picks the one
     architecture to compile for (None: every architecture the Dockerfile lists)."""
-    client = _client(client)
+    client = client_or_default(client)
     if engine.build is None:
         raise BadInput(f"engine {engine.id} is pinned by image digest, not built")
     relative = engine.build.dockerfile_for(variant)
@@ -374,7 +374,7 @@ def needed_images(
 
     A plan that cannot be computed raises, or with `collect` comes back as `Blocked`.
     """
-    client = _client(client)
+    client = client_or_default(client)
     needs: list[BuildPlan | DigestPin | Blocked] = []
 
     def add(name: str, make: Callable[[], BuildPlan | DigestPin | Blocked]) -> None:
@@ -448,9 +448,9 @@ def _missing(plan: BuildPlan, matrix: str | None) -> ReproError:
     return ReproError(f"image {plan.tag} is missing; run: {hint}")
 
 
-def harness_image(client: DockerClient | None = None, *, build: bool = False, log: Log = _quiet) -> ImageRef:
+def harness_image(client: DockerClient | None = None, *, build: bool = False, log: Log = quiet) -> ImageRef:
     """The harness image for the current tree (harness/ + pyproject.toml); build it if asked."""
-    client = _client(client)
+    client = client_or_default(client)
     plan = build_plan_harness(client)
     found = resolve_plan(plan, client)
     if found is not None:
@@ -466,13 +466,13 @@ def engine_image(
     client: DockerClient | None = None,
     *,
     build: bool = False,
-    log: Log = _quiet,
+    log: Log = quiet,
     matrix: str | None = None,
     compute_capability: str | None = None,
 ) -> ImageRef:
     """The engine's image for a variant: by digest pin, or by content key (built if asked).
     CUDA images are built for `compute_capability` (a profile's) when given."""
-    client = _client(client)
+    client = client_or_default(client)
     if not engine.serves(variant):  # type: ignore[arg-type]
         raise BadInput(f"engine {engine.id} has no {variant} image")
     if engine.image is not None:
@@ -489,13 +489,13 @@ def engine_image(
 # ---------------------------------------------------------------- building
 
 
-def build_image(plan: BuildPlan, client: DockerClient, *, log: Log = _quiet) -> ImageRef:
+def build_image(plan: BuildPlan, client: DockerClient, *, log: Log = quiet) -> ImageRef:
     """Assemble the build context (fetching and verifying inputs), build, check the tag exists."""
     fill = _harness_context if plan.kind == "harness" else _engine_context
     return build_in_context(plan, client, lambda context: fill(plan, context, log), log)
 
 
-def build_in_context(plan: BuildPlan, client: DockerClient, fill: Callable[[Path], None], log: Log = _quiet) -> ImageRef:
+def build_in_context(plan: BuildPlan, client: DockerClient, fill: Callable[[Path], None], log: Log = quiet) -> ImageRef:
     """Build `plan` from a temporary context under the cache that `fill` assembles; the tag must exist after."""
     work_parent = cache_dir() / "contexts"
     work_parent.mkdir(parents=True, exist_ok=True)
@@ -564,7 +564,7 @@ def _emit(line: str, tail: deque, log: Log) -> None:
         log(line)
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def link_or_copy(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(source, target)
@@ -578,7 +578,7 @@ def _engine_context(plan: BuildPlan, context: Path, log: Log) -> None:
     assert plan.engine is not None and plan.engine.build is not None
     archive = fetch_source(plan.engine.build.source, log=log)
     (context / "Dockerfile").write_bytes(plan.dockerfile.read_bytes())
-    _link_or_copy(archive, context / "source.archive")
+    link_or_copy(archive, context / "source.archive")
 
 
 def _harness_context(plan: BuildPlan, context: Path, log: Log, *, root: Path = PROJECT_ROOT) -> None:
@@ -586,17 +586,17 @@ def _harness_context(plan: BuildPlan, context: Path, log: Log, *, root: Path = P
     wheels = context / "wheels"
     wheels.mkdir()
     for wheel in sorted(harness_wheels(root=root, log=log).glob("*.whl")):
-        _link_or_copy(wheel, wheels / wheel.name)
+        link_or_copy(wheel, wheels / wheel.name)
     build_repro_wheel(wheels, root=root, log=log)
     sums = "".join(f"{sha256_bytes(w.read_bytes())}  {w.name}\n" for w in sorted(wheels.glob("*.whl")))
     (wheels / "SHA256SUMS").write_text(sums)
 
 
-def _pip(*args: str) -> list[str]:
+def pip_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
 
 
-def _run(command: list[str], what: str, env: dict | None = None) -> str:
+def run_tool(command: list[str], what: str, env: dict | None = None) -> str:
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if result.returncode != 0:
         tail = result.stdout.strip().splitlines()[-LOG_TAIL_LINES:]
@@ -604,7 +604,7 @@ def _run(command: list[str], what: str, env: dict | None = None) -> str:
     return result.stdout
 
 
-def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -> Path:
+def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = quiet) -> Path:
     """The dependency wheels of the lock file, downloaded once (hashes required) and cached.
 
     Cached at <cache>/wheels/<sha256 of the lock and the wheel target>/; a `.complete` marker is
@@ -620,8 +620,8 @@ def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     log(f"downloading the harness wheels ({target}) from {HARNESS_LOCK}")
-    _run(
-        _pip(
+    run_tool(
+        pip_argv(
             "download",
             "--require-hashes",
             "--no-deps",
@@ -640,7 +640,7 @@ def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -> Path:
 HARNESS_README_STUB = "# repro\n\nThe in-container harness of repro (the image installs the harness package only).\n"
 
 
-def build_repro_wheel(out: Path, *, root: Path = PROJECT_ROOT, log: Log = _quiet) -> Path:
+def build_repro_wheel(out: Path, *, root: Path = PROJECT_ROOT, log: Log = quiet) -> Path:
     """The `repro` wheel of harness/ and pyproject.toml only (the orchestrator stays on the host).
 
     Built from a staged copy holding exactly the files the harness digest covers (plus a fixed
@@ -659,7 +659,7 @@ def build_repro_wheel(out: Path, *, root: Path = PROJECT_ROOT, log: Log = _quiet
         built = Path(work) / "dist"
         log("building the repro wheel (harness/ + pyproject.toml)")
         env = {**os.environ, "SOURCE_DATE_EPOCH": WHEEL_EPOCH, "PYTHONDONTWRITEBYTECODE": "1"}
-        _run(_pip("wheel", "--no-deps", "-q", "-w", str(built), str(stage)), "pip wheel (repro)", env=env)
+        run_tool(pip_argv("wheel", "--no-deps", "-q", "-w", str(built), str(stage)), "pip wheel (repro)", env=env)
         wheels = sorted(built.glob("repro-*.whl"))
         if len(wheels) != 1:
             raise ReproError(f"pip wheel made {len(wheels)} repro wheels, expected one")
@@ -674,12 +674,12 @@ def base_dependencies(root: Path = PROJECT_ROOT) -> list[str]:
     return list(tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
 
 
-def lock_harness_requirements(*, root: Path = PROJECT_ROOT, log: Log = _quiet) -> str:
+def lock_harness_requirements(*, root: Path = PROJECT_ROOT, log: Log = quiet) -> str:
     """Resolve pyproject's base dependencies for the harness image and write the hash lock."""
     requirements = base_dependencies(root)
     with tempfile.TemporaryDirectory(prefix="lock-") as work:
-        _run(
-            _pip(
+        run_tool(
+            pip_argv(
                 "download",
                 *WHEEL_TARGET,
                 "-d",

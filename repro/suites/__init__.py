@@ -1,1 +1,11 @@
-"""TODO"""
+"""Suites behind one interface: what runs a suite's tasks, what a bundle keeps of them, and how
+their outputs become our records.
+
+- `base`: `SuiteKind`, the interface (its lifecycle in its docstring), the shared mounts;
+- `registry`: suite kind -> implementation, lazy (`kind_of(suite)`, `select(suite)`);
+- `scenarios`: our own scenario suites, run by our harness;
+- `sources`: scenario files from a pinned archive (`repro suites fetch`);
+- `external/`: other projects' harnesses run sealed from their pinned releases (ToolCallBench).
+
+Nothing outside this package asks which kind a suite is.
+"""

@@ -707,7 +707,7 @@ def forge_suite_weakened(run: Path) -> list[str]:
     scenario["description"] = scenario.get("description", "") + " (weakened)"
     copy.write_text(json.dumps(scenario, indent=2))
     from repro.spec.matrix import Suite
-    from repro.suites.selection import select
+    from repro.suites.registry import select
 
     for cell in cell_dirs(run):
         suite = Suite.model_validate(read_json(cell / CELL_FILE)["cell"]["suite"])

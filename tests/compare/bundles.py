@@ -16,10 +16,11 @@ from harness.contracts import EndEntry, ProtocolStats, ScenarioResult, StepEntry
 from repro.bundle.layout import Bundle, load_cell, load_run
 from repro.bundle.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, RunRecord
 from repro.bundle.redact import Redactor
-from repro.plan.planner import Cell, make_plan
+from repro.plan.planner import make_plan
+from repro.spec.cells import Cell
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
-from repro.suites.selection import select
+from repro.suites.registry import select
 from tests.fixtures.synthetic import CANARY, ROOT, embed, reported_template, result, smoke_variant, synthetic_model
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 

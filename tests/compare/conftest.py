@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from repro.check import verdict as check
+from repro.bundle.records import FORMAT_VERSION
+from repro.check import formats
 
 
 @pytest.fixture(autouse=True)
 def _stand_in_bundles_are_not_regraded(monkeypatch: pytest.MonkeyPatch) -> None:
-    rules = check.RULES[check.FORMAT_VERSION]
+    rules = formats.RULES[FORMAT_VERSION]
     ran = {name: rule for name, rule in rules.ran_cell.items() if name != "regraded"}
-    monkeypatch.setitem(check.RULES, check.FORMAT_VERSION, rules.model_copy(update={"ran_cell": ran}))
+    monkeypatch.setitem(formats.RULES, FORMAT_VERSION, rules.model_copy(update={"ran_cell": ran}))

@@ -27,7 +27,7 @@ from repro.plan.planner import make_plan
 from repro.run.compose import COMPOSE_FILE, COMPOSE_GPU_FILE, ComposeCell, compose_env, expected_services, prepare_out, write_env
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
-from repro.suites.selection import select
+from repro.suites.registry import select
 
 MATRIX = Path(__file__).with_name("matrix.yaml")
 FILES = [PROJECT_ROOT / COMPOSE_FILE, PROJECT_ROOT / COMPOSE_GPU_FILE]

@@ -11,9 +11,10 @@ import pytest
 from harness.contracts import GateProbeResult
 from repro.containers.cleanup import leaked_containers
 from repro.containers.sandbox import hardening_problems
-from repro.engines import EngineDied, EngineRefused, boot_engine, stop_engine
+from repro.engines.base import EngineDied, EngineRefused, stop_engine
 from repro.engines.gate import run_gate
 from repro.engines.llamacpp import LlamaCppEngine
+from repro.engines.registry import boot_engine
 from repro.spec.matrix import LatencyGateSettings
 from repro.spec.profiles import load_profiles
 from tests.engines.test_specs import SMOKE

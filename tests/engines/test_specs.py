@@ -6,18 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from repro.containers.sandbox import (
-    MountInfo,
-    SandboxSettings,
-    create_kwargs,
-    hardening_problems,
-    harness_kwargs,
-    probe_kwargs,
-)
+from repro.containers.sandbox import create_kwargs, hardening_problems, harness_kwargs, probe_kwargs
 from repro.core.errors import BadInput
-from repro.engines import engine_class
 from repro.engines.base import EngineRefused, check_accelerator, gpu_device_requests
 from repro.engines.llamacpp import LlamaCppEngine, server_args, summarize_props
+from repro.engines.registry import engine_class
+from repro.spec.findings import MountInfo, SandboxSettings
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.engines import stop_engine
+from repro.engines.base import stop_engine
 from repro.spec.matrix import ChatTemplatePin
 from repro.store.chat_template import protocol_blocker, served_sha256, server_blocker, template_facts
 from tests.engines.test_llamacpp import boot

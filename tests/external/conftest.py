@@ -14,7 +14,8 @@ from repro.bundle.layout import Bundle
 from repro.bundle.records import CellRecord
 from repro.bundle.redact import Redactor
 from repro.core.config import PROJECT_ROOT
-from repro.plan.planner import Cell, make_plan
+from repro.plan.planner import make_plan
+from repro.spec.cells import Cell
 from repro.spec.matrix import LoadedMatrix, Suite, load_matrix
 from repro.spec.profiles import load_profiles
 from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
@@ -80,13 +81,13 @@ def collect_cell(run_dir: Path, cell: Cell, out_dirs: list[Path], seconds: float
     """What a run does with a cell's output folders: the raw files kept, the records normalised,
     the cell written (with the suite's wheel embedded beside it); `fields` complete its record."""
     from repro.containers import lifecycle as containers
-    from repro.suites.external import cells
-    from repro.suites.selection import select
+    from repro.suites.registry import kind_of, select
 
     bundle = Bundle(run_dir, redactor or Redactor())
-    cells.embed(bundle, cell.suite)
+    kind = kind_of(cell.suite)
     selection = select(cell.suite)
+    kind.embed(bundle, cell.suite, selection)
     record = CellRecord(cell=cell, status="done", suite_ids=selection.ids, suite_sha256=selection.sha256, harness_seconds=seconds, **fields)  # type: ignore[arg-type]
     writer = bundle.start_cell(cell.id)
     ended = [containers.Exit(code=0, seconds=seconds) for _ in out_dirs]
-    return writer.finish(cells.collect(writer, record, out_dirs, selection, ended))
+    return writer.finish(kind.collect(writer, record, out_dirs, selection, ended))

@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import pytest
 
 from repro.bundle.layout import BundleReader, load_cell, read_results, read_transcripts
+from repro.check import external as external_check
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file
 from repro.spec.matrix import Suite, load_matrix
-from repro.suites.external import check as external_check
-from repro.suites.external.base import RAW_INDEX
+from repro.suites.external.raw import RAW_INDEX
 from repro.suites.external.toolcallbench import FAILURE_MAP
-from repro.suites.selection import select
+from repro.suites.registry import select
 from tests.external.conftest import ALL_TASKS, MATRIX, collect_cell, run_direct, run_driver, tcb_cell, tcb_suite
 from tests.fixtures.transcripts import end_of
 
@@ -62,10 +62,9 @@ def test_the_selection_reads_the_wheels_tasks_in_toolcallbench_order(tcb_wheels)
 
 
 def test_every_toolcallbench_failure_type_maps_to_one_of_ours(tcb_wheels) -> None:
-    from repro.suites.external.cells import external_selection
     from repro.suites.external.toolcallbench_check import load
 
-    root = external_selection(tcb_suite()).folder.parents[2]
+    root = select(tcb_suite()).folder.parents[2]
     families = load(root)["checks"].FAILURE_TYPES
     assert set(FAILURE_MAP) == {*families, "backend_error"}
 
@@ -90,7 +89,7 @@ def test_raw_outputs_normalise_and_toolcallbench_checks_re_execute(tmp_path: Pat
     assert record.status == "done", record.reason
     ev = evidence(tmp_path / "run", record)
     assert [problem for rule in RECOMPUTING for problem in rule(ev)] == []
-    assert external_check.rule_bounds(ev) == []
+    assert external_check.rule_task_bounds(ev) == []
     cell_files = sorted(p.name for p in ev.cell_dir.iterdir())
     assert RAW_DB in cell_files and RAW_INDEX in cell_files and "raw.results__reports__repro.md" in cell_files
     assert (ev.cell_dir / RAW_DB).read_bytes() == (out / "results" / "results.sqlite").read_bytes()  # byte for byte

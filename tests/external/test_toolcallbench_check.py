@@ -8,15 +8,25 @@ import sqlite3
 from pathlib import Path
 
 from repro.bundle.layout import Bundle
-from repro.bundle.provenance import SourceState, SystemDescription
-from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
+from repro.bundle.records import (
+    EngineSettings,
+    Execution,
+    IdentityCheck,
+    ImageInfo,
+    MatrixInfo,
+    RunRecord,
+    SandboxRecord,
+    SourceState,
+    SystemDescription,
+    utc_now,
+)
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.core.files import sha256_bytes
-from repro.engines.gate import GateResult
 from repro.plan.planner import make_plan
+from repro.spec.findings import GateResult
 from repro.spec.profiles import load_profiles
-from repro.suites.external.base import RAW_INDEX
+from repro.suites.external.raw import RAW_INDEX
 from tests.external.conftest import MATRIX, collect_cell, loaded, run_driver
 from tests.external.test_toolcallbench import RAW_DB, rehash
 from tests.fixtures.synthetic import (

@@ -14,7 +14,7 @@ import pytest
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import container_name, harness_kwargs, harness_settings, read_back
 from repro.run.runner import harness_output_dir
-from repro.suites.external.cells import entrypoint
+from repro.suites.registry import kind_of
 from tests.external.conftest import ALL_TASKS, collect_cell, run_direct, tcb_cell, tcb_suite
 from tests.external.test_toolcallbench import RECOMPUTING, evidence, outcomes
 
@@ -24,9 +24,8 @@ RUN_ID = "toolcallbench-fidelity"
 
 @pytest.fixture(scope="module")
 def tcb_image_ref(docker_client, harness_image_ref, tcb_wheels):
-    from repro.suites.external.image import external_image
 
-    return external_image(tcb_suite(), docker_client, harness=harness_image_ref, build=True)
+    return kind_of(tcb_suite()).build_image(tcb_suite(), harness_image_ref, lambda line: None)
 
 
 def run_sealed(client, image_id: str, profile: str, tasks: list[str]) -> tuple[Path, object]:
@@ -36,7 +35,7 @@ def run_sealed(client, image_id: str, profile: str, tasks: list[str]) -> tuple[P
     command = ["--out", "/out", "--tasks", ",".join(tasks), "--backend", "scripted", "--profile", profile]
     settings = harness_settings(run_id=RUN_ID, cell_id=cell.id, engine_id="none").with_(network_mode="none")
     kwargs = harness_kwargs(image_id, "none", command, out_dir, run_id=RUN_ID, cell_id=cell.id, settings=settings, name=container_name(RUN_ID, "harness"))
-    kwargs["entrypoint"] = entrypoint(cell)
+    kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
     with containers.started(client, kwargs) as container:
         ended = containers.wait(container, 900)
         applied = read_back(container)

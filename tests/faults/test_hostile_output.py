@@ -1,4 +1,4 @@
-"""What a harness container writes is read back as untrusted (repro.run.runner.collect_results reads it
+"""What a harness container writes is read back as untrusted (repro.suites.scenarios.collect_results reads it
 with read_results and read_transcripts): a link to a host file and a 10 GiB file are refused with
 a reason, never followed or read. No engine needed, so it runs in every run."""
 

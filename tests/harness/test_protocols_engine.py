@@ -35,7 +35,8 @@ IDS = ["ask-001", "notes-001", "table_read_answer-001"]
 @pytest.fixture(scope="module", params=MODELS)
 def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, model_cache):
     from repro.core.config import DEFAULT_MATRIX
-    from repro.engines import boot_engine, stop_engine
+    from repro.engines.base import stop_engine
+    from repro.engines.registry import boot_engine
     from repro.spec.matrix import load_matrix
     from repro.spec.profiles import load_profiles
     from repro.store.models import fetch, model_path
@@ -66,7 +67,7 @@ def run_harness(docker_client, harness_image_ref, handle, protocol: str, run_id:
     from repro.containers import lifecycle as containers
     from repro.containers.sandbox import bind, container_name, harness_kwargs
     from repro.core.files import scratch_dir
-    from repro.run.runner import FIXTURES_MOUNT
+    from repro.suites.base import FIXTURES_MOUNT
 
     out_dir = scratch_dir("protocols-")
     os.chmod(out_dir, 0o777)

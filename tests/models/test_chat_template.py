@@ -14,15 +14,7 @@ import pytest
 
 from repro.core.errors import BadInput
 from repro.spec.matrix import ModelSpec
-from repro.store.chat_template import (
-    derive_facts,
-    engine_template_problem,
-    protocol_blocker,
-    recheck_facts,
-    served_sha256,
-    server_blocker,
-    template_facts,
-)
+from repro.store.chat_template import derive_facts, engine_template_problem, protocol_blocker, recheck_facts, served_sha256, server_blocker, template_facts
 from repro.store.gguf import read_header
 
 CHATML = (

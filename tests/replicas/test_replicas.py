@@ -83,8 +83,8 @@ def test_execution_says_when_a_mode_is_not_exact():
 def test_prompt_cache_reaches_the_harness_command_line_only_when_the_profile_asks():
     from repro.engines.base import client_argv
     from repro.plan.planner import make_plan
-    from repro.run.runner import harness_command
-    from repro.suites.selection import select
+    from repro.suites.registry import select
+    from repro.suites.scenarios import harness_command
     from tests.fixtures.synthetic import ROOT, smoke_variant
 
     cell = make_plan(smoke_variant()[1], "cpu", CPU).cells[0]
@@ -161,7 +161,7 @@ class Writer:
 @pytest.fixture()
 def suite_and_record():
     from repro.plan.planner import make_plan
-    from repro.suites.selection import SuiteSelection
+    from repro.spec.findings import SuiteSelection
     from tests.fixtures.synthetic import smoke_variant
 
     cell = make_plan(smoke_variant()[1], "cpu", CPU).cells[0]
@@ -170,7 +170,7 @@ def suite_and_record():
 
 
 def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
-    from repro.run.runner import collect_results
+    from repro.suites.scenarios import collect_results
 
     suite, record = suite_and_record
     write_worker(tmp_path / "w1", ["a", "c"])
@@ -183,7 +183,7 @@ def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
 
 
 def test_a_worker_that_writes_another_workers_scenario_fails_the_cell(tmp_path, suite_and_record):
-    from repro.run.runner import collect_results
+    from repro.suites.scenarios import collect_results
 
     suite, record = suite_and_record
     write_worker(tmp_path / "w1", ["a", "b"])  # its share is a and c

@@ -15,7 +15,7 @@ import repro.run.runner as run_module
 from harness.contracts import GateAttempt
 from repro.__main__ import main
 from repro.bundle.records import CellRecord
-from repro.engines.gate import GateResult
+from repro.spec.findings import GateResult
 from repro.spec.profiles import load_profiles
 from tests.run.test_exit_codes import ROOT, context, first_cell, rewrite_cell, write_bundle
 

@@ -14,17 +14,16 @@ from repro.__main__ import main
 from repro.bundle.layout import Bundle, load_cell, load_run
 from repro.bundle.records import CellRecord, CellSummary, EngineFault, utc_now
 from repro.bundle.redact import Redactor
-from repro.containers.sandbox import SandboxSettings
 from repro.engines.base import EngineDied, EngineHandle
-from repro.engines.gate import GateResult
 from repro.plan.planner import make_plan
 from repro.run.healing import MAX_BOOTS, EngineLost
 from repro.run.progress import RunProgress
+from repro.spec.findings import GateResult, SandboxSettings
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.chat_template import derive_facts
 from repro.store.images import ImageRef
-from repro.suites.selection import select
+from repro.suites.registry import select
 from tests.fixtures.synthetic import CANARY, STANDIN_TEMPLATE, reported_template, result, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from repro.bundle import provenance
-from repro.bundle.provenance import SourceState
+from repro.bundle.records import SourceState
 
 CLEAN = SourceState(commit="a" * 40, tree_clean=True, harness_digest="d" * 64)
 
@@ -30,10 +30,10 @@ def test_each_repeat_carries_its_own_seed():
     """Repeat k sends seed + k - 1 (distinct samples); the cell still records the matrix's seed."""
     from repro.engines.base import client_argv
     from repro.plan.planner import make_plan
-    from repro.run.runner import harness_command
     from repro.spec.matrix import load_matrix
     from repro.spec.profiles import load_profiles
-    from repro.suites.selection import select
+    from repro.suites.registry import select
+    from repro.suites.scenarios import harness_command
     from tests.fixtures.synthetic import ROOT, smoke_variant
 
     profile = load_profiles().get("cpu")
@@ -55,7 +55,7 @@ def test_a_suite_a_do_nothing_agent_passes_is_refused_before_anything_boots(tmp_
 
     from repro.core.errors import BadInput
     from repro.run.runner import refuse_unfit_scenarios
-    from repro.suites.selection import SuiteSelection
+    from repro.spec.findings import SuiteSelection
     from tests.fixtures.synthetic import ROOT
 
     scenario = json.loads((ROOT / "scenarios" / "notes" / "notes-001.json").read_text())

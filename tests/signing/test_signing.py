@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.bundle.signing import MANIFEST, NAMESPACE, SIGNATURE, SignatureError, sign_bundle, verify_signature
+from repro.bundle.layout import MANIFEST, SIGNATURE
+from repro.bundle.signing import NAMESPACE, SignatureError, sign_bundle, verify_signature
 from repro.core.errors import BadInput, ReproError
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen missing: apt-get install openssh-client")

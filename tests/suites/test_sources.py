@@ -13,7 +13,7 @@ import pytest
 
 from repro.core.errors import BadInput, ReproError
 from repro.spec.matrix import EngineSource, Suite, path_problems
-from repro.suites.selection import select
+from repro.suites.registry import select
 from repro.suites.sources import fetch_suite
 
 ROOT = Path(__file__).resolve().parents[2]

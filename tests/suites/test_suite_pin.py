@@ -11,7 +11,7 @@ from repro.__main__ import main
 from repro.plan.planner import make_plan
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
-from repro.suites.selection import select
+from repro.suites.registry import select
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = (ROOT / "matrix" / "smoke.yaml").read_text()

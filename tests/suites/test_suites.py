@@ -9,7 +9,7 @@ import pytest
 from repro.bundle.records import CellSummary
 from repro.core.errors import BadInput
 from repro.spec.matrix import Suite
-from repro.suites.selection import select
+from repro.suites.registry import select
 from tests.fixtures.synthetic import result
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,64 +1,54 @@
-"""What an external harness's adapter provides, and the raw outputs it reads.
+"""An external harness as a suite kind (repro.suites.base.SuiteKind), and the raw outputs it keeps.
 
-An adapter is the whole difference between an external suite and ours; the run, the bundle and
-the check call only this interface (docs/external-suites.md walks through ToolCallBench's).
+A cell's raw outputs are kept byte for byte: each file a worker wrote becomes `raw.<path>` in the
+cell (`raw.w<k>.<path>` with several workers), hashed in cell.json and the manifest and listed in
+raw-index.json; none is changed by redaction: a raw file the redactor would change ends the cell
+as an error instead (a bundle never carries a host path, and a raw file is never rewritten).
+An adapter states only what differs between harnesses; docs/external-suites.md walks through
+ToolCallBench's.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import json
+from abc import abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from harness.contracts import ProgressEvent, ScenarioResult, TranscriptLine
-
-if TYPE_CHECKING:
-    from repro.plan.planner import Cell
-    from repro.spec.matrix import Suite
-    from repro.spec.profiles import Profile
-    from repro.suites.selection import SuiteSelection
-
-RAW_PREFIX = "raw."  # a cell's raw outputs: raw.<path with / as __> (cell files are flat)
-RAW_INDEX = "raw-index.json"
-
-
-class RawFile(BaseModel):
-    """One raw output file, kept byte for byte: its name in the cell, where the harness wrote it
-    (relative to its output folder, per worker), its sha256 and size."""
-
-    name: str
-    path: str
-    worker: int = 1
-    sha256: str
-    bytes: int
+from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
+from repro.bundle.records import CellRecord, CellSummary
+from repro.containers import lifecycle as containers
+from repro.core.errors import BadInput
+from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
+from repro.spec.cells import Cell
+from repro.spec.findings import SuiteSelection
+from repro.spec.harnesses import HARNESSES, HarnessFacts
+from repro.spec.matrix import Suite
+from repro.spec.profiles import Profile
+from repro.store.images import ImageRef
+from repro.suites.base import Log, SuiteKind
+from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, WHEEL_DIR, Normalised, RawFile, RawIndex, pin_inputs, raw_name
+from repro.suites.external.wheels import fetch_wheels, lock_file, unpacked_wheel, verified_wheel
 
 
-class RawIndex(BaseModel):
-    """raw-index.json: the adapter, the wheel, and every raw file of the cell."""
+class Adapter(SuiteKind):
+    """An external harness as a suite kind: the suite interface implemented once for every harness
+    run sealed from its pinned release, in terms of the few things that differ between harnesses
+    (the abstract methods below; docs/external-suites.md walks through ToolCallBench's)."""
 
-    harness: str
-    wheel: str
-    wheel_sha256: str
-    workers: int
-    files: list[RawFile]
-
-
-class Normalised(BaseModel):
-    """An external run as our records: one ScenarioResult and one transcript per task, suite order."""
-
-    results: list[ScenarioResult]
-    transcripts: list[TranscriptLine]
-
-
-class Adapter(ABC):
-    name: str  # the matrix's external.harness
-    known_wheels: dict[str, str]  # name==version -> sha256 of the wheels this adapter reads
-    protocols: frozenset[str]  # the matrix protocols its cells may name (it makes its own requests)
-    request_kind: str  # how it talks to the engine, in words
     image_dir: str  # images/<name>/: Dockerfile, requirements.txt, the driver
     driver: str  # the driver's file name in image_dir (copied into the image)
+    check_rules = "repro.check.external:external_rules"
+
+    @property
+    def facts(self) -> HarnessFacts:
+        """What the matrix validation knows of this harness (repro.spec.harnesses)."""
+        return HARNESSES[self.name]
+
+    @property
+    def known_wheels(self) -> dict[str, str]:
+        return self.facts.known_wheels
+
+    # ------------------------------------------------------------ what differs between harnesses
 
     @abstractmethod
     def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
@@ -66,12 +56,12 @@ class Adapter(ABC):
         the task and fixture files and `sha256_inputs` (the wheel's and the lock's sha256)."""
 
     @abstractmethod
-    def command(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
-        """The container's argv (after the adapter's entrypoint) for one worker's share `ids`."""
+    def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
+        """The container's argv (after the adapter's program) for one worker's share `ids`."""
 
     @property
     @abstractmethod
-    def entrypoint(self) -> list[str]:
+    def program(self) -> list[str]:
         """The program the cell's container runs (the image's default stays the harness's)."""
 
     @abstractmethod
@@ -87,15 +77,105 @@ class Adapter(ABC):
         """The harness's own checks re-executed where its code allows: one line per disagreement."""
 
     @abstractmethod
-    def report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
+    def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
         """The harness's own report files (name -> bytes), rendered again from the raw outputs."""
 
-    def progress(self, line: str) -> ProgressEvent | None:
-        """A progress event from one line of the container's output (None for other lines)."""
-        return ProgressEvent.parse(line)
+    # ------------------------------------------------------------ the suite interface, once for all
+
+    def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
+        """The tasks the suite selects from its fetched, verified wheel (`root` is not used: a
+        bundle's copy of the wheel is verified by its sha256 instead)."""
+        assert suite.external is not None
+        wheel = verified_wheel(suite.external)
+        lock = lock_file(suite.external)
+        return self.selection(suite, unpacked_wheel(wheel, suite.external.sha256), pin_inputs(suite.external.sha256, sha256_bytes(lock.read_bytes())))
+
+    def fetch(self, suite: Suite, log: Log) -> str | None:
+        assert suite.external is not None
+        fetch_wheels(suite.external, log=log)
+        return f"{len(self.select(suite).ids)} tasks of {suite.external.wheel} (sha256 verified)"
+
+    def image(self, suite: Suite, harness: ImageRef) -> ImageRef:
+        from repro.suites.external.image import external_image
+
+        return external_image(suite, self, harness=harness)
+
+    def build_image(self, suite: Suite, harness: ImageRef, log: Log) -> ImageRef | None:
+        from repro.suites.external.image import external_image
+
+        return external_image(suite, self, harness=harness, build=True, log=log)
+
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
+        """The suite's wheel and lock, byte for byte: `repro check` recomputes the selection, reads the
+        tasks and re-executes the checks from them."""
+        assert suite.external is not None
+        target = suite_folder(bundle.dir, suite.id)
+        wheel = verified_wheel(suite.external)
+        write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
+        write_in(bundle.dir, target / LOCK_COPY, lock_file(suite.external).read_bytes())
+
+    def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
+        return self.task_argv(cell, client, ids, profile)
+
+    def entrypoint(self, cell: Cell) -> list[str] | None:
+        return self.program
+
+    def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+        """Keep each worker's raw outputs byte for byte, then record the normalised results, or fail the
+        cell with why (a harness exit status other than 0 is the harness's: a server it could not reach)."""
+        failed = next((e for e in ended if e.timed_out), None)
+        if failed is not None:
+            return record.model_copy(update={"status": "error", "reason": f"harness did not finish within {failed.seconds:.0f}s (stopped)"})
+        try:
+            raw, index = self.keep_raw(writer, record.cell, out_dirs)
+            normalised = self.normalise(raw, index, selection.ids)
+        except (BadInput, ValueError, UnicodeError) as error:
+            code = next((e.code for e in ended if e.code != 0), 0)
+            tail = next((e.log_tail[-600:] for e in ended if e.code != 0), "")
+            why = f"external harness output refused: {error}" + (f"; exit status {code}, log tail: {tail}" if code else "")
+            return record.model_copy(update={"status": "error", "reason": why})
+        writer.write_jsonl("scenarios.jsonl", normalised.results)
+        writer.write_jsonl("transcripts.jsonl", normalised.transcripts)
+        return record.model_copy(update={"summary": CellSummary.of(normalised.results)})
+
+    def keep_raw(self, writer: CellWriter, cell: Cell, out_dirs: list[Path]) -> tuple[dict[str, bytes], RawIndex]:
+        """Every raw file each worker wrote, into the cell unchanged (a file the redactor would change
+        ends the cell: a raw file is never rewritten), and raw-index.json listing them."""
+        assert cell.suite.external is not None
+        raw: dict[str, bytes] = {}
+        files = []
+        for worker, out_dir in enumerate(out_dirs, start=1):
+            for path in self.raw_paths(out_dir):
+                data = read_regular(out_dir / path, MAX_RAW_BYTES)
+                name = raw_name(path, worker, len(out_dirs))
+                text = data.decode("latin-1")
+                if writer.bundle.redactor.text(text) != text:
+                    raise BadInput(f"raw output {path} names a host path, user or host name; a raw file is never rewritten")
+                write_in(writer.bundle.dir, writer.partial / name, data)
+                writer.files[name] = sha256_bytes(data)
+                raw[name] = data
+                files.append(RawFile(name=name, path=path, worker=worker, sha256=sha256_bytes(data), bytes=len(data)))
+        external = cell.suite.external
+        index = RawIndex(harness=self.name, wheel=external.wheel, wheel_sha256=external.sha256, workers=len(out_dirs), files=files)
+        writer.write_text(RAW_INDEX, json.dumps(index.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+        return raw, index
+
+    def report(self, reader: BundleReader, cell_id: str) -> dict[str, bytes]:
+        """The harness's own report of one cell, rendered again from the bundle's raw outputs and its
+        embedded wheel."""
+        from repro.suites.external.evidence import BundledCell, raw_evidence, wheel_root
+
+        record = reader.cell(cell_id)
+        files = BundledCell(bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id))
+        raw, index = raw_evidence(files)
+        return self.render_report(raw, index, wheel_root(files))
 
 
-def raw_name(path: str, worker: int, workers: int) -> str:
-    """A raw file's flat name in the cell: raw.[w<k>.]<path with / as __>."""
-    prefix = f"{RAW_PREFIX}w{worker}." if workers > 1 else RAW_PREFIX
-    return prefix + path.replace("/", "__")
+def adapter_of(suite: Suite) -> Adapter:
+    """The adapter of an external suite (for the check rules that read raw outputs)."""
+    from repro.suites.registry import kind_of
+
+    kind = kind_of(suite)
+    if not isinstance(kind, Adapter):
+        raise BadInput(f"suite {suite.id} is not run by an external harness")
+    return kind

@@ -10,27 +10,30 @@ with `pip install --no-index` after `sha256sum -c`; nothing is fetched inside th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import ReproError
 from repro.core.files import sha256_bytes
 from repro.spec.matrix import Suite
-from repro.store.images import KEY_SCHEMA, BuildPlan, ImageRef, Log, _link_or_copy, _quiet, build_in_context, content_key, harness_image, resolve_plan
-from repro.suites.external import adapter_for
+from repro.store.images import KEY_SCHEMA, BuildPlan, ImageRef, Log, build_in_context, content_key, harness_image, link_or_copy, quiet, resolve_plan
 from repro.suites.external.wheels import fetch_wheels, lock_file
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from repro.containers.client import DockerClient
-    from repro.spec.matrix import LoadedMatrix
 
 
-def build_plan(suite: Suite, harness: ImageRef, *, root: Path = PROJECT_ROOT) -> BuildPlan:
+class Adapter(Protocol):
+    """What the image needs of an adapter (repro.suites.external.base.Adapter has it)."""
+
+    name: str
+    image_dir: str
+    driver: str
+
+
+def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path = PROJECT_ROOT) -> BuildPlan:
     """How to build an external suite's image, and its content key (nothing is fetched)."""
     assert suite.external is not None
-    adapter = adapter_for(suite)
     folder = root / adapter.image_dir
     dockerfile, driver = folder / "Dockerfile", folder / adapter.driver
     for needed in (dockerfile, driver):
@@ -56,7 +59,7 @@ def build_plan(suite: Suite, harness: ImageRef, *, root: Path = PROJECT_ROOT) ->
         "repro.external.wheel": suite.external.wheel,
         "repro.external.wheel_sha256": suite.external.sha256,
         "repro.external.requirements_sha256": inputs["requirements_sha256"],
-        "repro.suites.external.driver_sha256": inputs["driver_sha256"],
+        "repro.external.driver_sha256": inputs["driver_sha256"],
         "repro.dockerfile_sha256": dockerfile_sha,
         "repro.base_image": harness.reference,
         "repro.base_id": harness.id,
@@ -74,24 +77,25 @@ def build_plan(suite: Suite, harness: ImageRef, *, root: Path = PROJECT_ROOT) ->
     )
 
 
-def external_image(suite: Suite, client: DockerClient | None = None, *, harness: ImageRef | None = None, build: bool = False, log: Log = _quiet) -> ImageRef:
+def external_image(
+    suite: Suite, adapter: Adapter, client: DockerClient | None = None, *, harness: ImageRef | None = None, build: bool = False, log: Log = quiet
+) -> ImageRef:
     """The suite's image for the current tree; built when asked (else a missing image is an error)."""
-    from repro.store.images import _client
+    from repro.store.images import client_or_default
 
-    client = _client(client)
+    client = client_or_default(client)
     harness = harness or harness_image(client, build=build, log=log)
-    plan = build_plan(suite, harness)
+    plan = build_plan(suite, adapter, harness)
     found = resolve_plan(plan, client)
     if found is not None:
         return found
     if not build:
         raise ReproError(f"image {plan.tag} is missing; run: repro images build --matrix MATRIX")
-    return build_external(plan, suite, client, log)
+    return build_external(plan, suite, adapter, client, log)
 
 
-def build_external(plan: BuildPlan, suite: Suite, client: DockerClient, log: Log) -> ImageRef:
+def build_external(plan: BuildPlan, suite: Suite, adapter: Adapter, client: DockerClient, log: Log) -> ImageRef:
     assert suite.external is not None
-    adapter = adapter_for(suite)
     wheels_dir = fetch_wheels(suite.external, log=log)
 
     def fill(context: Path) -> None:
@@ -100,31 +104,8 @@ def build_external(plan: BuildPlan, suite: Suite, client: DockerClient, log: Log
         wheels = context / "wheels"
         wheels.mkdir()
         for wheel in sorted(wheels_dir.glob("*.whl")):
-            _link_or_copy(wheel, wheels / wheel.name)
+            link_or_copy(wheel, wheels / wheel.name)
         sums = "".join(f"{sha256_bytes(w.read_bytes())}  {w.name}\n" for w in sorted(wheels.glob("*.whl")))
         (wheels / "SHA256SUMS").write_text(sums)
 
     return build_in_context(plan, client, fill, log)
-
-
-def build_external_images(loaded: LoadedMatrix, client: DockerClient, console: Console, verbose: bool) -> None:
-    """`repro images build`: each external suite's image (its wheels fetched and verified first)."""
-    import time
-
-    from rich.markup import escape
-
-    suites = [suite for suite in loaded.matrix.suites if suite.external is not None]
-    if not suites:
-        return
-    harness = harness_image(client)
-    log = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else _quiet
-    for suite in suites:
-        plan = build_plan(suite, harness)
-        found = resolve_plan(plan, client)
-        if found is not None:
-            console.print(f"[green]up to date[/] {plan.tag} ({found.id[7:19]})")
-            continue
-        console.print(f"[bold]building[/] {plan.tag} ({plan.source} on {harness.reference})")
-        started = time.monotonic()
-        ref = build_external(plan, suite, client, log)
-        console.print(f"[green]built[/]    {plan.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s")

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel
 
 from harness.contracts import (
     EndEntry,
@@ -38,22 +37,21 @@ from harness.contracts import (
 )
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
-from repro.suites.external.base import Adapter, Normalised, RawIndex
+from repro.suites.external.base import Adapter
+from repro.suites.external.raw import Normalised, RawIndex
+from repro.suites.external.toolcallbench_check import recheck_workers, render_reports
+from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, SESSION, Call, Run, Worker, worker_files
 
 if TYPE_CHECKING:
-    from repro.plan.planner import Cell
+    from repro.spec.cells import Cell
+    from repro.spec.findings import SuiteSelection
     from repro.spec.matrix import Suite
     from repro.spec.profiles import Profile
-    from repro.suites.selection import SuiteSelection
 
-SESSION = "repro"  # the driver's session id: raw file names do not depend on the clock
-DATABASE = "results/results.sqlite"
 OBSERVED = "observed.jsonl"
 DRIVER_RECORD = "driver.json"
-REPORT_FILES = (f"results/reports/{SESSION}.md", f"results/reports/{SESSION}.html")
 MAX_RAW_FILES = 2_000
 EVIDENCE_CHARS = 300
-FIXTURE = "fixtures/repo"  # beside the tasks folder in the wheel's data
 
 # ToolCallBench's failure types (its checks.FAILURE_TYPES, plus backend_error for a run the
 # server failed) as ours; docs/diagnosis.md gives the reason for each line.
@@ -76,66 +74,17 @@ FAILURE_MAP: dict[str, FailureType] = {
 CHECK_PARTS = ("parse_ok", "tool_ok", "args_ok", "outcome_ok")  # its four verdicts; passed needs all but args
 
 
-class Call(BaseModel):
-    index: int
-    turn: int
-    tool: str
-    arguments: Any
-    valid: bool
-    ok: bool
-    error_kind: str
-    result: str | None = None
-
-
-class Run(BaseModel):
-    """One ToolCallBench run as its raw outputs hold it: the sqlite row, its calls, and its log."""
-
-    task_id: str
-    group: str
-    repeat: int
-    status: str
-    passed: bool
-    parse_ok: bool
-    tool_ok: bool
-    args_ok: bool
-    outcome_ok: bool
-    failure_type: str
-    calls_made: int
-    turns: int
-    efficiency: float | None
-    eval_tokens: int
-    eval_seconds: float
-    wall_seconds: float
-    error: str
-    log_path: str
-    calls: list[Call]
-    messages: list[dict[str, Any]]
-    final_text: str
-    details: list[str]
-
-
-class Worker(BaseModel):
-    """What one worker's ToolCallBench wrote: its session settings, runs and observations."""
-
-    settings: dict[str, Any]
-    runs: list[Run]
-    observed: list[dict[str, Any]]
-
-
 class ToolCallBench(Adapter):
     name = "toolcallbench"
-    known_wheels = {"toolcallbench==1.0.1": "06ef20776c90bd3d80c1e31cb28f2124f946d100f6be65bf5c669ebf2d2c061b"}
-    protocols = frozenset({"native_tools"})
-    request_kind = "its OpenAI-compatible backend sends tools and reads message.tool_calls"
     image_dir = "images/toolcallbench"
     driver = "driver.py"
 
     @property
-    def entrypoint(self) -> list[str]:
+    def program(self) -> list[str]:
         return ["/opt/toolcallbench/bin/python3", f"/opt/toolcallbench/{self.driver}"]
 
     def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
-        from repro.suites.selection import SuiteSelection
+        from repro.spec.findings import SuiteSelection
 
         folder = (wheel_root / suite.path).resolve()
         if not folder.is_relative_to(wheel_root.resolve()) or not folder.is_dir():
@@ -154,7 +103,7 @@ class ToolCallBench(Adapter):
         )
         return SuiteSelection(folder=folder, ids=chosen, categories={t: tasks[t] for t in chosen}, sha256=digest, external=self.name)
 
-    def command(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
+    def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
         named = dict(zip(client[::2], client[1::2], strict=False))
         if named.get("--api", "openai") != "openai":
             raise BadInput(f"cell {cell.id}: ToolCallBench is run through its OpenAI-compatible backend; engine {cell.engine.id} serves another API")
@@ -186,13 +135,10 @@ class ToolCallBench(Adapter):
         )
 
     def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
-        from repro.suites.external.toolcallbench_check import recheck_workers
 
         return recheck_workers(read_workers(raw, index), wheel_root)
 
-    def report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
-        from repro.suites.external.toolcallbench_check import render_reports
-
+    def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
         return render_reports(raw, index, wheel_root)
 
     def progress(self, line: str) -> ProgressEvent | None:
@@ -221,16 +167,6 @@ def tree_lines(folder: Path, label: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- raw outputs
-
-
-def worker_files(raw: dict[str, bytes], index: RawIndex) -> dict[int, dict[str, bytes]]:
-    """Raw bytes by worker, then by the path the worker wrote them at."""
-    workers: dict[int, dict[str, bytes]] = {number: {} for number in range(1, index.workers + 1)}
-    for entry in index.files:
-        if entry.name not in raw or sha256_bytes(raw[entry.name]) != entry.sha256:
-            raise BadInput(f"raw file {entry.name} is missing or is not the file raw-index.json names")
-        workers.setdefault(entry.worker, {})[entry.path] = raw[entry.name]
-    return workers
 
 
 def read_workers(raw: dict[str, bytes], index: RawIndex) -> list[Worker]:

@@ -34,8 +34,8 @@ from typing import Any
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
-from repro.suites.external.base import RawIndex, raw_name
-from repro.suites.external.toolcallbench import DATABASE, FIXTURE, REPORT_FILES, SESSION, Run, Worker, worker_files
+from repro.suites.external.raw import RawIndex, raw_name
+from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, REPORT_FILES, SESSION, Run, Worker, worker_files
 
 PACKAGE = "toolcallbench"
 MODULES = ("checks", "models", "report", "runner", "store", "tasks", "tools")

@@ -1,0 +1,101 @@
+"""What a stage found and a record keeps: the latency gate's verdict, a container's confinement as
+read back, what a chat template can carry, a suite's selection. Records only: the stages that
+produce them (engines.gate, containers.sandbox, store.chat_template, suites) import them from here,
+so the bundle's schema (repro.bundle.records) depends on spec and core alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.contracts import GateAttempt
+from repro.core.files import GIB
+
+SANDBOX_UID = 10001  # the user every harness and probe container runs as
+SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
+
+
+class GateResult(BaseModel):
+    passed: bool
+    reason: str
+    enabled: bool = True
+    engine_fault: bool = False
+    engine_id: str | None = None
+    model_id: str | None = None
+    profile: str | None = None
+    protocol: str = "json_schema"
+    max_seconds_per_step: float | None = None
+    min_tokens_per_second: float | None = None
+    attempts_required: int | None = None
+    warmup: GateAttempt | None = None
+    attempts: list[GateAttempt] = []
+    passed_attempts: int = 0
+    median_seconds: float | None = None
+    median_tokens_per_second: float | None = None
+    total_seconds: float | None = None
+    earlier: list[str] = []  # the reasons of earlier measurements that failed (the gate was retried)
+
+
+class MountInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    target: str
+    type: str
+    read_only: bool
+
+
+class SandboxSettings(BaseModel):
+    """How a container is confined. Built as intent; `read_back` fills it from `container.attrs`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str = SANDBOX_USER
+    read_only: bool = True
+    cap_drop: list[str] = ["ALL"]
+    cap_add: list[str] = []
+    security_opt: list[str] = ["no-new-privileges"]
+    privileged: bool = False
+    pids_limit: int | None = 128
+    mem_limit: int | None = 2 * GIB  # bytes
+    nano_cpus: int | None = 1_000_000_000
+    tmpfs: dict[str, str] = {"/tmp": "rw,nosuid,nodev,size=64m"}
+    network_mode: str = "none"
+    env: dict[str, str] = Field(default_factory=lambda: {"TZ": "UTC", "PYTHONHASHSEED": "0"})
+    labels: dict[str, str] = {}
+    mounts: list[MountInfo] = []  # filled by read_back (targets only: host paths are never recorded)
+    device_requests: list[dict[str, Any]] = []
+
+    def with_(self, **changes: Any) -> SandboxSettings:
+        return self.model_copy(update=changes)
+
+
+TemplateSource = Literal["gguf", "pinned"]
+
+
+class TemplateFacts(BaseModel):
+    """What a model's chat template can carry, derived on the host; recorded in run.json."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: TemplateSource
+    sha256: str
+    text: str
+    renders_tools: bool
+    renders_tool_calls: bool
+    end_of_turn: str | None
+    eog_tokens: list[str]
+    render_error: str | None = None
+
+    @property
+    def end_of_turn_is_eog(self) -> bool:
+        return self.end_of_turn is not None and self.end_of_turn in self.eog_tokens
+
+
+class SuiteSelection(BaseModel):
+    folder: Path
+    ids: list[str]
+    categories: dict[str, str]  # id -> category
+    sha256: str
+    external: str | None = None  # the adapter of an external suite (repro.suites.external); None for scenario files

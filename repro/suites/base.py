@@ -1,0 +1,118 @@
+"""The suite interface: everything the run, the check, the plan, compose and the commands ask of a
+suite, whatever runs it (our own harness over scenario files, or another project's harness).
+
+A kind of suite is one implementation of `SuiteKind`, found through the registry
+(repro.suites.registry: `kind_of(suite)`), after inspect_ai's sandbox environments: an abstract
+class with its lifecycle, implementations named by lazy `"module:object"` entries. Its cut-off, as
+httpx's transport base states its own: a kind owns which tasks a suite holds and what a bundle
+embeds of them, what its cell's container runs and how its output becomes our records, which check
+rules its cells get, and its own report. It does not own the engine, the sandbox, the gate, the
+bundle's layout or the verdict: those are the same for every kind.
+
+One cell's lifecycle, in the order the run calls it:
+
+1. `fetch` (`repro suites fetch`, before any run) and `select`: the suite's task ids in run order,
+   their categories and one sha256 over what they are made of;
+2. `refuse_unfit`: problems that must stop the run before any engine boots;
+3. `image` (built by `build_image` in `repro images build`): the image the cell's containers run;
+4. `embed`, once per bundle: the files `repro check` recomputes the selection and the outcomes from;
+5. `command`, `entrypoint` and `mounts` for each worker's share of the tasks;
+6. `progress` for each line the container prints;
+7. `collect`: its outputs kept and normalised into `scenarios.jsonl` and `transcripts.jsonl`, or the
+   cell failed with why;
+8. `check_rules` (in `repro check`) and `report` (in `repro external report`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.contracts import ProgressEvent
+from repro.bundle.layout import Bundle, BundleReader, CellWriter
+from repro.bundle.records import CellRecord
+from repro.containers import lifecycle as containers
+from repro.containers.sandbox import bind
+from repro.core.errors import BadInput
+from repro.spec.cells import Cell
+from repro.spec.findings import SuiteSelection
+from repro.spec.matrix import Suite
+from repro.spec.profiles import Profile
+from repro.store.images import ImageRef
+
+SCENARIO_MOUNT = "/scenarios"  # the suite's folder, read-only, in every cell's container
+FIXTURES_MOUNT = "/fixtures"  # the shared fixtures beside it (harness.fixtures reads them there)
+Log = Callable[[str], None]
+
+
+class SuiteKind(ABC):
+    """One kind of suite. Implementations hold no state between calls: a run, a check and a report
+    may each make their own instance."""
+
+    name: str  # the registry's key: "scenarios", or the matrix's `external.harness`
+    check_rules: str | None = None  # a lazy "module:object" (rules, ran) -> rules; None: the check's own rules
+
+    @abstractmethod
+    def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
+        """The suite's tasks in run order, their categories and their sha256 (BadInput when the suite
+        names tasks it does not hold). `root`: where the suite's own files are, when not where the
+        matrix says (an embedded copy in a bundle)."""
+
+    def fetch(self, suite: Suite, log: Log) -> str | None:
+        """Fetch and verify what the suite needs from outside the project (one line saying what), or
+        None when it needs nothing."""
+        return None
+
+    def refuse_unfit(self, selection: SuiteSelection) -> list[str]:
+        """Problems that stop the run before any engine boots (none by default)."""
+        return []
+
+    def image(self, suite: Suite, harness: ImageRef) -> ImageRef:
+        """The image the suite's cells run in: the harness image unless the kind has its own."""
+        return harness
+
+    def build_image(self, suite: Suite, harness: ImageRef, log: Log) -> ImageRef | None:
+        """Build the kind's own image (`repro images build`); None when it runs in the harness image."""
+        return None
+
+    @abstractmethod
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
+        """Write into the bundle what `repro check` needs to recompute the selection and the outcomes."""
+
+    @abstractmethod
+    def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
+        """The container's argv for one worker's share `ids`; `client` names the engine."""
+
+    def entrypoint(self, cell: Cell) -> list[str] | None:
+        """The program the cell's container runs; None keeps the image's own (the harness)."""
+        return None
+
+    def mounts(self, selection: SuiteSelection) -> list:
+        """The read-only mounts of the cell's container: the suite's folder at SCENARIO_MOUNT and the
+        shared fixtures beside it, when there are any, at FIXTURES_MOUNT."""
+        fixtures = fixtures_beside(selection.folder)
+        return [bind(selection.folder, SCENARIO_MOUNT, read_only=True)] + ([bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else [])
+
+    def progress(self, line: str) -> ProgressEvent | None:
+        """A progress event from one line of the container's output (None for other lines)."""
+        return ProgressEvent.parse(line)
+
+    @abstractmethod
+    def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+        """Each worker's outputs as the cell's records (written through `writer`), or the record of a
+        failed cell saying why."""
+
+    def report(self, reader: BundleReader, cell_id: str) -> dict[str, bytes]:
+        """The harness's own report of one cell (file name -> bytes), rendered again from the bundle."""
+        raise BadInput(f"suites of kind {self.name} have no report of their own")
+
+
+def fixtures_beside(folder: Path) -> Path:
+    """The shared fixtures a suite's folder has beside it."""
+    return folder.parent / "fixtures"
+
+
+def fixture_files(fixtures: Path) -> list[Path]:
+    """The regular files under a fixtures folder, sorted (links are never followed)."""
+    return sorted(p for p in fixtures.rglob("*") if p.is_file() and not p.is_symlink()) if fixtures.is_dir() else []

@@ -1,0 +1,86 @@
+"""What a bundle holds of an external cell: its embedded wheel and lock, verified against the pin,
+and its raw outputs with their index (BadInput when they do not match). Read by the check rules
+(repro.check.external) and by the harness's own report (`Adapter.report`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from repro.bundle.layout import SUITES_DIR, BundleReader
+from repro.bundle.records import CellRecord
+from repro.core.errors import BadInput
+from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
+from repro.spec.harnesses import HARNESSES
+from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawIndex
+from repro.suites.external.wheels import unpacked_wheel
+
+
+class CellFiles(Protocol):
+    """One cell of a bundle as these readers need it (repro.bundle.evidence.CellEvidence is one)."""
+
+    @property
+    def bundle(self) -> BundleReader: ...
+    @property
+    def cell_id(self) -> str: ...
+    @property
+    def record(self) -> CellRecord: ...
+    @property
+    def suite_dir(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class BundledCell:
+    """A cell read from a bundle outside a check (the harness's own report)."""
+
+    bundle: BundleReader
+    cell_id: str
+    record: CellRecord
+    suite_dir: Path
+
+
+def embedded_wheel(ev: CellFiles) -> Path:
+    """The bundle's copy of the suite's wheel, verified: the matrix's pin, and the wheel the adapter
+    was written for (only then is its code ever imported on this host)."""
+    suite = ev.record.cell.suite
+    assert suite.external is not None
+    folder = ev.suite_dir / WHEEL_DIR
+    wheels = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()) if folder.is_dir() and not folder.is_symlink() else []
+    if len(wheels) != 1:
+        raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
+    found = sha256_file(wheels[0])
+    known = HARNESSES[suite.external.harness].known_wheels.get(suite.external.wheel)
+    if found != suite.external.sha256 or found != known:
+        raise BadInput(f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {suite.external.sha256[:12]}")
+    return wheels[0]
+
+
+def wheel_root(ev: CellFiles) -> Path:
+    suite = ev.record.cell.suite
+    assert suite.external is not None
+    return unpacked_wheel(embedded_wheel(ev), suite.external.sha256)
+
+
+def embedded_lock(ev: CellFiles) -> bytes:
+    """The bundle's copy of the suite's lock file."""
+    return ev.bundle.suite_file(ev.record.cell.suite.id, LOCK_COPY, MAX_RAW_BYTES)
+
+
+def raw_evidence(ev: CellFiles) -> tuple[dict[str, bytes], RawIndex]:
+    """The cell's raw files by name and its raw-index.json (BadInput when they do not match)."""
+    try:
+        index = RawIndex.model_validate_json(ev.bundle.cell_file(ev.cell_id, RAW_INDEX, MAX_JSON_BYTES))
+    except ValidationError as error:
+        raise BadInput(f"{RAW_INDEX}: not a raw index ({error.error_count()} problems)") from None
+    names = sorted(name for name in ev.record.files if name.startswith(RAW_PREFIX))
+    listed = sorted(entry.name for entry in index.files)
+    if names != listed:
+        raise BadInput(f"{RAW_INDEX} lists {len(listed)} raw files, the cell holds {len(names)}")
+    raw = {name: ev.bundle.cell_file(ev.cell_id, name, MAX_RAW_BYTES) for name in names}
+    wrong = [entry.name for entry in index.files if sha256_bytes(raw[entry.name]) != entry.sha256]
+    if wrong:
+        raise BadInput(f"raw file {wrong[0]} is not the file {RAW_INDEX} names")
+    return raw, index

@@ -1,0 +1,59 @@
+"""An external cell's raw outputs and what names them: each file a worker wrote becomes
+`raw.<path>` in the cell (`raw.w<k>.<path>` with several workers), hashed in cell.json and the
+manifest and listed in raw-index.json; and where a bundle keeps the suite's wheel and lock."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from harness.contracts import ScenarioResult, TranscriptLine
+
+RAW_PREFIX = "raw."  # a cell's raw outputs: raw.<path with / as __> (cell files are flat)
+
+
+RAW_INDEX = "raw-index.json"
+
+
+WHEEL_DIR = "wheel"  # suites/<suite-id>/wheel/<the wheel file> in a bundle
+
+
+LOCK_COPY = "requirements.txt"  # suites/<suite-id>/requirements.txt
+
+
+class RawFile(BaseModel):
+    """One raw output file, kept byte for byte: its name in the cell, where the harness wrote it
+    (relative to its output folder, per worker), its sha256 and size."""
+
+    name: str
+    path: str
+    worker: int = 1
+    sha256: str
+    bytes: int
+
+
+class RawIndex(BaseModel):
+    """raw-index.json: the adapter, the wheel, and every raw file of the cell."""
+
+    harness: str
+    wheel: str
+    wheel_sha256: str
+    workers: int
+    files: list[RawFile]
+
+
+class Normalised(BaseModel):
+    """An external run as our records: one ScenarioResult and one transcript per task, suite order."""
+
+    results: list[ScenarioResult]
+    transcripts: list[TranscriptLine]
+
+
+def pin_inputs(wheel_sha256: str, lock_sha256: str) -> list[str]:
+    """What a selection's sha256 covers beside the task files: the wheel's and the lock's sha256."""
+    return [f"wheel\0{wheel_sha256}", f"requirements\0{lock_sha256}"]
+
+
+def raw_name(path: str, worker: int, workers: int) -> str:
+    """A raw file's flat name in the cell: raw.[w<k>.]<path with / as __>."""
+    prefix = f"{RAW_PREFIX}w{worker}." if workers > 1 else RAW_PREFIX
+    return prefix + path.replace("/", "__")

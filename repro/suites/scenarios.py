@@ -1,0 +1,168 @@
+"""Scenario suites as the orchestrator sees them: files in `<folder>/<category>/<id>.json`.
+
+The orchestrator knows only this layout, never what a scenario holds: it selects ids, hashes
+the selected files (so a bundle records exactly which scenario bytes were run) and hands the
+folder and the ids to the harness container.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from repro.bundle.layout import Bundle, CellWriter, read_results, read_transcripts, suite_folder, write_in
+from repro.bundle.records import CellRecord, CellSummary
+from repro.containers import lifecycle as containers
+from repro.core.config import PROJECT_ROOT
+from repro.core.errors import BadInput
+from repro.core.files import MAX_JSON_BYTES, read_regular, sha256_file
+from repro.plan.replicas import deal, in_suite_order
+from repro.spec.cells import Cell
+from repro.spec.findings import SuiteSelection
+from repro.spec.matrix import Suite
+from repro.spec.profiles import Profile
+from repro.suites.base import SCENARIO_MOUNT, Log, SuiteKind, fixture_files, fixtures_beside
+from repro.suites.sources import fetch_suite
+
+
+def select_scenarios(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
+    """The scenario files a suite selects, in (category, id) order, and their sha256 with the
+    shared fixtures' (so a bundle records exactly which bytes were run)."""
+    if suite.source is not None:
+        from repro.suites.sources import scenario_folder
+
+        folder = scenario_folder(suite)
+    else:
+        folder = (root / suite.path).resolve()
+    if not folder.is_dir():
+        raise BadInput(f"suite {suite.id}: scenario folder {suite.path} does not exist")
+    files = sorted(folder.glob("*/*.json"), key=lambda p: (p.parent.name, p.stem))
+    if suite.categories:
+        files = [f for f in files if f.parent.name in suite.categories]
+    if suite.ids:
+        missing = sorted(set(suite.ids) - {f.stem for f in files})
+        if missing:
+            raise BadInput(f"suite {suite.id}: unknown scenario ids {', '.join(missing)}")
+        files = [f for f in files if f.stem in suite.ids]
+    if suite.per_category:
+        files = _first_per_category(files, suite.per_category)
+    if not files:
+        raise BadInput(f"suite {suite.id}: no scenario selected from {suite.path}")
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\n".encode())
+    fixtures = fixtures_beside(folder)
+    for path in fixture_files(fixtures):
+        digest.update(f"fixtures/{path.relative_to(fixtures).as_posix()}\0{sha256_file(path)}\n".encode())
+    return SuiteSelection(
+        folder=folder,
+        ids=[f.stem for f in files],
+        categories={f.stem: f.parent.name for f in files},
+        sha256=digest.hexdigest(),
+    )
+
+
+def _first_per_category(files: list[Path], count: int) -> list[Path]:
+    taken: dict[str, int] = {}
+    chosen = []
+    for path in files:
+        if taken.get(path.parent.name, 0) < count:
+            chosen.append(path)
+            taken[path.parent.name] = taken.get(path.parent.name, 0) + 1
+    return chosen
+
+
+def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile, *, ids: list[str] | None = None) -> list[str]:
+    """The harness's argv for one cell (or for one worker's share `ids` of its scenarios);
+    `client` names the engine (engines.base.client_argv)."""
+    decoding = cell.decoding
+    return [
+        "run",
+        "--scenarios",
+        SCENARIO_MOUNT,
+        *client,
+        "--protocol",
+        cell.protocol,
+        "--ids",
+        *(suite.ids if ids is None else ids),
+        "--max-tokens",
+        str(decoding.max_tokens),
+        "--temperature",
+        str(decoding.temperature),
+        "--seed",
+        str(cell.seed),
+        "--timeout",
+        str(profile.step_timeout_s),
+        "--out",
+        "/out/scenarios.jsonl",
+        "--transcripts",
+        "/out/transcripts.jsonl",
+        "--progress",
+        "json",
+        *(["--cache-prompt"] if profile.cache_prompt else []),
+    ]
+
+
+def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+    """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
+    share of the scenarios), put it in suite order, or fail the cell with why."""
+    failed = next((e for e in ended if e.timed_out or e.code != 0), None)
+    if failed is not None:
+        why = f"harness did not finish within {failed.seconds:.0f}s (stopped)" if failed.timed_out else f"harness exited with status {failed.code}"
+        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {failed.log_tail[-600:]}"})
+    shares = deal(suite.ids, len(out_dirs))
+    results, transcripts = [], []
+    try:
+        for out_dir, share in zip(out_dirs, shares, strict=True):
+            written = read_results(out_dir)
+            if [r.id for r in written] != share:
+                missing = sorted(set(share) - {r.id for r in written})
+                return record.model_copy(
+                    update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"}
+                )
+            results += written
+            transcripts += read_transcripts(out_dir)
+    except BadInput as error:
+        return record.model_copy(update={"status": "error", "reason": f"harness output refused: {error}"})
+    writer.write_jsonl("scenarios.jsonl", in_suite_order(results, suite.ids))
+    writer.write_jsonl("transcripts.jsonl", in_suite_order(transcripts, suite.ids))
+    return record.model_copy(update={"summary": CellSummary.of(results)})
+
+
+class ScenarioSuites(SuiteKind):
+    """Our own suites: scenario files run by our harness (harness/) in the harness image."""
+
+    name = "scenarios"
+
+    def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
+        return select_scenarios(suite, PROJECT_ROOT if root is None else root)
+
+    def fetch(self, suite: Suite, log: Log) -> str | None:
+        if suite.source is None:
+            return None
+        fetch_suite(suite.source, log=log)
+        return f"{len(self.select(suite).ids)} scenarios from {suite.source.describe()}"
+
+    def refuse_unfit(self, selection: SuiteSelection) -> list[str]:
+        """Every selected scenario loads, its reference passes, and doing nothing does not pass it
+        (harness.lint.unfit_to_score)."""
+        from harness.lint import unfit_to_score
+
+        return [p for sid, category in selection.categories.items() for p in unfit_to_score(selection.folder / category / f"{sid}.json")]
+
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
+        """The exact scenario files the suite ran, and the shared fixtures beside them, laid out so
+        that selecting over the copy gives the same ids, categories and sha256."""
+        target = suite_folder(bundle.dir, suite.id)
+        for scenario_id, category in selection.categories.items():
+            source = selection.folder / category / f"{scenario_id}.json"
+            write_in(bundle.dir, target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
+        fixtures = fixtures_beside(selection.folder)
+        for path in fixture_files(fixtures):
+            write_in(bundle.dir, target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
+
+    def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
+        return harness_command(cell, client, selection, profile, ids=ids)
+
+    def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+        return collect_results(writer, record, out_dirs, selection, ended)
