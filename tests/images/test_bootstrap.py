@@ -55,7 +55,7 @@ def test_the_cli_prints_the_refusal_as_one_line(tmp_path):
     # A PATH without debootstrap and an os.access that finds nothing: the command exits 1 with one line.
     code = (
         "import os, sys; os.access = lambda *a, **k: False; import shutil; shutil.which = lambda *a, **k: None; "
-        "from repro import bootstrap; bootstrap.existing_base = lambda *a, **k: None; "
+        "from repro.store import bootstrap; bootstrap.existing_base = lambda *a, **k: None; "
         "from repro.__main__ import main; sys.exit(main(['images', 'bootstrap', '--suite', 'nosuchsuite']))"
     )
     proc = subprocess.run(
