@@ -13,7 +13,7 @@ import jinja2
 
 from repro.config import project_file
 from repro.files import atomic_write
-from repro.report.aggregate import PaperTables
+from repro.report.aggregate import PROTOCOL_SHORT, PaperTables
 from repro.report.figures import CAPTIONS
 from repro.report.templating import template_environment
 
@@ -49,6 +49,7 @@ def environment() -> jinja2.Environment:
     env.filters["tex"] = tex_escape
     env.filters["md"] = md_escape
     env.globals["FIGURE_CAPTIONS"] = CAPTIONS
+    env.globals["PROTOCOL_SHORT"] = PROTOCOL_SHORT
     return env
 
 
