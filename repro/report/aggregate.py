@@ -286,7 +286,14 @@ class PaperTables(BaseModel):
         for row in self.rows:
             groups.setdefault(row.setting, []).append(row)
         return [
-            ProtocolComparison(model=rows[0].model, model_label=rows[0].model_label, quant=rows[0].quant, engine=rows[0].engine, suite=rows[0].suite, by_protocol={r.protocol: r for r in rows})
+            ProtocolComparison(
+                model=rows[0].model,
+                model_label=rows[0].model_label,
+                quant=rows[0].quant,
+                engine=rows[0].engine,
+                suite=rows[0].suite,
+                by_protocol={r.protocol: r for r in rows},
+            )
             for rows in groups.values()
             if len(rows) > 1
         ]
