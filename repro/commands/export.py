@@ -6,6 +6,7 @@ and its absence is one line (exit 2). Nothing else in repro imports it.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from types import ModuleType
 
@@ -24,7 +25,7 @@ app = typer.Typer(help="Results in other tools' formats.", no_args_is_help=True)
 def inspect_writer() -> ModuleType:
     """repro.report.inspect_log, which imports inspect_ai; BadInput when the extra is missing."""
     try:
-        from repro.report import inspect_log
+        inspect_log = importlib.import_module("repro.report.inspect_log")
     except ImportError as error:
         if (error.name or "").split(".")[0] != "inspect_ai":
             raise
