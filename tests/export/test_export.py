@@ -5,6 +5,8 @@ in one line."""
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +124,13 @@ def test_a_missing_extra_is_one_line(smoke_run: Path, tmp_path: Path, monkeypatc
 def test_only_the_export_command_imports_inspect_ai() -> None:
     code = "import sys, repro.cli, repro.report.export, repro.report.html; assert 'inspect_ai' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_log_path_that_is_not_a_regular_file_is_refused(smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = BundleReader(smoke_run).run()
+    target = log_path(tmp_path, run.run_id, valid_cells(smoke_run)[0])
+    target.parent.mkdir(parents=True)
+    os.mkfifo(target)
+    assert main(["export", "inspect", str(smoke_run), "--out", str(tmp_path)]) == 2
+    assert "not a regular file, not a log file" in capsys.readouterr().err
+    assert stat.S_ISFIFO(target.lstat().st_mode)
