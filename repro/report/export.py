@@ -141,7 +141,11 @@ def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) ->
 
 
 def export_runs(results: Path, out: Path, include: set[str], write: Callable[[CellLog, Path], None]) -> list[ExportedLog]:
-    """Every included cell of the runs under `results` written by `write` into `out/<run-id>/`."""
+    """Every included cell of the runs under `results` written by `write` into `out/<run-id>/`
+    (a merged folder only while it holds the whole split it recorded, as `paper render` asks)."""
+    from repro.report.aggregate import refuse_broken_merge
+
+    refuse_broken_merge(results)
     runs = find_runs(results)
     refuse_into_bundle(out, runs)
     exported = []
