@@ -26,6 +26,7 @@ from repro.files import MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_RAW_BYTES, read_
 from repro.matrix import load_matrix
 from repro.plan import Cell, make_plan
 from repro.records import CellRecord, RunRecord
+from repro.report.aggregate import refuse_broken_merge
 from repro.report.setup import signature_state
 from repro.yamlsource import require_file_target, require_folder
 
@@ -143,8 +144,6 @@ def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) ->
 def export_runs(results: Path, out: Path, include: set[str], write: Callable[[CellLog, Path], None]) -> list[ExportedLog]:
     """Every included cell of the runs under `results` written by `write` into `out/<run-id>/`
     (a merged folder only while it holds the whole split it recorded, as `paper render` asks)."""
-    from repro.report.aggregate import refuse_broken_merge
-
     refuse_broken_merge(results)
     runs = find_runs(results)
     refuse_into_bundle(out, runs)
