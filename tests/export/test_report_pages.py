@@ -34,3 +34,12 @@ def test_the_report_shows_why_a_scenario_failed_and_links_its_logs(smoke_run: Pa
 def test_without_an_export_beside_it_the_report_links_nothing(smoke_run: Path, tmp_path: Path) -> None:
     assert main(["paper", "render", str(smoke_run), "--out", str(tmp_path)]) == 0
     assert 'class="log"' not in (tmp_path / "report.html").read_text()
+
+
+def test_figures_read_at_a_glance(smoke_run: Path, tmp_path: Path) -> None:
+    assert main(["paper", "render", str(smoke_run), "--out", str(tmp_path)]) == 0
+    categories = (tmp_path / "figures" / "categories.svg").read_text()
+    assert "workspace-smoke" in categories and "ladder-smoke" not in categories  # no empty ladder rows
+    rate = (tmp_path / "figures" / "pass_rate.svg").read_text()
+    assert all(protocol in rate for protocol in ("json_schema", "native_tools", "react", "json_prompt"))  # the colour legend
+    assert "Qwen2.5 0.5B / native / workspace-smoke" in rate and "qwen2.5-coder-0.5b-instruct-q4_k_m" not in rate  # short labels
