@@ -1,6 +1,6 @@
 """Build hook (the metadata is in pyproject.toml): the wheel carries the files outside the
 packages that an installed repro reads, the hardware profiles and the paper templates
-(repro/config.py SHIPPED_FILES), copied into repro/_data/ where `project_file` finds them.
+(repro/core/config.py SHIPPED_FILES), copied into repro/_data/ where `project_file` finds them.
 
 A build from a tree without them (the harness image's wheel is built from harness/ and
 pyproject.toml alone, without this file) ships nothing extra; an editable install reads them in
@@ -18,7 +18,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from repro.config import SHIPPED_FILES  # noqa: E402 (the list is named once, where it is read)
+from repro.core.config import SHIPPED_FILES  # noqa: E402 (the list is named once, where it is read)
 
 
 class BuildWithData(build_py):

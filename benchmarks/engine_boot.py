@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.config import DEFAULT_MATRIX  # noqa: E402
-from repro.matrix import load_matrix  # noqa: E402
-from repro.profiles import load_profiles  # noqa: E402
+from repro.core.config import DEFAULT_MATRIX  # noqa: E402
+from repro.spec.matrix import load_matrix  # noqa: E402
+from repro.spec.profiles import load_profiles  # noqa: E402
 
 RUN_ID = f"bench-{os.getpid()}"
 
@@ -122,16 +122,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--matrix", default=str(DEFAULT_MATRIX))
     parser.add_argument("--model", default=None, help="model id (default: the matrix's first)")
-    parser.add_argument("--engine-image", default=None, help="a local engine image (default: the matrix's, from repro.images)")
-    parser.add_argument("--harness-image", default=None, help="a local harness image (default: from repro.images)")
+    parser.add_argument("--engine-image", default=None, help="a local engine image (default: the matrix's, from repro.store.images)")
+    parser.add_argument("--harness-image", default=None, help="a local harness image (default: from repro.store.images)")
     args = parser.parse_args()
 
-    from repro.cleanup import cleanup
-    from repro.docker_client import get_client
+    from repro.containers.cleanup import cleanup
+    from repro.containers.client import get_client
     from repro.engines import engine_for
+    from repro.engines.gate import run_gate
     from repro.engines.llamacpp import server_args
-    from repro.gate import run_gate
-    from repro.models import model_path
+    from repro.store.models import model_path
 
     matrix = load_matrix(args.matrix).matrix
     spec = next(e for e in matrix.engines if e.kind == "llama.cpp")
@@ -142,7 +142,7 @@ def main() -> int:
     if args.engine_image and args.harness_image:
         image, probe_image = client.images.get(args.engine_image), client.images.get(args.harness_image)
     else:
-        from repro.images import engine_image, harness_image
+        from repro.store.images import engine_image, harness_image
 
         image = client.images.get(args.engine_image) if args.engine_image else engine_image(spec, "cpu", client)
         probe_image = client.images.get(args.harness_image) if args.harness_image else harness_image(client)

@@ -20,7 +20,7 @@ from pathlib import Path
 from inspect_ai.log import read_eval_log
 
 from repro.__main__ import main
-from repro.check import check_run
+from repro.check.verdict import check_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -170,7 +170,7 @@ class StepEntry(Recorded):
 
 
 class ExternalStepEntry(Recorded):
-    """One call of an external suite's run (``repro.external`` normalises it): its turn, the
+    """One call of an external suite's run (``repro.suites.external`` normalises it): its turn, the
     arguments and the result text as that suite recorded them. Never re-graded by the harness."""
 
     kind: Literal["step"] = "step"
@@ -321,7 +321,7 @@ class ProbeResult(BaseModel):
     """What every probe action writes: the action, whether it did its job, and why not.
 
     Each action has its own model below; the host validates the file against the model of the
-    action it asked for (``repro.sandbox.run_probe``)."""
+    action it asked for (``repro.containers.sandbox.run_probe``)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -8,7 +8,7 @@ below). An output is checked before the work starts: a device, FIFO, folder or l
 is refused, since an atomic rename would replace it.
 
 The harness never imports repro: these are its own copies of the bounds repro reads bundles with
-(``repro/bundle.py`` ``read_regular``, ``repro/yamlsource.py`` ``read_bounded``), the same values.
+(``repro/bundle/layout.py`` ``read_regular``, ``repro/core/yamlsource.py`` ``read_bounded``), the same values.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(error: Exception) -> int:
     """Print `error` as one line (or the lines a ReproError carries) and return the exit status."""
-    from repro.errors import ReproError
+    from repro.core.errors import ReproError
 
     if isinstance(error, ReproError):
         for line in error.lines:

@@ -21,7 +21,7 @@ from repro.commands import scale as scale_commands
 from repro.commands import sign as sign_commands
 from repro.commands import suites as suites_commands
 from repro.commands import verify as verify_commands
-from repro.config import require_checkout
+from repro.core.config import require_checkout
 
 app = typer.Typer(
     name="repro",

@@ -8,10 +8,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.bundle import find_runs, latest_run, merge_problems
-from repro.check import RunVerdict, check_run
-from repro.signing import require_signed
-from repro.terminal import shown
+from repro.bundle.layout import find_runs, latest_run, merge_problems
+from repro.bundle.signing import require_signed
+from repro.check.verdict import RunVerdict, check_run
+from repro.core.terminal import shown
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 

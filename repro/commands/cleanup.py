@@ -5,14 +5,14 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from repro.errors import ReproError
+from repro.core.errors import ReproError
 
 
 def cleanup(
     run_id: str = typer.Option(None, "--run-id", help="Only the containers of this run (default: every repro container)."),
 ) -> None:
     """Remove leftover containers by their `repro.run` label and report what was removed."""
-    from repro.cleanup import cleanup as remove_leftovers
+    from repro.containers.cleanup import cleanup as remove_leftovers
 
     console = Console()
     report = remove_leftovers(run_id)

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.core.terminal import printable
 from repro.report.compare import Comparison, RowChange, compare, load_tables
-from repro.terminal import printable
 
 COLOURS = {"better": "green", "worse": "red", "no clear difference": "yellow"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.errors import BadInput
-from repro.terminal import printable, shown
+from repro.core.errors import BadInput
+from repro.core.terminal import printable, shown
 
 app = typer.Typer(help="One cell by hand with docker-compose (not clean-room: no bundle, no gate).", no_args_is_help=True)
 err = Console(stderr=True, highlight=False)
@@ -24,7 +24,7 @@ def env_command(
     out_dir: Path = typer.Option(None, "--out-dir", help="The harness's output folder (default: compose-out/<run id>)."),
 ) -> None:
     """Write the .env that docker-compose.yml reads to run one cell sealed as a run seals it."""
-    from repro.compose import from_bundle, from_matrix, new_run_id, prepare_out, write_env
+    from repro.run.compose import from_bundle, from_matrix, new_run_id, prepare_out, write_env
 
     if from_run is not None:
         if matrix is not None or profile is not None:
@@ -37,7 +37,7 @@ def env_command(
     run_id = new_run_id(source.cell.id)
     folder = (out_dir or Path("compose-out") / run_id).resolve()
     prepare_out(folder)
-    from repro.compose import compose_env
+    from repro.run.compose import compose_env
 
     values = compose_env(source, out_dir=folder, run_id=run_id)
     write_env(values, out)

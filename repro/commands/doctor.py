@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.doctor import Finding, run_checks
-from repro.errors import BadInput
+from repro.core.errors import BadInput
+from repro.doctor.machine import Finding, run_checks
 
 COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
@@ -27,7 +27,7 @@ def doctor(
     else:
         if profile is None:
             raise BadInput("--probe needs --profile (e.g. --profile cpu)")
-        from repro.doctor_probe import probe as probe_layers
+        from repro.doctor.probe import probe as probe_layers
 
         failed = [show(console, found.finding, found.layer) for found in probe_layers(probe, profile)]
     if any(failed):

@@ -13,9 +13,9 @@ from types import ModuleType
 import typer
 from rich.console import Console
 
-from repro.errors import BadInput
+from repro.core.errors import BadInput
+from repro.core.terminal import shown
 from repro.report.export import CellLog, export_runs
-from repro.terminal import shown
 
 INSTALL_HINT = "pip install 'repro[inspect]' (inspect-ai==0.3.285)"
 

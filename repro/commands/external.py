@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.bundle import BundleReader, find_runs
-from repro.errors import BadInput
-from repro.files import atomic_write
+from repro.bundle.layout import BundleReader, find_runs
+from repro.core.errors import BadInput
+from repro.core.files import atomic_write
 
 app = typer.Typer(help="External suites (another project's harness run sealed): their own reports.", no_args_is_help=True)
 
@@ -22,9 +22,9 @@ def report(
     out: Path = typer.Option(Path("paper/external"), "--out", help="Folder for the reports: <out>/<cell-id>/<file>."),
 ) -> None:
     """Render each external cell's own report (ToolCallBench: Markdown and HTML) from its raw outputs."""
-    from repro.external import adapter_for
-    from repro.external.base import RAW_PREFIX
-    from repro.external.check import raw_evidence, wheel_root
+    from repro.suites.external import adapter_for
+    from repro.suites.external.base import RAW_PREFIX
+    from repro.suites.external.check import raw_evidence, wheel_root
 
     console = Console(highlight=False)
     written = 0

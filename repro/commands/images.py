@@ -11,16 +11,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
-from repro.config import DEFAULT_MATRIX
-from repro.errors import ReproError
-from repro.images import Blocked, BuildPlan, DigestPin, build_image, lock_harness_requirements, needed_images, resolve_digest, resolve_plan
-from repro.matrix import load_matrix
-from repro.profiles import load_profiles
+from repro.core.config import DEFAULT_MATRIX
+from repro.core.errors import ReproError
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
+from repro.store.images import Blocked, BuildPlan, DigestPin, build_image, lock_harness_requirements, needed_images, resolve_digest, resolve_plan
 
 if TYPE_CHECKING:
-    from repro.docker_client import DockerClient
-    from repro.matrix import Variant
+    from repro.containers.client import DockerClient
+    from repro.spec.matrix import Variant
 
 app = typer.Typer(help="Bootstrap the offline base, build and list the images a matrix needs.", no_args_is_help=True)
 console = Console(highlight=False)
@@ -31,7 +31,7 @@ PROFILE_OPTION = typer.Option("cpu", "--profile", "-p", help="Hardware profile; 
 
 
 def _client() -> DockerClient:
-    from repro.docker_client import get_client
+    from repro.containers.client import get_client
 
     return get_client()
 
@@ -93,7 +93,7 @@ def build_command(
         console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s")
     if problems:
         raise ReproError(problems[0], lines=problems)
-    from repro.external.image import build_external_images
+    from repro.suites.external.image import build_external_images
 
     build_external_images(load_matrix(matrix), client, console, verbose)
 

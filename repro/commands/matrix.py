@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from repro.config import DEFAULT_MATRIX, require_checkout
-from repro.errors import BadInput
-from repro.matrix import load_matrix, matrix_json_schema
-from repro.plan import Cell, Plan, stored_plan
-from repro.profiles import is_profiles_file, load_profiles
-from repro.terminal import printable, shown
-from repro.yamlsource import require_folder
+from repro.core.config import DEFAULT_MATRIX, require_checkout
+from repro.core.errors import BadInput
+from repro.core.terminal import printable, shown
+from repro.core.yamlsource import require_folder
+from repro.plan.planner import Cell, Plan, stored_plan
+from repro.spec.matrix import load_matrix, matrix_json_schema
+from repro.spec.profiles import is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
-    from repro.run import RunOptions
+    from repro.run.runner import RunOptions
 
 app = typer.Typer(help="Validate, describe and plan matrix files.", no_args_is_help=True)
 console = Console()
@@ -86,7 +86,7 @@ def plan_for(file: Path, profile: str) -> Plan:
 
 def unchecked_templates(the_plan: Plan) -> list[str]:
     """Models whose chat template the plan could not read (their GGUF is not in the store yet)."""
-    from repro.models import is_stored
+    from repro.store.models import is_stored
 
     models = {c.model.id: c.model for c in [*the_plan.cells, *the_plan.excluded] if c.engine.kind == "llama.cpp"}
     return [model_id for model_id, model in models.items() if not is_stored(model)]
@@ -152,10 +152,10 @@ def run(
     Exit status: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
     fault (or another error) or was excluded by the latency gate; 2 bad input; 130 interrupted
     (`--resume` continues, and reruns cells that ended in engine faults)."""
-    from repro.bundle import DiskFull
-    from repro.plan import parse_shard
-    from repro.progress import RunProgress
-    from repro.run import RunOptions, run_exit_status, run_matrix
+    from repro.bundle.layout import DiskFull
+    from repro.plan.planner import parse_shard
+    from repro.run.progress import RunProgress
+    from repro.run.runner import RunOptions, run_exit_status, run_matrix
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
@@ -180,8 +180,8 @@ def ascii_shard(text: str) -> str:
 
 def incomplete_line(run_dir: Path, options: RunOptions, status: int) -> str:
     """One line: why the run is incomplete (cells by cause) and the exact command that finishes it."""
-    from repro.bundle import BundleReader
-    from repro.run import cell_needs_rerun, gate_excluded
+    from repro.bundle.layout import BundleReader
+    from repro.run.runner import cell_needs_rerun, gate_excluded
 
     bundle = BundleReader(run_dir)
     record = bundle.run()
@@ -231,7 +231,7 @@ def parse_replicas(text: str) -> int | None:
 
 def first_disk_full(error: BaseException) -> BaseException:
     """The first full-disk error of a run: the cell it stopped, not run.json written after it."""
-    from repro.bundle import DiskFull
+    from repro.bundle.layout import DiskFull
 
     first, cause = error, error.__context__
     while cause is not None:
@@ -241,7 +241,7 @@ def first_disk_full(error: BaseException) -> BaseException:
 
 
 def print_run_summary(run_dir: Path) -> None:
-    from repro.bundle import BundleReader
+    from repro.bundle.layout import BundleReader
 
     bundle = BundleReader(run_dir)
     record = bundle.run()

@@ -8,11 +8,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from repro import models
-from repro.config import DEFAULT_MATRIX
-from repro.errors import BadInput
-from repro.matrix import ModelSpec, load_matrix
-from repro.terminal import shown
+from repro.core.config import DEFAULT_MATRIX
+from repro.core.errors import BadInput
+from repro.core.terminal import shown
+from repro.spec.matrix import ModelSpec, load_matrix
+from repro.store import models
 
 app = typer.Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
 console = Console(stderr=True, highlight=False)  # ids, sources, paths and reasons are input: printed escaped (shown)
@@ -96,7 +96,7 @@ def list_(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose 
 
 def _template_line(spec: ModelSpec, gguf: Path) -> str:
     """What the model's chat template carries, in a few words; "FAIL <reason>" when it has none."""
-    from repro.chat_template import template_facts
+    from repro.store.chat_template import template_facts
 
     try:
         facts = template_facts(spec, gguf)

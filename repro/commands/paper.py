@@ -7,12 +7,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.bundle.signing import require_signed
+from repro.core.terminal import shown
 from repro.report.aggregate import collect_with_cells
 from repro.report.figures import write_figures
 from repro.report.html import render_report
 from repro.report.paper import render as render_tables
-from repro.signing import require_signed
-from repro.terminal import shown
 
 app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
 

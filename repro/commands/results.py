@@ -12,11 +12,11 @@ import typer
 from rich.console import Console
 
 from harness.lab_codes import lab_code
-from repro.bundle import BundleReader, find_runs
-from repro.bundle import merge as merge_bundles
-from repro.files import atomic_write
-from repro.terminal import shown
-from repro.yamlsource import require_file_target
+from repro.bundle.layout import BundleReader, find_runs
+from repro.bundle.layout import merge as merge_bundles
+from repro.core.files import atomic_write
+from repro.core.terminal import shown
+from repro.core.yamlsource import require_file_target
 
 CSV_COLUMNS = "run cell model engine protocol repeat scenario category passed failure_type lab_code steps seconds tokens_in tokens_out".split()
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

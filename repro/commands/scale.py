@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.config import PROJECT_ROOT
-from repro.errors import BadInput
-from repro.k8s import K8S_VERSION
-from repro.scale import K8sOptions, SlurmOptions, k8s, scale_options, slurm
+from repro.core.config import PROJECT_ROOT
+from repro.core.errors import BadInput
+from repro.scale.jobs import K8sOptions, SlurmOptions, k8s, scale_options, slurm
+from repro.scale.k8s import K8S_VERSION
 
 app = typer.Typer(help="Run a matrix's shards on Slurm or Kubernetes: write the job files.", no_args_is_help=True)
 console = Console(highlight=False)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from repro.attestation import attest_bundle
-from repro.errors import BadInput
-from repro.signing import NAMESPACE, sign_bundle
+from repro.bundle.attestation import attest_bundle
+from repro.bundle.signing import NAMESPACE, sign_bundle
+from repro.core.errors import BadInput
 
 
 def sign(

@@ -7,11 +7,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.config import DEFAULT_MATRIX
-from repro.matrix import load_matrix
-from repro.suite_sources import fetch_suite
-from repro.suites import select
-from repro.terminal import shown
+from repro.core.config import DEFAULT_MATRIX
+from repro.core.terminal import shown
+from repro.spec.matrix import load_matrix
+from repro.suites.selection import select
+from repro.suites.sources import fetch_suite
 
 app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
 
@@ -27,7 +27,7 @@ def fetch(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose 
         fetch_suite(suite.source, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
         selection = select(suite)
         console.print(f"[green]OK[/]   {shown(suite.id)}: {len(selection.ids)} scenarios from {shown(suite.source.describe())}", soft_wrap=True)
-    from repro.external.wheels import fetch_wheels
+    from repro.suites.external.wheels import fetch_wheels
 
     harnesses = [suite for suite in loaded.matrix.suites if suite.external is not None]
     for suite in harnesses:

@@ -7,11 +7,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.errors import BadInput
+from repro.bundle.signing import require_signed
+from repro.core.errors import BadInput
+from repro.core.terminal import printable, shown
 from repro.report.aggregate import collect_with_cells
-from repro.signing import require_signed
-from repro.terminal import printable, shown
-from repro.verify import RowComparison, compare, load_side
+from repro.report.verify import RowComparison, compare, load_side
 
 COLOURS = {"reproduced": "green", "differs": "red", "missing": "red", "extra": "yellow"}
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from repro.docker_client import DockerClient
+from repro.containers.client import DockerClient
 from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, boot_engine, stop_engine
-from repro.matrix import EngineSpec
+from repro.spec.matrix import EngineSpec
 
 __all__ = ["Engine", "EngineDied", "EngineHandle", "EngineRefused", "boot_engine", "engine_for", "engine_class", "stop_engine"]
 

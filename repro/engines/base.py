@@ -21,13 +21,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from harness.contracts import ProbeResult, ReadyResult, SandboxAudit
-from repro import containers
-from repro.docker_client import Container, DockerClient
-from repro.errors import ReproError
-from repro.files import short_error
-from repro.matrix import Decoding, EngineSpec, ModelSpec
-from repro.profiles import Profile
-from repro.sandbox import (
+from repro.containers import lifecycle as containers
+from repro.containers.client import Container, DockerClient
+from repro.containers.sandbox import (
     EngineDied,
     ProbeFailed,
     ProbeUnreachable,
@@ -36,6 +32,10 @@ from repro.sandbox import (
     read_back,
     run_probe,
 )
+from repro.core.errors import ReproError
+from repro.core.files import short_error
+from repro.spec.matrix import Decoding, EngineSpec, ModelSpec
+from repro.spec.profiles import Profile
 
 __all__ = [
     "GPU_DEVICES_ENV",
@@ -92,7 +92,7 @@ class EngineHandle(BaseModel):
     sandbox: SandboxSettings
     command: list[str] = []
     boot_seconds: float | None = None  # create to ready
-    audit: SandboxAudit | None = None  # the sandbox audit with this engine's settings (repro.audit.audit_engine)
+    audit: SandboxAudit | None = None  # the sandbox audit with this engine's settings (repro.containers.audit.audit_engine)
 
     def client_argv(self) -> list[str]:
         """How a harness-image container inside the namespace talks to this engine."""
@@ -197,7 +197,7 @@ class Engine(ABC):
 
     def boot(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
         """Create and start the sealed engine container (not yet waited for or verified)."""
-        from repro.sandbox import container_name
+        from repro.containers.sandbox import container_name
 
         resolved = image_id(self.client, image)
         reference = getattr(image, "reference", None) or getattr(image, "name", None) or self.spec.image or resolved
@@ -286,8 +286,8 @@ class Engine(ABC):
             raise
 
     def audit_sandbox(self) -> SandboxAudit:
-        """What a process with this engine's exact settings could do (repro.audit.audit_engine)."""
-        from repro.audit import audit_engine
+        """What a process with this engine's exact settings could do (repro.containers.audit.audit_engine)."""
+        from repro.containers.audit import audit_engine
 
         return audit_engine(self.client, self.boot_kwargs, self.probe_image_id, run_id=self.run_id, read_only=[str(Path(MODEL_MOUNT).parent)])
 

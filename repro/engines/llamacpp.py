@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.contracts import PropsResult
-from repro.chat_template import served_sha256
+from repro.containers.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for, threads_for
-from repro.matrix import Decoding, ModelSpec
-from repro.profiles import Profile
-from repro.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
+from repro.spec.matrix import Decoding, ModelSpec
+from repro.spec.profiles import Profile
+from repro.store.chat_template import served_sha256
 
 PORT = 8080
 TEMPLATE_MOUNT = "/models/chat_template.jinja"
@@ -55,7 +55,7 @@ def template_mounts(model: ModelSpec) -> list:
     """The pinned chat template file, mounted read-only where --chat-template-file names it."""
     if model.chat_template is None:
         return []
-    from repro.config import PROJECT_ROOT
+    from repro.core.config import PROJECT_ROOT
 
     return [bind(PROJECT_ROOT / model.chat_template.path, TEMPLATE_MOUNT, read_only=True)]
 

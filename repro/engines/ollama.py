@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.contracts import OllamaLoadResult, OllamaShowResult, OllamaVersionResult
+from repro.containers.sandbox import GIB, MIB, EngineDied, bind, create_kwargs, engine_settings
+from repro.core.errors import BadInput
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for
-from repro.errors import BadInput
-from repro.matrix import Decoding, ModelSpec
-from repro.profiles import Profile
-from repro.sandbox import GIB, MIB, EngineDied, bind, create_kwargs, engine_settings
+from repro.spec.matrix import Decoding, ModelSpec
+from repro.spec.profiles import Profile
 
 PORT = 11434
 MODELS_DIR = "/tmp/ollama/models"

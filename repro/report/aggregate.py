@@ -20,16 +20,16 @@ from pydantic import BaseModel, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
 from harness.lab_codes import lab_counts
-from repro.bundle import BundleReader, find_runs, merge_problems
-from repro.chat_template import TemplateFacts
-from repro.check import AbsentCell, RunVerdict, check_run
-from repro.errors import BadInput
-from repro.matrix import Protocol
-from repro.records import CellRecord, CellSummary, Execution
-from repro.redact import Redactor
+from repro.bundle.layout import BundleReader, find_runs, merge_problems
+from repro.bundle.records import CellRecord, CellSummary, Execution
+from repro.bundle.redact import Redactor
+from repro.check.verdict import AbsentCell, RunVerdict, check_run
+from repro.core.errors import BadInput
 from repro.report.coverage import run_coverage
 from repro.report.setup import TableSetup, run_setups
 from repro.report.stats import Consistency, Interval, Spread, consistency, spread, wilson
+from repro.spec.matrix import Protocol
+from repro.store.chat_template import TemplateFacts
 
 SAFETY_CATEGORY = "injection"
 LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8): reported by level

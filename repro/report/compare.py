@@ -18,11 +18,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle import RUN_FILE
-from repro.errors import BadInput
+from repro.bundle.layout import RUN_FILE
+from repro.core.errors import BadInput
 from repro.report.aggregate import PaperTables, TableRow, collect
 from repro.report.stats import Interval, Verdict, mcnemar, newcombe
-from repro.verify import load_published
+from repro.report.verify import load_published
 
 RESULTS_JSON = "results.json"
 SETTINGS: dict[str, Callable[[TableRow], str | None]] = {

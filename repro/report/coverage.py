@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, computed_field
 
-from repro.bundle import BundleReader
-from repro.check import AbsentCell, RunVerdict
-from repro.errors import BadInput
+from repro.bundle.layout import BundleReader
+from repro.check.verdict import AbsentCell, RunVerdict
+from repro.core.errors import BadInput
 
 
 class Coverage(BaseModel):

@@ -19,16 +19,16 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptEntry
-from repro.bundle import MANIFEST, BundleReader, find_runs, safe_id
-from repro.check import CellVerdict, check_run
-from repro.errors import BadInput
-from repro.files import MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_RAW_BYTES, read_regular, sha256_bytes
-from repro.matrix import load_matrix
-from repro.plan import Cell, make_plan
-from repro.records import CellRecord, RunRecord
+from repro.bundle.layout import MANIFEST, BundleReader, find_runs, safe_id
+from repro.bundle.records import CellRecord, RunRecord
+from repro.check.verdict import CellVerdict, check_run
+from repro.core.errors import BadInput
+from repro.core.files import MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_RAW_BYTES, read_regular, sha256_bytes
+from repro.core.yamlsource import require_file_target, require_folder
+from repro.plan.planner import Cell, make_plan
 from repro.report.aggregate import refuse_broken_merge
 from repro.report.setup import signature_state
-from repro.yamlsource import require_file_target, require_folder
+from repro.spec.matrix import load_matrix
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
 EXTENSION = ".eval"
@@ -130,8 +130,8 @@ def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) ->
     external = record.cell.suite.external
     if external is None or external.harness != "toolcallbench":
         return {}
-    from repro.external.base import RAW_INDEX, RAW_PREFIX, RawIndex
-    from repro.external.toolcallbench import read_workers
+    from repro.suites.external.base import RAW_INDEX, RAW_PREFIX, RawIndex
+    from repro.suites.external.toolcallbench import read_workers
 
     try:
         index = RawIndex.model_validate_json(bundle.cell_file(cell_id, RAW_INDEX, MAX_JSON_BYTES))

@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from repro.files import atomic_write
+from repro.core.files import atomic_write
 from repro.report.aggregate import PaperTables, TableRow
 
 if TYPE_CHECKING:

@@ -21,11 +21,11 @@ import jinja2
 from pydantic import BaseModel
 
 from harness.contracts import FAILURE_LAYER, ScenarioResult
-from repro.files import atomic_write
+from repro.core.files import atomic_write
+from repro.core.templating import template_environment
 from repro.report.aggregate import PROTOCOL_SHORT, PaperTables, TableRow, ValidCell
 from repro.report.export import log_path
 from repro.report.paper import TEMPLATES
-from repro.report.templating import template_environment
 from repro.report.turns import Turn, transcript_turns
 
 REPORT = "report.html"

@@ -57,7 +57,7 @@ from inspect_ai.tool import ToolCall, ToolCallError
 
 from harness.contracts import FAILURE_LAYER, ScenarioResult, TranscriptEntry, TriggerEntry
 from harness.lab_codes import lab_code
-from repro.records import CellRecord
+from repro.bundle.records import CellRecord
 from repro.report.aggregate import transcript_sha256
 from repro.report.export import CellLog
 from repro.report.turns import Turn, external_turns, final_answer, transcript_turns

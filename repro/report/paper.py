@@ -11,11 +11,11 @@ from pathlib import Path
 
 import jinja2
 
-from repro.config import project_file
-from repro.files import atomic_write
+from repro.core.config import project_file
+from repro.core.files import atomic_write
+from repro.core.templating import template_environment
 from repro.report.aggregate import PROTOCOL_SHORT, PaperTables
 from repro.report.figures import CAPTIONS
-from repro.report.templating import template_environment
 
 TEMPLATES = project_file("paper/templates")
 TEX_REPLACEMENTS = {
@@ -57,7 +57,7 @@ def render(tables: PaperTables, out_dir: Path, figures: list[str] | None = None)
     """results.md, results.tex and results.json in `out_dir`; `figures` names the figures written
     beside them (figures/NAME.svg and .pdf), which the tables then include."""
     if out_dir.exists() and not out_dir.is_dir():
-        from repro.errors import BadInput
+        from repro.core.errors import BadInput
 
         raise BadInput(f"{out_dir}: a file, not a folder")
     env = environment()

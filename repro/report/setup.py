@@ -15,13 +15,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from repro.bundle import BundleReader
-from repro.check import RunVerdict
-from repro.errors import BadInput
-from repro.provenance import SystemDescription
-from repro.records import RunRecord
+from repro.bundle.layout import BundleReader
+from repro.bundle.provenance import SystemDescription
+from repro.bundle.records import RunRecord
+from repro.bundle.signing import ATTESTATION, SIGNATURE
+from repro.check.verdict import RunVerdict
+from repro.core.errors import BadInput
 from repro.report.coverage import Coverage
-from repro.signing import ATTESTATION, SIGNATURE
 
 VERDICTS = ("VALID", "EXCLUDED", "INVALID")
 

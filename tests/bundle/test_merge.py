@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle import merge, merge_problems
-from repro.check import check_run
-from repro.errors import BadInput
-from repro.matrix import load_matrix
-from repro.plan import make_plan, parse_shard, shard_cells
-from repro.profiles import load_profiles
-from repro.redact import Redactor
+from repro.bundle.layout import merge, merge_problems
+from repro.bundle.redact import Redactor
+from repro.check.verdict import check_run
+from repro.core.errors import BadInput
+from repro.plan.planner import make_plan, parse_shard, shard_cells
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
 from tests.fixtures.synthetic import CANARY, smoke_variant, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def sharded(run_dir: Path, shard: str, cells: list[str]) -> Path:
     """A synthetic bundle relabelled as one shard holding `cells` (hashes recomputed)."""
     import json
 
-    from repro.bundle import Bundle
+    from repro.bundle.layout import Bundle
 
     write_bundle(run_dir)
     record = json.loads((run_dir / "run.json").read_text())

@@ -1,4 +1,4 @@
-"""repro.bundle.BundleReader: the one reader of a bundle (bounded, no link followed, ids checked)."""
+"""repro.bundle.layout.BundleReader: the one reader of a bundle (bounded, no link followed, ids checked)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from repro import bundle as bundle_module
-from repro.bundle import BundleReader
-from repro.errors import BadInput
+from repro.bundle import layout as bundle_module
+from repro.bundle.layout import BundleReader
+from repro.core.errors import BadInput
 from tests.fixtures.synthetic import write_bundle
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.check import check_run
-from repro.redact import Redactor, find_leaks
+from repro.bundle.redact import Redactor, find_leaks
+from repro.check.verdict import check_run
 from tests.fixtures.synthetic import CANARY, write_bundle
 
 
@@ -75,8 +75,8 @@ def test_cli_exit_codes(tmp_path, capsys):
 def test_relaxed_sandbox_is_invalid(tmp_path):
     import json as _json
 
-    from repro.bundle import MANIFEST
-    from repro.files import sha256_file
+    from repro.bundle.layout import MANIFEST
+    from repro.core.files import sha256_file
 
     run = write_bundle(tmp_path / "run1")
     cell = sorted((run / "cells").iterdir())[0]

@@ -27,12 +27,12 @@ import pytest
 import yaml
 
 from repro.__main__ import main
-from repro.bundle import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
-from repro.check import RunVerdict, check_run
-from repro.errors import BadInput
-from repro.files import sha256_file
-from repro.records import CellSummary
-from repro.redact import Redactor
+from repro.bundle.layout import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
+from repro.bundle.records import CellSummary
+from repro.bundle.redact import Redactor
+from repro.check.verdict import RunVerdict, check_run
+from repro.core.errors import BadInput
+from repro.core.files import sha256_file
 from tests.fixtures.synthetic import CANARY, ROOT, write_bundle
 
 ALL = None  # what a forge function returns for a run-level forgery: every cell is affected
@@ -52,7 +52,7 @@ def read_json(path: Path) -> dict:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")  # as repro.bundle.to_json
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")  # as repro.bundle.layout.to_json
 
 
 def cell_dirs(run: Path) -> list[Path]:
@@ -398,13 +398,13 @@ def forge_leaked_containers(run: Path) -> Forged:
 
 def forge_dirty_tree(run: Path) -> Forged:
     """20. The project tree was dirty."""
-    edit_run(run, lambda record: record["source"].update(tree_clean=False, dirty_files=["repro/check.py"]))
+    edit_run(run, lambda record: record["source"].update(tree_clean=False, dirty_files=["repro/check/verdict.py"]))
     return ALL
 
 
 def forge_dirty_files_marked_clean(run: Path) -> Forged:
     """20b. Dirty files listed, yet the tree marked clean."""
-    edit_run(run, lambda record: record["source"].update(tree_clean=True, dirty_files=["repro/check.py"]))
+    edit_run(run, lambda record: record["source"].update(tree_clean=True, dirty_files=["repro/check/verdict.py"]))
     return ALL
 
 
@@ -706,8 +706,8 @@ def forge_suite_weakened(run: Path) -> list[str]:
     scenario = json.loads(copy.read_text())
     scenario["description"] = scenario.get("description", "") + " (weakened)"
     copy.write_text(json.dumps(scenario, indent=2))
-    from repro.matrix import Suite
-    from repro.suites import select
+    from repro.spec.matrix import Suite
+    from repro.suites.selection import select
 
     for cell in cell_dirs(run):
         suite = Suite.model_validate(read_json(cell / CELL_FILE)["cell"]["suite"])
@@ -872,7 +872,7 @@ def compare_with_project(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with the reviewer's checkout of the author's project)."""
     project = run.parent / PROJECT
     if project.is_dir():
-        monkeypatch.setattr("repro.check_commit.project_root", lambda: project)
+        monkeypatch.setattr("repro.check.commit.project_root", lambda: project)
 
 
 @pytest.mark.parametrize(("forge", "rule"), FORGERIES)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.chat_template import derive_facts, template_sha256
-from repro.check import check_run
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
+from repro.check.verdict import check_run
+from repro.store.chat_template import derive_facts, template_sha256
 from tests.check.test_forgeries import ALL, CELL_FILE, Forged, assert_caught, assert_not_rendered, cell_dirs, edit_cell, edit_run, read_json, rehash, row_keys
 from tests.fixtures.synthetic import CANARY, write_bundle
 

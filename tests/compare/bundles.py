@@ -13,13 +13,13 @@ from functools import cache
 from pathlib import Path
 
 from harness.contracts import EndEntry, ProtocolStats, ScenarioResult, StepEntry, StepTiming, TranscriptEntry, TranscriptLine, TriggerEntry
-from repro.bundle import Bundle, load_cell, load_run
-from repro.matrix import load_matrix
-from repro.plan import Cell, make_plan
-from repro.profiles import load_profiles
-from repro.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, RunRecord
-from repro.redact import Redactor
-from repro.suites import select
+from repro.bundle.layout import Bundle, load_cell, load_run
+from repro.bundle.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, RunRecord
+from repro.bundle.redact import Redactor
+from repro.plan.planner import Cell, make_plan
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.suites.selection import select
 from tests.fixtures.synthetic import CANARY, ROOT, embed, reported_template, result, smoke_variant, synthetic_model
 from tests.fixtures.synthetic import write_bundle as write_synthetic_bundle
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from repro import check
+from repro.check import verdict as check
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import TableRow, collect
 from repro.report.compare import compare, load_tables
 from repro.report.paper import render

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect_with_cells
 from tests.compare.bundles import step, transcript, write_bundle
 from tests.fixtures.browser import CHROMIUM, SKIP_REASON, dump_dom, headless

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
 from repro.report.paper import render
 from tests.compare.bundles import step, transcript, write_bundle

@@ -6,10 +6,10 @@ import json
 
 from harness.contracts import TranscriptLine
 from repro.__main__ import main
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import canonical_json, collect, collect_with_cells, transcript_sha256
 from repro.report.paper import render
-from repro.verify import compare, first_difference, load_published
+from repro.report.verify import compare, first_difference, load_published
 from tests.compare.bundles import step, transcript, write_bundle
 from tests.fixtures.synthetic import CANARY
 

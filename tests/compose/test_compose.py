@@ -21,13 +21,13 @@ import pytest
 import yaml
 
 from harness.contracts import ProgressEvent
-from repro.compose import COMPOSE_FILE, COMPOSE_GPU_FILE, ComposeCell, compose_env, expected_services, prepare_out, write_env
-from repro.config import DEFAULT_MATRIX, PROJECT_ROOT
-from repro.matrix import load_matrix
-from repro.plan import make_plan
-from repro.profiles import load_profiles
-from repro.sandbox import LABEL_CELL, LABEL_ROLE, LABEL_RUN
-from repro.suites import select
+from repro.containers.sandbox import LABEL_CELL, LABEL_ROLE, LABEL_RUN
+from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
+from repro.plan.planner import make_plan
+from repro.run.compose import COMPOSE_FILE, COMPOSE_GPU_FILE, ComposeCell, compose_env, expected_services, prepare_out, write_env
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.suites.selection import select
 
 MATRIX = Path(__file__).with_name("matrix.yaml")
 FILES = [PROJECT_ROOT / COMPOSE_FILE, PROJECT_ROOT / COMPOSE_GPU_FILE]
@@ -189,9 +189,9 @@ def transcripts(path: Path, redactor) -> list[dict]:
 @pytest.mark.engine
 @needs_compose
 def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harness_image_ref, llama_image_ref, smollm2_gguf, model_cache, tmp_path, monkeypatch):
-    from repro.cleanup import leaked_containers
-    from repro.redact import Redactor
-    from repro.sandbox import hardening_problems, read_back
+    from repro.bundle.redact import Redactor
+    from repro.containers.cleanup import leaked_containers
+    from repro.containers.sandbox import hardening_problems, read_back
 
     monkeypatch.setenv("REPRO_CACHE", str(model_cache))
     env = {**os.environ, "REPRO_CACHE": str(model_cache), "COLUMNS": "200"}

@@ -17,10 +17,10 @@ import tarfile
 
 import pytest
 
-from repro.config import DEFAULT_MATRIX, PROJECT_ROOT
-from repro.images import build_plan_engine, engine_image
-from repro.matrix import load_matrix
-from repro.profiles import load_profiles
+from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.store.images import build_plan_engine, engine_image
 from tests.fixtures.docker import run_labels
 
 pytestmark = [pytest.mark.docker, pytest.mark.cuda_build]

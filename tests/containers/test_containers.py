@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from repro import cleanup as cleanup_module
-from repro import containers
-from repro.sandbox import container_name, create_kwargs, engine_settings, image_id
+from repro.containers import cleanup as cleanup_module
+from repro.containers import lifecycle as containers
+from repro.containers.sandbox import container_name, create_kwargs, engine_settings, image_id
 
 pytestmark = pytest.mark.docker
 

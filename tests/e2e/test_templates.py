@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle import load_cell
-from repro.chat_template import served_sha256
+from repro.bundle.layout import load_cell
+from repro.store.chat_template import served_sha256
 from tests.e2e.conftest import E2E_MATRIX, make_snapshot, run_repro, smoke_parts
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]

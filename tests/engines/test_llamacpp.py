@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from harness.contracts import GateProbeResult
-from repro.cleanup import leaked_containers
+from repro.containers.cleanup import leaked_containers
+from repro.containers.sandbox import hardening_problems
 from repro.engines import EngineDied, EngineRefused, boot_engine, stop_engine
+from repro.engines.gate import run_gate
 from repro.engines.llamacpp import LlamaCppEngine
-from repro.gate import run_gate
-from repro.matrix import LatencyGateSettings
-from repro.profiles import load_profiles
-from repro.sandbox import hardening_problems
+from repro.spec.matrix import LatencyGateSettings
+from repro.spec.profiles import load_profiles
 from tests.engines.test_specs import SMOKE
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
@@ -148,9 +148,9 @@ def test_no_engine_container_is_left(handle, docker_client, TEST_RUN_ID):
 
 def test_llama_server_accepts_every_flag_we_pass(docker_client, llama_image_ref, TEST_RUN_ID):
     """`llama-server --help` in the built image lists each flag of the command line."""
-    from repro import containers
+    from repro.containers import lifecycle as containers
+    from repro.containers.sandbox import create_kwargs, engine_settings, image_id
     from repro.engines.llamacpp import server_args
-    from repro.sandbox import create_kwargs, engine_settings, image_id
 
     image = image_id(docker_client, llama_image_ref)
     settings = engine_settings(run_id=TEST_RUN_ID, cell_id=GROUP, mem_limit=512 * 1024**2, nano_cpus=1_000_000_000)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from repro.containers.sandbox import bind, hardening_problems
 from repro.engines import EngineRefused
+from repro.engines.gate import run_gate
 from repro.engines.ollama import OllamaEngine
-from repro.gate import run_gate
-from repro.matrix import LatencyGateSettings
-from repro.profiles import load_profiles
-from repro.sandbox import bind, hardening_problems
+from repro.spec.matrix import LatencyGateSettings
+from repro.spec.profiles import load_profiles
 from tests.engines.ollama_standin import STANDIN_VERSION
 from tests.engines.test_ollama_standin import OLLAMA_SPEC
 from tests.engines.test_specs import SMOKE

@@ -21,10 +21,10 @@ from harness.contracts import GateProbeResult
 from harness.errors import EngineError
 from harness.ollama_client import OllamaClient, format_from_response_format
 from harness.protocols.json_schema import probe_turn, response_format, round_trip, step_schema
+from repro.engines.gate import from_probe
 from repro.engines.ollama import OllamaEngine, model_parameters, ollama_model_name, template_for
-from repro.gate import from_probe
-from repro.matrix import Decoding, EngineSpec, LatencyGateSettings
-from repro.profiles import load_profiles
+from repro.spec.matrix import Decoding, EngineSpec, LatencyGateSettings
+from repro.spec.profiles import load_profiles
 from tests.engines.ollama_standin import STANDIN_VERSION, StandIn, serve
 from tests.fixtures.models import smoke_model
 

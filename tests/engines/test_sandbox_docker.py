@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.contracts import EXIT_ENGINE_UNREACHABLE, OllamaLoadResult, ReadyResult
-from repro import cleanup as cleanup_module
-from repro import containers
-from repro.sandbox import (
+from repro.containers import cleanup as cleanup_module
+from repro.containers import lifecycle as containers
+from repro.containers.sandbox import (
     EngineDied,
     ProbeFailed,
     container_name,
@@ -68,7 +68,7 @@ def probe(client, image: str, engine, argv: list[str], result_type: type, run_id
 
 def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_client, harness_image_ref, TEST_RUN_ID):
     """Nothing listens in a sleeper's namespace: the ready probe reports unreachable (exit 3)."""
-    from repro.sandbox import ProbeUnreachable
+    from repro.containers.sandbox import ProbeUnreachable
 
     image = image_id(docker_client, harness_image_ref)
     engine = sleeper(docker_client, image, TEST_RUN_ID)

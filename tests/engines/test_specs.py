@@ -6,13 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.engines import engine_class
-from repro.engines.base import EngineRefused, check_accelerator, gpu_device_requests
-from repro.engines.llamacpp import LlamaCppEngine, server_args, summarize_props
-from repro.errors import BadInput
-from repro.matrix import load_matrix
-from repro.profiles import load_profiles
-from repro.sandbox import (
+from repro.containers.sandbox import (
     MountInfo,
     SandboxSettings,
     create_kwargs,
@@ -20,6 +14,12 @@ from repro.sandbox import (
     harness_kwargs,
     probe_kwargs,
 )
+from repro.core.errors import BadInput
+from repro.engines import engine_class
+from repro.engines.base import EngineRefused, check_accelerator, gpu_device_requests
+from repro.engines.llamacpp import LlamaCppEngine, server_args, summarize_props
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
 
 IMAGE = "sha256:" + "a" * 64
 SMOKE = load_matrix(Path(__file__).resolve().parents[2] / "matrix" / "smoke.yaml").matrix

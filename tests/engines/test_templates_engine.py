@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.chat_template import protocol_blocker, served_sha256, server_blocker, template_facts
 from repro.engines import stop_engine
-from repro.matrix import ChatTemplatePin
+from repro.spec.matrix import ChatTemplatePin
+from repro.store.chat_template import protocol_blocker, served_sha256, server_blocker, template_facts
 from tests.engines.test_llamacpp import boot
 from tests.fixtures.models import QWEN_ID, qwen_gguf, smoke_model  # noqa: F401
 

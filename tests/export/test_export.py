@@ -15,8 +15,8 @@ import pytest
 
 from harness.contracts import FAILURE_LAYER
 from repro.__main__ import main
-from repro.bundle import BundleReader
-from repro.check import check_run
+from repro.bundle.layout import BundleReader
+from repro.check.verdict import check_run
 from repro.report.export import log_path
 from tests.export.conftest import TOOLCALLBENCH
 from tests.paper.test_published_bundles import unpack

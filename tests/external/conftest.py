@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle import Bundle
-from repro.config import PROJECT_ROOT
-from repro.matrix import LoadedMatrix, Suite, load_matrix
-from repro.plan import Cell, make_plan
-from repro.profiles import load_profiles
-from repro.records import CellRecord
-from repro.redact import Redactor
+from repro.bundle.layout import Bundle
+from repro.bundle.records import CellRecord
+from repro.bundle.redact import Redactor
+from repro.core.config import PROJECT_ROOT
+from repro.plan.planner import Cell, make_plan
+from repro.spec.matrix import LoadedMatrix, Suite, load_matrix
+from repro.spec.profiles import load_profiles
 from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
 
 MATRIX = PROJECT_ROOT / "matrix" / "toolcallbench-smoke.yaml"
@@ -44,7 +44,7 @@ def tcb_cell(ids: list[str] | None = None) -> Cell:
 @pytest.fixture(scope="session")
 def tcb_wheels() -> Path:
     """Every wheel of images/toolcallbench/requirements.txt, fetched (PyPI, once) and verified."""
-    from repro.external.wheels import fetch_wheels
+    from repro.suites.external.wheels import fetch_wheels
 
     suite = tcb_suite()
     assert suite.external is not None
@@ -79,9 +79,9 @@ def run_driver(python: Path, out: Path, profile: str, tasks: list[str]) -> None:
 def collect_cell(run_dir: Path, cell: Cell, out_dirs: list[Path], seconds: float = 60.0, redactor: Redactor | None = None, **fields: object) -> CellRecord:
     """What a run does with a cell's output folders: the raw files kept, the records normalised,
     the cell written (with the suite's wheel embedded beside it); `fields` complete its record."""
-    from repro import containers
-    from repro.external import cells
-    from repro.suites import select
+    from repro.containers import lifecycle as containers
+    from repro.suites.external import cells
+    from repro.suites.selection import select
 
     bundle = Bundle(run_dir, redactor or Redactor())
     cells.embed(bundle, cell.suite)

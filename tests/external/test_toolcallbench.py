@@ -12,14 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from repro.bundle import BundleReader, load_cell, read_results, read_transcripts
-from repro.errors import BadInput
-from repro.external import check as external_check
-from repro.external.base import RAW_INDEX
-from repro.external.toolcallbench import FAILURE_MAP
-from repro.files import sha256_file
-from repro.matrix import Suite, load_matrix
-from repro.suites import select
+from repro.bundle.layout import BundleReader, load_cell, read_results, read_transcripts
+from repro.core.errors import BadInput
+from repro.core.files import sha256_file
+from repro.spec.matrix import Suite, load_matrix
+from repro.suites.external import check as external_check
+from repro.suites.external.base import RAW_INDEX
+from repro.suites.external.toolcallbench import FAILURE_MAP
+from repro.suites.selection import select
 from tests.external.conftest import ALL_TASKS, MATRIX, collect_cell, run_direct, run_driver, tcb_cell, tcb_suite
 from tests.fixtures.transcripts import end_of
 
@@ -62,8 +62,8 @@ def test_the_selection_reads_the_wheels_tasks_in_toolcallbench_order(tcb_wheels)
 
 
 def test_every_toolcallbench_failure_type_maps_to_one_of_ours(tcb_wheels) -> None:
-    from repro.external.cells import external_selection
-    from repro.external.toolcallbench_check import load
+    from repro.suites.external.cells import external_selection
+    from repro.suites.external.toolcallbench_check import load
 
     root = external_selection(tcb_suite()).folder.parents[2]
     families = load(root)["checks"].FAILURE_TYPES
@@ -71,7 +71,7 @@ def test_every_toolcallbench_failure_type_maps_to_one_of_ours(tcb_wheels) -> Non
 
 
 def evidence(run_dir: Path, record) -> SimpleNamespace:
-    from repro.redact import Redactor
+    from repro.bundle.redact import Redactor
 
     bundle = BundleReader(run_dir)
     cell_dir, suite_dir = bundle.cell_dir(record.cell.id), bundle.suite_dir(record.cell.suite.id)
@@ -139,7 +139,7 @@ def test_a_tampered_raw_result_is_caught(tmp_path: Path, tcb_python: Path) -> No
     assert any("passed re-executes as False, recorded True" in p for p in external_check.rule_rechecked(ev))
     assert any("is not the report its raw outputs render" in p for p in external_check.rule_report(ev))
 
-    from repro.external.toolcallbench import ToolCallBench  # the normalised side rewritten to agree
+    from repro.suites.external.toolcallbench import ToolCallBench  # the normalised side rewritten to agree
 
     raw, index = external_check.raw_evidence(ev)
     normalised = ToolCallBench().normalise(raw, index, record.suite_ids)

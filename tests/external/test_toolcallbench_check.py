@@ -7,16 +7,16 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from repro.bundle import Bundle
-from repro.check import check_run
-from repro.external.base import RAW_INDEX
-from repro.files import sha256_bytes
-from repro.gate import GateResult
-from repro.plan import make_plan
-from repro.profiles import load_profiles
-from repro.provenance import SourceState, SystemDescription
-from repro.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
-from repro.redact import Redactor
+from repro.bundle.layout import Bundle
+from repro.bundle.provenance import SourceState, SystemDescription
+from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
+from repro.bundle.redact import Redactor
+from repro.check.verdict import check_run
+from repro.core.files import sha256_bytes
+from repro.engines.gate import GateResult
+from repro.plan.planner import make_plan
+from repro.spec.profiles import load_profiles
+from repro.suites.external.base import RAW_INDEX
 from tests.external.conftest import MATRIX, collect_cell, loaded, run_driver
 from tests.external.test_toolcallbench import RAW_DB, rehash
 from tests.fixtures.synthetic import (

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from repro import containers
-from repro.external.cells import entrypoint
-from repro.run import harness_output_dir
-from repro.sandbox import container_name, harness_kwargs, harness_settings, read_back
+from repro.containers import lifecycle as containers
+from repro.containers.sandbox import container_name, harness_kwargs, harness_settings, read_back
+from repro.run.runner import harness_output_dir
+from repro.suites.external.cells import entrypoint
 from tests.external.conftest import ALL_TASKS, collect_cell, run_direct, tcb_cell, tcb_suite
 from tests.external.test_toolcallbench import RECOMPUTING, evidence, outcomes
 
@@ -24,7 +24,7 @@ RUN_ID = "toolcallbench-fidelity"
 
 @pytest.fixture(scope="module")
 def tcb_image_ref(docker_client, harness_image_ref, tcb_wheels):
-    from repro.external.image import external_image
+    from repro.suites.external.image import external_image
 
     return external_image(tcb_suite(), docker_client, harness=harness_image_ref, build=True)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle import Bundle, DiskFull, cell_problems
-from repro.redact import Redactor
+from repro.bundle.layout import Bundle, DiskFull, cell_problems
+from repro.bundle.redact import Redactor
 from tests.e2e.conftest import e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
 from tests.e2e.test_engine_kill import TINY_SUITE, harness_running, run_dir_of
 from tests.e2e.test_run import cells_of, outcome, repro_containers

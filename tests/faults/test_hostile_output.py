@@ -1,4 +1,4 @@
-"""What a harness container writes is read back as untrusted (repro.run.collect_results reads it
+"""What a harness container writes is read back as untrusted (repro.run.runner.collect_results reads it
 with read_results and read_transcripts): a link to a host file and a 10 GiB file are refused with
 a reason, never followed or read. No engine needed, so it runs in every run."""
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from repro.bundle import read_results, read_transcripts
-from repro.errors import BadInput
+from repro.bundle.layout import read_results, read_transcripts
+from repro.core.errors import BadInput
 
 
 def test_a_link_to_a_host_file_is_refused(tmp_path):

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.errors import BadInput
-from repro.files import MAX_JSON_BYTES
-from repro.yamlsource import MAX_YAML_BYTES, load_yaml_document, read_json_bounded
+from repro.core.errors import BadInput
+from repro.core.files import MAX_JSON_BYTES
+from repro.core.yamlsource import MAX_YAML_BYTES, load_yaml_document, read_json_bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = (ROOT / "matrix" / "smoke.yaml").read_text()
@@ -206,7 +206,7 @@ def test_pathological_json_is_refused_fast(tmp_path, name):
     assert len(caught.value.lines) == 1 and caught.value.lines[0].startswith(str(path)), caught.value.lines
 
 
-# repro/verify.py reads --published with read_text(): it must read through yamlsource.read_model_bounded.
+# repro/report/verify.py reads --published with read_text(): it must read through yamlsource.read_model_bounded.
 VERIFY_CASES = [*PATHOLOGICAL_JSON, "oversized", "folder", "missing"]
 
 

@@ -16,10 +16,10 @@ import pytest
 from harness.contracts import GateAttempt
 from harness.probe import judge
 from repro.__main__ import main
-from repro.bundle import load_cell, load_run
-from repro.errors import BadInput
-from repro.terminal import printable, shown
-from repro.yamlsource import MAX_SCALAR_CHARS, parse_json_bounded
+from repro.bundle.layout import load_cell, load_run
+from repro.core.errors import BadInput
+from repro.core.terminal import printable, shown
+from repro.core.yamlsource import MAX_SCALAR_CHARS, parse_json_bounded
 from tests.fixtures.synthetic import write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,7 +178,7 @@ def test_matrix_plan_and_validate_print_input_as_written(tmp_path):
 def test_the_run_progress_escapes_what_came_from_input():
     from rich.console import Console
 
-    from repro.progress import RunProgress
+    from repro.run.progress import RunProgress
 
     console = Console(record=True, width=400, force_terminal=False)
     progress = RunProgress(console)
@@ -193,7 +193,7 @@ def test_the_run_progress_escapes_what_came_from_input():
 
 def test_the_host_identity_scan_of_a_suite_skips_a_huge_sparse_file(tmp_path):
     from harness.inputs import MAX_SCENARIO_BYTES
-    from repro.redact import suite_data_homes
+    from repro.bundle.redact import suite_data_homes
 
     suite = tmp_path / "suites" / "s" / "scenarios" / "notes"
     suite.mkdir(parents=True)

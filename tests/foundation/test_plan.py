@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from repro.__main__ import main
-from repro.matrix import load_matrix, matrix_json_schema
-from repro.plan import make_plan
-from repro.profiles import load_profiles
+from repro.plan.planner import make_plan
+from repro.spec.matrix import load_matrix, matrix_json_schema
+from repro.spec.profiles import load_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "matrix" / "smoke.yaml"

@@ -34,11 +34,11 @@ IDS = ["ask-001", "notes-001", "table_read_answer-001"]
 
 @pytest.fixture(scope="module", params=MODELS)
 def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, model_cache):
-    from repro.config import DEFAULT_MATRIX
+    from repro.core.config import DEFAULT_MATRIX
     from repro.engines import boot_engine, stop_engine
-    from repro.matrix import load_matrix
-    from repro.models import fetch, model_path
-    from repro.profiles import load_profiles
+    from repro.spec.matrix import load_matrix
+    from repro.spec.profiles import load_profiles
+    from repro.store.models import fetch, model_path
 
     spec = smoke_model(request.param)
     fetch(spec, cache=model_cache)
@@ -63,10 +63,10 @@ def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_
 
 
 def run_harness(docker_client, harness_image_ref, handle, protocol: str, run_id: str) -> list[dict]:
-    from repro import containers
-    from repro.files import scratch_dir
-    from repro.run import FIXTURES_MOUNT
-    from repro.sandbox import bind, container_name, harness_kwargs
+    from repro.containers import lifecycle as containers
+    from repro.containers.sandbox import bind, container_name, harness_kwargs
+    from repro.core.files import scratch_dir
+    from repro.run.runner import FIXTURES_MOUNT
 
     out_dir = scratch_dir("protocols-")
     os.chmod(out_dir, 0o777)

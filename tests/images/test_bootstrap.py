@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from repro import bootstrap as bootstrap_module
-from repro.bootstrap import base_reference, bootstrap, preflight
-from repro.config import PROJECT_ROOT
-from repro.errors import ReproError
+from repro.core.config import PROJECT_ROOT
+from repro.core.errors import ReproError
+from repro.store import bootstrap as bootstrap_module
+from repro.store.bootstrap import base_reference, bootstrap, preflight
 
 
 def no_debootstrap(monkeypatch):

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from repro import images
-from repro.config import DEFAULT_MATRIX, PROJECT_ROOT
-from repro.errors import ReproError
+from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
+from repro.core.errors import ReproError
+from repro.store import images
 
 pytestmark = pytest.mark.docker
 

@@ -7,8 +7,8 @@ import tomllib
 
 import pytest
 
-from repro.config import PROJECT_ROOT
-from repro.images import HARNESS_DOCKERFILE, HARNESS_LOCK, dockerfile_args
+from repro.core.config import PROJECT_ROOT
+from repro.store.images import HARNESS_DOCKERFILE, HARNESS_LOCK, dockerfile_args
 
 CPU = PROJECT_ROOT / "images/llama-cpp/Dockerfile"
 CUDA = PROJECT_ROOT / "images/llama-cpp/Dockerfile.cuda"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from repro import images
-from repro.config import PROJECT_ROOT
-from repro.errors import ReproError
-from repro.matrix import EngineSpec
+from repro.core.config import PROJECT_ROOT
+from repro.core.errors import ReproError
+from repro.spec.matrix import EngineSpec
+from repro.store import images
 from tests.fixtures.images import smoke_engine
 
 

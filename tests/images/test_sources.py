@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.errors import BadInput, ReproError
-from repro.matrix import EngineSource, GitSource
-from repro.sources import cached_source, fetch_source, sources_dir
+from repro.core.errors import BadInput, ReproError
+from repro.spec.matrix import EngineSource, GitSource
+from repro.store.sources import cached_source, fetch_source, sources_dir
 
 
 @pytest.fixture(autouse=True)

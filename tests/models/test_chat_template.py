@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.chat_template import (
+from repro.core.errors import BadInput
+from repro.spec.matrix import ModelSpec
+from repro.store.chat_template import (
     derive_facts,
     engine_template_problem,
     protocol_blocker,
@@ -21,9 +23,7 @@ from repro.chat_template import (
     server_blocker,
     template_facts,
 )
-from repro.errors import BadInput
-from repro.gguf import read_header
-from repro.matrix import ModelSpec
+from repro.store.gguf import read_header
 
 CHATML = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
@@ -95,7 +95,7 @@ def test_no_template_and_no_pin_is_refused_with_the_fix(tmp_path: Path) -> None:
 def test_a_pinned_template_is_used_and_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
 
-    from repro import chat_template
+    from repro.store import chat_template
 
     (tmp_path / "t.jinja").write_text(CHATML_TOOLS)
     monkeypatch.setattr(chat_template, "PROJECT_ROOT", tmp_path)

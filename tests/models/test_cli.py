@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repro.config import DEFAULT_MATRIX, PROJECT_ROOT
-from repro.matrix import load_matrix
+from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
+from repro.spec.matrix import load_matrix
 
 
 def repro(args: list[str], cache: Path, **env: str) -> subprocess.CompletedProcess:

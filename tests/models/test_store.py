@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from repro import models
-from repro.config import PROJECT_ROOT
-from repro.matrix import ModelSpec
+from repro.core.config import PROJECT_ROOT
+from repro.spec.matrix import ModelSpec
+from repro.store import models
 from tests.models.conftest import sha256
 
 PAYLOAD = os.urandom(300_000)
@@ -179,8 +179,8 @@ def test_size_differing_from_the_pin_is_refused_before_streaming(cache: Path, fi
 HF_SCRIPT = """
 import json, sys
 from pathlib import Path
-from repro import models
-from repro.matrix import ModelSpec
+from repro.store import models
+from repro.spec.matrix import ModelSpec
 spec = ModelSpec.model_validate(json.loads(sys.argv[1]))
 stored = models.fetch(spec, cache=Path(sys.argv[2]))
 print(json.dumps({"source": stored.source, "skipped": stored.skipped_sources}))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.config import SHIPPED_FILES
+from repro.core.config import SHIPPED_FILES
 from tests.fixtures.synthetic import write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def installed(tmp_path_factory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     for shipped in SHIPPED_FILES:
         assert any(name.startswith(f"repro/_data/{shipped}") for name in names), shipped
-    assert "repro/templates/scale/slurm/shards.sbatch.j2" in names
+    assert "repro/scale/templates/slurm/shards.sbatch.j2" in names
     subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
     bin_dir = work / "venv" / "bin"
     install = subprocess.run([str(bin_dir / "pip"), "install", "-q", f"{wheel}[host]"], capture_output=True, text=True)

@@ -9,7 +9,7 @@ import json
 from harness.contracts import FAILURE_TYPES
 from harness.lab_codes import LAB_CODE, LAB_CODES, lab_code, lab_counts
 from repro.__main__ import main
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
 from repro.report.paper import render
 from tests.compare.bundles import write_bundle as write_compare_bundle

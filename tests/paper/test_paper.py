@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from repro.bundle import load_cell
-from repro.redact import Redactor
+from repro.bundle.layout import load_cell
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
 from repro.report.paper import render
 from repro.report.stats import wilson

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.check import check_run
+from repro.check.verdict import check_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "paper" / "published"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle import Bundle, BundleReader, load_run
-from repro.check import check_run
-from repro.records import RunRecord
-from repro.redact import Redactor
+from repro.bundle.layout import Bundle, BundleReader, load_run
+from repro.bundle.records import RunRecord
+from repro.bundle.redact import Redactor
+from repro.check.verdict import check_run
 from repro.report.aggregate import PaperTables, collect, collect_with_cells
 from repro.report.coverage import run_coverage
 from repro.report.html import render_report

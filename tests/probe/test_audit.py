@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.contracts import AUDIT_ITEMS
-from repro import containers
-from repro.audit import audit_command, host_gateways, run_audit
-from repro.sandbox import bind, container_name, create_kwargs, engine_settings, hardening_problems, harness_kwargs, image_id, read_back
+from repro.containers import lifecycle as containers
+from repro.containers.audit import audit_command, host_gateways, run_audit
+from repro.containers.sandbox import bind, container_name, create_kwargs, engine_settings, hardening_problems, harness_kwargs, image_id, read_back
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,10 +60,10 @@ def test_every_escape_is_tried_and_blocked(docker_client, harness_image_ref, TES
 def test_the_engine_audit_runs_with_the_engines_own_settings(docker_client, harness_image_ref, TEST_RUN_ID, tmp_path: Path):
     """llama.cpp's real container settings (sealed, its model mounted read-only), with the audit as
     the process: every escape tried and blocked, the memory limit read rather than exceeded."""
-    from repro.audit import audit_engine
+    from repro.containers.audit import audit_engine
     from repro.engines.llamacpp import LlamaCppEngine
-    from repro.matrix import Decoding, EngineSpec, ModelSpec
-    from repro.profiles import load_profiles
+    from repro.spec.matrix import Decoding, EngineSpec, ModelSpec
+    from repro.spec.profiles import load_profiles
 
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF")

@@ -11,7 +11,7 @@ import pytest
 
 from harness import probe
 from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, GateProbeResult, PropsResult, ReadyResult
-from repro.sandbox import MAX_PROBE_RESULT_BYTES, PROBE_RESULT, read_result
+from repro.containers.sandbox import MAX_PROBE_RESULT_BYTES, PROBE_RESULT, read_result
 
 ROOT = Path(__file__).resolve().parents[2]
 

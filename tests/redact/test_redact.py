@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from repro import redact
-from repro.redact import HostIdentity, Redactor, find_leaks
+from repro.bundle import redact
+from repro.bundle.redact import HostIdentity, Redactor, find_leaks
 
 IDENTITY = HostIdentity(
     project_root="/srv/canary-project",
@@ -168,7 +168,7 @@ def test_current_identity_redacts_this_host():
 def test_a_home_the_suite_names_is_data_not_a_leak():
     """A fixture's fictional /home/mira/... (and a path a model built under it) is scenario data;
     another home, and this host's own home, are still leaks."""
-    from repro.redact import data_homes
+    from repro.bundle.redact import data_homes
 
     identity = HostIdentity(project_root="/srv/p", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
     redactor = Redactor(identity)

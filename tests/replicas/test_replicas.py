@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from repro import containers
+from repro.bundle.records import CellRecord, Execution
+from repro.containers import lifecycle as containers
+from repro.core.errors import BadInput
 from repro.engines.llamacpp import server_args
-from repro.errors import BadInput
-from repro.profiles import load_profiles
-from repro.records import CellRecord, Execution
-from repro.replicas import capacity, deal, in_suite_order, replica_count
+from repro.plan.replicas import capacity, deal, in_suite_order, replica_count
+from repro.spec.profiles import load_profiles
 
 PROFILES = load_profiles()
 CPU, CPU_1T, T4 = PROFILES.get("cpu"), PROFILES.get("cpu-1t"), PROFILES.get("gpu-t4")
@@ -59,7 +59,7 @@ def test_scenarios_are_dealt_round_robin_and_put_back_in_suite_order():
 
 
 def test_the_engine_command_line_carries_slots_with_the_full_context_per_slot():
-    from repro.matrix import Decoding, ModelSpec
+    from repro.spec.matrix import Decoding, ModelSpec
 
     model = ModelSpec.model_validate(
         {"id": "m", "family": "f", "parameters": "1B", "quant": "Q4_0", "file_size": 1, "sha256": "0" * 64, "sources": [{"path": "m.gguf"}]}
@@ -82,9 +82,9 @@ def test_execution_says_when_a_mode_is_not_exact():
 
 def test_prompt_cache_reaches_the_harness_command_line_only_when_the_profile_asks():
     from repro.engines.base import client_argv
-    from repro.plan import make_plan
-    from repro.run import harness_command
-    from repro.suites import select
+    from repro.plan.planner import make_plan
+    from repro.run.runner import harness_command
+    from repro.suites.selection import select
     from tests.fixtures.synthetic import ROOT, smoke_variant
 
     cell = make_plan(smoke_variant()[1], "cpu", CPU).cells[0]
@@ -160,8 +160,8 @@ class Writer:
 
 @pytest.fixture()
 def suite_and_record():
-    from repro.plan import make_plan
-    from repro.suites import SuiteSelection
+    from repro.plan.planner import make_plan
+    from repro.suites.selection import SuiteSelection
     from tests.fixtures.synthetic import smoke_variant
 
     cell = make_plan(smoke_variant()[1], "cpu", CPU).cells[0]
@@ -170,7 +170,7 @@ def suite_and_record():
 
 
 def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
-    from repro.run import collect_results
+    from repro.run.runner import collect_results
 
     suite, record = suite_and_record
     write_worker(tmp_path / "w1", ["a", "c"])
@@ -183,7 +183,7 @@ def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
 
 
 def test_a_worker_that_writes_another_workers_scenario_fails_the_cell(tmp_path, suite_and_record):
-    from repro.run import collect_results
+    from repro.run.runner import collect_results
 
     suite, record = suite_and_record
     write_worker(tmp_path / "w1", ["a", "b"])  # its share is a and c

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-import repro.busy as busy
-import repro.gate as gate_module
-import repro.run as run_module
+import repro.core.busy as busy
+import repro.engines.gate as gate_module
+import repro.run.runner as run_module
 from harness.contracts import GateAttempt
 from repro.__main__ import main
-from repro.gate import GateResult
-from repro.profiles import load_profiles
-from repro.records import CellRecord
+from repro.bundle.records import CellRecord
+from repro.engines.gate import GateResult
+from repro.spec.profiles import load_profiles
 from tests.run.test_exit_codes import ROOT, context, first_cell, rewrite_cell, write_bundle
 
 PROFILE = load_profiles().get("cpu")

@@ -9,22 +9,22 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import repro.run as run_module
+import repro.run.runner as run_module
 from repro.__main__ import main
-from repro.bundle import Bundle, load_cell, load_run
-from repro.chat_template import derive_facts
+from repro.bundle.layout import Bundle, load_cell, load_run
+from repro.bundle.records import CellRecord, CellSummary, EngineFault, utc_now
+from repro.bundle.redact import Redactor
+from repro.containers.sandbox import SandboxSettings
 from repro.engines.base import EngineDied, EngineHandle
-from repro.gate import GateResult
-from repro.healing import MAX_BOOTS, EngineLost
-from repro.images import ImageRef
-from repro.matrix import load_matrix
-from repro.plan import make_plan
-from repro.profiles import load_profiles
-from repro.progress import RunProgress
-from repro.records import CellRecord, CellSummary, EngineFault, utc_now
-from repro.redact import Redactor
-from repro.sandbox import SandboxSettings
-from repro.suites import select
+from repro.engines.gate import GateResult
+from repro.plan.planner import make_plan
+from repro.run.healing import MAX_BOOTS, EngineLost
+from repro.run.progress import RunProgress
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.store.chat_template import derive_facts
+from repro.store.images import ImageRef
+from repro.suites.selection import select
 from tests.fixtures.synthetic import CANARY, STANDIN_TEMPLATE, reported_template, result, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,7 +256,7 @@ def daemon_gone() -> Exception:
 
 
 def test_a_daemon_that_stops_answering_mid_cell_is_an_engine_fault():
-    from repro.healing import blame_engine
+    from repro.run.healing import blame_engine
 
     with pytest.raises(EngineLost, match="the Docker daemon stopped answering"), blame_engine(lambda: None):
         raise daemon_gone()
@@ -265,7 +265,7 @@ def test_a_daemon_that_stops_answering_mid_cell_is_an_engine_fault():
 
 
 def test_healing_waits_for_the_daemon_and_counts_its_silence_as_a_failed_attempt():
-    from repro.healing import heal
+    from repro.run.healing import heal
 
     answers = iter([False, True])
     healed, incident = heal(OOM_FAULT, lambda: group(container_id="new"), lambda g: None, lambda text: None, daemon=lambda: next(answers))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from repro.engines.base import EngineDied
-from repro.healing import EngineLost, describe, engine_watch, require_answering
+from repro.run.healing import EngineLost, describe, engine_watch, require_answering
 
 
 class FakeEngine:

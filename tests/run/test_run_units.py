@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from repro import provenance
-from repro.provenance import SourceState
+from repro.bundle import provenance
+from repro.bundle.provenance import SourceState
 
 CLEAN = SourceState(commit="a" * 40, tree_clean=True, harness_digest="d" * 64)
 
@@ -12,8 +12,8 @@ def test_source_change_names_what_changed():
     assert provenance.source_change(CLEAN, CLEAN) is None
     moved = CLEAN.model_copy(update={"commit": "b" * 40})
     assert provenance.source_change(CLEAN, moved) == f"the project moved from commit {'a' * 40} to {'b' * 40}"
-    dirty = CLEAN.model_copy(update={"tree_clean": False, "dirty_files": ["repro/run.py"]})
-    assert provenance.source_change(CLEAN, dirty) == "the project tree became dirty (repro/run.py)"
+    dirty = CLEAN.model_copy(update={"tree_clean": False, "dirty_files": ["repro/run/runner.py"]})
+    assert provenance.source_change(CLEAN, dirty) == "the project tree became dirty (repro/run/runner.py)"
 
 
 def test_a_tree_edited_during_the_run_is_recorded_dirty(monkeypatch):
@@ -29,11 +29,11 @@ def test_a_tree_edited_during_the_run_is_recorded_dirty(monkeypatch):
 def test_each_repeat_carries_its_own_seed():
     """Repeat k sends seed + k - 1 (distinct samples); the cell still records the matrix's seed."""
     from repro.engines.base import client_argv
-    from repro.matrix import load_matrix
-    from repro.plan import make_plan
-    from repro.profiles import load_profiles
-    from repro.run import harness_command
-    from repro.suites import select
+    from repro.plan.planner import make_plan
+    from repro.run.runner import harness_command
+    from repro.spec.matrix import load_matrix
+    from repro.spec.profiles import load_profiles
+    from repro.suites.selection import select
     from tests.fixtures.synthetic import ROOT, smoke_variant
 
     profile = load_profiles().get("cpu")
@@ -53,9 +53,9 @@ def test_a_suite_a_do_nothing_agent_passes_is_refused_before_anything_boots(tmp_
 
     import pytest
 
-    from repro.errors import BadInput
-    from repro.run import refuse_unfit_scenarios
-    from repro.suites import SuiteSelection
+    from repro.core.errors import BadInput
+    from repro.run.runner import refuse_unfit_scenarios
+    from repro.suites.selection import SuiteSelection
     from tests.fixtures.synthetic import ROOT
 
     scenario = json.loads((ROOT / "scenarios" / "notes" / "notes-001.json").read_text())

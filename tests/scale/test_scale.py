@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from repro.__main__ import main
-from repro.config import PROJECT_ROOT
-from repro.k8s import K8S_VERSION
+from repro.core.config import PROJECT_ROOT
+from repro.scale.k8s import K8S_VERSION
 
 MATRIX = Path(__file__).parent / "matrix.yaml"
 MATRIX_ARG = "tests/scale/matrix.yaml"
@@ -179,8 +179,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
 def test_k8s_manifests_are_serialized_so_no_value_adds_a_key(tmp_path):
     """The manifests are data written by a YAML serializer: a value holding a newline and a key
     (here the matrix's free-text name, which no pattern restricts) stays one string."""
-    from repro.k8s import merge_job, shard_job
-    from repro.scale import K8sOptions, Resources, ScaleJob
+    from repro.scale.jobs import K8sOptions, Resources, ScaleJob
+    from repro.scale.k8s import merge_job, shard_job
 
     hostile = 'smoke"\nhostPID: true\n---\nkind: Pod'
     job = ScaleJob(

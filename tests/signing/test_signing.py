@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.errors import BadInput, ReproError
-from repro.signing import MANIFEST, NAMESPACE, SIGNATURE, SignatureError, sign_bundle, verify_signature
+from repro.bundle.signing import MANIFEST, NAMESPACE, SIGNATURE, SignatureError, sign_bundle, verify_signature
+from repro.core.errors import BadInput, ReproError
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen missing: apt-get install openssh-client")
 
@@ -207,7 +207,7 @@ def test_the_attestation_verifies_with_the_librarys_own_dsse_verifier(tmp_path, 
     from securesystemslib.exceptions import VerificationError
     from securesystemslib.signer import SSlibKey
 
-    from repro.attestation import attest_bundle
+    from repro.bundle.attestation import attest_bundle
     from tests.fixtures.synthetic import write_bundle
 
     run = write_bundle(tmp_path / "run1")
@@ -233,9 +233,9 @@ def test_the_attestation_verifies_with_the_librarys_own_dsse_verifier(tmp_path, 
 def test_check_accepts_the_attestation_alone_and_refuses_it_stale(tmp_path, keys, capsys) -> None:
     """`repro check --allowed-signers` accepts either signature; an attestation by a key nobody
     allowed, or over files that changed since, is refused (exit 1)."""
-    from repro.attestation import attest_bundle
-    from repro.bundle import Bundle
-    from repro.redact import Redactor
+    from repro.bundle.attestation import attest_bundle
+    from repro.bundle.layout import Bundle
+    from repro.bundle.redact import Redactor
     from tests.fixtures.synthetic import CANARY, write_bundle
 
     run = write_bundle(tmp_path / "run1")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from repro.errors import BadInput, ReproError
-from repro.matrix import EngineSource, Suite, path_problems
-from repro.suite_sources import fetch_suite
-from repro.suites import select
+from repro.core.errors import BadInput, ReproError
+from repro.spec.matrix import EngineSource, Suite, path_problems
+from repro.suites.selection import select
+from repro.suites.sources import fetch_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 IDS = ["notes-001", "notes-002", "ask-001"]
@@ -93,7 +93,7 @@ def _link(name: str, target: str) -> tarfile.TarInfo:
 
 
 def test_a_path_inside_a_source_cannot_climb_out():
-    from repro.matrix import load_matrix
+    from repro.spec.matrix import load_matrix
 
     smoke = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix
     source = EngineSource(archive="bench.tar.gz", sha256="0" * 64)

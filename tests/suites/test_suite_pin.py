@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.matrix import load_matrix
-from repro.plan import make_plan
-from repro.profiles import load_profiles
-from repro.suites import select
+from repro.plan.planner import make_plan
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.suites.selection import select
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = (ROOT / "matrix" / "smoke.yaml").read_text()

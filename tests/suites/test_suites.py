@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from repro.errors import BadInput
-from repro.matrix import Suite
-from repro.records import CellSummary
-from repro.suites import select
+from repro.bundle.records import CellSummary
+from repro.core.errors import BadInput
+from repro.spec.matrix import Suite
+from repro.suites.selection import select
 from tests.fixtures.synthetic import result
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from repro.__main__ import main
-from repro.redact import Redactor
+from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
 from repro.report.paper import render
-from repro.verify import compare, load_published
+from repro.report.verify import compare, load_published
 from tests.fixtures.synthetic import CANARY, write_bundle
 
 

@@ -1,0 +1,154 @@
+"""Provenance: the project's commit and cleanliness, repro's version, and the system's description."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from repro import __version__
+from repro.containers.client import DockerClient
+from repro.core.config import PROJECT_ROOT
+
+
+class SourceState(BaseModel):
+    commit: str | None
+    tree_clean: bool
+    dirty_files: list[str] = []
+    harness_digest: str | None = None
+    repro_version: str = __version__
+
+
+class GpuInfo(BaseModel):
+    name: str
+    driver: str | None = None
+    memory_mib: int | None = None
+    cuda: str | None = None
+
+
+class SystemDescription(BaseModel):
+    cpu_model: str
+    cpu_cores: int
+    memory_gb: float
+    os: str
+    kernel: str
+    machine: str
+    docker_engine: str | None
+    docker_api: str | None
+    storage_driver: str | None
+    gpus: list[GpuInfo] = []
+
+
+def source_state(root: Path = PROJECT_ROOT) -> SourceState:
+    """The git commit and whether the work tree was clean (untracked, unignored files count)."""
+    from repro.store.images import harness_source_digest
+
+    digest = harness_source_digest(root)
+    try:
+        import git
+
+        repo = git.Repo(root)
+        commit = repo.head.commit.hexsha
+        dirty = sorted(
+            {str(item.a_path) for item in repo.index.diff(None)} | {str(item.a_path) for item in repo.index.diff("HEAD")} | set(repo.untracked_files)
+        )
+    except Exception as error:  # not a git checkout, or no commit yet
+        return SourceState(commit=None, tree_clean=False, dirty_files=[f"(no git commit: {type(error).__name__})"], harness_digest=digest)
+    return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:50], harness_digest=digest)
+
+
+def system_description(docker_client: DockerClient | None = None) -> SystemDescription:
+    info, version = {}, {}
+    if docker_client is not None:
+        info, version = docker_client.info(), docker_client.version()
+    return SystemDescription(
+        cpu_model=_cpu_model(),
+        cpu_cores=os.cpu_count() or 0,
+        memory_gb=round(_memory_bytes() / 1024**3, 1),
+        os=_os_name(),
+        kernel=platform.release(),
+        machine=platform.machine(),
+        docker_engine=version.get("Version"),
+        docker_api=version.get("ApiVersion"),
+        storage_driver=info.get("Driver"),
+        gpus=host_gpus(),
+    )
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_bytes() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def host_gpus() -> list[GpuInfo]:
+    """GPUs as nvidia-smi on the host sees them (empty where there is none)."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    query = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
+    try:
+        out = subprocess.run(query, capture_output=True, text=True, timeout=20, check=True).stdout
+        cuda = _cuda_version()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in out.strip().splitlines():
+        name, driver, memory = [part.strip() for part in line.split(",")]
+        gpus.append(GpuInfo(name=name, driver=driver, memory_mib=int(float(memory)), cuda=cuda))
+    return gpus
+
+
+def _cuda_version() -> str | None:
+    out = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=20).stdout
+    marker = "CUDA Version:"
+    if marker in out:
+        return out.split(marker, 1)[1].split()[0]
+    return None
+
+
+def source_change(before: SourceState, now: SourceState) -> str | None:
+    """What changed in the project between two readings, or None."""
+    if before.commit != now.commit:
+        return f"the project moved from commit {before.commit} to {now.commit}"
+    if before.tree_clean != now.tree_clean:
+        state = "dirty" if not now.tree_clean else "clean"
+        return f"the project tree became {state} ({', '.join(now.dirty_files[:3])})"
+    if before.harness_digest != now.harness_digest:
+        return "the harness source changed"
+    return None
+
+
+def source_at_end(started: SourceState) -> SourceState:
+    """The tree must stay as it was for the whole run: a change during the run makes it dirty."""
+    change = source_change(started, source_state())
+    if not change:
+        return started
+    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]})

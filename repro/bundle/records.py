@@ -1,0 +1,191 @@
+"""The records of a result bundle: run.json and each cell's cell.json, as typed models.
+
+A bundle carries `format_version`; `repro check` keeps its rules in a table keyed by it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, computed_field
+
+from harness.contracts import SandboxAudit, ScenarioResult
+from repro.bundle.provenance import SourceState, SystemDescription
+from repro.containers.sandbox import SandboxSettings
+from repro.engines.gate import GateResult
+from repro.plan.planner import Cell
+from repro.spec.profiles import Profile
+from repro.store.chat_template import TemplateFacts
+
+# 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution;
+# 5: the chat templates (run.json chat_templates) and the capability preflight
+FORMAT_VERSION = 5
+CellStatus = Literal["done", "excluded", "error"]
+RunStatus = Literal["running", "complete", "interrupted", "failed"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ImageInfo(BaseModel):
+    reference: str
+    id: str
+    key: str | None = None
+    pinned_by: Literal["content-key", "digest"]
+    labels: dict[str, str] = {}
+
+
+class IdentityCheck(BaseModel):
+    expected: str
+    reported: str | None
+    matched: bool
+
+
+class EngineSettings(BaseModel):
+    """What the engine reports it runs with (llama.cpp /props, Ollama /api/show), kept as evidence."""
+
+    reported: dict[str, Any] = {}
+
+
+class SandboxRecord(BaseModel):
+    """The hardening Docker really applied to the cell's containers (read back from inspect)."""
+
+    harness: SandboxSettings | None = None
+    engine: SandboxSettings | None = None
+
+
+class CellSummary(BaseModel):
+    passed: int
+    total: int
+    by_category: dict[str, tuple[int, int]]
+    engine_faults: int = 0
+    failure_types: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, results: list[ScenarioResult]) -> CellSummary:
+        """Pass counts per category, failure types, and engine faults counted apart."""
+        by_category: dict[str, list[int]] = {}
+        for result in results:
+            counts = by_category.setdefault(result.category, [0, 0])
+            counts[0] += result.passed
+            counts[1] += 1
+        failure_types = Counter(r.failure_type or "unknown" for r in results if not r.passed)
+        return cls(
+            passed=sum(r.passed for r in results),
+            total=len(results),
+            by_category={k: (v[0], v[1]) for k, v in sorted(by_category.items())},
+            engine_faults=sum(r.engine_fault for r in results),
+            failure_types=dict(sorted(failure_types.items())),
+        )
+
+
+class Execution(BaseModel):
+    """How a cell's engines computed: threads per engine, slots and prompt cache (the profile's,
+    part of a result's identity), and how many engine replicas and harness workers shared the
+    scenarios (a choice of the run: replicas at one slot each are exact)."""
+
+    threads: int | None
+    slots: int = 1
+    cache_prompt: bool = False
+    replicas: int = 1
+    workers: int = 1
+
+    @classmethod
+    def of(cls, profile: Profile, replicas: int) -> Execution:
+        return cls(threads=profile.threads, slots=profile.slots, cache_prompt=profile.cache_prompt, replicas=replicas, workers=replicas * profile.slots)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exact(self) -> bool:
+        """One slot and no prompt cache: every sequence computed as a lone serial request is."""
+        return self.slots == 1 and not self.cache_prompt
+
+    def label(self) -> str:
+        """E.g. "2 threads, 1 slot, prompt cache off" (replicas are left out: they change no result)."""
+        threads = "threads unpinned" if self.threads is None else f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        slots = f"{self.slots} slot{'s' if self.slots != 1 else ''}"
+        return f"{threads}, {slots}, prompt cache {'on' if self.cache_prompt else 'off'}"
+
+
+class EngineFault(BaseModel):
+    """Why an engine stopped serving a cell, read from Docker when the run noticed."""
+
+    noticed_at: str
+    cause: str  # in plain words: stopped while the harness ran, stopped answering, ...
+    status: str  # Docker's state then: exited, dead, removed, or running (but not answering)
+    exit_code: int | None = None
+    oom_killed: bool = False
+    error: str | None = None  # Docker's State.Error
+    log_tail: str = ""
+
+
+class HealAttempt(BaseModel):
+    """One boot of a fresh engine from the same image and model, with identity check and gate."""
+
+    attempt: int
+    healed: bool
+    reason: str
+    identity: str | None = None
+    gate_passed: bool | None = None
+
+
+class EngineIncident(BaseModel):
+    """An engine fault during a cell and what the run did about it."""
+
+    fault: EngineFault
+    attempts: list[HealAttempt] = []
+    healed: bool = False
+
+
+class CellRecord(BaseModel):
+    cell: Cell
+    status: CellStatus
+    reason: str | None = None
+    harness_image: ImageInfo | None = None
+    engine_image: ImageInfo | None = None
+    model_sha256_verified: str | None = None
+    engine_identity: IdentityCheck | None = None
+    engine_settings: EngineSettings = EngineSettings()
+    accelerator: str | None = None
+    sandbox: SandboxRecord = SandboxRecord()
+    gate: GateResult | None = None
+    suite_ids: list[str] = []
+    suite_sha256: str | None = None
+    summary: CellSummary | None = None
+    files: dict[str, str] = {}
+    started_at: str | None = None
+    finished_at: str | None = None
+    engine_incidents: list[EngineIncident] = []  # engine deaths during this cell, healed or not
+    sandbox_audit: SandboxAudit | None = None  # what a container with the harness settings could do
+    engine_audit: SandboxAudit | None = None  # what a container with the engine's settings could do (format 4)
+    engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
+    harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios
+    execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
+
+
+class MatrixInfo(BaseModel):
+    path: str
+    name: str
+    sha256: str
+
+
+class RunRecord(BaseModel):
+    format_version: int = FORMAT_VERSION
+    run_id: str
+    status: RunStatus
+    matrix: MatrixInfo
+    profile: str
+    profile_settings: Profile
+    source: SourceState
+    system: SystemDescription
+    planned_cells: list[str]
+    excluded_cells: dict[str, str]
+    shard: str | None = None
+    only: list[str] = []  # the --only selection, so the plan can be recomputed from the embedded matrix
+    chat_templates: dict[str, TemplateFacts] = {}  # model id -> its template and what it carries (format 5): the plan's preflight
+    started_at: str
+    finished_at: str | None = None
+    leaked_containers: list[str] = []

@@ -1,0 +1,146 @@
+"""Check rules that compare a bundle's own copies with the project's files at the recorded commit.
+
+A bundle embeds its matrix, its scenario suites and its profile's settings; the rules of
+repro.check recompute from those copies, which a forger can weaken and rehash. The project's
+history is a second witness: when the reviewer's checkout holds the recorded commit, the profile
+in `run.json` must be `matrix/profiles.yaml`'s entry at that commit (`profile-at-commit`), the
+matrix file the run names must be the embedded one when the commit has it (`matrix-at-commit`),
+and each suite's scenario files at that commit must give the sha256 the cell records
+(`suite-at-commit`). When the checkout lacks the commit, nothing is compared and the verdict
+says so (`RunVerdict.notes`); a suite pinned by its own archive (`source`) is pinned already.
+
+Files are read with `git show` and `git archive`, never checked out: the work tree is untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import tarfile
+import tempfile
+from functools import cache
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from repro.core import config
+from repro.core.errors import BadInput
+from repro.spec.matrix import Suite
+from repro.spec.profiles import Profiles, load_profiles
+from repro.suites.selection import select
+
+if TYPE_CHECKING:
+    from repro.check.verdict import CellEvidence, RunEvidence
+
+GIT_TIMEOUT_S = 60
+MAX_ARCHIVE_BYTES = 256 * 1024**2
+PROFILES_PATH = "matrix/profiles.yaml"
+
+
+def project_root() -> Path:
+    """The checkout whose history is compared with (the one this repro runs from)."""
+    return config.PROJECT_ROOT
+
+
+def git(root: Path, *args: str) -> bytes | None:
+    """git's stdout, or None when git is missing or the command fails (an unknown commit or path)."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+@cache
+def has_commit(root: Path, commit: str) -> bool:
+    return len(commit) == 40 and all(c in "0123456789abcdef" for c in commit) and git(root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+
+
+def at_commit(ev: RunEvidence) -> str | None:
+    """The recorded commit when the checkout has it, else None."""
+    commit = ev.run.source.commit
+    return commit if commit and has_commit(project_root(), commit) else None
+
+
+def commit_notes(ev: RunEvidence) -> list[str]:
+    """What the verdict says when the project's files at the commit cannot be compared."""
+    commit = ev.run.source.commit
+    if commit is None or at_commit(ev):
+        return []
+    return [
+        f"commit {commit[:12]} is not in this checkout ({project_root()}): the profile, the matrix and the suites were checked against the "
+        "bundle's own copies only (fetch the commit to compare them with the project's files)"
+    ]
+
+
+def rule_profile_at_commit(ev: RunEvidence) -> list[str]:
+    commit = at_commit(ev)
+    if commit is None:
+        return []
+    text = git(project_root(), "show", f"{commit}:{PROFILES_PATH}")
+    if text is None:
+        return [f"{PROFILES_PATH} does not exist at commit {commit[:12]}"]
+    try:
+        profiles = profiles_from(text)
+    except BadInput as error:
+        return [f"{PROFILES_PATH} at commit {commit[:12]} does not load: {error}"]
+    at = profiles.profiles.get(ev.run.profile)
+    if at is None:
+        return [f"profile {ev.run.profile} is not in {PROFILES_PATH} at commit {commit[:12]}"]
+    if at != ev.run.profile_settings:
+        differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
+        return [f"profile {ev.run.profile} in run.json differs from {PROFILES_PATH} at commit {commit[:12]} ({', '.join(differ)})"]
+    return []
+
+
+def profiles_from(text: bytes) -> Profiles:
+    with tempfile.TemporaryDirectory(prefix="repro-check-") as folder:
+        path = Path(folder) / "profiles.yaml"
+        path.write_bytes(text)
+        return load_profiles(path)
+
+
+def rule_matrix_at_commit(ev: RunEvidence) -> list[str]:
+    """The matrix the run names, when the commit holds a file at that path, is the embedded one."""
+    commit = at_commit(ev)
+    path = PurePosixPath(ev.run.matrix.path)
+    if commit is None or path.is_absolute() or ".." in path.parts:
+        return []
+    text = git(project_root(), "show", f"{commit}:{path}")
+    if text is None or hashlib.sha256(text).hexdigest() == ev.run.matrix.sha256:
+        return []
+    return [f"the embedded matrix is not {path} at commit {commit[:12]} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"]
+
+
+def rule_suite_at_commit(ev: CellEvidence) -> list[str]:
+    """The cell's suite, selected from the project's files at the commit, gives its sha256."""
+    commit, suite = at_commit(ev), ev.record.cell.suite
+    if commit is None or suite.source is not None:
+        return []
+    found = suite_sha256_at(project_root(), commit, suite.model_dump_json())
+    if found.startswith("error: "):
+        return [f"suite {suite.id} cannot be selected at commit {commit[:12]}: {found[7:]}"]
+    if found != ev.record.suite_sha256:
+        return [f"suite {suite.id} at commit {commit[:12]} has sha256 {found[:12]}, the cell records {str(ev.record.suite_sha256)[:12]}"]
+    return []
+
+
+@cache
+def suite_sha256_at(root: Path, commit: str, suite_json: str) -> str:
+    """The suite's sha256 from the commit's files (its folder and the fixtures beside it), or
+    "error: why"; once per suite and commit."""
+    suite = Suite.model_validate_json(suite_json)
+    folder = PurePosixPath(suite.path)
+    if folder.is_absolute() or ".." in folder.parts:
+        return f"error: path {suite.path} is outside the project"
+    paths = [str(p) for p in (folder, folder.parent / "fixtures") if git(root, "cat-file", "-e", f"{commit}:{p}") is not None]
+    archive = git(root, "archive", "--format=tar", commit, "--", *paths) if paths else None
+    if archive is None or len(archive) > MAX_ARCHIVE_BYTES:
+        return f"error: {suite.path} is not in the commit"
+    with tempfile.TemporaryDirectory(prefix="repro-suite-") as scratch:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(scratch, filter="data")
+        try:
+            return select(suite, root=Path(scratch)).sha256
+        except BadInput as error:
+            return f"error: {error}"

@@ -1,0 +1,190 @@
+"""Plan: the cells of a matrix on one profile (model x engine x protocol x suite x repeat).
+
+Cells are ordered deterministically (matrix order) and their ids are stable: a readable slug
+plus a short hash of everything the cell's number depends on. A cell that cannot run on the
+profile is kept in the plan as excluded, with its reason; nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from itertools import product
+
+from pydantic import BaseModel, ConfigDict
+
+from repro.core.errors import BadInput
+from repro.spec.matrix import Decoding, EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
+from repro.spec.profiles import Profile
+from repro.store.chat_template import TemplateFacts, protocol_blocker
+
+GIB = 1024**3
+# Protocols the harness implements (harness.protocols.PROTOCOLS); a cell naming another is listed as excluded.
+IMPLEMENTED_PROTOCOLS = {"json_schema", "native_tools", "react", "json_prompt"}
+
+
+class Cell(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    model: ModelSpec
+    engine: EngineSpec
+    protocol: Protocol
+    suite: Suite
+    repeat: int
+    profile: str
+    decoding: Decoding
+    excluded: str | None = None
+
+    @property
+    def seed(self) -> int:
+        """The seed this repeat's requests carry: the matrix's seed for repeat 1, then seed+1, ...
+        (repeats are then distinct samples; the row still names the matrix's seed)."""
+        return self.decoding.seed + self.repeat - 1
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """Cells of one (engine, model) group share one engine boot."""
+        return (self.engine.id, self.model.id)
+
+
+class Plan(BaseModel):
+    matrix_path: str
+    matrix_sha256: str
+    matrix_name: str
+    profile: str
+    cells: list[Cell]
+    excluded: list[Cell]
+
+    def groups(self) -> list[tuple[tuple[str, str], list[Cell]]]:
+        ordered: dict[tuple[str, str], list[Cell]] = {}
+        for cell in self.cells:
+            ordered.setdefault(cell.group, []).append(cell)
+        return list(ordered.items())
+
+
+def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts] | None = None) -> Plan:
+    """The cells on a profile. `templates` (model id -> TemplateFacts, for models whose GGUF is at
+    hand) adds the capability preflight: a protocol the template cannot carry is excluded."""
+    matrix = loaded.matrix
+    runnable, excluded = [], []
+    combos = product(matrix.models, matrix.engines, matrix.protocols, matrix.suites, range(1, matrix.repeats + 1))
+    for model, engine, protocol, suite, repeat in combos:
+        cell = _cell(matrix, model, engine, protocol, suite, repeat, profile_name)
+        reason = exclusion_reason(matrix, cell, profile_name, profile) or template_reason(cell, (templates or {}).get(model.id))
+        if reason:
+            excluded.append(cell.model_copy(update={"excluded": reason}))
+        else:
+            runnable.append(cell)
+    return Plan(
+        matrix_path=str(loaded.path),
+        matrix_sha256=loaded.sha256,
+        matrix_name=matrix.name,
+        profile=profile_name,
+        cells=runnable,
+        excluded=excluded,
+    )
+
+
+def stored_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, *, require_all: bool = False) -> tuple[Plan, dict[str, TemplateFacts]]:
+    """The plan with the capability preflight for every model whose GGUF is in the store (all of
+    them with `require_all`: a shard's split must not depend on which models a machine holds)."""
+    from repro.store.chat_template import stored_template_facts
+
+    llama_models = [m for m in loaded.matrix.models if any(e.kind == "llama.cpp" for e in loaded.matrix.engines)]
+    templates = stored_template_facts(llama_models, required={m.id for m in llama_models} if require_all else set())
+    return make_plan(loaded, profile_name, profile, templates=templates), templates
+
+
+def suite_identity(suite: Suite) -> dict:
+    """What of a suite enters a cell id. A field added later (`source`) enters only when set, so
+    every cell id of a matrix without it stays what it was."""
+    identity = suite.model_dump(mode="json")
+    if suite.source is None:
+        identity.pop("source")
+    return identity
+
+
+def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protocol, suite: Suite, repeat: int, profile: str) -> Cell:
+    identity = {
+        "model": model.sha256,
+        "engine": engine.model_dump(mode="json"),
+        "protocol": protocol,
+        "suite": suite_identity(suite),
+        "decoding": matrix.decoding.model_dump(mode="json"),
+        "repeat": repeat,
+        "profile": profile,
+    }
+    if model.chat_template is not None:  # enters the id only when pinned, so older ids stay
+        identity["chat_template"] = model.chat_template.sha256
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+    slug = f"{model.id}__{engine.id}__{protocol}__{suite.id}__r{repeat}"
+    return Cell(
+        id=f"{slug}-{digest}",
+        model=model,
+        engine=engine,
+        protocol=protocol,
+        suite=suite,
+        repeat=repeat,
+        profile=profile,
+        decoding=matrix.decoding,
+    )
+
+
+def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Profile) -> str | None:
+    if profile_name not in matrix.profiles:
+        return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})"
+    if cell.protocol not in IMPLEMENTED_PROTOCOLS:
+        return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(IMPLEMENTED_PROTOCOLS))})"
+    if not cell.engine.serves(profile.engine_variant):
+        return f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}"
+    size_gb = cell.model.file_size / GIB
+    if size_gb > profile.max_model_gb:
+        return f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile {profile_name} takes"
+    for rule in matrix.exclude:
+        if _rule_matches(rule.model, cell.model.id) and _rule_matches(rule.engine, cell.engine.id) and _rule_matches(rule.protocol, cell.protocol):
+            return rule.reason
+    return None
+
+
+def template_reason(cell: Cell, facts: TemplateFacts | None) -> str | None:
+    """The capability preflight: why the engine cannot carry the cell's protocol (configuration)."""
+    if cell.engine.kind == "ollama":
+        from repro.engines.ollama import ollama_blocker
+
+        return ollama_blocker(cell.model, cell.protocol)
+    return protocol_blocker(facts, cell.protocol) if facts is not None else None
+
+
+def _rule_matches(wanted: str | None, actual: str) -> bool:
+    return wanted is None or wanted == actual
+
+
+def select_cells(plan: Plan, only: list[str]) -> list[Cell]:
+    """The cells named by `--only` (all when none), in plan order; BadInput for unknown or excluded ids."""
+    if not only:
+        return list(plan.cells)
+    known = {c.id for c in plan.cells}
+    excluded = {c.id for c in plan.excluded}
+    for cell_id in only:
+        if cell_id in excluded:
+            raise BadInput(f"cell {cell_id} is excluded on profile {plan.profile}")
+        if cell_id not in known:
+            raise BadInput(f"unknown cell {cell_id} (see: repro matrix plan {plan.matrix_path} --profile {plan.profile})")
+    return [c for c in plan.cells if c.id in only]
+
+
+def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
+    """Round-robin over the plan's order: the same plan and n always give the same split."""
+    if shard is None:
+        return cells
+    index, count = shard
+    return [cell for position, cell in enumerate(cells) if position % count == index - 1]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    ascii_digits = all(part.isascii() and part.isdigit() and len(part) <= 6 for part in (index, count))
+    if not ascii_digits or not 1 <= int(index) <= int(count):
+        raise BadInput(f"--shard {text}: expected i/n with 1 <= i <= n, e.g. 2/4")
+    return int(index), int(count)

@@ -1,0 +1,751 @@
+"""`repro matrix run`: plan, then for each (engine, model) group boot, gate, run cells, record, stop.
+
+Read top to bottom: `run_matrix` prepares everything that can be checked before an engine boots,
+opens (or resumes) the bundle, then runs one group at a time. A group boots its engine once,
+gates it, and runs each cell's harness in its own sealed container joined to the engine's
+network namespace; results are read from the harness's output files (as untrusted input), never
+from stdout. Every container is removed on the way out; an interrupted run leaves no container
+and no half cell, and `--resume` finishes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.contracts import ProgressEvent, SandboxAudit
+from repro.bundle.layout import Bundle, BundleReader, CellWriter, find_resumable, mark_latest, read_results, read_transcripts
+from repro.bundle.provenance import SourceState, source_at_end, source_state, system_description
+from repro.bundle.records import (
+    CellRecord,
+    CellSummary,
+    EngineIncident,
+    EngineSettings,
+    Execution,
+    IdentityCheck,
+    ImageInfo,
+    MatrixInfo,
+    RunRecord,
+    SandboxRecord,
+    utc_now,
+)
+from repro.bundle.redact import Redactor
+from repro.containers import lifecycle as containers
+from repro.containers.audit import audit_command, run_audit
+from repro.containers.cleanup import cleanup as cleanup_run
+from repro.containers.cleanup import leaked_containers
+from repro.containers.client import DockerClient, daemon_unanswering, get_client, wait_for_daemon
+from repro.containers.sandbox import SandboxSettings, bind, container_name, harness_kwargs, read_back, writable_by_sandbox
+from repro.core.errors import BadInput
+from repro.core.files import scratch_dir, short_error
+from repro.core.terminal import shown
+from repro.core.yamlsource import MAX_YAML_BYTES, read_bounded
+from repro.engines import boot_engine, engine_for, stop_engine
+from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of
+from repro.engines.gate import GateResult, gate_with_retries, run_gate
+from repro.plan.planner import Cell, Plan, select_cells, shard_cells, stored_plan
+from repro.plan.replicas import deal, in_suite_order, replica_count
+from repro.run.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
+from repro.run.progress import RunProgress
+from repro.spec.matrix import LoadedMatrix, load_matrix
+from repro.spec.profiles import Profile, load_profiles
+from repro.store.chat_template import TemplateFacts, engine_template_problem, server_blocker
+from repro.store.images import ImageRef, engine_image, harness_image
+from repro.store.models import model_path
+from repro.suites.external import cells as external
+from repro.suites.selection import SuiteSelection, fixtures_beside, select
+
+SCENARIO_MOUNT = "/scenarios"
+FIXTURES_MOUNT = "/fixtures"
+EXIT_OK = 0
+EXIT_FAULT = 1  # a cell ended in an engine fault (or another error), or the latency gate excluded it
+EXIT_INTERRUPTED = 130
+
+
+class RunOptions(BaseModel):
+    matrix: Path
+    profile: str
+    out: Path = Path("results")
+    resume: bool = False
+    only: list[str] = []
+    shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
+    replicas: int | None = 1  # engines per group, one slot each; None: as many as the cores (and GPU memory) hold
+
+    @property
+    def shard_text(self) -> str | None:
+        return f"{self.shard[0]}/{self.shard[1]}" if self.shard else None
+
+
+class Prepared(BaseModel):
+    """Everything checked before any engine boots: plan, images, models, suites."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    loaded: LoadedMatrix
+    plan: Plan
+    profile: Profile
+    cells: list[Cell]
+    harness: ImageRef
+    engines: dict[str, ImageRef]
+    models: dict[str, Path]
+    suites: dict[str, SuiteSelection]
+    templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
+    external_images: dict[str, ImageRef] = {}  # suite id -> the image an external suite runs in (repro.suites.external)
+
+    def harness_for(self, cell: Cell) -> ImageRef:
+        """The image of a cell's harness containers: an external suite's own, else the harness."""
+        return self.external_images.get(cell.suite.id, self.harness)
+
+
+class RunContext(BaseModel):
+    """What every step of a run needs, passed as one object."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    client: DockerClient
+    prepared: Prepared
+    bundle: Bundle
+    run_id: str
+    progress: RunProgress
+    replicas: int = 1  # engine replicas per group (repro.plan.replicas)
+
+    @property
+    def execution(self) -> Execution:
+        return Execution.of(self.prepared.profile, self.replicas)
+
+
+class GroupEngine(BaseModel):
+    """The booted, gated engine of one (engine, model) group, and its replicas if the run has more
+    than one: same image, model and threads, booted and identity-checked alike; `handle` (the
+    first) is the gated one and the one the records name."""
+
+    handle: EngineHandle
+    gate: GateResult
+    others: list[EngineHandle] = []
+
+    @property
+    def handles(self) -> list[EngineHandle]:
+        return [self.handle, *self.others]
+
+
+def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
+    """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
+    prepared = prepare(options)
+    client = get_client()
+    replicas = choose_replicas(options, prepared, client)
+    run_dir, record, resumed = open_run(options, prepared, source_state(), client)
+    ctx = RunContext(client=client, prepared=prepared, bundle=Bundle(run_dir, Redactor()), run_id=record.run_id, progress=progress, replicas=replicas)
+    if resumed:
+        progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
+    elif options.resume:
+        progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
+    progress.start_run(record.run_id, run_dir, len(prepared.cells))
+    progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
+    try:
+        signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
+        for cells in groups_to_run(ctx, options.resume):
+            run_group(ctx, cells)
+        record = record.model_copy(update={"status": "complete"})
+    except KeyboardInterrupt:
+        record = record.model_copy(update={"status": "interrupted"})
+        raise
+    finally:
+        finish_run(ctx, record, options.out)
+        progress.end_run(record.status)
+    return run_dir
+
+
+def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClient) -> int:
+    """Engine replicas per group: --replicas, or as many as the Docker host's cores (and the GPU
+    memory, for the largest model) hold; BadInput when asked for more (repro.plan.replicas)."""
+    largest = max(c.model.file_size for c in prepared.cells)
+    return replica_count(options.replicas, prepared.profile, host_cpus=host_cpus_of(client), model_bytes=largest)
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's cancel, `docker stop`, `kill`): stop as on Ctrl-C, so the run's
+    containers are removed and its bundle is closed as interrupted, ready for --resume."""
+    raise KeyboardInterrupt
+
+
+def groups_to_run(ctx: RunContext, resume: bool) -> list[list[Cell]]:
+    """The selected cells by (engine, model) group, without cells a resumed run already has."""
+    selected = {c.id for c in ctx.prepared.cells}
+    groups = []
+    for _, cells in ctx.prepared.plan.groups():
+        cells = [c for c in cells if c.id in selected]
+        done = [c for c in cells if resume and cell_is_kept(ctx, c.id)]
+        ctx.progress.skip_cells(done)
+        todo = [c for c in cells if c not in done]
+        if todo:
+            groups.append(todo)
+    return groups
+
+
+def cell_is_kept(ctx: RunContext, cell_id: str) -> bool:
+    """--resume keeps complete, intact cells, except those that ended in an engine fault and those
+    the latency gate excluded (a gate verdict measures the machine at one moment, not the cell)."""
+    if not ctx.bundle.cell_is_complete(cell_id):
+        return False
+    record = ctx.bundle.reader.cell(cell_id)
+    if gate_excluded(record):
+        ctx.progress.note(f"gate again {cell_id}: the latency gate excluded it in the earlier attempt")
+        return False
+    if cell_needs_rerun(record):
+        ctx.progress.note(f"rerun {cell_id}: it ended in an engine fault or error")
+        return False
+    return True
+
+
+def cell_needs_rerun(record: CellRecord) -> bool:
+    """An error, or a done cell with scenarios that hit engine faults: --resume runs it again."""
+    return record.status == "error" or bool(record.summary and record.summary.engine_faults)
+
+
+def gate_excluded(record: CellRecord) -> bool:
+    """A cell the latency gate excluded (not the plan, not the chat template): --resume gates it again."""
+    return record.status == "excluded" and record.gate is not None and record.gate.enabled and not record.gate.passed
+
+
+def run_exit_status(run_dir: Path) -> int:
+    """0 when every planned cell completed without engine faults; 1 when a cell ended in an
+    engine fault or error, was excluded by the latency gate, or is missing; 130 when interrupted."""
+    bundle = BundleReader(run_dir)
+    record = bundle.run()
+    if record.status == "interrupted":
+        return EXIT_INTERRUPTED
+    if record.status != "complete":
+        return EXIT_FAULT
+    for cell_id in record.planned_cells:
+        try:
+            cell = bundle.cell(cell_id)
+        except BadInput:
+            return EXIT_FAULT
+        if cell.status != "done" or cell_needs_rerun(cell):
+            return EXIT_FAULT
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- before anything boots
+
+
+def prepare(options: RunOptions) -> Prepared:
+    profiles = load_profiles()
+    profile = profiles.get(options.profile)
+    loaded = load_matrix(options.matrix, set(profiles.profiles))
+    plan, templates = stored_plan(loaded, options.profile, profile, require_all=options.shard is not None)
+    cells = shard_cells(select_cells(plan, options.only), options.shard)
+    if not cells:
+        raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
+    suites = {c.suite.id: select(c.suite) for c in cells}
+    refuse_unpinned_suites(cells, suites)
+    refuse_unfit_scenarios(suites)
+    harness = harness_image()
+    return Prepared(
+        loaded=loaded,
+        plan=plan,
+        profile=profile,
+        cells=cells,
+        harness=harness,
+        external_images=external.external_images(cells, harness),
+        engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
+        models={c.model.id: model_path(c.model) for c in cells},
+        suites=suites,
+        templates=templates,
+    )
+
+
+def refuse_unpinned_suites(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:
+    """Before any engine boots: a suite the matrix pins by sha256 selects exactly those files."""
+    pins = {c.suite.id: c.suite.sha256 for c in cells if c.suite.sha256}
+    wrong = [
+        f"suite {sid}: the selected scenario files hash to {suites[sid].sha256[:12]}, the matrix pins {pin[:12]}"
+        for sid, pin in pins.items()
+        if suites[sid].sha256 != pin
+    ]
+    if wrong:
+        raise BadInput(wrong[0], lines=wrong)
+
+
+def refuse_unfit_scenarios(suites: dict[str, SuiteSelection]) -> None:
+    """Before any engine boots: every selected scenario loads, its reference passes, and doing
+    nothing does not pass it (harness.lint.unfit_to_score); BadInput naming each one otherwise."""
+    from harness.lint import unfit_to_score
+
+    scenario_suites = [s for s in suites.values() if s.external is None]  # an external suite's tasks are its harness's
+    problems = [p for s in scenario_suites for sid, category in s.categories.items() for p in unfit_to_score(s.folder / category / f"{sid}.json")]
+    if problems:
+        message = f"{len(problems)} scenario(s) cannot score a model; fix or deselect them"
+        raise BadInput(message, lines=[message, *problems[:20]])
+
+
+def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> tuple[Path, RunRecord, bool]:
+    """With --resume, the latest run of the same matrix, profile, shard and project source
+    (its complete, intact cells are kept); otherwise, or when there is none, a new run folder."""
+    if options.resume:
+        previous = find_resumable(options.out, prepared.loaded.sha256, options.profile, options.shard_text, {c.id for c in prepared.cells}, source)
+        if previous is not None:
+            run_dir, record = previous
+            return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
+    record = new_run_record(options, prepared, source, client)
+    run_dir = options.out / record.run_id
+    bundle = Bundle(run_dir, Redactor())
+    bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
+    for suite_id, selection in prepared.suites.items():
+        if selection.external:
+            external.embed(bundle, next(c.suite for c in prepared.cells if c.suite.id == suite_id))
+        else:
+            bundle.embed_suite(suite_id, selection)
+    bundle.write_run(record)
+    mark_latest(options.out, run_dir)
+    return run_dir, record, False
+
+
+def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> RunRecord:
+    shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    first_shard = options.shard is None or options.shard[0] == 1  # plan exclusions are listed once
+    return RunRecord(
+        run_id=f"{stamp}-{prepared.loaded.matrix.name}-{options.profile}{shard}",
+        status="running",
+        matrix=MatrixInfo(path=str(options.matrix), name=prepared.loaded.matrix.name, sha256=prepared.loaded.sha256),
+        profile=options.profile,
+        profile_settings=prepared.profile,
+        source=source,
+        system=system_description(client),
+        planned_cells=[c.id for c in prepared.cells],
+        excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
+        shard=options.shard_text,
+        only=list(options.only),
+        chat_templates=prepared.templates,
+        started_at=utc_now(),
+    )
+
+
+def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
+    """Remove the run's containers, audit for leaks, close run.json and the manifest; when the
+    Docker daemon does not answer, the leak audit says so and the bundle is closed all the same."""
+    try:
+        cleanup_run(record.run_id)
+        leaks = leaked_containers(record.run_id)
+    except Exception as error:
+        if not daemon_unanswering(error):
+            raise
+        leaks = [f"unknown: the Docker daemon did not answer ({short_error(error)}); run: repro cleanup --run-id {record.run_id}"]
+    status = record.status if record.status != "running" else "failed"
+    update = {"status": status, "finished_at": utc_now(), "leaked_containers": leaks, "source": source_at_end(record.source)}
+    ctx.bundle.write_run(record.model_copy(update=update))
+    ctx.bundle.write_manifest()
+    mark_latest(out, ctx.bundle.dir)
+
+
+# ---------------------------------------------------------------- one engine, its cells
+
+
+def run_group(ctx: RunContext, cells: list[Cell]) -> None:
+    """Boot and gate the group's engine, run its cells (healing the engine when it dies), stop it."""
+    first = cells[0]
+    ctx.progress.start_group(first.engine.id, first.model.id)
+    booted: list[EngineHandle] = []  # every engine this group booted; all are stopped at the end
+    try:
+        try:
+            group = boot_and_gate(ctx, first, booted)
+        except Exception as error:
+            if not isinstance(error, EngineRefused | EngineDied) and not daemon_unanswering(error):
+                raise
+            for cell in cells:
+                why = str(error) if isinstance(error, EngineRefused | EngineDied) else f"the Docker daemon did not answer ({short_error(error)})"
+                write_failed_cell(ctx, cell, "error", f"engine: {why}", handle=booted[-1] if booted else None)
+            return
+        for index, cell in enumerate(cells):
+            healthy = run_or_exclude(ctx, cell, group, booted)
+            if healthy is None:
+                give_up_group(ctx, cell, cells[index + 1 :], group)
+                return
+            group = healthy
+    finally:
+        for handle in booted:
+            stop_engine(ctx.client, handle)
+
+
+def boot_and_gate(ctx: RunContext, cell: Cell, booted: list[EngineHandle]) -> GroupEngine:
+    """Boot the group's engine replicas one after another, then gate the first; on any failure
+    the replicas booted so far are stopped before the error propagates."""
+    handles: list[EngineHandle] = []
+    try:
+        for _ in range(ctx.replicas):
+            handle = boot_group_engine(ctx, cell)
+            booted.append(handle)
+            handles.append(handle)
+            ctx.progress.engine_ready(handle.boot_seconds)
+        gate = gate_group_engine(ctx, cell, handles[0])
+    except BaseException:
+        for handle in handles:
+            stop_engine(ctx.client, handle)
+        raise
+    ctx.progress.gate(gate)
+    return GroupEngine(handle=handles[0], gate=gate, others=handles[1:])
+
+
+def stop_group(ctx: RunContext, group: GroupEngine) -> None:
+    for handle in group.handles:
+        stop_engine(ctx.client, handle)
+
+
+def give_up_group(ctx: RunContext, failed: Cell, rest: list[Cell], group: GroupEngine) -> None:
+    """The engine could not be healed: say so, end the group's other cells as engine faults."""
+    first = failed.engine.id, failed.model.id
+    ctx.progress.note(
+        f"[red]engine {first[0]} with model {first[1]} could not be booted again[/]: cell {failed.id} ended as an engine fault"
+        f"{f' and its {len(rest)} other cells are not run' if rest else ''}; going on with the next group (rerun them with --resume)"
+    )
+    for cell in rest:
+        reason = f"engine fault: the group's engine died during cell {failed.id} and could not be healed; rerun with --resume"
+        write_failed_cell(ctx, cell, "error", reason, handle=group.handle, gate=group.gate)
+
+
+def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
+    prepared = ctx.prepared
+    return boot_engine(
+        ctx.client,
+        cell.engine,
+        image=prepared.engines[cell.engine.id],
+        probe_image=prepared.harness,
+        model=cell.model,
+        gguf=prepared.models[cell.model.id],
+        profile=prepared.profile,
+        profile_name=prepared.plan.profile,
+        decoding=cell.decoding,
+        run_id=ctx.run_id,
+        group_id=f"{cell.engine.id}.{cell.model.id}",
+    )
+
+
+# The gate measures the machine, not the model's protocol skills: it always asks for a step under
+# the JSON schema, which the engine's grammar makes well-formed whatever the model, so a model that
+# cannot write (say) native tool calls is scored as such in its cells, never excluded as "slow".
+GATE_PROTOCOL = "json_schema"
+
+
+def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> GateResult:
+    prepared = ctx.prepared
+    settings = prepared.loaded.matrix.latency_gate
+    profile = prepared.profile
+
+    def measure() -> GateResult:
+        return run_gate(ctx.client, handle, profile=profile, settings=settings, decoding=cell.decoding, protocol=GATE_PROTOCOL, probe_image=prepared.harness.id)
+
+    return gate_with_retries(measure, profile, note=ctx.progress.note)
+
+
+def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> GroupEngine | None:
+    """Run (or exclude) one cell; the group's engine afterwards, None when it could not be healed."""
+    if not group.gate.passed:
+        status = "error" if group.gate.engine_fault else "excluded"
+        write_failed_cell(ctx, cell, status, f"latency gate: {group.gate.reason}", handle=group.handle, gate=group.gate)
+        return group
+    refused = boot_preflight(ctx, cell, group.handle)
+    if refused is not None:
+        write_failed_cell(ctx, cell, refused[0], refused[1], handle=group.handle, gate=group.gate)
+        return group
+    record, healthy = run_healing(ctx, cell, group, booted)
+    ctx.progress.cell_done(cell.id, record.status, summary_line(record))
+    return healthy
+
+
+def boot_preflight(ctx: RunContext, cell: Cell, handle: EngineHandle) -> tuple[str, str] | None:
+    """What the booted engine itself says about the cell's chat template: (status, reason) when
+    the cell cannot be scored. A template other than the pinned or embedded one (a built-in
+    fallback) is an error; a protocol the engine's template capabilities cannot carry is a
+    configuration exclusion, never the model's failure."""
+    if cell.engine.kind != "llama.cpp":
+        return None
+    wrong = engine_template_problem(ctx.prepared.templates.get(cell.model.id), handle.settings.get("chat_template_sha256"))
+    if wrong:
+        return "error", wrong
+    blocker = server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
+    return ("excluded", blocker) if blocker else None
+
+
+def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> tuple[CellRecord, GroupEngine | None]:
+    """Run a cell; when its engine dies or stops answering, heal it and rerun the whole cell.
+    A cell whose engine cannot be healed (or dies too often) ends as an engine fault at once."""
+    incidents: list[EngineIncident] = []
+    while True:
+        try:
+            return run_cell(ctx, cell, group, incidents), group
+        except EngineLost as lost:
+            ctx.progress.say(f"  [red]engine fault[/] during {shown(cell.id)}: {shown(describe(lost.fault))}")
+            stop_group(ctx, group)
+            boot, stop = (lambda: boot_and_gate(ctx, cell, booted)), (lambda g: stop_group(ctx, g))
+            healed, incident = heal(lost.fault, boot, stop, ctx.progress.note, daemon=lambda: wait_for_daemon(ctx.client))
+            incidents.append(incident)
+            if healed is None or len(incidents) > MAX_CELL_RERUNS:
+                record = record_failed_cell(ctx, cell, "error", unhealed_reason(incidents), handle=group.handle, gate=group.gate, incidents=incidents)
+                return record, healed
+            ctx.progress.note(f"  engine healed: rerunning {cell.id} from its first scenario")
+            group = healed
+
+
+def write_failed_cell(ctx: RunContext, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None) -> None:
+    record_failed_cell(ctx, cell, status, reason, handle=handle, gate=gate)
+    ctx.progress.cell_done(cell.id, status, reason)
+
+
+def record_failed_cell(
+    ctx: RunContext,
+    cell: Cell,
+    status: str,
+    reason: str,
+    *,
+    handle: EngineHandle | None,
+    gate: GateResult | None = None,
+    incidents: list[EngineIncident] | None = None,
+) -> CellRecord:
+    writer = ctx.bundle.start_cell(cell.id)
+    update = {"status": status, "reason": reason, "finished_at": utc_now(), "engine_incidents": list(incidents or [])}
+    return writer.finish(base_record(ctx.prepared, cell, handle, gate).model_copy(update=update))
+
+
+def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gate: GateResult | None) -> CellRecord:
+    suite = prepared.suites[cell.suite.id]
+    record = CellRecord(
+        cell=cell,
+        status="done",
+        harness_image=image_info(prepared.harness_for(cell)),
+        engine_image=image_info(prepared.engines[cell.engine.id]),
+        suite_ids=suite.ids,
+        suite_sha256=suite.sha256,
+        gate=gate,
+        started_at=utc_now(),
+    )
+    if handle is None:
+        return record
+    expected = cell.engine.expected_identity()
+    return record.model_copy(
+        update={
+            "model_sha256_verified": handle.model_sha256,
+            "engine_identity": IdentityCheck(expected=expected, reported=handle.identity, matched=handle.identity == expected),
+            "engine_settings": EngineSettings(reported=handle.settings),
+            "accelerator": handle.accelerator,
+            "engine_boot_seconds": handle.boot_seconds,
+            "engine_audit": handle.audit,
+        }
+    )
+
+
+def image_info(image: ImageRef) -> ImageInfo:
+    return ImageInfo(reference=image.reference, id=image.id, key=image.key, pinned_by=image.pinned_by, labels=dict(image.labels or {}))
+
+
+# ---------------------------------------------------------------- one cell
+
+
+def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None) -> CellRecord:
+    """Audit the sandbox, run the cell's harness workers while watching the engines, record the
+    cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
+    suite = ctx.prepared.suites[cell.suite.id]
+    update = {"engine_incidents": list(incidents or []), "execution": ctx.execution}
+    record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
+    engines = [engine_container(ctx.client, handle) for handle in group.handles]
+    watch = watch_all(engines)
+    shares = deal(suite.ids, ctx.execution.workers)
+    writer = ctx.bundle.start_cell(cell.id)
+    out_dirs: list[Path] = []
+    try:
+        out_dirs += [harness_output_dir() for _ in shares]
+        with blame_engine(watch):
+            watch()  # an engine may have died between cells
+            record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
+            harness, ended = run_workers(ctx, cell, group, shares, out_dirs, watch)
+            sandbox = SandboxRecord(harness=harness, engine=read_back(engines[0]))
+            record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
+            writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
+            writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
+        record = (external.collect if suite.external else collect_results)(writer, record, out_dirs, suite, ended)
+        if engine_suspect(record, ended):
+            with blame_engine(watch):
+                for engine, handle in zip(engines, group.handles, strict=True):
+                    require_answering(engine, health_check(ctx, cell, handle))
+        return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
+    except BaseException:
+        writer.discard()
+        raise
+    finally:
+        for out_dir in out_dirs:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def run_workers(
+    ctx: RunContext, cell: Cell, group: GroupEngine, shares: list[list[str]], out_dirs: list[Path], watch: containers.Watch
+) -> tuple[SandboxSettings, list[containers.Exit]]:
+    """One harness container per share of the scenarios, all at once, worker i on replica i mod K
+    (each joined to its replica's namespace); the first's settings read back, and how each ended.
+    Every container is removed on the way out."""
+    suite = ctx.prepared.suites[cell.suite.id]
+    handles = group.handles
+    with contextlib.ExitStack() as stack:
+        started = []
+        for index, (ids, out_dir) in enumerate(zip(shares, out_dirs, strict=True)):
+            handle = handles[index % len(handles)]
+            if suite.external:
+                command = external.container_command(cell, handle.client_argv(), ids, ctx.prepared.profile)
+            else:
+                command = harness_command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids=ids)
+            kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": external.entrypoint(cell)} if suite.external else {})
+            started.append(stack.enter_context(containers.started(ctx.client, kwargs)))
+        ctx.progress.start_cell(cell.id, len(suite.ids))
+        deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
+        ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
+        return read_back(started[0]), ended
+
+
+def watch_all(engines: list) -> containers.Watch:
+    """A `containers.wait` watch over every replica: EngineLost as soon as one is not running."""
+    watches = [engine_watch(engine) for engine in engines]
+
+    def watch() -> None:
+        for one in watches:
+            one()
+
+    return watch
+
+
+def joined_logs(what: str, logs: list[str]) -> str:
+    """One log as is; several, each under a `--- worker 2 of 3 ---` line."""
+    if len(logs) == 1:
+        return logs[0]
+    return "\n".join(f"--- {what} {index} of {len(logs)} ---\n{log}" for index, log in enumerate(logs, start=1))
+
+
+def fixture_mounts(suite: SuiteSelection) -> list:
+    """The shared fixtures (file trees, weather, pages) beside the suite's folder, read-only at
+    /fixtures, where the harness looks for them (harness.fixtures)."""
+    fixtures = fixtures_beside(suite.folder)
+    return [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
+
+
+def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
+    """A container with the cell's harness settings (the harness itself, or its sandbox audit),
+    joined to the namespace of the engine `handle` names."""
+    return harness_kwargs(
+        ctx.prepared.harness_for(cell).id,
+        handle.container_id,
+        command,
+        out_dir,
+        run_id=ctx.run_id,
+        cell_id=cell.id,
+        mounts=[bind(suite.folder, SCENARIO_MOUNT, read_only=True), *fixture_mounts(suite)],
+        name=container_name(ctx.run_id, "harness", cell.model.id),
+    )
+
+
+def audit_cell(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, watch: containers.Watch) -> SandboxAudit:
+    """The sandbox audit, run with the harness container's exact settings in the engine's namespace."""
+    out_dir = harness_output_dir()
+    try:
+        return run_audit(ctx.client, cell_kwargs(ctx, cell, group.handle, suite, audit_command([SCENARIO_MOUNT]), out_dir), out_dir, watch)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def engine_suspect(record: CellRecord, ended: list[containers.Exit]) -> bool:
+    """Did the harness end in a way a dead or silent engine explains (faults, no finish)?"""
+    return any(e.timed_out or e.code != 0 for e in ended) or bool(record.summary and record.summary.engine_faults)
+
+
+def health_check(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Callable[[float], object]:
+    """Ask one replica's health path from inside its namespace (for `require_answering`)."""
+    return lambda timeout: engine_for_group(ctx, cell).wait_ready(handle, timeout)
+
+
+def engine_for_group(ctx: RunContext, cell: Cell) -> Engine:
+    return engine_for(ctx.client, cell.engine, probe_image=ctx.prepared.harness, run_id=ctx.run_id, group_id=f"{cell.engine.id}.{cell.model.id}")
+
+
+def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
+    event = ProgressEvent.parse(line)
+    if event is not None:
+        ctx.progress.scenario_done(cell.id, event)
+
+
+def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile, *, ids: list[str] | None = None) -> list[str]:
+    """The harness's argv for one cell (or for one worker's share `ids` of its scenarios);
+    `client` names the engine (engines.base.client_argv)."""
+    decoding = cell.decoding
+    return [
+        "run",
+        "--scenarios",
+        SCENARIO_MOUNT,
+        *client,
+        "--protocol",
+        cell.protocol,
+        "--ids",
+        *(suite.ids if ids is None else ids),
+        "--max-tokens",
+        str(decoding.max_tokens),
+        "--temperature",
+        str(decoding.temperature),
+        "--seed",
+        str(cell.seed),
+        "--timeout",
+        str(profile.step_timeout_s),
+        "--out",
+        "/out/scenarios.jsonl",
+        "--transcripts",
+        "/out/transcripts.jsonl",
+        "--progress",
+        "json",
+        *(["--cache-prompt"] if profile.cache_prompt else []),
+    ]
+
+
+def harness_deadline(scenarios: int, profile: Profile) -> float:
+    """A generous bound for a hung harness: every scenario at most 15 steps at the step timeout."""
+    return 120 + scenarios * 15 * profile.step_timeout_s
+
+
+def harness_output_dir() -> Path:
+    """A scratch folder the harness (the sandbox user) can write, and nothing else."""
+    return writable_by_sandbox(scratch_dir("harness-"))
+
+
+def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+    """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
+    share of the scenarios), put it in suite order, or fail the cell with why."""
+    failed = next((e for e in ended if e.timed_out or e.code != 0), None)
+    if failed is not None:
+        why = f"harness did not finish within {failed.seconds:.0f}s (stopped)" if failed.timed_out else f"harness exited with status {failed.code}"
+        return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {failed.log_tail[-600:]}"})
+    shares = deal(suite.ids, len(out_dirs))
+    results, transcripts = [], []
+    try:
+        for out_dir, share in zip(out_dirs, shares, strict=True):
+            written = read_results(out_dir)
+            if [r.id for r in written] != share:
+                missing = sorted(set(share) - {r.id for r in written})
+                return record.model_copy(
+                    update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"}
+                )
+            results += written
+            transcripts += read_transcripts(out_dir)
+    except BadInput as error:
+        return record.model_copy(update={"status": "error", "reason": f"harness output refused: {error}"})
+    writer.write_jsonl("scenarios.jsonl", in_suite_order(results, suite.ids))
+    writer.write_jsonl("transcripts.jsonl", in_suite_order(transcripts, suite.ids))
+    return record.model_copy(update={"summary": CellSummary.of(results)})
+
+
+def summary_line(record: CellRecord) -> str:
+    if record.summary is None:
+        return record.reason or record.status
+    return f"{record.summary.passed}/{record.summary.total} passed"
+
+
+__all__ = ["RunOptions", "run_matrix", "run_exit_status", "prepare", "harness_command"]

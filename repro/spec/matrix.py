@@ -1,0 +1,478 @@
+"""The matrix file: what a published number depends on, as pydantic models.
+
+A matrix names models (GGUF sha256 and where to get the bytes), engines (an image pinned by
+digest, or a build from pinned source), protocols, scenario suites, decoding settings, repeats,
+the latency gate and the hardware profiles it may run on. `load_matrix` turns a YAML file into a
+`Matrix` or raises `BadInput` with one `FILE:LINE field.path: reason` line per problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+
+from repro.core.config import PROJECT_ROOT
+from repro.core.errors import BadInput
+from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
+
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+IDENT = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")  # 128 characters at most: ids name folders and lines
+PINNED_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
+DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
+PARAMETER_COUNT = re.compile(r"^\d+(\.\d+)?[KMBT]$")
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+Protocol = Literal["json_schema", "native_tools", "react", "json_prompt"]
+Variant = Literal["cpu", "cuda"]
+
+
+def _hex64(value: str) -> str:
+    if not HEX64.match(value):
+        raise ValueError("must be 64 hex characters")
+    return value
+
+
+def _ident(value: str) -> str:
+    if not IDENT.match(value):
+        raise ValueError("must be 1 to 128 lower-case letters, digits, '.', '_' or '-'")
+    return value
+
+
+def _pinned_requirement(value: str) -> str:
+    if not PINNED_REQUIREMENT.match(value):
+        raise ValueError(f"'{value[:80]}' must pin one version as name==version")
+    return value
+
+
+def _full_commit(value: str) -> str:
+    if not HEX40.match(value):
+        raise ValueError(f"'{value[:80]}' must be a full 40-character commit hash (short revisions and branch names drift)")
+    return value
+
+
+def _digest_reference(value: str) -> str:
+    if DIGEST_REF.match(value):
+        return value
+    if "@" not in value:
+        raise ValueError(f"'{value[:80]}' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)")
+    raise ValueError(f"'{value[:80]}' must be repo@sha256:<64 hex>")
+
+
+Sha256 = Annotated[str, AfterValidator(_hex64)]
+Ident = Annotated[str, AfterValidator(_ident)]
+Requirement = Annotated[str, AfterValidator(_pinned_requirement)]
+Commit = Annotated[str, AfterValidator(_full_commit)]
+ImageReference = Annotated[str, AfterValidator(_digest_reference)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- models
+
+
+class HfSource(Strict):
+    repo: str
+    file: str
+    revision: Commit
+
+
+class WheelMember(Strict):
+    requirement: Requirement
+    member: str
+
+
+class PypiSource(Strict):
+    """One member of one wheel, or chunks across several wheels joined in order."""
+
+    requirement: Requirement | None = None
+    member: str | None = None
+    chunks: list[WheelMember] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> PypiSource:
+        single = self.requirement is not None or self.member is not None
+        if single and self.chunks:
+            raise ValueError("give either requirement and member, or chunks, not both")
+        if not self.chunks and (self.requirement is None or self.member is None):
+            raise ValueError("needs requirement and member (or chunks)")
+        return self
+
+    def members(self) -> list[WheelMember]:
+        if self.chunks:
+            return list(self.chunks)
+        return [WheelMember(requirement=self.requirement, member=self.member)]
+
+
+class ModelSource(Strict):
+    """Exactly one of hf, pypi, url, path."""
+
+    hf: HfSource | None = None
+    pypi: PypiSource | None = None
+    url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelSource:
+        given = [name for name in ("hf", "pypi", "url", "path") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("a source has exactly one of hf, pypi, url, path")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(name for name in ("hf", "pypi", "url", "path") if getattr(self, name) is not None)
+
+
+class ChatTemplatePin(Strict):
+    """A chat template file of the project, pinned by sha256 (llama.cpp: --chat-template-file)."""
+
+    path: str = Field(description="a Jinja chat template file, relative to the project root")
+    sha256: Sha256
+
+
+class ModelSpec(Strict):
+    id: Ident
+    family: str
+    parameters: str = Field(pattern=PARAMETER_COUNT.pattern, description="parameter count, e.g. 135M or 7B")
+    quant: str
+    file_size: int = Field(gt=0, description="GGUF size in bytes")
+    sha256: Sha256
+    sources: list[ModelSource] = Field(min_length=1)
+    chat_template: ChatTemplatePin | None = Field(default=None, description="the chat template the engine must use; required when the GGUF embeds none")
+
+
+# ---------------------------------------------------------------- engines
+
+
+class GitSource(Strict):
+    url: str
+    commit: Commit
+
+
+class EngineSource(Strict):
+    """Pinned engine source: a PyPI sdist, a git commit or an archive, always with its sha256."""
+
+    pypi: Requirement | None = None
+    git: GitSource | None = None
+    archive: str | None = None
+    sha256: Sha256
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EngineSource:
+        given = [name for name in ("pypi", "git", "archive") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("a source has exactly one of pypi, git, archive")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(name for name in ("pypi", "git", "archive") if getattr(self, name) is not None)
+
+    def describe(self) -> str:
+        if self.pypi:
+            return f"pypi:{self.pypi}"
+        if self.git:
+            return f"git:{self.git.url}@{self.git.commit}"
+        return f"archive:{self.archive}"
+
+
+class BuildSpec(Strict):
+    """Build the engine image from pinned source with a Dockerfile per variant."""
+
+    dockerfile: str = Field(description="Dockerfile of the CPU variant, relative to the project root")
+    cuda_dockerfile: str | None = Field(default=None, description="Dockerfile of the CUDA variant")
+    source: EngineSource
+    build_number: int = Field(ge=0)
+    build_commit: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+
+    def dockerfile_for(self, variant: Variant) -> str | None:
+        return self.dockerfile if variant == "cpu" else self.cuda_dockerfile
+
+
+class EngineSpec(Strict):
+    id: Ident
+    kind: Literal["llama.cpp", "ollama"]
+    label: str = Field(min_length=1, description="human label, e.g. b11434")
+    image: ImageReference | None = Field(default=None, description="registry image pinned by digest")
+    build: BuildSpec | None = None
+    variants: list[Variant] | None = Field(default=None, description="variants an image pin serves")
+    build_info: str | None = Field(default=None, description="llama.cpp /props build_info the engine must report")
+    version: str | None = Field(default=None, description="Ollama /api/version the engine must report")
+
+    @model_validator(mode="after")
+    def _pin(self) -> EngineSpec:
+        if (self.image is None) == (self.build is None):
+            raise ValueError("an engine is pinned by exactly one of image (repo@sha256:...) or build")
+        if self.kind == "ollama" and self.image is None:
+            raise ValueError("an ollama engine is pinned by image (ollama/ollama@sha256:...)")
+        if self.kind == "ollama" and not self.version:
+            raise ValueError("an ollama engine needs version (what /api/version must report)")
+        if self.kind == "llama.cpp" and self.image is not None and not self.build_info:
+            raise ValueError("a llama.cpp image pin needs build_info (what /props must report)")
+        if self.build is not None and self.build_info and self.build_info != self.stamped_build_info():
+            raise ValueError(f"build_info '{self.build_info}' differs from the stamped '{self.stamped_build_info()}'")
+        return self
+
+    def stamped_build_info(self) -> str | None:
+        if self.build is None:
+            return None
+        return f"b{self.build.build_number}-{self.build.build_commit}"
+
+    def expected_identity(self) -> str:
+        """What the running engine must report: llama.cpp build_info or Ollama version."""
+        if self.kind == "ollama":
+            return self.version or ""
+        return self.build_info or self.stamped_build_info() or ""
+
+    def serves(self, variant: Variant) -> bool:
+        if self.build is not None:
+            return self.build.dockerfile_for(variant) is not None
+        default: list[Variant] = ["cpu", "cuda"] if self.kind == "ollama" else ["cpu"]
+        return variant in (self.variants or default)
+
+
+# ---------------------------------------------------------------- run settings
+
+
+class LockPin(Strict):
+    """A wheel lock file of the project (`name==version --hash=sha256:...` lines), pinned by sha256."""
+
+    path: str = Field(description="the lock file, relative to the project root")
+    sha256: Sha256
+
+
+class ExternalSuite(Strict):
+    """Another project's benchmark harness, run sealed from its pinned wheel (repro.suites.external)."""
+
+    harness: Literal["toolcallbench"] = Field(description="the adapter that runs and reads it")
+    wheel: Requirement = Field(description="the harness's wheel, name==version")
+    sha256: Sha256 = Field(description="sha256 of that exact wheel file")
+    requirements: LockPin = Field(description="the wheel and every wheel it installs, with hashes (the image installs exactly these)")
+
+
+class Suite(Strict):
+    id: Ident
+    path: str = Field(description="scenario folder, relative to the project root (or, with a source, inside it; a .jsonl file of scenario rows too)")
+    source: EngineSource | None = Field(
+        default=None, description="a pinned archive holding the scenarios (pypi sdist, git commit or tar archive, with its sha256)"
+    )
+    external: ExternalSuite | None = Field(default=None, description="run by another project's harness from its pinned wheel; path names its tasks")
+    categories: list[str] | None = None
+    ids: list[str] | None = None
+    per_category: int | None = Field(default=None, ge=1, description="first N scenarios per category, by id")
+    sha256: Sha256 | None = Field(
+        default=None,
+        description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): a third party checks the suite without the project",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_external(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`external` and `sha256` are written only when set, so a suite without them dumps (and
+        ids its cells) exactly as before the fields existed."""
+        data = handler(self)
+        for name in ("external", "sha256"):
+            if getattr(self, name) is None and isinstance(data, dict):
+                data.pop(name, None)
+        return data
+
+
+class Decoding(Strict):
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int = Field(default=42, ge=0)
+    max_tokens: int = Field(default=512, ge=16, le=32768, description="max tokens per step")
+    context: int = Field(default=4096, ge=512, le=1_048_576)
+
+
+class LatencyGateSettings(Strict):
+    enabled: bool = True
+    warmup: bool = True
+    attempts: int = Field(default=3, ge=1, le=20)
+    required: int = Field(default=2, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _required_le_attempts(self) -> LatencyGateSettings:
+        if self.required > self.attempts:
+            raise ValueError(f"required ({self.required}) exceeds attempts ({self.attempts})")
+        return self
+
+
+class PlanExclusion(Strict):
+    """An explicit exclusion: cells matching every given field are listed as excluded."""
+
+    model: str | None = None
+    engine: str | None = None
+    protocol: Protocol | None = None
+    reason: str = Field(min_length=1)
+
+
+class Matrix(Strict):
+    name: Ident
+    description: str = ""
+    models: list[ModelSpec] = Field(min_length=1)
+    engines: list[EngineSpec] = Field(min_length=1)
+    protocols: list[Protocol] = Field(min_length=1)
+    suites: list[Suite] = Field(min_length=1)
+    decoding: Decoding = Decoding()
+    repeats: int = Field(default=1, ge=1, le=100)
+    latency_gate: LatencyGateSettings = LatencyGateSettings()
+    profiles: list[str] = Field(min_length=1, description="profiles this matrix may run on")
+    exclude: list[PlanExclusion] = []
+
+    def model(self, model_id: str) -> ModelSpec:
+        return next(m for m in self.models if m.id == model_id)
+
+    def engine(self, engine_id: str) -> EngineSpec:
+        return next(e for e in self.engines if e.id == engine_id)
+
+    def suite(self, suite_id: str) -> Suite:
+        return next(s for s in self.suites if s.id == suite_id)
+
+
+class LoadedMatrix(BaseModel):
+    """A validated matrix with where it came from and the hash of its bytes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    sha256: str
+    matrix: Matrix
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False) -> LoadedMatrix:
+    """Load and validate a matrix file; raise BadInput with one line per problem. An `embedded`
+    copy (a bundle's matrix.yaml) is read without following links, and the files it names are
+    not looked for: only its plan is recomputed from it."""
+    from repro.spec.profiles import load_profiles
+
+    document = load_yaml_document(path, follow_links=not embedded)
+    try:
+        matrix = Matrix.model_validate(document.data)
+    except ValidationError as error:
+        raise BadInput(f"{path}: invalid matrix", lines=pydantic_problems(document, error)) from None
+    if embedded:
+        known_profiles = set(matrix.profiles)  # the run's own profile settings are in run.json
+    else:
+        known_profiles = profile_names if profile_names is not None else set(load_profiles().profiles)
+    found = _cross_check(matrix, known_profiles) + ([] if embedded else path_problems(matrix))
+    problems = [format_problem(document, loc, reason) for loc, reason in found]
+    if problems:
+        raise BadInput(f"{path}: invalid matrix", lines=problems)
+    digest = hashlib.sha256(document.raw).hexdigest()
+    return LoadedMatrix(path=Path(path), sha256=digest, matrix=matrix)
+
+
+def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, str]]:
+    """Problems pydantic cannot see: duplicate ids and references to unknown names."""
+    problems: list[tuple[tuple, str]] = []
+    for section in ("models", "engines", "suites"):
+        problems += _duplicates(section, [item.id for item in getattr(matrix, section)])
+    problems += _duplicates("protocols", list(matrix.protocols), field=None)
+    for index, name in enumerate(matrix.profiles):
+        if name not in known_profiles:
+            problems.append((("profiles", index), f"unknown profile '{name}' (known: {', '.join(sorted(known_profiles))})"))
+    from repro.suites.external import external_problems
+
+    problems += external_problems(matrix)
+    model_ids = {m.id for m in matrix.models}
+    engine_ids = {e.id for e in matrix.engines}
+    for index, rule in enumerate(matrix.exclude):
+        if rule.model is not None and rule.model not in model_ids:
+            problems.append((("exclude", index, "model"), f"unknown model '{rule.model}'"))
+        if rule.engine is not None and rule.engine not in engine_ids:
+            problems.append((("exclude", index, "engine"), f"unknown engine '{rule.engine}'"))
+    return problems
+
+
+def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT) -> list[tuple[tuple, str]]:
+    """Every path field must name something inside the project: no `../` out of it, no absolute path
+    elsewhere; a suite's path inside its source stays inside it."""
+    problems = [
+        (("suites", index, "path"), "a path inside the suite's source must be relative, without ..")
+        for index, suite in enumerate(matrix.suites)
+        if suite.source is not None and (suite.path.startswith("/") or ".." in Path(suite.path).parts)
+    ]
+    for loc, value in _path_fields(matrix):
+        reason = _outside_reason(value, root)
+        if reason:
+            problems.append((loc, reason))
+    return problems
+
+
+def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
+    """(location, value) of every field of the matrix that names a local file or folder."""
+    fields: list[tuple[tuple, str]] = [
+        (("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites) if suite.source is None and suite.external is None
+    ]
+    fields += [
+        (("suites", index, "external", "requirements", "path"), suite.external.requirements.path) for index, suite in enumerate(matrix.suites) if suite.external
+    ]
+    for index, suite in enumerate(matrix.suites):
+        source = suite.source
+        if source is not None and source.archive is not None and not URL.match(source.archive):
+            fields.append((("suites", index, "source", "archive"), source.archive))
+    for index, model in enumerate(matrix.models):
+        fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
+        if model.chat_template is not None:
+            fields.append((("models", index, "chat_template", "path"), model.chat_template.path))
+    for index, engine in enumerate(matrix.engines):
+        build = engine.build
+        if build is None:
+            continue
+        fields.append((("engines", index, "build", "dockerfile"), build.dockerfile))
+        if build.cuda_dockerfile is not None:
+            fields.append((("engines", index, "build", "cuda_dockerfile"), build.cuda_dockerfile))
+        if build.source.archive is not None and not URL.match(build.source.archive):
+            fields.append((("engines", index, "build", "source", "archive"), build.source.archive))
+    return fields
+
+
+def _outside_reason(value: str, root: Path) -> str | None:
+    """Why `value` leaves the project `root` (None when it stays inside)."""
+    if not value.strip():
+        return "an empty path"
+    if "\0" in value:
+        return "a path with a NUL character"
+    try:
+        path = Path(value).expanduser()
+        candidate = path if path.is_absolute() else root / path
+        inside = _is_within(Path(os.path.normpath(candidate)), root) and _is_within(candidate.resolve(), root.resolve())
+    except (OSError, RuntimeError, ValueError) as error:
+        return f"'{value}' cannot be resolved ({error})"
+    if inside:
+        return None
+    return f"'{value}' leaves the project: paths must stay inside the project folder"
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _duplicates(section: str, values: list[str], field: str | None = "id") -> list[tuple[tuple, str]]:
+    first_seen: dict[str, int] = {}
+    problems = []
+    for index, value in enumerate(values):
+        if value in first_seen:
+            loc = (section, index, field) if field else (section, index)
+            problems.append((loc, f"duplicate {field or 'entry'} '{value}' (first at {section}[{first_seen[value]}])"))
+        else:
+            first_seen[value] = index
+    return problems
+
+
+def matrix_json_schema() -> dict:
+    """JSON Schema of the matrix format, for editor completion."""
+    schema = Matrix.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "repro matrix"
+    return schema

@@ -1,0 +1,72 @@
+"""Hardware profiles (matrix/profiles.yaml): what a cell may run on and what it must find there."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from repro.core.config import PROFILES_FILE
+from repro.core.errors import BadInput
+from repro.core.yamlsource import load_yaml_document, pydantic_problems
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GateThresholds(Strict):
+    max_seconds_per_step: float = Field(gt=0)
+    min_tokens_per_second: float = Field(ge=0)
+
+
+class Profile(Strict):
+    description: str
+    accelerator: str | None = Field(description="pattern the engine's GPU name must match; null for CPU")
+    memory_gb: float = Field(gt=0)
+    compute_capability: str | None = None
+    engine_variant: Literal["cpu", "cuda"]
+    gpu_layers: int = Field(ge=0)
+    gpu_count: int = Field(ge=0)
+    threads: int | None = Field(default=None, ge=1, description="threads per engine; part of a result's identity on CPU")
+    slots: int = Field(default=1, ge=1, le=64, description="parallel sequences per engine (-np); more than 1 is not exact")
+    cache_prompt: bool = Field(default=False, description="reuse the KV cache of a previous prompt; not exact")
+    max_model_gb: float = Field(gt=0)
+    ready_timeout_s: int = Field(default=600, ge=5)
+    step_timeout_s: int = Field(default=300, ge=5)
+    gate: GateThresholds
+
+    @property
+    def exact(self) -> bool:
+        """One slot and no prompt cache: every sequence is computed as a lone serial request is."""
+        return self.slots == 1 and not self.cache_prompt
+
+    def accelerator_matches(self, reported: str | None) -> bool:
+        if self.accelerator is None:
+            return True
+        return reported is not None and fnmatchcase(reported.strip(), self.accelerator)
+
+
+class Profiles(Strict):
+    profiles: dict[str, Profile]
+
+    def get(self, name: str) -> Profile:
+        if name not in self.profiles:
+            raise BadInput(f"unknown profile '{name}' (known: {', '.join(sorted(self.profiles))})")
+        return self.profiles[name]
+
+
+def load_profiles(path: str | Path = PROFILES_FILE) -> Profiles:
+    document = load_yaml_document(path)
+    try:
+        return Profiles.model_validate(document.data)
+    except ValidationError as error:
+        raise BadInput(f"{path}: invalid profiles", lines=pydantic_problems(document, error)) from None
+
+
+def is_profiles_file(path: str | Path) -> bool:
+    """A profiles file has a single top-level key, `profiles`, holding a mapping."""
+    document = load_yaml_document(path)
+    return set(document.data) == {"profiles"} and isinstance(document.data["profiles"], dict)
