@@ -64,7 +64,7 @@ class RunSetup(BaseModel):
         date = (self.date or "")[:10] or "undated"
         return (
             f"run {self.run_id}: matrix {self.matrix}, profile {self.profile} ({self.hardware}); commit {commit}, "
-            f"repro {self.repro_version}, {date}; {self.verdict_label}; {self.signature}"
+            f"repro {self.repro_version}, {date}; {self.verdict_label}; signature: {self.signature}"
         )
 
 
