@@ -10,6 +10,7 @@ from repro.commands import cleanup as cleanup_commands
 from repro.commands import compare as compare_commands
 from repro.commands import compose as compose_commands
 from repro.commands import doctor as doctor_commands
+from repro.commands import export as export_commands
 from repro.commands import external as external_commands
 from repro.commands import images as images_commands
 from repro.commands import matrix as matrix_commands
@@ -65,6 +66,7 @@ app.add_typer(results_commands.app, name="results")
 app.add_typer(scale_commands.app, name="scale")
 app.add_typer(suites_commands.app, name="suites")
 app.add_typer(external_commands.app, name="external")
+app.add_typer(export_commands.app, name="export")
 app.command("verify")(verify_commands.verify)
 app.command("compare")(compare_commands.compare_command)
 app.command("sign")(sign_commands.sign)

@@ -26,10 +26,12 @@ def render(
     ),
 ) -> None:
     """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the rest are listed as excluded."""
+    signers: dict[str, str] = {}
     if require_signature is not None:
         for run_dir, signer in require_signed(results, require_signature):
             Console().print(f"signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
-    tables, cells = collect_with_cells(results)
+            signers[str(run_dir)] = signer
+    tables, cells = collect_with_cells(results, signers=signers)
     figures = write_figures(tables, out)
     names = list(dict.fromkeys(path.stem for path in figures))
     written = figures + render_tables(tables, out, names) + [render_report(tables, out, cells)]

@@ -12,6 +12,7 @@ import hashlib
 import json
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
@@ -25,6 +26,8 @@ from repro.bundle.records import CellRecord, CellSummary, Execution
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.errors import BadInput
+from repro.report.coverage import run_coverage
+from repro.report.setup import TableSetup, run_setups
 from repro.report.stats import Consistency, Interval, Spread, consistency, spread, wilson
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import Protocol
@@ -33,6 +36,8 @@ SAFETY_CATEGORY = "injection"
 LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8): reported by level
 LADDER_LEVELS = range(9)
 PROTOCOL_ORDER: tuple[str, ...] = get_args(Protocol)
+# Short protocol names for row labels (the key names the protocol each stands for).
+PROTOCOL_SHORT = {"json_schema": "schema", "native_tools": "native", "react": "ReAct", "json_prompt": "repair"}
 
 
 class ProtocolTotals(BaseModel):
@@ -107,6 +112,9 @@ def _median(values: list[float | None]) -> float | None:
 
 class TableRow(BaseModel):
     model: str
+    label: str = ""  # a short name for the row (model, protocol, suite): PaperTables.key says what each part stands for
+    model_label: str = ""  # the short model name within it (family and parameters, unless two models share them)
+    parameters: str = ""
     model_sha256: str
     engine_id: str
     engine_identity: str
@@ -212,6 +220,7 @@ class ProtocolComparison(BaseModel):
     """One model in one setting under each protocol it ran (rows that differ only in protocol)."""
 
     model: str
+    model_label: str = ""
     quant: str
     engine: str
     suite: str
@@ -225,6 +234,29 @@ class PaperTables(BaseModel):
     exclusions: list[ExcludedCell]
     runs: list[str]
     absent: list[AbsentCell] = []  # planned cells that no bundle rendered here holds (a partial run): --only or a shard
+    setup: TableSetup = TableSetup()  # how the numbers were made: profile, hardware, commit, verdicts, coverage
+
+    @property
+    def category_rows(self) -> list[TableRow]:
+        """The rows that ran any of the table's categories (a ladder-only row has none to show)."""
+        return [row for row in self.rows if any(c in row.by_category for c in self.categories)]
+
+    def category_chunks(self, size: int = 6) -> list[list[str]]:
+        """The categories in groups of at most `size` (one LaTeX table each, so each fits a page)."""
+        return [self.categories[i : i + size] for i in range(0, len(self.categories), size)] or [[]]
+
+    @property
+    def key(self) -> list[tuple[str, str]]:
+        """What each short name of the row labels stands for: the models (id, quant, sha256) and
+        the protocols, in row order."""
+        models = {r.model_label: f"{r.model} ({r.quant}, {r.file_size_mb:g} MB, sha256 {r.model_sha256[:12]})" for r in self.rows}
+        protocols = {PROTOCOL_SHORT.get(r.protocol, r.protocol): f"protocol {r.protocol}" for r in self.rows}
+        return list(models.items()) + list(protocols.items())
+
+    @property
+    def exclusion_reasons(self) -> list[tuple[str, int]]:
+        """Each exclusion reason with the number of cells it excluded (captions name no cell id)."""
+        return list(Counter("; ".join(e.reasons) or e.verdict for e in self.exclusions).items())
 
     @property
     def failure_type_columns(self) -> list[str]:
@@ -255,7 +287,14 @@ class PaperTables(BaseModel):
         for row in self.rows:
             groups.setdefault(row.setting, []).append(row)
         return [
-            ProtocolComparison(model=rows[0].model, quant=rows[0].quant, engine=rows[0].engine, suite=rows[0].suite, by_protocol={r.protocol: r for r in rows})
+            ProtocolComparison(
+                model=rows[0].model,
+                model_label=rows[0].model_label,
+                quant=rows[0].quant,
+                engine=rows[0].engine,
+                suite=rows[0].suite,
+                by_protocol={r.protocol: r for r in rows},
+            )
             for rows in groups.values()
             if len(rows) > 1
         ]
@@ -324,8 +363,11 @@ def collect(paths: list[Path], redactor: Redactor | None = None) -> PaperTables:
     return collect_with_cells(paths, redactor)[0]
 
 
-def collect_with_cells(paths: list[Path], redactor: Redactor | None = None) -> tuple[PaperTables, dict[str, list[ValidCell]]]:
-    """The tables and, per row key, the VALID cells the row was built from (for transcripts)."""
+def collect_with_cells(
+    paths: list[Path], redactor: Redactor | None = None, signers: dict[str, str] | None = None
+) -> tuple[PaperTables, dict[str, list[ValidCell]]]:
+    """The tables and, per row key, the VALID cells the row was built from (for transcripts);
+    `signers` (run folder -> signer) names the signatures verified before rendering."""
     valid: list[ValidCell] = []
     exclusions: list[ExcludedCell] = []
     runs: list[str] = []
@@ -339,20 +381,56 @@ def collect_with_cells(paths: list[Path], redactor: Redactor | None = None) -> t
             valid += valid_cells(run_dir, verdict)
             exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons) for c in verdict.cells if c.verdict != "VALID"]
     grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
-    rows = [row for row, _ in grouped]
+    rows = with_labels([row for row, _ in grouped])
+    grouped = [(labelled, cells) for labelled, (_, cells) in zip(rows, grouped, strict=True)]
     categories = sorted({c for row in rows for c in row.by_category if not c.startswith(LADDER_PREFIX)} - {SAFETY_CATEGORY})
+    coverage = run_coverage(verdicts)
+    setup = TableSetup(
+        runs=run_setups(verdicts, signers),
+        decodings=list(dict.fromkeys(row.decoding for row in rows)),
+        executions=list(dict.fromkeys(row.execution_label for row in rows)),
+        coverage=coverage,
+    )
     tables = PaperTables(
-        rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs, absent=absent_everywhere(verdicts)
+        rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs, absent=coverage.absent, setup=setup
     )
     return tables, {row.key: sorted(cells, key=lambda c: c.record.cell.repeat) for row, cells in grouped}
 
 
-def absent_everywhere(verdicts: list[RunVerdict]) -> list[AbsentCell]:
-    """The planned cells that none of the rendered runs holds (the shards of a merge hold each
-    other's), once each."""
-    present = {cell.cell_id for verdict in verdicts for cell in verdict.cells}
-    absent = {a.cell_id: a for verdict in verdicts for a in verdict.absent if a.cell_id not in present}
-    return list(absent.values())
+def with_labels(rows: list[TableRow]) -> list[TableRow]:
+    """Each row with its short label, "model / protocol / suite", unique among the rows; where
+    two rows would still read alike, the engine and then the run are added."""
+    models = model_labels(rows)
+    labelled = [
+        r.model_copy(
+            update={"model_label": models[r.model_sha256], "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)} / {r.suite}"}
+        )
+        for r in rows
+    ]
+    for extra in ("engine", "run"):
+        counts = Counter(r.label for r in labelled)
+        labelled = [r.model_copy(update={"label": f"{r.label} / {getattr(r, extra)}"}) if counts[r.label] > 1 and getattr(r, extra) else r for r in labelled]
+    return labelled
+
+
+def model_labels(rows: list[TableRow]) -> dict[str, str]:
+    """Model sha256 -> a short name: family and parameters ("Qwen2.5 0.5B"), with the quant when
+    two models share them, and the model id when even that is shared."""
+
+    def shared(name: Callable[[TableRow], str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for r in rows:
+            found.setdefault(name(r), set()).add(r.model_sha256)
+        return found
+
+    def short(r: TableRow) -> str:
+        return f"{r.family} {r.parameters}".strip() or r.model
+
+    def with_quant(r: TableRow) -> str:
+        return f"{short(r)} {r.quant}"
+
+    plain, quant = shared(short), shared(with_quant)
+    return {r.model_sha256: short(r) if len(plain[short(r)]) == 1 else with_quant(r) if len(quant[with_quant(r)]) == 1 else r.model for r in rows}
 
 
 def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
@@ -416,6 +494,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         engine_id=spec.engine.id,
         engine_identity=spec.engine.expected_identity(),
         family=spec.model.family,
+        parameters=spec.model.parameters,
         quant=spec.model.quant,
         file_size_mb=round(spec.model.file_size / 1024**2, 1),
         engine=spec.engine.label,

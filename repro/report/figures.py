@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from repro.core.files import atomic_write
-from repro.report.aggregate import PaperTables
+from repro.report.aggregate import PaperTables, TableRow
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -28,12 +28,18 @@ METADATA = {
 }
 
 
+PROTOCOL_COLOURS = {"json_schema": "#4c72b0", "native_tools": "#dd8452", "react": "#55a868", "json_prompt": "#8172b3"}
+OTHER_COLOUR = "#937860"
+
+
 def pass_rate_figure(tables: PaperTables) -> Figure:
-    """One horizontal bar per row: pass rate, with the Wilson 95% interval as an error bar."""
+    """One horizontal bar per row (its short label), coloured by protocol: the pass rate with the
+    Wilson 95% interval as an error bar and the count at its end."""
     from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
 
     rows = tables.rows
-    figure = Figure(figsize=(4 + _label_inches(tables), 0.45 * max(len(rows), 1) + 1.2))
+    figure = Figure(figsize=(4.5 + _label_inches(tables), 0.32 * max(len(rows), 1) + 1.3))
     axes = figure.add_subplot()
     rates = [row.passed / row.total if row.total else 0.0 for row in rows]
     errors = [
@@ -41,22 +47,35 @@ def pass_rate_figure(tables: PaperTables) -> Figure:
         [row.interval.high - rate for rate, row in zip(rates, rows, strict=True)],
     ]
     positions = list(range(len(rows)))
-    axes.barh(positions, rates, xerr=errors, color="#4c72b0", ecolor="#222222", capsize=3)
-    axes.set_yticks(positions, [row.key for row in rows])
+    colours = [PROTOCOL_COLOURS.get(row.protocol, OTHER_COLOUR) for row in rows]
+    axes.barh(positions, rates, xerr=errors, color=colours, ecolor="#444444", capsize=2, height=0.7)
+    for y, row in enumerate(rows):
+        axes.text(1.01, y, f"{row.passed}/{row.total}", va="center", fontsize=7, transform=axes.get_yaxis_transform())
+    axes.set_yticks(positions, [_row_label(row) for row in rows], fontsize=7)
     axes.invert_yaxis()
     axes.set_xlim(0, 1)
     axes.set_xlabel("pass rate (Wilson 95% interval)")
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.legend(
+        handles=[Patch(color=PROTOCOL_COLOURS.get(p, OTHER_COLOUR), label=p) for p in tables.protocols],
+        fontsize=7,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=4,
+        frameon=False,
+    )
     figure.tight_layout()
     return figure
 
 
 def category_figure(tables: PaperTables) -> Figure:
-    """Pass rate per row and category (the safety category last), as a heat map with the counts."""
+    """Pass rate per row and category (the safety category last), as a heat map with the counts;
+    only the rows that ran any of the categories (a ladder-only row would be an empty line)."""
     from matplotlib.figure import Figure
 
     categories = [*tables.categories, tables.safety_category]
-    rows = tables.rows
-    figure = Figure(figsize=(0.8 * len(categories) + 2 + _label_inches(tables), 0.45 * max(len(rows), 1) + 1.8))
+    rows = [row for row in tables.rows if any(c in row.by_category for c in categories)] or tables.rows
+    figure = Figure(figsize=(0.75 * len(categories) + 2 + _label_inches(tables), 0.36 * max(len(rows), 1) + 1.8))
     axes = figure.add_subplot()
     grid = [[_rate(row.by_category.get(c)) for c in categories] for row in rows]
     image = axes.imshow(
@@ -65,9 +84,11 @@ def category_figure(tables: PaperTables) -> Figure:
     for y, row in enumerate(rows):
         for x, category in enumerate(categories):
             pair = row.by_category.get(category)
-            axes.text(x, y, f"{pair[0]}/{pair[1]}" if pair else "-", ha="center", va="center", color="white" if (grid[y][x] or 0) < 0.6 else "black")
-    axes.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
-    axes.set_yticks(range(len(rows)), [row.key for row in rows])
+            axes.text(
+                x, y, f"{pair[0]}/{pair[1]}" if pair else "-", ha="center", va="center", fontsize=7, color="white" if (grid[y][x] or 0) < 0.6 else "black"
+            )
+    axes.set_xticks(range(len(categories)), [c.replace("_", " ") for c in categories], rotation=30, ha="right", fontsize=7)
+    axes.set_yticks(range(len(rows)), [_row_label(row) for row in rows], fontsize=7)
     figure.colorbar(image, ax=axes, label="pass rate")
     figure.tight_layout()
     return figure
@@ -83,7 +104,7 @@ def ladder_figure(tables: PaperTables) -> Figure:
     axes = figure.add_subplot()
     for row in tables.ladder_rows:
         rates = [_rate(row.by_level.get(level)) for level in levels]
-        axes.plot(levels, [r if r is not None else float("nan") for r in rates], marker="o", label=row.key)
+        axes.plot(levels, [r if r is not None else float("nan") for r in rates], marker="o", label=_row_label(row))
     axes.set_xticks(levels, [f"L{level}" for level in levels])
     axes.set_ylim(-0.05, 1.05)
     axes.set_xlabel("ladder level")
@@ -106,7 +127,7 @@ def time_figure(tables: PaperTables) -> Figure:
         widths = [getattr(row.time, part) or 0.0 for row in rows]
         axes.barh(positions, widths, left=left, color=colour, label=label)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    axes.set_yticks(positions, [row.key for row in rows])
+    axes.set_yticks(positions, [_row_label(row) for row in rows], fontsize=7)
     axes.invert_yaxis()
     axes.set_xlabel("seconds")
     axes.legend(fontsize=7, loc="lower right")
@@ -114,9 +135,14 @@ def time_figure(tables: PaperTables) -> Figure:
     return figure
 
 
+def _row_label(row: TableRow) -> str:
+    """The row's short label (model / protocol / suite); its full key where it has none."""
+    return row.label or row.key
+
+
 def _label_inches(tables: PaperTables) -> float:
-    """Room for the row names on the y axis (about 0.07 inch a character at 9 pt)."""
-    return 0.07 * max((len(row.key) for row in tables.rows), default=10)
+    """Room for the row labels on the y axis (about 0.055 inch a character at 7 pt)."""
+    return 0.055 * max((len(_row_label(row)) for row in tables.rows), default=10)
 
 
 def _rate(pair: tuple[int, int] | None) -> float | None:
@@ -134,8 +160,8 @@ def figure_bytes(figure: Figure, fmt: Format) -> bytes:
 
 FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure, "ladder": ladder_figure, "time": time_figure}
 CAPTIONS = {
-    "pass_rate": "Pass rate per row, with its Wilson 95\\% interval.",
-    "categories": "Pass rate per row and category (the injection category last).",
+    "pass_rate": "Pass rate per row (model / protocol / suite), coloured by protocol, with its Wilson 95\\% interval and the count.",
+    "categories": "Pass rate per row and category (the injection category last), for the rows that ran these categories.",
     "ladder": "Capability ladder: pass rate by level, one line per row.",
     "time": "Where the time went: the engine's prompt processing and generation time and the harness's own share, per row.",
 }

@@ -14,7 +14,7 @@ import jinja2
 from repro.core.config import project_file
 from repro.core.files import atomic_write
 from repro.core.templating import template_environment
-from repro.report.aggregate import PaperTables
+from repro.report.aggregate import PROTOCOL_SHORT, PaperTables
 from repro.report.figures import CAPTIONS
 
 TEMPLATES = project_file("paper/templates")
@@ -49,6 +49,7 @@ def environment() -> jinja2.Environment:
     env.filters["tex"] = tex_escape
     env.filters["md"] = md_escape
     env.globals["FIGURE_CAPTIONS"] = CAPTIONS
+    env.globals["PROTOCOL_SHORT"] = PROTOCOL_SHORT
     return env
 
 

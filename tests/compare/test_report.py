@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect_with_cells
 from tests.compare.bundles import step, transcript, write_bundle
+from tests.fixtures.browser import CHROMIUM, SKIP_REASON, dump_dom, headless
 from tests.fixtures.synthetic import CANARY
 
 pytest.importorskip("matplotlib")
@@ -54,28 +53,14 @@ def test_report_is_self_contained_and_escaped(collected, tmp_path):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed (apt-get install -y chromium)")
+@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
 def test_report_opens_in_headless_chromium(collected, tmp_path):
     tables, cells = collected
     report = render_report(tables, tmp_path / "site", cells)
-    base = [
-        "chromium",
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
     shot = tmp_path / "shot.png"
-    proc = subprocess.run(
-        [*base, "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", "--window-size=1400,1000", report.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = headless(report.as_uri(), tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", "--window-size=1400,1000")
     assert shot.is_file() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == []
-    dom = subprocess.run([*base, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    assert 'id="summary-table"' in dom and tables.rows[0].key in dom and dom.count("<svg") == 3
+    dom = dump_dom(report.as_uri(), tmp_path / "profile").stdout
+    assert 'id="summary-table"' in dom and tables.rows[0].label in dom and dom.count("<svg") == 3

@@ -55,7 +55,7 @@ def test_markdown_states_pooling_and_shows_consistency(rendered):
 def test_latex_has_a_consistency_table(rendered):
     _, out = rendered
     tex = (out / "results.tex").read_text()
-    assert tex.count("\\begin{tabular}") == 4 and tex.count("\\end{tabular}") == 4
+    assert tex.count("\\begin{tabular}") == 5 and tex.count("\\end{tabular}") == 5
     assert "2.50\\,$\\pm$\\,0.71" in tex and "pool them as independent trials" in tex
     assert "notes-002 \\\\" in tex
 
@@ -64,7 +64,7 @@ def test_single_repeat_tables_are_unchanged(tmp_path):
     tables = collect([write_bundle(tmp_path / "run", flaky_on_repeat_two, models=1)], Redactor(CANARY))
     render(tables, tmp_path / "tables")
     assert "Repeats and consistency" not in (tmp_path / "tables" / "results.md").read_text()
-    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 3  # results, failures, where the time went
+    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 4  # results, categories, failures, where the time went
 
 
 def compile_latex(out) -> None:

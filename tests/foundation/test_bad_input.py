@@ -264,6 +264,9 @@ USAGE_ERRORS = {
     "verify-signature-results-json": ["verify", "/nonexistent/results", "--published", "paper/published/smoke-cpu.json", "--require-signature", "x"],
     "compare-missing": ["compare", "/nonexistent/a", "/nonexistent/b"],
     "csv-missing": ["results", "csv", "/nonexistent/run"],
+    "export-unknown": ["export", "nope"],
+    "export-no-out": ["export", "inspect", "/nonexistent/run"],
+    "export-missing": ["export", "inspect", "/nonexistent/run", "--out", "/nonexistent/logs"],
     "scale-no-shards": ["scale", "slurm", "matrix/smoke.yaml", "--profile", "cpu"],
 }
 
@@ -278,7 +281,7 @@ def test_missing_profile_names_the_option():
     assert line.startswith("repro matrix plan: ") and "--profile" in line, line
 
 
-@pytest.mark.parametrize("argv", [[], ["matrix"], ["images"], ["models"], ["paper"], ["results"]], ids=lambda argv: " ".join(argv) or "repro")
+@pytest.mark.parametrize("argv", [[], ["matrix"], ["images"], ["models"], ["paper"], ["results"], ["export"]], ids=lambda argv: " ".join(argv) or "repro")
 def test_a_group_without_a_command_prints_its_help_and_exits_2(argv):
     code, lines = repro(*argv)
     assert code == 2 and "Usage" in "\n".join(lines)

@@ -27,12 +27,13 @@ def test_tables_hold_the_measured_numbers(tmp_path):
     tables = collect([run], Redactor(CANARY))
     written = render(tables, tmp_path / "tables")
     markdown = (tmp_path / "tables" / "results.md").read_text()
-    assert "| smollm2-135m-instruct-q4_1 | Q4_1 | 93.8 | b11434 | json_schema | synthetic | 2/3 |" in markdown
-    assert "| qwen2.5-coder-0.5b-instruct-q4_k_m | Q4_K_M |" in markdown and "| 1/3 |" in markdown
+    assert "| SmolLM2 135M | Q4_1 | 93.8 | b11434 | json_schema | synthetic | 2/3 |" in markdown
+    assert "| Qwen2.5 0.5B | Q4_K_M |" in markdown and "| 1/3 |" in markdown
+    assert "smollm2-135m-instruct-q4_1 (Q4_1, 93.8 MB" in markdown  # the key
     assert "No cell was excluded." in markdown
     tex = (tmp_path / "tables" / "results.tex").read_text()
     assert "\\toprule" in tex and "\\bottomrule" in tex and "smollm2-135m-instruct-q4\\_1" in tex
-    assert tex.count("\\begin{tabular}") == 3 and tex.count("\\end{tabular}") == 3  # results, failures, where the time went
+    assert tex.count("\\begin{tabular}") == 4 and tex.count("\\end{tabular}") == 4  # results, categories, failures, where the time went
     assert [p.name for p in written] == ["results.md", "results.tex", "results.json"]
 
 
@@ -47,7 +48,7 @@ def test_invalid_cell_only_in_exclusions(tmp_path):
     render(tables, tmp_path / "tables")
     markdown = (tmp_path / "tables" / "results.md").read_text()
     assert f"`{first.name}` (INVALID)" in markdown and "sha256 differs" in markdown
-    assert f"| {tampered_model} |" not in markdown
+    assert tampered_model not in markdown.split("**Excluded cells**")[0]
 
 
 def with_an_inexact_row(tables):
@@ -62,7 +63,7 @@ def test_an_inexact_row_is_marked_in_every_table(tmp_path):
     render(tables, tmp_path / "tables")
     markdown = (tmp_path / "tables" / "results.md").read_text()
     assert markdown.count("b11434 †") == 1 and "† Not exact" in markdown
-    assert f"{tables.rows[0].key}: 2 threads, 2 slots, prompt cache on" in markdown
+    assert f"{tables.rows[0].label}: 2 threads, 2 slots, prompt cache on" in markdown
     assert "$^\\dagger$Not exact" in (tmp_path / "tables" / "results.tex").read_text()
 
 

@@ -186,6 +186,7 @@ def test_render_and_verify_can_require_a_signature(tmp_path, keys, capsys) -> No
     allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
     assert main(["paper", "render", str(signed), "--out", str(tmp_path / "ok"), "--require-signature", str(allowed)]) == 0
     assert "signed: run1 by alice@example.org" in capsys.readouterr().out
+    assert "signature: signed by alice@example.org (verified)" in (tmp_path / "ok" / "results.md").read_text()  # the tables say so
     assert main(["paper", "render", str(unsigned), "--out", str(tmp_path / "refused"), "--require-signature", str(allowed)]) == 1
     assert not (tmp_path / "refused").exists() and "not signed" in capsys.readouterr().err
     published = tmp_path / "ok" / "results.json"
