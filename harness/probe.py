@@ -35,7 +35,22 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 
-from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_OK, AuditResult, GateAttempt, GateProbeResult, GateThresholds, GateVerdict, OllamaLoadResult, OllamaShowResult, OllamaVersionResult, ProbeResult, PropsResult, ReadyResult
+from harness.contracts import (
+    EXIT_BAD_INPUT,
+    EXIT_ENGINE_UNREACHABLE,
+    EXIT_OK,
+    AuditResult,
+    GateAttempt,
+    GateProbeResult,
+    GateThresholds,
+    GateVerdict,
+    OllamaLoadResult,
+    OllamaShowResult,
+    OllamaVersionResult,
+    ProbeResult,
+    PropsResult,
+    ReadyResult,
+)
 
 if TYPE_CHECKING:
     from harness.client import HttpClient
