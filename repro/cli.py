@@ -6,6 +6,7 @@ import typer
 
 from repro import __version__
 from repro.commands import check as check_commands
+from repro.commands import claims as claims_commands
 from repro.commands import cleanup as cleanup_commands
 from repro.commands import compare as compare_commands
 from repro.commands import compose as compose_commands
@@ -68,5 +69,6 @@ app.add_typer(suites_commands.app, name="suites")
 app.add_typer(external_commands.app, name="external")
 app.add_typer(export_commands.app, name="export")
 app.command("verify")(verify_commands.verify)
+app.add_typer(claims_commands.app, name="claims")
 app.command("compare")(compare_commands.compare_command)
 app.command("sign")(sign_commands.sign)

@@ -6,11 +6,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from repro.core.config import PROFILES_FILE
 from repro.core.errors import BadInput
 from repro.core.yamlsource import load_yaml_document, pydantic_problems
+from repro.spec.tolerance import Tolerance
 
 
 class Strict(BaseModel):
@@ -37,6 +38,18 @@ class Profile(Strict):
     ready_timeout_s: int = Field(default=600, ge=5)
     step_timeout_s: int = Field(default=300, ge=5)
     gate: GateThresholds
+    tolerance: Tolerance | None = Field(
+        default=None, description="what a rerun on this profile promises against a claim (repro verify --claims): a test level, or a pass count within k"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_tolerance(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`tolerance` is written only when set, so a profile without one dumps (into run.json,
+        and against the profile at a commit) exactly as before the field existed."""
+        data = handler(self)
+        if self.tolerance is None and isinstance(data, dict):
+            data.pop("tolerance", None)
+        return data
 
     @property
     def exact(self) -> bool:

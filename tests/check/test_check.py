@@ -136,3 +136,30 @@ def test_json_output_parses_and_a_run_problem_without_cells_fails(tmp_path, caps
     assert main(["check", str(run), "--json"]) == 1
     (verdict,) = json.loads(capsys.readouterr().out)
     assert {c["verdict"] for c in verdict["cells"]} == {"INVALID"} and verdict["run_problems"]
+
+
+def test_the_summary_line_of_a_partial_run_says_partial(tmp_path, capsys):
+    """Issue 32, item 4: `repro check`'s summary line says how much of the plan the bundle holds."""
+    run, chosen, _ = partial_bundle(tmp_path)
+    capsys.readouterr()
+    assert main(["check", str(run)]) == 0
+    assert f"1 VALID, 0 EXCLUDED, 0 INVALID; partial: 1 of 2 planned cells (--only {chosen})" in capsys.readouterr().out
+
+
+def test_a_partial_rerun_leaves_its_absent_rows_not_rerun(tmp_path, capsys):
+    """verify counts a claimed row absent from a partial rerun as NOT RERUN, with the reason, and
+    exits 1 unless --allow-partial."""
+    from repro.report.claims_verify import claims_from_rerun, load_rerun
+    from repro.spec.claims import Source, dump_claims
+
+    whole = write_bundle(tmp_path / "whole")
+    claims = claims_from_rerun(load_rerun([whole]), Source(citation="test", url="https://example.org/x", date="2026-12-02"))
+    path = tmp_path / "claims.yaml"
+    path.write_text(dump_claims(claims))
+    run, _, other = partial_bundle(tmp_path / "partial")
+    capsys.readouterr()
+    assert main(["verify", str(run), "--claims", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 REPRODUCED, 0 CONSISTENT, 0 DIFFERENT, 1 NOT RERUN of 2 claims" in out
+    assert f"cell {other}: absent from this partial run: not selected: the run ran --only 1 cell(s)" in out
+    assert main(["verify", str(run), "--claims", str(path), "--allow-partial"]) == 0

@@ -1,5 +1,6 @@
 """Every bundle published in paper/published/ checks with the current code: VALID (or EXCLUDED
-with its reason) cell by cell, no run-level problem, and its tables are the published ones.
+with its reason) cell by cell, no run-level problem, and its tables are the published ones and
+its claims file (paper/claims/) verifies.
 
 A format change either keeps the published bundles' format checkable or re-publishes them in the
 same change; this test is what says which."""
@@ -39,5 +40,7 @@ def test_a_published_bundle_checks_and_renders_its_published_numbers(archive: Pa
     assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [(c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"]
     published = PUBLISHED / archive.name.replace("-bundle.tar.gz", ".json")
     assert main(["verify", str(run_dir), "--published", str(published)]) == 0
+    claims = ROOT / "paper" / "claims" / archive.name.replace("-bundle.tar.gz", ".yaml")
+    assert main(["verify", str(run_dir), "--claims", str(claims)]) == 0  # issue 32: our own rows, claim by claim, REPRODUCED
     rows = json.loads(published.read_text())["rows"]
     assert rows and all(row["chat_template"]["source"] in ("gguf", "pinned") for row in rows)
