@@ -8,11 +8,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.bundle.layout import BundleReader, find_runs, latest_run, merge_problems
+from repro.bundle.layout import find_runs, latest_run, merge_problems
 from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
-from repro.core.errors import BadInput
 from repro.core.terminal import shown
+from repro.report.coverage import run_coverage
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
 
@@ -63,21 +63,7 @@ def print_verdicts(verdicts: list[RunVerdict]) -> None:
 
 
 def partial_label(run: RunVerdict) -> str | None:
-    """What a run whose selection left planned cells out holds: "partial: N of M planned cells
-    (--only ...)" or "partial: shard i of n (N of M planned cells)"; None for a whole run.
-
-    A stand-in until the report's own partial-ness function lands (the tables and results.json
-    say the same there); it reads the selection from run.json and counts the absent cells."""
-    if not run.absent:
-        return None
-    try:
-        record = BundleReader(Path(run.run_dir)).run()
-    except BadInput:
-        return f"partial: {len(run.absent)} planned cell(s) not in this bundle"
-    selected = len(record.planned_cells)
-    counts = f"{selected} of {selected + len(run.absent)} planned cells"
-    if record.shard:
-        index, _, total = record.shard.partition("/")
-        return f"partial: shard {shown(index)} of {shown(total)} ({counts})"
-    only = ", ".join(record.only[:3]) + (f", ... ({len(record.only)} in all)" if len(record.only) > 3 else "")
-    return f"partial: {counts} (--only {shown(only)})"
+    """What a run whose selection left planned cells out holds, as every table says it
+    (repro.report.coverage): "partial: N of M planned cells (--only, K cells)" or "(shard i of n)";
+    None for a whole run."""
+    return run_coverage([run]).label or None

@@ -23,12 +23,13 @@ from repro.bundle.layout import MANIFEST, BundleReader, find_runs, safe_id
 from repro.bundle.records import CellRecord, RunRecord
 from repro.check.verdict import CellVerdict, check_run
 from repro.core.errors import BadInput
-from repro.core.files import MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_RAW_BYTES, read_regular, sha256_bytes
+from repro.core.files import MAX_MANIFEST_BYTES, read_regular, sha256_bytes
 from repro.core.yamlsource import require_file_target, require_folder
 from repro.plan.planner import Cell, make_plan
 from repro.report.aggregate import refuse_broken_merge
 from repro.report.setup import signature_state
 from repro.spec.matrix import load_matrix
+from repro.suites.registry import kind_of
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
 EXTENSION = ".eval"
@@ -125,20 +126,9 @@ def read_cell(bundle: BundleReader, run: RunRecord, verdict: CellVerdict) -> Cel
 
 
 def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) -> dict[str, list[dict[str, Any]]]:
-    """An external suite's own messages per task, from the raw logs the bundle keeps (ToolCallBench);
-    none for our harness, or when the raw outputs do not read (then the transcript's turns serve)."""
-    external = record.cell.suite.external
-    if external is None or external.harness != "toolcallbench":
-        return {}
-    from repro.suites.external.base import RAW_INDEX, RAW_PREFIX, RawIndex
-    from repro.suites.external.toolcallbench import read_workers
-
-    try:
-        index = RawIndex.model_validate_json(bundle.cell_file(cell_id, RAW_INDEX, MAX_JSON_BYTES))
-        raw = {name: bundle.cell_file(cell_id, name, MAX_RAW_BYTES) for name in record.files if name.startswith(RAW_PREFIX)}
-        return {run.task_id: run.messages for worker in read_workers(raw, index) for run in worker.runs}
-    except (BadInput, ValueError):
-        return {}
+    """The suite's own messages per task where its harness records them (ToolCallBench's raw
+    logs); none for our harness, or when the raw outputs do not read (the transcript's turns serve)."""
+    return kind_of(record.cell.suite).messages(bundle, cell_id)
 
 
 def export_runs(results: Path, out: Path, include: set[str], write: Callable[[CellLog, Path], None]) -> list[ExportedLog]:

@@ -20,7 +20,8 @@ One cell's lifecycle, in the order the run calls it:
 6. `progress` for each line the container prints;
 7. `collect`: its outputs kept and normalised into `scenarios.jsonl` and `transcripts.jsonl`, or the
    cell failed with why;
-8. `check_rules` (in `repro check`) and `report` (in `repro external report`).
+8. `check_rules` (in `repro check`), `report` (in `repro external report`) and `messages` (the
+   harness's own messages, in `repro export inspect`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,11 @@ class SuiteKind(ABC):
     def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
         """Each worker's outputs as the cell's records (written through `writer`), or the record of a
         failed cell saying why."""
+
+    def messages(self, reader: BundleReader, cell_id: str) -> dict[str, list[dict]]:
+        """The harness's own chat messages per task, where it records them beside our transcript
+        (an external harness's raw logs); none by default: our transcript is the record."""
+        return {}
 
     def report(self, reader: BundleReader, cell_id: str) -> dict[str, bytes]:
         """The harness's own report of one cell (file name -> bytes), rendered again from the bundle."""

@@ -143,7 +143,7 @@ def test_the_summary_line_of_a_partial_run_says_partial(tmp_path, capsys):
     run, chosen, _ = partial_bundle(tmp_path)
     capsys.readouterr()
     assert main(["check", str(run)]) == 0
-    assert f"1 VALID, 0 EXCLUDED, 0 INVALID; partial: 1 of 2 planned cells (--only {chosen})" in capsys.readouterr().out
+    assert "1 VALID, 0 EXCLUDED, 0 INVALID; partial: 1 of 2 planned cells (--only, 1 cell)" in capsys.readouterr().out
 
 
 def test_a_partial_rerun_leaves_its_absent_rows_not_rerun(tmp_path, capsys):

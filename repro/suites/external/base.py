@@ -160,6 +160,22 @@ class Adapter(SuiteKind):
         writer.write_text(RAW_INDEX, json.dumps(index.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         return raw, index
 
+    def own_messages(self, raw: dict[str, bytes], index: RawIndex) -> dict[str, list[dict]]:
+        """The harness's own messages per task from its raw outputs (none unless the adapter reads them)."""
+        return {}
+
+    def messages(self, reader: BundleReader, cell_id: str) -> dict[str, list[dict]]:
+        """The harness's own messages per task, from the raw outputs the bundle keeps; none when they
+        do not read (the transcript's turns serve then)."""
+        from repro.suites.external.evidence import BundledCell, raw_evidence
+
+        try:
+            record = reader.cell(cell_id)
+            raw, index = raw_evidence(BundledCell(bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id)))
+            return self.own_messages(raw, index)
+        except (BadInput, ValueError):
+            return {}
+
     def report(self, reader: BundleReader, cell_id: str) -> dict[str, bytes]:
         """The harness's own report of one cell, rendered again from the bundle's raw outputs and its
         embedded wheel."""

@@ -141,6 +141,10 @@ class ToolCallBench(Adapter):
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
         return render_reports(raw, index, wheel_root)
 
+    def own_messages(self, raw: dict[str, bytes], index: RawIndex) -> dict[str, list[dict]]:
+        """Each task's messages as ToolCallBench's own logs hold them."""
+        return {run.task_id: run.messages for worker in read_workers(raw, index) for run in worker.runs}
+
     def progress(self, line: str) -> ProgressEvent | None:
         return ProgressEvent.parse(line)
 
