@@ -22,7 +22,7 @@ from repro.core.files import MAX_LOG_BYTES
 from repro.engines.gpu import device_problems, identity_agrees, log_problems, parse_cuda_log
 
 if TYPE_CHECKING:
-    from repro.check.verdict import CellEvidence
+    from repro.bundle.evidence import CellEvidence
 
 ENGINE_LOG = "engine.log"
 
