@@ -14,7 +14,7 @@ from pydantic import BaseModel, computed_field
 from harness.contracts import SandboxAudit, ScenarioResult
 from repro import __version__
 from repro.spec.cells import Cell
-from repro.spec.findings import GateResult, SandboxSettings, TemplateFacts
+from repro.spec.findings import GateResult, GpuDevice, SandboxSettings, TemplateFacts
 from repro.spec.profiles import Profile
 
 # 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution;
@@ -148,6 +148,7 @@ class CellRecord(BaseModel):
     engine_identity: IdentityCheck | None = None
     engine_settings: EngineSettings = EngineSettings()
     accelerator: str | None = None
+    gpu: list[GpuDevice] | None = None  # each GPU's exact identity from nvidia-smi (GPU profiles; absent in older bundles)
     sandbox: SandboxRecord = SandboxRecord()
     gate: GateResult | None = None
     suite_ids: list[str] = []

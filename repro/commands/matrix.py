@@ -72,10 +72,21 @@ def plan(
 ) -> None:
     """List the cells a matrix runs on a profile, and the excluded ones with their reason."""
     the_plan = plan_for(file, profile)
+    toolkit_line = toolkit_note(profile)
     if as_json:
-        typer.echo(json.dumps(plan_summary(the_plan), indent=2))
+        typer.echo(json.dumps({**plan_summary(the_plan), **({"toolkit": toolkit_line} if toolkit_line else {})}, indent=2))
         return
     print_plan(the_plan)
+    if toolkit_line:
+        console.print(f"[yellow]note[/] {shown(toolkit_line)}", soft_wrap=True, highlight=False)
+
+
+def toolkit_note(profile: str) -> str | None:
+    """One line when the CUDA toolkit the build would use cannot build the profile's
+    architecture (repro.cuda_toolkit), said at plan time instead of deep in a build."""
+    from repro.store.cuda_toolkit import current_toolkit, unbuildable
+
+    return unbuildable(load_profiles().get(profile), profile, current_toolkit())
 
 
 def plan_for(file: Path, profile: str) -> Plan:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from repro.containers.client import get_client
@@ -36,7 +39,8 @@ def run_checks() -> list[Finding]:
     findings.append(_storage(info))
     findings.append(_disk(info.get("DockerRootDir")))
     findings.append(_debootstrap())
-    findings.append(_nvidia(info))
+    findings.append(nvidia_hook_finding(info, dockerd_path()))
+    findings.append(driver_finding(host_nvidia_smi()))
     return findings
 
 
@@ -78,8 +82,74 @@ def _debootstrap() -> Finding:
     return Finding("WARN", "debootstrap", "not found", "needed only for an offline base image: apt-get install debootstrap")
 
 
-def _nvidia(info: dict) -> Finding:
-    runtimes = info.get("Runtimes") or {}
-    if "nvidia" in runtimes:
-        return Finding("OK", "nvidia runtime", "present (GPU profiles can run)")
-    return Finding("WARN", "nvidia runtime", "absent (only the cpu profile can run)", "install nvidia-container-toolkit for gpu-* profiles")
+HOOK = "nvidia-container-runtime-hook"
+NO_GPU = "only the cpu profile can run"
+SMI_BYTES = 64 * 1024
+
+
+def nvidia_hook_finding(info: dict, path: str | None, exists: Callable[[str], bool] = os.path.isfile) -> Finding:
+    """Docker serves `--gpus` (a device request of the gpu capability) when dockerd finds
+    nvidia-container-runtime-hook on its own PATH, whatever `Runtimes` lists; so that is what is
+    checked (dockerd's PATH read from /proc, or unknown when the daemon is not local)."""
+    runtimes = ", ".join(sorted(info.get("Runtimes") or {})) or "none"
+    if path is None:
+        level: Level = "OK" if "nvidia" in (info.get("Runtimes") or {}) else "WARN"
+        return Finding(
+            level, "nvidia runtime", f"dockerd's PATH cannot be read here (runtimes: {runtimes})", f"check that {HOOK} is on dockerd's PATH for gpu-* profiles"
+        )
+    found = next((folder for folder in path.split(os.pathsep) if folder and exists(os.path.join(folder, HOOK))), None)
+    if found:
+        return Finding("OK", "nvidia runtime", f"{HOOK} in {found} on dockerd's PATH (GPU profiles can run)")
+    return Finding("WARN", "nvidia runtime", f"absent: no {HOOK} on dockerd's PATH ({NO_GPU})", "install nvidia-container-toolkit for gpu-* profiles")
+
+
+def driver_finding(output: str | None) -> Finding:
+    """The host's NVIDIA driver (nvidia-smi --query-gpu=driver_version), against the oldest
+    driver the CUDA image's toolkit runs on (repro.cuda_toolkit)."""
+    from repro.store.cuda_toolkit import current_toolkit
+
+    toolkit = current_toolkit()
+    if output is None:
+        return Finding("WARN", "nvidia driver", f"no nvidia-smi on this host ({NO_GPU})", f"gpu-* profiles need an NVIDIA driver >= {toolkit.min_driver}")
+    versions = sorted({line.strip() for line in output.splitlines() if line.strip()})
+    majors = [int(v.split(".")[0]) for v in versions if v.split(".")[0].isdigit()]
+    if not versions or len(majors) != len(versions):
+        return Finding("FAIL", "nvidia driver", f"nvidia-smi gave no driver version: {output.strip()[:120]!r}", "check the NVIDIA driver installation")
+    if min(majors) < toolkit.min_driver:
+        return Finding(
+            "FAIL",
+            "nvidia driver",
+            f"driver {', '.join(versions)}",
+            f"the CUDA image ({toolkit.name}, CUDA {toolkit.version}) needs driver >= {toolkit.min_driver}",
+        )
+    return Finding("OK", "nvidia driver", f"driver {', '.join(versions)} (CUDA {toolkit.version} needs >= {toolkit.min_driver})")
+
+
+def dockerd_path() -> str | None:
+    """dockerd's PATH from /proc/<pid>/environ, or None (no local dockerd, or not readable)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "dockerd":
+                continue
+            environ = (entry / "environ").read_bytes()[: 1024**2]
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(b"PATH="):
+                return item[5:].decode("utf-8", errors="replace")
+        return os.defpath  # a daemon started without PATH searches the default one
+    return None
+
+
+def host_nvidia_smi() -> str | None:
+    """The host's `nvidia-smi --query-gpu=driver_version` output, or None without nvidia-smi."""
+    binary = shutil.which("nvidia-smi")
+    if binary is None:
+        return None
+    try:
+        result = subprocess.run([binary, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"nvidia-smi failed: {error}"
+    return result.stdout[:SMI_BYTES].decode("utf-8", errors="replace") if result.returncode == 0 else f"nvidia-smi exit {result.returncode}"

@@ -23,10 +23,18 @@ from pydantic import BaseModel, ConfigDict
 from harness.contracts import ProbeResult, ReadyResult, SandboxAudit
 from repro.containers import lifecycle as containers
 from repro.containers.client import Container, DockerClient
-from repro.containers.sandbox import EngineDied, ProbeFailed, ProbeUnreachable, image_id, read_back, run_probe
+from repro.containers.sandbox import (
+    EngineDied,
+    ProbeFailed,
+    ProbeUnreachable,
+    image_id,
+    read_back,
+    run_probe,
+)
 from repro.core.errors import ReproError
 from repro.core.files import short_error
-from repro.spec.findings import SandboxSettings, TemplateFacts
+from repro.engines.gpu import LIST_ARGV, QUERY_ARGV, GpuError, device_problems, parse_query_gpu, with_mig
+from repro.spec.findings import GpuDevice, SandboxSettings, TemplateFacts
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec
 from repro.spec.profiles import Profile
 from repro.store.chat_template import protocol_blocker
@@ -40,6 +48,7 @@ __all__ = [
     "EngineRefused",
     "ProbeFailed",
     "check_accelerator",
+    "check_devices",
     "gpu_device_requests",
     "nano_cpus_for",
     "stop_engine",
@@ -49,6 +58,7 @@ __all__ = [
 GPU_DEVICES_ENV = "REPRO_GPU_DEVICES"
 MODEL_MOUNT = "/models/model.gguf"
 PROBE_SLACK_S = 60
+NVIDIA_SMI_BYTES = 64 * 1024  # what is read of nvidia-smi's output in an engine container
 
 R = TypeVar("R", bound=ProbeResult)
 
@@ -79,6 +89,7 @@ class EngineHandle(BaseModel):
     expected_identity: str
     settings: dict[str, Any] = {}
     accelerator: str | None = None
+    gpu: list[GpuDevice] = []  # each GPU's exact identity (nvidia-smi), on GPU profiles
     profile: str
     run_id: str
     group_id: str | None = None
@@ -97,16 +108,27 @@ def client_argv(base_url: str, model_name: str, api: str) -> list[str]:
     return ["--base-url", base_url, "--model", model_name, "--api", api]
 
 
-def gpu_device_requests(profile: Profile) -> list:
-    """Docker device requests for a GPU profile: REPRO_GPU_DEVICES (ids) or profile.gpu_count GPUs."""
+def gpu_device_requests(profile: Profile, replica: int = 0) -> list:
+    """Docker device requests for a GPU profile. With REPRO_GPU_DEVICES (the host's GPU ids, e.g.
+    `0,1,2,3`), replica i gets the i-th group of gpu_count ids (round robin when there are more
+    replicas than groups: those share a GPU, as the memory bound allows), so replicas on a
+    multi-GPU host land on distinct GPUs; without it, profile.gpu_count GPUs of Docker's choice."""
     if profile.gpu_count <= 0 and not (profile.accelerator and os.environ.get(GPU_DEVICES_ENV)):
         return []
     from docker.types import DeviceRequest
 
     ids = [d.strip() for d in os.environ.get(GPU_DEVICES_ENV, "").split(",") if d.strip()]
     if ids:
-        return [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
+        return [DeviceRequest(device_ids=replica_devices(ids, profile.gpu_count, replica), capabilities=[["gpu"]])]
     return [DeviceRequest(count=profile.gpu_count, capabilities=[["gpu"]])]
+
+
+def replica_devices(ids: list[str], per_replica: int, replica: int) -> list[str]:
+    """The GPU ids of one replica: consecutive groups of `per_replica` (all ids when it is 0)."""
+    if per_replica <= 0 or per_replica >= len(ids):
+        return ids
+    groups = [ids[i : i + per_replica] for i in range(0, len(ids) - per_replica + 1, per_replica)]
+    return groups[replica % len(groups)]
 
 
 def threads_for(profile: Profile) -> int:
@@ -135,6 +157,7 @@ class Engine(ABC):
     port: int = 0
     api: str = "openai"
     health_path: str = "/health"
+    replica: int = 0  # which of its group's replicas an engine is (its GPUs: gpu_device_requests)
 
     @classmethod
     def preflight(cls, model: ModelSpec, protocol: str, facts: TemplateFacts | None) -> str | None:
@@ -246,19 +269,37 @@ class Engine(ABC):
             raise EngineDied(f"engine {self.spec.id} not ready within {timeout:g}s: {result.error}", log_tail=containers.log_tail(self.container(handle)))
         return result.seconds
 
-    def accelerator(self, handle: EngineHandle, profile: Profile) -> str | None:
-        """The GPU name(s) the engine container sees (nvidia-smi by exec), or None on CPU profiles."""
-        if profile.accelerator is None and profile.gpu_count == 0:
-            return None
+    def gpu_devices(self, handle: EngineHandle, profile: Profile) -> list[GpuDevice]:
+        """The GPUs the engine container sees, with their exact identity (nvidia-smi by exec:
+        name, compute capability, driver, memory, MIG slice); none on CPU profiles."""
+        if not profile.gpu:
+            return []
+        devices = parse_or_refuse(self.spec.id, self.nvidia_smi(handle, QUERY_ARGV))
+        if any(device.mig_mode == "Enabled" for device in devices):
+            devices = with_mig(devices, self.nvidia_smi(handle, LIST_ARGV))
+        return devices
+
+    def nvidia_smi(self, handle: EngineHandle, argv: list[str]) -> str:
+        """nvidia-smi's output in the engine container (bounded), or EngineRefused."""
         container = self.container(handle)
         try:
-            code, output = container.exec_run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], user="", demux=False)
+            code, output = container.exec_run(argv, user="", demux=False)
         except Exception as error:
-            raise EngineRefused(f"engine {self.spec.id}: cannot read the accelerator (nvidia-smi by exec failed: {error})") from None
-        text = (output or b"").decode("utf-8", errors="replace").strip()
+            raise EngineRefused(f"engine {self.spec.id}: cannot read the accelerator (nvidia-smi by exec failed: {short_error(error)})") from None
+        text = (output or b"")[:NVIDIA_SMI_BYTES].decode("utf-8", errors="replace").strip()
         if code != 0 or not text:
             raise EngineRefused(f"engine {self.spec.id}: nvidia-smi in the engine container failed (exit {code}): {text[:200]}")
-        return ", ".join(line.strip() for line in text.splitlines() if line.strip())
+        return text
+
+    def accelerator(self, handle: EngineHandle, profile: Profile) -> str | None:
+        """The GPU name(s) the engine container sees, or None on CPU profiles."""
+        devices = self.gpu_devices(handle, profile)
+        return ", ".join(device.name for device in devices) or None
+
+    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice]) -> None:
+        """Refuse an engine that does not compute on the profile's device (each kind reads its
+        own evidence: llama.cpp its CUDA log lines); Ollama's is not read (docs/engines.md)."""
+        return None
 
     def start(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
         """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
@@ -272,9 +313,12 @@ class Engine(ABC):
             if reported != expected:
                 what = "version" if self.kind == "ollama" else "build_info"
                 raise EngineRefused(f"engine {self.spec.id} reports {what} '{reported}', the matrix pins '{expected}'; refused")
-            accelerator = self.accelerator(handle, profile)
+            devices = self.gpu_devices(handle, profile)
+            accelerator = ", ".join(device.name for device in devices) or None
             check_accelerator(self.spec.id, accelerator, profile, profile_name)
-            update = {"identity": reported, "accelerator": accelerator, "boot_seconds": round(boot_seconds, 3), "audit": self.audit_sandbox()}
+            check_devices(self.spec.id, devices, profile, profile_name)
+            self.verify_device(handle, profile, profile_name, devices)
+            update = {"identity": reported, "accelerator": accelerator, "gpu": devices, "boot_seconds": round(boot_seconds, 3), "audit": self.audit_sandbox()}
             handle = handle.model_copy(update=update)
             loaded = self.prepare_model(handle, model, gguf, decoding)
             settings = self.effective_settings(handle)
@@ -304,6 +348,23 @@ def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile,
     names = [name.strip() for name in (accelerator or "").split(", ") if name.strip()]
     if not names or not all(profile.accelerator_matches(name) for name in names):
         raise EngineRefused(f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs '{profile.accelerator}'; refused")
+
+
+def check_devices(engine_id: str, devices: list[GpuDevice], profile: Profile, profile_name: str) -> None:
+    """The GPUs' exact identity matches the profile (count, name, compute capability, memory,
+    MIG slice), else EngineRefused naming the first difference."""
+    if not profile.gpu:
+        return
+    problems = device_problems(devices, profile, profile_name)
+    if problems:
+        raise EngineRefused(f"engine {engine_id}: {problems[0]}; refused")
+
+
+def parse_or_refuse(engine_id: str, text: str) -> list[GpuDevice]:
+    try:
+        return parse_query_gpu(text)
+    except GpuError as error:
+        raise EngineRefused(f"engine {engine_id}: {error}") from None
 
 
 def stop_engine(client: DockerClient, handle: EngineHandle | None) -> None:

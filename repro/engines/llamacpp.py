@@ -6,8 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.contracts import PropsResult
+from repro.containers.client import Container
 from repro.containers.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
-from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for, threads_for
+from repro.core.errors import BadInput
+from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, EngineRefused, gpu_device_requests, nano_cpus_for, threads_for
+from repro.engines.gpu import identity_agrees, log_problems, parse_cuda_log
+from repro.spec.findings import GpuDevice
 from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile
 from repro.store.chat_template import served_sha256
@@ -15,6 +19,22 @@ from repro.store.chat_template import served_sha256
 PORT = 8080
 TEMPLATE_MOUNT = "/models/chat_template.jinja"
 PROPS_TIMEOUT_S = 60
+BOOT_LOG_BYTES = 4 * 1024**2  # what the boot reads of the engine's log for the CUDA evidence
+GPU_LOG_VERBOSITY = "4"  # llama.cpp logs ggml_cuda_init and load_tensors at trace level (4), not at its default 3
+
+# The server options whose default llama.cpp b11434 chooses per device (or from free device
+# memory), each pinned on a CUDA profile's command line (`device_args`); the test over the built
+# server's --help (tests/engines/test_server_help.py) fails when its help lists another.
+DEVICE_CHOSEN = {
+    "--flash-attn": "default auto: enabled where the device supports it",
+    "--fit": "default on: changes unset arguments to fit free device memory",
+    "--gpu-layers": "default auto: as many layers as fit",
+    "--split-mode": "how layers and KV are spread over the devices",
+    "--main-gpu": "which device holds the model with split mode none",
+    "--batch-size": "logical batch: with --fit, sized to memory",
+    "--load-mode": "default auto: mmap, unless a device does not support it",
+    "--ubatch-size": "physical batch: the kernels' shapes, and so the floating-point sums",
+}
 
 
 def server_args(model: ModelSpec, profile: Profile, decoding: Decoding, *, port: int = PORT) -> list[str]:
@@ -47,8 +67,33 @@ def server_args(model: ModelSpec, profile: Profile, decoding: Decoding, *, port:
         threads,
         "--jinja",
         "--no-webui",
+        *cache_args(profile),
+        *device_args(profile),
         *(["--chat-template-file", TEMPLATE_MOUNT] if model.chat_template else []),
     ]
+
+
+def cache_args(profile: Profile) -> list[str]:
+    """The server's own prompt cache, as the profile says: off is `--no-cache-prompt` (the default
+    of every request) and `--cache-ram 0` (no prompt states kept in host memory), which the
+    llama.cpp maintainers advise for determinism; the harness also sends `cache_prompt: false`."""
+    return ["--cache-prompt"] if profile.cache_prompt else ["--no-cache-prompt", "--cache-ram", "0"]
+
+
+def device_args(profile: Profile) -> list[str]:
+    """Every setting a CUDA build would choose per device, pinned (DEVICE_CHOSEN; -ngl, -b and
+    -ub are in the common arguments): flash attention as the profile says, no fitting to free
+    memory, one device or an even split, and the log level that prints the CUDA evidence."""
+    if profile.engine_variant != "cuda":
+        return []
+    missing = profile.missing_gpu_pins()
+    if missing or profile.flash_attn is None:
+        raise BadInput(f"a cuda profile must set {', '.join(missing or ['flash_attn'])} (matrix/profiles.yaml)")
+    if profile.gpu_count <= 1:
+        split = ["--split-mode", "none", "--main-gpu", "0"]
+    else:
+        split = ["--split-mode", "layer", "--tensor-split", ",".join(["1"] * profile.gpu_count), "--main-gpu", "0"]
+    return ["--flash-attn", profile.flash_attn, "--fit", "off", *split, "--load-mode", "mmap", "-lv", GPU_LOG_VERBOSITY]
 
 
 def template_mounts(model: ModelSpec) -> list:
@@ -85,7 +130,7 @@ class LlamaCppEngine(Engine):
             name=name,
             mounts=[bind(gguf, MODEL_MOUNT, read_only=True), *template_mounts(model)],
             working_dir="/tmp",
-            device_requests=gpu_device_requests(profile),
+            device_requests=gpu_device_requests(profile, self.replica),
         )
 
     def props(self, handle: EngineHandle, *, fresh: bool = False) -> dict[str, Any]:
@@ -102,8 +147,31 @@ class LlamaCppEngine(Engine):
     def identity(self, handle: EngineHandle) -> str:
         return str(self.props(handle).get("build_info") or "")
 
+    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice]) -> None:
+        """On a GPU profile, the server's own log must show CUDA finding the profile's device and
+        every layer offloaded; a server that fell back to the CPU (CUDA failed to initialise,
+        -ngl ignored) is refused here, so its cells fail instead of running on the CPU."""
+        if not profile.gpu:
+            return
+        log = parse_cuda_log(log_head(self.container(handle)))
+        problems = log_problems(log, profile, profile_name) + identity_agrees(devices, log)
+        if problems:
+            raise EngineRefused(f"engine {self.spec.id}: {problems[0]}; refused")
+
     def effective_settings(self, handle: EngineHandle) -> dict[str, Any]:
         return summarize_props(self.props(handle))
+
+
+def log_head(container: Container, limit: int = BOOT_LOG_BYTES) -> str:
+    """The start of a container's log, read as a stream and cut at `limit` bytes (at boot it is
+    the model load's: the CUDA lines come first)."""
+    chunks, size = [], 0
+    for chunk in container.logs(stdout=True, stderr=True, stream=True, follow=False):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit].decode("utf-8", errors="replace")
 
 
 def summarize_props(props: dict[str, Any]) -> dict[str, Any]:

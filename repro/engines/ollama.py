@@ -117,7 +117,7 @@ class OllamaEngine(Engine):
                 "OLLAMA_CONTEXT_LENGTH": str(decoding.context),
             },
         )
-        return create_kwargs(settings, image, ["serve"], name=name, working_dir="/tmp", device_requests=gpu_device_requests(profile))
+        return create_kwargs(settings, image, ["serve"], name=name, working_dir="/tmp", device_requests=gpu_device_requests(profile, self.replica))
 
     def identity(self, handle: EngineHandle) -> str:
         result = self.probe(handle, ["ollama-version", "--base-url", self.base_url], OllamaVersionResult, timeout=SHOW_TIMEOUT_S)

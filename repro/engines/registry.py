@@ -43,7 +43,9 @@ def boot_engine(
     decoding: Decoding,
     run_id: str,
     group_id: str | None = None,
+    replica: int = 0,
 ) -> EngineHandle:
     """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
     engine = engine_for(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
+    engine.replica = replica
     return engine.start(image, model, gguf, profile, profile_name, decoding)

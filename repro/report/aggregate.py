@@ -110,6 +110,35 @@ def _median(values: list[float | None]) -> float | None:
     return round(statistics.median(known), 3) if known else None
 
 
+class RowHardware(BaseModel):
+    """The GPU a row ran on, as nvidia-smi named it (None on CPU rows and in older bundles)."""
+
+    accelerator: str
+    compute_capability: str | None = None
+    driver_version: str | None = None
+    memory_mib: int | None = None
+    mig_profile: str | None = None
+
+    @classmethod
+    def of(cls, record: CellRecord) -> RowHardware | None:
+        devices = record.gpu or []
+        if not devices:
+            return None
+        first = devices[0]
+        return cls(
+            accelerator=", ".join(device.name for device in devices),
+            compute_capability=first.compute_capability,
+            driver_version=first.driver_version,
+            memory_mib=first.memory_mib,
+            mig_profile=first.mig_profile,
+        )
+
+    def label(self) -> str:
+        parts = [self.accelerator, f"compute capability {self.compute_capability}" if self.compute_capability else ""]
+        parts += [f"driver {self.driver_version}" if self.driver_version else "", f"MIG {self.mig_profile}" if self.mig_profile else ""]
+        return ", ".join(part for part in parts if part)
+
+
 class TableRow(BaseModel):
     model: str
     label: str = ""  # a short name for the row (model, protocol, suite): PaperTables.key says what each part stands for
@@ -142,6 +171,7 @@ class TableRow(BaseModel):
     time: TimeSplit = TimeSplit()
     execution: Execution | None = None  # threads, slots, prompt cache (None: an older bundle, 1 slot, no cache)
     chat_template: RowTemplate | None = None  # what the model was shown the task through
+    hardware: RowHardware | None = None  # the GPU it ran on (GPU profiles; None on CPU)
 
     @property
     def exact(self) -> bool:
@@ -518,6 +548,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         time=TimeSplit.of([c.record for c in cells], results),
         execution=first.execution,
         chat_template=RowTemplate.of(cells[0].template, first),
+        hardware=RowHardware.of(first),
     )
 
 

@@ -73,12 +73,14 @@ def compare(
     rerun_cells: Cells | None = None,
     require_identical: bool = False,
 ) -> list[RowComparison]:
-    reruns = {row.key: row for row in rerun.rows}
+    reruns = {row_identity(row): row for row in rerun.rows}
     comparisons = []
     for row in published.rows:
-        again = reruns.pop(row.key, None)
+        again = reruns.pop(row_identity(row), None)
         if again is None:
-            comparisons.append(RowComparison(key=row.key, status="missing", published=_score(row), differences=["no VALID rerun of this row"]))
+            comparisons.append(
+                RowComparison(key=row.key, status="missing", published=_score(row), differences=[f"no VALID rerun of this row on {hardware_label(row)}"])
+            )
             continue
         differences = row_differences(row, again)
         identity = transcript_identity(row, again, (published_cells or {}).get(row.key, []), (rerun_cells or {}).get(row.key, []))
@@ -86,13 +88,41 @@ def compare(
             differences += identity.differing
         status: Status = "differs" if differences else "reproduced"
         comparisons.append(RowComparison(key=row.key, status=status, published=_score(row), rerun=_score(again), differences=differences, transcripts=identity))
-    for key, row in reruns.items():
-        comparisons.append(RowComparison(key=key, status="extra", rerun=_score(row), differences=["not in the published numbers"]))
+    for row in reruns.values():
+        comparisons.append(
+            RowComparison(key=row.key, status="extra", rerun=_score(row), differences=[f"not in the published numbers on {hardware_label(row)}"])
+        )
     return comparisons
 
 
+def row_identity(row: TableRow) -> tuple[str, ...]:
+    """What a row is matched on: its key and the hardware it ran on (profile, accelerator,
+    compute capability, driver), so rows of different accelerators never match (a gpu-l4
+    rerun does not reproduce a gpu-t4 row, though both run 4 threads)."""
+    hardware = row.hardware
+    if hardware is None:
+        return (row.key, row.profile)
+    return (row.key, row.profile, hardware.accelerator, hardware.compute_capability or "", hardware.driver_version or "")
+
+
+def hardware_label(row: TableRow) -> str:
+    return f"profile {row.profile or 'unknown'}" + (f" ({row.hardware.label()})" if row.hardware else "")
+
+
+def hardware_differences(published: TableRow, rerun: TableRow) -> list[str]:
+    """What differs of the GPU beside the identity (memory, MIG slice), named before outcomes."""
+    before, after = published.hardware, rerun.hardware
+    if before is None or after is None:
+        return []
+    return [
+        f"GPU {what} differs: {getattr(before, field)} published, {getattr(after, field)} rerun"
+        for field, what in (("memory_mib", "memory (MiB)"), ("mig_profile", "MIG slice"))
+        if getattr(before, field) != getattr(after, field)
+    ]
+
+
 def row_differences(published: TableRow, rerun: TableRow) -> list[str]:
-    differences = execution_differences(published, rerun)
+    differences = hardware_differences(published, rerun) + execution_differences(published, rerun)
     if published.model_sha256 != rerun.model_sha256:
         differences.append(f"model bytes differ: sha256 {published.model_sha256[:12]} published, {rerun.model_sha256[:12]} rerun")
     if published.engine_identity != rerun.engine_identity:

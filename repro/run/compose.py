@@ -271,7 +271,10 @@ def _gpu_values(requests: list) -> dict[str, str]:
     request = requests[0]
     ids = request.get("DeviceIDs") or []
     if ids:
-        raise BadInput(f"REPRO_GPU_DEVICES={','.join(ids)}: docker-compose.gpu.yml reserves GPUs by count; unset it and use NVIDIA_VISIBLE_DEVICES")
+        raise BadInput(
+            f"REPRO_GPU_DEVICES={','.join(ids)}: docker-compose.gpu.yml reserves GPUs by count (Docker sets NVIDIA_VISIBLE_DEVICES from the "
+            "reservation, so the variable cannot choose one); unset it, or replace count with device_ids in a copy of docker-compose.gpu.yml"
+        )
     if request.get("Count") != 1:
         raise BadInput(f"docker-compose.gpu.yml reserves one GPU; this profile asks for {request.get('Count')}")
     return {}

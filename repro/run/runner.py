@@ -50,7 +50,7 @@ from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, 
 from repro.engines.gate import gate_with_retries, run_gate
 from repro.engines.registry import boot_engine, engine_for
 from repro.plan.planner import Plan, select_cells, shard_cells, stored_plan
-from repro.plan.replicas import deal, replica_count
+from repro.plan.replicas import deal, replica_allowance, replica_count
 from repro.run.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describe, engine_container, engine_watch, heal, require_answering, unhealed_reason
 from repro.run.progress import RunProgress
 from repro.spec.cells import Cell
@@ -165,7 +165,20 @@ def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClien
     """Engine replicas per group: --replicas, or as many as the Docker host's cores (and the GPU
     memory, for the largest model) hold; BadInput when asked for more (repro.plan.replicas)."""
     largest = max(c.model.file_size for c in prepared.cells)
-    return replica_count(options.replicas, prepared.profile, host_cpus=host_cpus_of(client), model_bytes=largest)
+    allowance = max(gpu_allowance(prepared, c) for c in prepared.cells) if prepared.profile.gpu_count > 0 else None
+    return replica_count(options.replicas, prepared.profile, host_cpus=host_cpus_of(client), model_bytes=largest, gpu_bytes=allowance)
+
+
+def gpu_allowance(prepared: Prepared, cell: Cell) -> int:
+    """The GPU memory one replica of the cell's model needs at the cell's context (its GGUF's
+    shape read from the header; weights plus 1 GiB when the header cannot be read)."""
+    from repro.store.gguf import read_header
+
+    try:
+        header = read_header(prepared.models[cell.model.id])
+    except (BadInput, KeyError):
+        return replica_allowance(cell.model.file_size, {}, 0, 0)
+    return replica_allowance(cell.model.file_size, header.shape, cell.decoding.context * prepared.profile.slots, len(header.tokens))
 
 
 def interrupt(signum: int, frame: object) -> None:
@@ -375,8 +388,8 @@ def boot_and_gate(ctx: RunContext, cell: Cell, booted: list[EngineHandle]) -> Gr
     the replicas booted so far are stopped before the error propagates."""
     handles: list[EngineHandle] = []
     try:
-        for _ in range(ctx.replicas):
-            handle = boot_group_engine(ctx, cell)
+        for replica in range(ctx.replicas):
+            handle = boot_group_engine(ctx, cell, replica)
             booted.append(handle)
             handles.append(handle)
             ctx.progress.engine_ready(handle.boot_seconds)
@@ -406,7 +419,7 @@ def give_up_group(ctx: RunContext, failed: Cell, rest: list[Cell], group: GroupE
         write_failed_cell(ctx, cell, "error", reason, handle=group.handle, gate=group.gate)
 
 
-def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
+def boot_group_engine(ctx: RunContext, cell: Cell, replica: int = 0) -> EngineHandle:
     prepared = ctx.prepared
     return boot_engine(
         ctx.client,
@@ -420,6 +433,7 @@ def boot_group_engine(ctx: RunContext, cell: Cell) -> EngineHandle:
         decoding=cell.decoding,
         run_id=ctx.run_id,
         group_id=f"{cell.engine.id}.{cell.model.id}",
+        replica=replica,
     )
 
 
@@ -530,6 +544,7 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
             "engine_identity": IdentityCheck(expected=expected, reported=handle.identity, matched=handle.identity == expected),
             "engine_settings": EngineSettings(reported=handle.settings),
             "accelerator": handle.accelerator,
+            "gpu": handle.gpu or None,
             "engine_boot_seconds": handle.boot_seconds,
             "engine_audit": handle.audit,
         }

@@ -99,3 +99,25 @@ class SuiteSelection(BaseModel):
     categories: dict[str, str]  # id -> category
     sha256: str
     external: str | None = None  # the adapter of an external suite (repro.suites.external); None for scenario files
+
+
+class GpuDevice(BaseModel):
+    """One GPU as nvidia-smi reports it inside the engine container: its exact identity. cuBLAS
+    promises identical results only on the same architecture and SM count: the product name
+    fixes the SM count of a whole GPU (nvidia-smi does not report it), the MIG profile that of
+    a slice."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    compute_capability: str | None = None  # "7.5"
+    driver_version: str | None = None
+    memory_mib: int | None = None
+    mig_mode: str | None = None  # "Enabled" / "Disabled"; None where the GPU has no MIG
+    mig_profile: str | None = None  # "1g.10gb": the slice this container was given
+
+    def label(self) -> str:
+        parts = [self.name, f"compute capability {self.compute_capability}" if self.compute_capability else None]
+        parts += [f"{self.memory_mib} MiB" if self.memory_mib else None, f"driver {self.driver_version}" if self.driver_version else None]
+        parts += [f"MIG {self.mig_profile}" if self.mig_profile else None]
+        return ", ".join(part for part in parts if part)

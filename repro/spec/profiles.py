@@ -13,6 +13,8 @@ from repro.core.errors import BadInput
 from repro.core.yamlsource import load_yaml_document, pydantic_problems
 from repro.spec.tolerance import Tolerance
 
+GPU_PINS = ("accelerator", "compute_capability", "gpu_memory_mib", "flash_attn")
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -23,11 +25,23 @@ class GateThresholds(Strict):
     min_tokens_per_second: float = Field(ge=0)
 
 
+class MemoryWindow(Strict):
+    """The GPU memory a profile's device has, in MiB: nvidia-smi's memory.total and the VRAM
+    CUDA reports (a little less) both fall inside it; the neighbouring sizes of the same
+    product (a 40 GB A100 beside an 80 GB one, an H100 NVL beside an SXM) do not."""
+
+    min: int = Field(gt=0)
+    max: int = Field(gt=0)
+
+
 class Profile(Strict):
     description: str
     accelerator: str | None = Field(description="pattern the engine's GPU name must match; null for CPU")
     memory_gb: float = Field(gt=0)
-    compute_capability: str | None = None
+    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d$")
+    gpu_memory_mib: MemoryWindow | None = Field(default=None, description="the device's memory, matched against nvidia-smi and CUDA's report")
+    mig_profile: str | None = Field(default=None, description="the MIG slice the profile runs on (e.g. 1g.10gb); null: a whole GPU")
+    flash_attn: Literal["on", "off"] | None = Field(default=None, description="llama.cpp -fa on a CUDA profile (its default, auto, is chosen per device)")
     engine_variant: Literal["cpu", "cuda"]
     gpu_layers: int = Field(ge=0)
     gpu_count: int = Field(ge=0)
@@ -50,6 +64,20 @@ class Profile(Strict):
         if self.tolerance is None and isinstance(data, dict):
             data.pop("tolerance", None)
         return data
+
+    def missing_gpu_pins(self) -> list[str]:
+        """What a CUDA profile leaves unnamed of its device and of the settings llama.cpp would
+        otherwise choose per device (docs/engines.md, "GPU profiles"). Not a validator: the
+        profiles file at an older commit (which `repro check` loads) may predate these fields,
+        so they are required where a GPU engine is built or booted."""
+        if self.engine_variant != "cuda":
+            return []
+        return [name for name in GPU_PINS if getattr(self, name) is None]
+
+    @property
+    def gpu(self) -> bool:
+        """A profile that runs on a GPU (an accelerator named or GPUs requested)."""
+        return self.accelerator is not None or self.gpu_count > 0
 
     @property
     def exact(self) -> bool:

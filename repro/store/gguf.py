@@ -51,6 +51,9 @@ EOG_TEXTS = frozenset(
         "<end_of_utterance>",
     }
 )
+# The model's shape, kept for the GPU memory a replica needs (repro.replicas): keys
+# "<architecture>.<suffix>"; a per-layer array (head_count_kv of some models) counts by its largest.
+SHAPE_SUFFIXES = (".block_count", ".embedding_length", ".attention.head_count", ".attention.head_count_kv", ".attention.key_length", ".attention.value_length")
 TOKEN_TYPE_CONTROL = 3
 TOKEN_TYPE_USER_DEFINED = 4
 
@@ -80,6 +83,7 @@ class GgufHeader(BaseModel):
     special_ids: dict[str, int]  # eos / eot / eom, when the header names them
     tokens: list[str]
     token_types: list[int]
+    shape: dict[str, int] = {}  # suffix of SHAPE_SUFFIXES without its dot ("block_count") -> value
 
     def special_tokens(self) -> list[str]:
         """Control and user-defined tokens: those a template writes as markers."""
@@ -165,9 +169,12 @@ def _read(reader: _Reader) -> GgufHeader:
     for _ in range(kv_count):
         key = reader.string(MAX_KEY_BYTES)
         kind = reader.unpack("<I", 4)
-        value = reader.value(kind, keep=key in wanted)
+        shape = next((suffix for suffix in SHAPE_SUFFIXES if key.endswith(suffix) and key.count(".") == suffix.count(".")), None)
+        value = reader.value(kind, keep=key in wanted or shape is not None)
         if key in wanted:
             found[key] = value
+        elif shape is not None:
+            found[f"shape:{shape[1:]}"] = value
     return _header(found)
 
 
@@ -176,4 +183,23 @@ def _header(found: dict[str, Any]) -> GgufHeader:
     special = {name: int(found[key]) for name, key in SPECIAL_ID_KEYS.items() if isinstance(found.get(key), int)}
     tokens = [t for t in found.get("tokenizer.ggml.tokens") or [] if isinstance(t, str)]
     types = [int(t) for t in found.get("tokenizer.ggml.token_type") or [] if isinstance(t, int)]
-    return GgufHeader(chat_template=template if isinstance(template, str) and template.strip() else None, special_ids=special, tokens=tokens, token_types=types)
+    shape = {key[len("shape:") :]: shape_value(value) for key, value in found.items() if key.startswith("shape:") and shape_value(value) is not None}
+    return GgufHeader(
+        chat_template=template if isinstance(template, str) and template.strip() else None,
+        special_ids=special,
+        tokens=tokens,
+        token_types=types,
+        shape={key: value for key, value in shape.items() if value is not None},
+    )
+
+
+def shape_value(value: Any) -> int | None:
+    """An integer, or the largest of a per-layer array of them."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, list):
+        numbers = [item for item in value if isinstance(item, int) and not isinstance(item, bool)]
+        return max(numbers) if numbers else None
+    return None

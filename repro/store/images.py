@@ -224,16 +224,23 @@ def _variant_bases(dockerfile: Path, variant: str) -> dict[str, str]:
 
 
 def cuda_architectures(dockerfile: Path, compute_capability: str | None) -> str:
-    """CMake CUDA architectures: the profile's compute capability only ("7.5" -> "75"), else the
-    Dockerfile's default (every capability the CUDA profiles name)."""
+    """CMake CUDA architectures: the profile's compute capability only ("7.5" -> "75"), else every
+    capability the CUDA profiles name that the toolkit builds (repro.cuda_toolkit; for the offline
+    toolkit that is the Dockerfile's default, which a test keeps equal). A capability the toolkit
+    cannot build is refused in one line before anything compiles."""
+    from repro.spec.profiles import load_profiles
+    from repro.store.cuda_toolkit import architecture, current_toolkit, profile_architectures, unbuildable_capability
+
+    toolkit = current_toolkit()
     if compute_capability is None:
-        default = (dockerfile_args(dockerfile).get("CUDA_ARCHITECTURES") or "").strip('"')
-        if not default:
-            raise BadInput(f"{dockerfile}: needs ARG CUDA_ARCHITECTURES with a default")
-        return default
-    if not re.fullmatch(r"\d+\.\d", compute_capability):
-        raise BadInput(f"compute capability '{compute_capability}': expected MAJOR.MINOR such as 7.5")
-    return compute_capability.replace(".", "")
+        found = profile_architectures(load_profiles().profiles.values(), toolkit)
+        if not found:
+            raise BadInput(f"{dockerfile}: no CUDA profile names a compute capability {toolkit.name} builds")
+        return ";".join(found)
+    refused = unbuildable_capability(compute_capability, "the CUDA image", toolkit)
+    if refused:
+        raise BadInput(refused)
+    return architecture(compute_capability)
 
 
 # ---------------------------------------------------------------- build plans

@@ -69,7 +69,9 @@ def test_gpu_t4_spec_requests_one_gpu_and_offloads_every_layer(tmp_path: Path, m
     # with explicit devices
     monkeypatch.setenv("REPRO_GPU_DEVICES", "2,3")
     [request] = gpu_device_requests(PROFILES.get("gpu-t4"))
-    assert request["DeviceIDs"] == ["2", "3"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")
+    assert request["DeviceIDs"] == ["2"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")  # gpu_count GPUs per replica
+    [second] = gpu_device_requests(PROFILES.get("gpu-t4"), replica=1)
+    assert second["DeviceIDs"] == ["3"]  # the next replica, the next GPU
     assert gpu_device_requests(PROFILES.get("cpu")) == []
 
 
