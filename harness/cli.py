@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     scripted.add_argument("--port", type=_port, default=8080, help="0 to 65535 (0: a free port)")
     scripted.add_argument("--host", default="127.0.0.1")
     scripted.add_argument("--fault", choices=list(FAULTS), default=None, help="emit this failure mode in every reply")
+    scripted.add_argument("--record", type=Path, default=None, help="append each request body to this file, one JSON line each")
     return parser
 
 
@@ -252,7 +253,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": cmd_replay,
     "lint": cmd_lint,
     "regrade": cmd_regrade,
-    "scripted-engine": lambda args: serve_command(args.scenarios, args.host, args.port, args.fault),
+    "scripted-engine": lambda args: serve_command(args.scenarios, args.host, args.port, args.fault, args.record),
 }
 
 

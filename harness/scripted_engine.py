@@ -17,8 +17,16 @@ How a request is answered:
   answer) are told apart by their tool results: each candidate's reference is replayed once at
   load time, and the candidate whose latest results appear in the request's messages is played.
   The latency gate's probe task (``PROBE_TASK``) is answered with ``finish {"summary": "ready"}``.
+  The prompt layout of Tholos-Bench's own runner (``tholos bench``) is recognised too, so that
+  runner and ours can be compared against one server: its system message starts with
+  ``You are <agent>, an agent`` and its first user message is ``Now: <time>, <weekday>`` then
+  ``Task #<n> from <sender>: <title>``, ``Scheduled: ``, ``Follow-up: `` or ``Message from the
+  owner: `` (``runner_trigger``).
 - **Step**: the number of assistant messages in the request is the number of steps taken; the
   next reference step is played (``finish`` once the reference is used up).
+- **Recording**: with ``record`` (``--record FILE``), each request body is appended to FILE as
+  one JSON line ``{"body": <the body's text>}``, byte for byte, up to ``MAX_RECORD_BYTES`` in all
+  (a request past that is refused: a test never reads a record cut short).
 - **Faults**, for every reply: the server's ``--fault``, or a model name ending in
   ``+fault=<name>`` (``scripted+fault=empty``), which wins. ``FAULTS`` names them.
 """
@@ -38,7 +46,7 @@ from harness.loop import run_agent
 from harness.policy import ScriptedPolicy, Step
 from harness.prompts import render_trigger
 from harness.protocols.base import PROBE_TASK
-from harness.scenario import Scenario, load_scenarios
+from harness.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScheduleTrigger, TaskTrigger, load_scenarios
 from harness.strict_json import dumps_compact
 from harness.workspace import Workspace
 
@@ -56,6 +64,10 @@ FAULT_SUFFIX = "+fault="
 UNKNOWN_TOOL = "delete_everything"
 RESULTS_COMPARED = 4  # the latest results are sent in full by every protocol
 NEXT_LINE = re.compile(r"\nNext: step \d+ of \d+\.$")
+RUNNER_NOW = re.compile(r"^Now: [^\n]*\n")  # the Tholos runner's clock line before its trigger
+RUNNER_TASK = re.compile(r"^Task #\d+ from ")  # its task trigger: the id is its database's
+MAX_RECORD_BYTES = 64 * 1024**2
+MAX_BODY_BYTES = 16 * 1024**2
 
 
 class ScriptError(ValueError):
@@ -99,16 +111,20 @@ class Library:
     def __init__(self, scenarios: Iterable[Scenario]) -> None:
         self.by_trigger: dict[str, list[Script]] = {}
         for scenario in scenarios:
-            self.by_trigger.setdefault(render_trigger(scenario.trigger), []).append(Script.of(scenario))
+            script = Script.of(scenario)
+            self.by_trigger.setdefault(render_trigger(scenario.trigger), []).append(script)
+            self.by_trigger.setdefault(runner_trigger(scenario.trigger), []).append(script)
 
     def __len__(self) -> int:
-        return sum(len(scripts) for scripts in self.by_trigger.values())
+        return sum(len(scripts) for key, scripts in self.by_trigger.items() if not key.startswith(RUNNER_KEY))
 
     def find(self, messages: list[dict[str, Any]], taken: int) -> Script:
         system = _text(messages[0]) if messages and messages[0].get("role") == "system" else ""
         first_user = next((_text(m) for m in messages if m.get("role") == "user"), "")
         trigger = NEXT_LINE.sub("", first_user)
-        scripts = [s for s in self.by_trigger.get(trigger, []) if system.startswith(f"You are {s.scenario.agent_spec().name}.")]
+        if RUNNER_NOW.match(first_user):
+            trigger = RUNNER_KEY + RUNNER_TASK.sub("", RUNNER_NOW.sub("", first_user, count=1), count=1)
+        scripts = [s for s in self.by_trigger.get(trigger, []) if _names_agent(system, s.scenario.agent_spec().name)]
         if not scripts and trigger == PROBE_TASK:
             return PROBE_SCRIPT
         if not scripts:
@@ -117,6 +133,27 @@ class Library:
         recent = range(max(0, taken - RESULTS_COMPARED), taken)
         matching = [s for s in scripts if all(i < len(s.results) and s.results[i] in seen for i in recent)]
         return (matching or scripts)[0]
+
+
+RUNNER_KEY = "tholos-runner\0"  # marks the runner's trigger forms among the keys
+
+
+def runner_trigger(trigger: object) -> str:
+    """The trigger as Tholos-Bench's runner words it, after its clock line and its task number."""
+    if isinstance(trigger, TaskTrigger):
+        return f"{RUNNER_KEY}{trigger.from_}: {trigger.title}\n{trigger.details}"
+    if isinstance(trigger, ScheduleTrigger):
+        return f"{RUNNER_KEY}Scheduled: {trigger.prompt}"
+    if isinstance(trigger, FollowUpTrigger):
+        return f"{RUNNER_KEY}Follow-up: {trigger.note}"
+    if isinstance(trigger, MessageTrigger):
+        return f"{RUNNER_KEY}Message from the owner: {trigger.text}"
+    raise TypeError(f"unknown trigger {trigger!r}")
+
+
+def _names_agent(system: str, name: str) -> bool:
+    """Our system message starts `You are <agent>.`, the Tholos runner's `You are <agent>, an agent`."""
+    return system.startswith((f"You are {name}.", f"You are {name}, an agent"))
 
 
 # The latency gate's one-step probe (harness.protocols.base.probe_turn) is answered too.
@@ -207,13 +244,16 @@ class ScriptedEngine:
     ``with ScriptedEngine("scenarios/") as engine: ... engine.base_url ...`` serves on a free
     port in a background thread; ``serve_forever()`` serves in the calling thread."""
 
-    def __init__(self, scenarios: str | Path | Iterable[Scenario], *, fault: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, scenarios: str | Path | Iterable[Scenario], *, fault: str | None = None, host: str = "127.0.0.1", port: int = 0, record: Path | None = None
+    ) -> None:
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
         loaded = load_scenarios(scenarios) if isinstance(scenarios, (str, Path)) else list(scenarios)
         self.library = Library(loaded)
         self.fault = fault
-        self.server = ThreadingHTTPServer((host, port), _handler(self.answer))
+        self.recorder = Recorder(record) if record is not None else None
+        self.server = ThreadingHTTPServer((host, port), _handler(self.answer, self.recorder))
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -296,7 +336,26 @@ PROPS = {
 }
 
 
-def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> type[BaseHTTPRequestHandler]:
+class Recorder:
+    """Request bodies appended to a file, one JSON line each, in the order they came."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.written = 0
+        self.lock = threading.Lock()
+        path.write_bytes(b"")
+
+    def add(self, body: bytes) -> None:
+        line = (json.dumps({"body": body.decode("utf-8", errors="replace")}, ensure_ascii=True) + "\n").encode()
+        with self.lock:
+            if self.written + len(line) > MAX_RECORD_BYTES:
+                raise ScriptError(f"the request record is full ({MAX_RECORD_BYTES} bytes)")
+            with self.path.open("ab") as handle:
+                handle.write(line)
+            self.written += len(line)
+
+
+def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]], recorder: Recorder | None = None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
@@ -318,7 +377,12 @@ def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> type[BaseHTT
                 return
             try:
                 length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
+                if not 0 <= length <= MAX_BODY_BYTES:
+                    raise ScriptError(f"a request body of {length} bytes")
+                body = self.rfile.read(length)
+                if recorder is not None:
+                    recorder.add(body)
+                request = json.loads(body or b"{}")
                 self._send(200, answer(request))
             except (ScriptError, ValueError) as exc:
                 self._send(400, {"error": {"message": f"scripted engine: {exc}"}})
@@ -337,9 +401,9 @@ def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> type[BaseHTT
     return Handler
 
 
-def serve_command(scenarios: Path, host: str, port: int, fault: str | None) -> int:
+def serve_command(scenarios: Path, host: str, port: int, fault: str | None, record: Path | None = None) -> int:
     """``python -m harness scripted-engine``: serve until interrupted."""
-    engine = ScriptedEngine(scenarios, fault=fault, host=host, port=port)
+    engine = ScriptedEngine(scenarios, fault=fault, host=host, port=port, record=record)
     print(f"scripted engine: {len(engine.library)} scenarios on {engine.base_url}" + (f", fault {fault}" if fault else ""), flush=True)
     try:
         engine.serve_forever()

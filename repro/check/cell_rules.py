@@ -19,7 +19,7 @@ from repro.check.templates import boot_exclusion_evidenced
 from repro.containers.sandbox import hardening_problems
 from repro.core.errors import BadInput
 from repro.engines.gate import rejudge
-from repro.suites.registry import select
+from repro.suites.registry import kind_of, select
 
 MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
 
@@ -130,8 +130,9 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     if profile.threads is None:
         problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
     recorded = ev.record.execution
-    if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (profile.threads, profile.slots, profile.cache_prompt):
-        problems.append(f"execution recorded as {recorded.label()}, but profile {name} sets {Execution.of(profile, 1).label()}")
+    expected = kind_of(ev.record.cell.suite).execution(ev.record.cell, Execution.of(profile, 1))  # a harness may run at the engine's default
+    if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (expected.threads, expected.slots, expected.cache_prompt):
+        problems.append(f"execution recorded as {recorded.label()}, but profile {name} sets {expected.label()}")
     slots = ev.record.engine_settings.reported.get("total_slots")
     if slots is not None and slots != profile.slots:
         problems.append(f"the engine reports {slots} slot(s), profile {name} sets {profile.slots}")

@@ -21,13 +21,16 @@ identity is still refused).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repro.bundle.layout import CELLS_DIR
-from repro.core.errors import ReproError
-from repro.core.files import sha256_bytes
+from repro.core.errors import BadInput, ReproError
+from repro.core.files import MAX_JSON_BYTES, sha256_bytes
+from repro.spec.harnesses import HARNESSES
+from repro.spec.matrix import code_problems
 from repro.suites.external.base import adapter_of
-from repro.suites.external.evidence import embedded_lock, embedded_wheel, raw_evidence, wheel_root
+from repro.suites.external.evidence import embedded_lock, embedded_wheel, raw_evidence, tasks_root, wheel_root
 from repro.suites.external.raw import LOCK_COPY, RAW_PREFIX, pin_inputs
 
 if TYPE_CHECKING:
@@ -76,13 +79,19 @@ def rule_pin(ev: CellEvidence) -> list[str]:
     """The embedded wheel and lock are the pinned ones, and the cell's image was built from them."""
     suite = ev.record.cell.suite
     assert suite.external is not None
-    embedded_wheel(ev)
     problems = []
+    if suite.external.wheel is not None:
+        embedded_wheel(ev)
+    else:
+        problems += [
+            f"{suite.external.harness} does not read the archive with sha256 {suite.external.sha256[:12]}"
+            for _ in code_problems(HARNESSES[suite.external.harness], suite.external, 0)
+        ]
     lock = embedded_lock(ev)
     lock_sha = sha256_bytes(lock)
     if lock_sha != suite.external.requirements.sha256:
         problems.append(f"the embedded {LOCK_COPY} has sha256 {lock_sha[:12]}, the pin is {suite.external.requirements.sha256[:12]}")
-    if f"--hash=sha256:{suite.external.sha256}" not in lock.decode(errors="replace"):
+    if suite.external.wheel is not None and f"--hash=sha256:{suite.external.sha256}" not in lock.decode(errors="replace"):
         problems.append(f"the embedded {LOCK_COPY} does not pin the wheel's sha256")
     labels = ev.record.harness_image.labels if ev.record.harness_image else {}
     wanted = {"repro.external": adapter_of(suite).name, "repro.external.wheel_sha256": suite.external.sha256, "repro.external.requirements_sha256": lock_sha}
@@ -96,14 +105,34 @@ def rule_suite(ev: CellEvidence) -> list[str]:
     suite = ev.record.cell.suite
     assert suite.external is not None
     lock_sha = sha256_bytes(embedded_lock(ev))
-    selection = adapter_of(suite).selection(suite, wheel_root(ev), pin_inputs(suite.external.sha256, lock_sha))
-    problems = []
+    selection = adapter_of(suite).selection(suite, tasks_root(ev), pin_inputs(suite.external.sha256, lock_sha))
+    problems = raw_task_problems(ev, selection.categories) if adapter_of(suite).tasks_from == "source" else []
     if selection.sha256 != ev.record.suite_sha256:
         problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection ({selection.sha256[:12]})")
     if selection.ids != ev.record.suite_ids:
         problems.append("suite_ids are not the embedded wheel's selected tasks, in order")
     wrong = [r.id for r in ev.bundle.results(ev.cell_id) if selection.categories.get(r.id) != r.category]
     return problems + ([f"task {wrong[0]} is recorded in another category than its file's"] if wrong else [])
+
+
+def raw_task_problems(ev: CellEvidence, categories: dict[str, str]) -> list[str]:
+    """A harness that runs scenario files keeps the files it ran (raw `scenarios/<category>/<id>.json`):
+    each is the embedded file of that name, and each of the cell's scenarios is among them."""
+    raw, index = raw_evidence(ev)
+    kept = {entry.path.removeprefix("scenarios/"): raw[entry.name] for entry in index.files if entry.path.startswith("scenarios/")}
+    problems = [f"the raw scenario file {name[:80]} is not the embedded one" for name, data in kept.items() if embedded_scenario(ev, name) != data]
+    wanted = {f"{category}/{sid}.json" for sid, category in categories.items() if sid in ev.record.suite_ids}
+    return problems[:3] + [f"the raw outputs do not keep {name}" for name in sorted(wanted - set(kept))][:3]
+
+
+def embedded_scenario(ev: CellEvidence, name: str) -> bytes | None:
+    """An embedded scenario file's bytes (None when there is no such regular file)."""
+    if name.startswith("/") or ".." in Path(name).parts:
+        return None
+    try:
+        return ev.bundle.suite_file(ev.record.cell.suite.id, f"scenarios/{name}", MAX_JSON_BYTES)
+    except (BadInput, OSError):
+        return None
 
 
 @guarded
@@ -115,7 +144,7 @@ def rule_raw(ev: CellEvidence) -> list[str]:
     workers = ev.record.execution.workers if ev.record.execution else 1
     problems = (
         []
-        if (index.harness, index.wheel, index.wheel_sha256) == (adapter_of(suite).name, suite.external.wheel, suite.external.sha256)
+        if (index.harness, index.wheel, index.wheel_sha256) == (adapter_of(suite).name, suite.external.pin, suite.external.sha256)
         else ["raw-index.json names another harness or wheel"]
     )
     return problems + ([f"raw-index.json names {index.workers} worker(s), the cell ran {workers}"] if index.workers != workers else [])

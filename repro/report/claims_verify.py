@@ -178,7 +178,8 @@ def harness_facts(cell: Cell, record: RunRecord | None) -> HarnessFacts:
     """An external suite's harness by its adapter and pinned wheel; ours by the project commit."""
     external = cell.suite.external
     if external is not None:
-        return HarnessFacts(name=external.harness, version=external.wheel.split("==", 1)[1], archive_sha256=external.sha256)
+        version = external.wheel.split("==", 1)[1] if external.wheel else None  # a source-pinned harness is named by its sha256
+        return HarnessFacts(name=external.harness, version=version, archive_sha256=external.sha256)
     source = record.source if record else None
     return HarnessFacts(name="repro", version=source.repro_version if source else None, commit=source.commit if source else None)
 

@@ -562,7 +562,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
     """Audit the sandbox, run the cell's harness workers while watching the engines, record the
     cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
     suite = ctx.prepared.suites[cell.suite.id]
-    update = {"engine_incidents": list(incidents or []), "execution": ctx.execution}
+    update = {"engine_incidents": list(incidents or []), "execution": kind_of(cell.suite).execution(cell, ctx.execution)}
     record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
     engines = [engine_container(ctx.client, handle) for handle in group.handles]
     watch = watch_all(engines)

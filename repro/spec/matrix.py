@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFun
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
-from repro.spec.harnesses import HARNESSES
+from repro.spec.harnesses import HARNESSES, HarnessFacts
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -251,12 +251,47 @@ class LockPin(Strict):
 
 
 class ExternalSuite(Strict):
-    """Another project's benchmark harness, run sealed from its pinned wheel (repro.suites.external)."""
+    """Another project's benchmark harness, run sealed from its pinned code (repro.suites.external): a
+    wheel (`wheel: name==version`), or a source archive (`archive: FILE`, or for users with network
+    `git: {url, commit}`, fetched as engine sources are), always with the sha256 of those bytes."""
 
-    harness: Literal["toolcallbench"] = Field(description="the adapter that runs and reads it")
-    wheel: Requirement = Field(description="the harness's wheel, name==version")
-    sha256: Sha256 = Field(description="sha256 of that exact wheel file")
+    harness: Literal["toolcallbench", "tholos"] = Field(description="the adapter that runs and reads it")
+    wheel: Requirement | None = Field(default=None, description="the harness's wheel, name==version")
+    archive: str | None = Field(default=None, description="the harness's source archive (a file name, found in the cache or a mirror by sha256)")
+    git: GitSource | None = Field(default=None, description="the harness's source at one commit (its `git archive` tar is what sha256 pins)")
+    sha256: Sha256 = Field(description="sha256 of that exact wheel file or source archive")
     requirements: LockPin = Field(description="the wheel and every wheel it installs, with hashes (the image installs exactly these)")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ExternalSuite:
+        given = [name for name in ("wheel", "archive", "git") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("an external harness is pinned by exactly one of wheel, archive, git")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_kinds(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """Only the pin's own kind is written, so a wheel pin dumps (and ids its cells) exactly as
+        before archives existed."""
+        data = handler(self)
+        for name in ("wheel", "archive", "git"):
+            if getattr(self, name) is None and isinstance(data, dict):
+                data.pop(name, None)
+        return data
+
+    @property
+    def pin(self) -> str:
+        """The pin in words: name==version for a wheel, archive:FILE or git:URL@COMMIT for a source."""
+        if self.wheel is not None:
+            return self.wheel
+        return self.source.describe()
+
+    @property
+    def source(self) -> EngineSource:
+        """A source pin as the engine sources' kind (repro.sources fetches it); wheels have none."""
+        if self.wheel is not None:
+            raise ValueError(f"{self.wheel} is a wheel, not a source archive")
+        return EngineSource(archive=self.archive, git=self.git, sha256=self.sha256)
 
 
 class Suite(Strict):
@@ -418,6 +453,11 @@ def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
     fields += [
         (("suites", index, "external", "requirements", "path"), suite.external.requirements.path) for index, suite in enumerate(matrix.suites) if suite.external
     ]
+    fields += [
+        (("suites", index, "external", "archive"), suite.external.archive)
+        for index, suite in enumerate(matrix.suites)
+        if suite.external and suite.external.archive is not None and not URL.match(suite.external.archive)
+    ]
     for index, suite in enumerate(matrix.suites):
         source = suite.source
         if source is not None and source.archive is not None and not URL.match(source.archive):
@@ -480,23 +520,23 @@ def matrix_json_schema() -> dict:
 
 
 def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
-    """Matrix problems of its external suites: a release the adapter was not written for (its
-    output format and checks are read by version), a path out of the release, and a protocol or an
-    engine the harness cannot drive (it talks to the engine with its own requests)."""
+    """Matrix problems of its external suites: code the adapter was not written for (its output
+    format and checks are read by version), tasks from the wrong place, a path out of the release,
+    decoding the harness fixes itself, and a protocol or an engine it cannot drive (it talks to
+    the engine with its own requests)."""
     problems: list[tuple[tuple, str]] = []
     for index, suite in enumerate(matrix.suites):
         if suite.external is None:
             continue
         facts = HARNESSES[suite.external.harness]
-        known = facts.known_wheels.get(suite.external.wheel)
-        if known is None:
-            problems.append((("suites", index, "external", "wheel"), f"{facts.name} reads {', '.join(sorted(facts.known_wheels))} only"))
-        elif known != suite.external.sha256:
-            problems.append((("suites", index, "external", "sha256"), f"{suite.external.wheel} is the wheel with sha256 {known}"))
-        if suite.source is not None:
+        problems += code_problems(facts, suite.external, index)
+        if facts.tasks_from == "code" and suite.source is not None:
             problems.append((("suites", index, "source"), "an external suite's tasks come from its wheel: give external or source, not both"))
+        if facts.tasks_from == "source" and suite.source is None:
+            problems.append((("suites", index, "source"), f"{facts.name} runs scenario files: give the suite a source (its pinned scenario archive)"))
         if suite.path.startswith("/") or ".." in suite.path.split("/"):
             problems.append((("suites", index, "path"), "a path inside the wheel must be relative, without .."))
+        problems += decoding_problems(facts, matrix)
         problems += [
             (("engines", number, "kind"), f"{facts.name} talks to an OpenAI-compatible server; engine {engine.id} is {engine.kind}")
             for number, engine in enumerate(matrix.engines)
@@ -512,3 +552,31 @@ def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
                 )
             )
     return problems
+
+
+def code_problems(facts: HarnessFacts, external: ExternalSuite, index: int) -> list[tuple[tuple, str]]:
+    """The harness's code must be what the adapter reads: a wheel it knows with that wheel's
+    sha256, or a source archive it knows (a git pin is read by the archive's layout)."""
+    where = ("suites", index, "external")
+    if external.wheel is not None:
+        known = facts.known_wheels.get(external.wheel)
+        if known is None:
+            return [((*where, "wheel"), f"{facts.name} reads {', '.join(sorted(facts.known_wheels)) or 'no wheel'} only")]
+        return [((*where, "sha256"), f"{external.wheel} is the wheel with sha256 {known}")] if known != external.sha256 else []
+    if not facts.known_archives:
+        return [(where, f"{facts.name} is pinned by its wheel, not by a source archive")]
+    if external.archive is not None and external.sha256 not in facts.known_archives:
+        known_text = "; ".join(f"{sha} ({what})" for sha, what in facts.known_archives.items())
+        return [((*where, "sha256"), f"{facts.name} reads the archive {known_text} only (or a git pin)")]
+    return []
+
+
+def decoding_problems(facts: HarnessFacts, matrix: Matrix) -> list[tuple[tuple, str]]:
+    """A harness that sends its own decoding (Tholos: temperature 0, 512 tokens per step): a matrix
+    that says otherwise would describe another run."""
+    wrong = {name: value for name, value in facts.fixed_decoding.items() if getattr(matrix.decoding, name) != value}
+    if not wrong:
+        return []
+    fixed = ", ".join(f"{name} {value:g}" for name, value in facts.fixed_decoding.items())
+    found = ", ".join(f"{name} {getattr(matrix.decoding, name):g}" for name in facts.fixed_decoding)
+    return [(("decoding",), f"{facts.name} sends {fixed} itself; the matrix's decoding says {found}")]

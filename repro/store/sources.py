@@ -9,6 +9,12 @@ An `EngineSource` (repro.spec.matrix) names one archive and its sha256:
   of that commit (uncompressed: git's tar output is stable across git versions, its gzip is not).
 - `archive: PATH`: a local tar archive (relative paths are taken from the project root).
 
+A **mirror** is a local folder of archives found by their sha256 alone, whatever their names
+(`REPRO_SOURCE_MIRROR`, several folders separated by `:`; `repro suites fetch --mirror DIR` sets
+it): a source not in the cache is taken from a mirror before anything is downloaded, and an
+`archive` that is not in the project is looked up there. Tests and CI fill the cache this way
+offline; the bytes are verified against the pin as any download is.
+
 Whatever the kind, the bytes must hash to the pinned sha256 or `ReproError` names both hashes
 and the source; nothing unverified enters the cache. The cache is
 `<cache_dir()>/sources/sha256/<hex>.<ext>`, so a pinned source is fetched once.
@@ -36,6 +42,9 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 ARCHIVE_EXTENSIONS = (".tar.gz", ".tgz", ".tar")
 _OTHER_TAR = (".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst")
 _CHUNK = 1 << 20
+MIRROR_ENV = "REPRO_SOURCE_MIRROR"
+MAX_MIRROR_FILES = 10_000  # files looked at per mirror folder (a mirror is a small local folder)
+MAX_MIRROR_BYTES = 2 * 1024**3  # a file larger than this is not hashed
 
 Log = Callable[[str], None]
 
@@ -74,24 +83,28 @@ def fetch_source(source: EngineSource, *, log: Log = lambda line: None, verify_c
     sources_dir().mkdir(parents=True, exist_ok=True)
     work_parent = cache_dir() / "tmp"
     work_parent.mkdir(parents=True, exist_ok=True)
+    local = _project_archive(source.archive) if source.archive else None
+    mirrored = None if local is not None else from_mirror(source.sha256, log)
+    if local is not None or mirrored is not None:
+        return _admit(local or mirrored or Path(), source, copy=True)
     with tempfile.TemporaryDirectory(prefix="source-", dir=work_parent) as work:
         if source.pypi:
             fetched = _fetch_pypi_sdist(source.pypi, Path(work), log)
         elif source.git:
             fetched = _fetch_git(source.git.url, source.git.commit, Path(work), log)
         else:
-            fetched = _local_archive(source.archive or "")
+            raise BadInput(f"source archive {source.archive} not found in the project, nor by its sha256 in a mirror ({MIRROR_ENV})")
         return _admit(fetched, source)
 
 
-def _admit(path: Path, source: EngineSource) -> Path:
+def _admit(path: Path, source: EngineSource, copy: bool = False) -> Path:
     """Check the bytes against the pin, then move (or copy) them into the cache."""
     actual = sha256_file(path)
     if actual != source.sha256:
         raise ReproError(f"source {source.describe()} sha256 mismatch: expected {source.sha256}, got {actual}")
     target = sources_dir() / f"{source.sha256}{archive_extension(path.name)}"
     partial = target.with_name(target.name + ".partial")
-    if source.archive:
+    if copy:
         shutil.copyfile(path, partial)
     else:
         shutil.move(str(path), partial)
@@ -211,14 +224,42 @@ def _fetch_git(url: str, commit: str, work: Path, log: Log) -> Path:
     return target
 
 
-# ---------------------------------------------------------------- local
+# ---------------------------------------------------------------- local and mirrored
 
 
-def _local_archive(path: str) -> Path:
+def _project_archive(path: str) -> Path | None:
+    """A local archive named by the matrix, when it exists (relative to the project root)."""
     candidate = Path(path).expanduser()
     if not candidate.is_absolute():
         candidate = PROJECT_ROOT / candidate
-    if not candidate.is_file():
-        raise BadInput(f"source archive {path} not found")
     archive_extension(candidate.name)
-    return candidate
+    return candidate if candidate.is_file() else None
+
+
+def mirror_dirs() -> list[Path]:
+    """The mirror folders named by REPRO_SOURCE_MIRROR (those that exist)."""
+    return [Path(part).expanduser() for part in os.environ.get(MIRROR_ENV, "").split(os.pathsep) if part.strip() and Path(part).expanduser().is_dir()]
+
+
+def from_mirror(sha256: str, log: Log = lambda line: None) -> Path | None:
+    """The first tar archive in a mirror whose bytes hash to `sha256` (links are not followed;
+    at most MAX_MIRROR_FILES files per mirror are looked at)."""
+    for mirror in mirror_dirs():
+        for path in _mirror_archives(mirror):
+            if sha256_file(path) == sha256:
+                log(f"source {sha256[:12]} found in the mirror as {path.name}")
+                return path
+    return None
+
+
+def _mirror_archives(mirror: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(mirror, followlinks=False):
+        dirs.sort()
+        for name in sorted(names):
+            path = Path(folder) / name
+            if _sdist_stem(name) is not None and not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_MIRROR_BYTES:
+                found.append(path)
+            if len(found) >= MAX_MIRROR_FILES:
+                return found
+    return found

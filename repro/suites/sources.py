@@ -7,6 +7,11 @@ it once into `<cache>/suites/sha256/<hex>/`; a run reads only that unpacked copy
 download). Unpacking is defensive: regular files and folders only (no link, device or FIFO), no
 absolute name, no `..`, at most MAX_FILES files and MAX_BYTES bytes.
 
+`pack_folder` (`repro suites pack FOLDER --out FILE.tar`) makes such an archive from a folder
+deterministically (sorted names, mtime 0, owner 0, fixed modes, no compression), so anyone who
+packs the same files gets the same sha256: that is how a scenario folder published without an
+archive (Tholos-Bench's 160 files) is pinned.
+
 `path` may name a folder of `<category>/<id>.json` files, or a JSON Lines file whose rows are
 scenarios with some fields given as JSON text (the form a dataset viewer exports, as Tholos-Bench's
 `data/test.jsonl`): each row is converted once, beside the file, into the folder form.
@@ -23,7 +28,7 @@ from pathlib import Path
 
 from repro.core.config import cache_dir
 from repro.core.errors import BadInput, ReproError
-from repro.core.files import MAX_JSON_BYTES, atomic_write
+from repro.core.files import MAX_JSON_BYTES, atomic_write, sha256_file
 from repro.core.yamlsource import read_bounded
 from repro.spec.matrix import EngineSource, Suite
 from repro.store.sources import Log, fetch_source
@@ -85,6 +90,31 @@ def refuse_unsafe(archive: Path, members: list[tarfile.TarInfo]) -> None:
             raise ReproError(f"{archive.name}: {member.name} is not a regular file or folder (links are refused)")
         if member.name.startswith("/") or ".." in parts:
             raise ReproError(f"{archive.name}: {member.name} leaves the archive")
+
+
+def pack_folder(folder: Path, out: Path) -> str:
+    """`folder`'s regular files and folders as an uncompressed tar under `<folder name>/`, the same
+    bytes for the same files on any host; returns its sha256. Links are refused."""
+    folder = folder.resolve()
+    entries = sorted(folder.rglob("*"))
+    if len(entries) > MAX_FILES:
+        raise BadInput(f"{folder.name}: {len(entries)} entries (at most {MAX_FILES})")
+    links = [p for p in entries if p.is_symlink() or not (p.is_file() or p.is_dir())]
+    if links:
+        raise BadInput(f"{links[0]}: not a regular file or folder (links are refused)")
+    work = out.with_name(f".{out.name}.partial")
+    with tarfile.open(work, "w", format=tarfile.PAX_FORMAT) as tar:
+        for path in [folder, *entries]:
+            info = tar.gettarinfo(str(path), arcname=Path(folder.name, path.relative_to(folder)).as_posix())
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            info.mode = 0o755 if path.is_dir() else 0o644
+            if path.is_file():
+                with path.open("rb") as handle:
+                    tar.addfile(info, handle)
+            else:
+                tar.addfile(info)
+    os.replace(work, out)
+    return sha256_file(out)
 
 
 def scenario_folder(suite: Suite) -> Path:

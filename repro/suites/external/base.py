@@ -15,7 +15,7 @@ from abc import abstractmethod
 from pathlib import Path
 
 from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
-from repro.bundle.records import CellRecord, CellSummary
+from repro.bundle.records import CellRecord, CellSummary, Execution
 from repro.containers import lifecycle as containers
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
@@ -27,7 +27,9 @@ from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
 from repro.suites.base import Log, SuiteKind
 from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, WHEEL_DIR, Normalised, RawFile, RawIndex, pin_inputs, raw_name
-from repro.suites.external.wheels import fetch_wheels, lock_file, unpacked_wheel, verified_wheel
+from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
+from repro.suites.scenarios import ScenarioSuites
+from repro.suites.sources import fetch_suite, scenario_folder
 
 
 class Adapter(SuiteKind):
@@ -47,6 +49,11 @@ class Adapter(SuiteKind):
     @property
     def known_wheels(self) -> dict[str, str]:
         return self.facts.known_wheels
+
+    @property
+    def tasks_from(self) -> str:
+        """Where its tasks are: in its wheel ("code"), or in the suite's own pinned source ("source")."""
+        return self.facts.tasks_from
 
     # ------------------------------------------------------------ what differs between harnesses
 
@@ -86,14 +93,25 @@ class Adapter(SuiteKind):
         """The tasks the suite selects from its fetched, verified wheel (`root` is not used: a
         bundle's copy of the wheel is verified by its sha256 instead)."""
         assert suite.external is not None
-        wheel = verified_wheel(suite.external)
         lock = lock_file(suite.external)
-        return self.selection(suite, unpacked_wheel(wheel, suite.external.sha256), pin_inputs(suite.external.sha256, sha256_bytes(lock.read_bytes())))
+        return self.selection(suite, self.tasks_folder(suite), pin_inputs(suite.external.sha256, sha256_bytes(lock.read_bytes())))
+
+    def tasks_folder(self, suite: Suite) -> Path:
+        """Where the suite's tasks are on this host: its fetched wheel unpacked, or (a harness that
+        runs scenario files) the suite's fetched source."""
+        assert suite.external is not None
+        if self.tasks_from == "source":
+            return scenario_folder(suite)
+        return unpacked_wheel(verified_wheel(suite.external), suite.external.sha256)
 
     def fetch(self, suite: Suite, log: Log) -> str | None:
         assert suite.external is not None
+        if suite.source is not None:
+            fetch_suite(suite.source, log=log)
         fetch_wheels(suite.external, log=log)
-        return f"{len(self.select(suite).ids)} tasks of {suite.external.wheel} (sha256 verified)"
+        if suite.external.wheel is None:
+            fetch_code(suite.external, log=log)
+        return f"{len(self.select(suite).ids)} tasks of {suite.external.pin} (sha256 verified)"
 
     def image(self, suite: Suite, harness: ImageRef) -> ImageRef:
         from repro.suites.external.image import external_image
@@ -110,9 +128,17 @@ class Adapter(SuiteKind):
         tasks and re-executes the checks from them."""
         assert suite.external is not None
         target = suite_folder(bundle.dir, suite.id)
-        wheel = verified_wheel(suite.external)
-        write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
+        if self.tasks_from == "source":  # its scenario files, as our suites embed theirs
+            ScenarioSuites().embed(bundle, suite, selection)
+        if suite.external.wheel is not None:  # a source-pinned harness's code is named by its sha256, never embedded
+            wheel = verified_wheel(suite.external)
+            write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
         write_in(bundle.dir, target / LOCK_COPY, lock_file(suite.external).read_bytes())
+
+    def execution(self, cell: Cell, execution: Execution) -> Execution:
+        """A harness whose requests carry no cache_prompt computes with the engine's default,
+        llama.cpp's prompt cache on (recorded so, and marked not exact in every table)."""
+        return execution.model_copy(update={"cache_prompt": True}) if self.facts.engine_cache_prompt else execution
 
     def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
         return self.task_argv(cell, client, ids, profile)
@@ -156,7 +182,7 @@ class Adapter(SuiteKind):
                 raw[name] = data
                 files.append(RawFile(name=name, path=path, worker=worker, sha256=sha256_bytes(data), bytes=len(data)))
         external = cell.suite.external
-        index = RawIndex(harness=self.name, wheel=external.wheel, wheel_sha256=external.sha256, workers=len(out_dirs), files=files)
+        index = RawIndex(harness=self.name, wheel=external.pin, wheel_sha256=external.sha256, workers=len(out_dirs), files=files)
         writer.write_text(RAW_INDEX, json.dumps(index.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         return raw, index
 

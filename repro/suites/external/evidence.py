@@ -16,7 +16,7 @@ from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
 from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawIndex
-from repro.suites.external.wheels import unpacked_wheel
+from repro.suites.external.wheels import code_root, unpacked_wheel
 
 
 class CellFiles(Protocol):
@@ -52,16 +52,27 @@ def embedded_wheel(ev: CellFiles) -> Path:
     if len(wheels) != 1:
         raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
     found = sha256_file(wheels[0])
-    known = HARNESSES[suite.external.harness].known_wheels.get(suite.external.wheel)
+    known = HARNESSES[suite.external.harness].known_wheels.get(suite.external.wheel or "")
     if found != suite.external.sha256 or found != known:
         raise BadInput(f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {suite.external.sha256[:12]}")
     return wheels[0]
 
 
 def wheel_root(ev: CellFiles) -> Path:
+    """The harness's code: the embedded wheel unpacked, or a source-pinned harness's archive from
+    the cache or a mirror (its sha256 verified when fetched; never embedded in a bundle)."""
     suite = ev.record.cell.suite
     assert suite.external is not None
+    if suite.external.wheel is None:
+        return code_root(suite.external)
     return unpacked_wheel(embedded_wheel(ev), suite.external.sha256)
+
+
+def tasks_root(ev: CellFiles) -> Path:
+    """Where the suite's tasks are read from: the harness's wheel, or the embedded scenario files."""
+    if HARNESSES[ev.record.cell.suite.external.harness].tasks_from == "source":  # type: ignore[union-attr]
+        return ev.suite_dir / "scenarios"
+    return wheel_root(ev)
 
 
 def embedded_lock(ev: CellFiles) -> bytes:

@@ -1,10 +1,12 @@
-"""The image an external suite runs in: the harness image plus the harness's pinned wheels.
+"""The image an external suite runs in: the harness image plus the harness's pinned code.
 
 Tag `repro/<adapter>:<key16>`, where the key covers the Dockerfile, the driver, the lock's bytes
-(every wheel's sha256), the harness wheel's pinned sha256 and the id of the harness image it
-builds on (itself content-keyed on harness/ and its own lock). Built offline like the harness
-image: the wheels are fetched and verified on the host (repro.suites.external.wheels) and installed
-with `pip install --no-index` after `sha256sum -c`; nothing is fetched inside the build.
+(every wheel's sha256), the harness's pinned sha256 (its wheel, or its source archive) and the id
+of the harness image it builds on (itself content-keyed on harness/ and its own lock). Built
+offline like the harness image: the wheels and the archive are fetched and verified on the host
+(repro.suites.external.wheels) and installed with `pip install --no-index` after `sha256sum -c`; the
+archive lies in the context as `source/<sha256>.<ext>` with its own `source/SHA256SUMS`; nothing
+is fetched inside the build.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
     buildargs = {"HARNESS_IMAGE": harness.reference}
     base_ids = {"HARNESS_IMAGE": harness.id}
     inputs = {
-        "wheel": suite.external.wheel,
+        "wheel": suite.external.pin,
         "wheel_sha256": suite.external.sha256,
         "requirements_sha256": sha256_bytes(lock_file(suite.external, root).read_bytes()),
         "driver_sha256": sha256_bytes(driver.read_bytes()),
@@ -55,8 +57,8 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
         "repro.key": key,
         "repro.kind": "external",
         "repro.external": adapter.name,
-        "repro.source": f"pypi:{suite.external.wheel}",
-        "repro.external.wheel": suite.external.wheel,
+        "repro.source": f"pypi:{suite.external.wheel}" if suite.external.wheel else suite.external.pin,
+        "repro.external.wheel": suite.external.pin,
         "repro.external.wheel_sha256": suite.external.sha256,
         "repro.external.requirements_sha256": inputs["requirements_sha256"],
         "repro.external.driver_sha256": inputs["driver_sha256"],
@@ -97,15 +99,26 @@ def external_image(
 def build_external(plan: BuildPlan, suite: Suite, adapter: Adapter, client: DockerClient, log: Log) -> ImageRef:
     assert suite.external is not None
     wheels_dir = fetch_wheels(suite.external, log=log)
+    lock = lock_file(suite.external)
+    archive = None
+    if suite.external.wheel is None:
+        from repro.store.sources import fetch_source
+
+        archive = fetch_source(suite.external.source, log=log)
 
     def fill(context: Path) -> None:
         (context / "Dockerfile").write_bytes(plan.dockerfile.read_bytes())
         (context / adapter.driver).write_bytes((plan.dockerfile.parent / adapter.driver).read_bytes())
+        (context / "requirements.txt").write_bytes(lock.read_bytes())
         wheels = context / "wheels"
         wheels.mkdir()
         for wheel in sorted(wheels_dir.glob("*.whl")):
             link_or_copy(wheel, wheels / wheel.name)
         sums = "".join(f"{sha256_bytes(w.read_bytes())}  {w.name}\n" for w in sorted(wheels.glob("*.whl")))
         (wheels / "SHA256SUMS").write_text(sums)
+        (context / "source").mkdir()
+        if archive is not None:
+            link_or_copy(archive, context / "source" / archive.name)
+            (context / "source" / "SHA256SUMS").write_text(f"{sha256_bytes(archive.read_bytes())}  {archive.name}\n")
 
     return build_in_context(plan, client, fill, log)

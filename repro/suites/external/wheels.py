@@ -1,11 +1,15 @@
-"""An external suite's wheels, fetched and verified on the host, and its wheel unpacked.
+"""An external suite's wheels, fetched and verified on the host, and its code unpacked.
 
 `repro suites fetch MATRIX` downloads every wheel of the suite's lock (`pip download
 --require-hashes --no-deps` for the image's target, as the harness image's wheels are) into
 `<cache>/external/wheels/<sha256 of the lock and target>/`, then checks the harness's own wheel
 against the matrix's sha256: a mismatch is refused before anything boots. The wheel is unpacked
 once into `<cache>/external/unpacked/<sha256>/` (regular files only, no name out of the folder),
-which is where its tasks are read from; a run never downloads.
+which is where its tasks are read from; a run never downloads. A harness pinned by a source
+archive instead (`archive` or `git`, with its sha256: Tholos-Bench's runner) is fetched as engine
+sources are (repro.sources: the cache, a mirror, then git) and unpacked once into the suite cache
+(repro.suite_sources), where its image build and `repro check` read it; the lock then holds only
+the wheels it installs.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def lock_file(external: ExternalSuite, root: Path = PROJECT_ROOT) -> Path:
     """The suite's lock file, checked against its pinned sha256."""
     path = root / external.requirements.path
     if not path.is_file():
-        raise BadInput(f"{external.wheel}: lock file {external.requirements.path} not found")
+        raise BadInput(f"{external.pin}: lock file {external.requirements.path} not found")
     found = sha256_file(path)
     if found != external.requirements.sha256:
         raise BadInput(f"{external.requirements.path}: sha256 {found}, the matrix pins {external.requirements.sha256}")
@@ -46,7 +50,7 @@ def lock_file(external: ExternalSuite, root: Path = PROJECT_ROOT) -> Path:
 
 def wheel_file_name(external: ExternalSuite) -> str:
     """The wheel's file name prefix, e.g. toolcallbench-1.0.1- (a pure-python wheel's tags follow)."""
-    name, version = external.wheel.split("==")
+    name, version = (external.wheel or "==").split("==")
     return f"{name.replace('-', '_')}-{version}-"
 
 
@@ -77,13 +81,35 @@ def fetch_wheels(external: ExternalSuite, log: Log = lambda line: None, root: Pa
                 pip_argv("download", "--require-hashes", "--no-deps", *WHEEL_TARGET, "-r", str(lock_file(external, root)), "-d", str(work)),
                 "pip download (external wheels)",
             )
-            (work / COMPLETE).write_text(external.wheel + "\n")
+            (work / COMPLETE).write_text(external.pin + "\n")
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(work, folder)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         found = folder
-    harness_wheel(external, found)
+    if external.wheel is not None:
+        harness_wheel(external, found)
+    return found
+
+
+def fetch_code(external: ExternalSuite, log: Log = lambda line: None) -> Path:
+    """A source-pinned harness's archive, fetched (cache, mirror, git), verified and unpacked."""
+    from repro.suites.sources import fetch_suite
+
+    return fetch_suite(external.source, log=log)
+
+
+def code_root(external: ExternalSuite) -> Path:
+    """The unpacked, verified archive of a source-pinned harness, from the cache or a mirror
+    (never downloaded here: BadInput naming the command when it is not fetched)."""
+    from repro.store.sources import from_mirror
+    from repro.suites.sources import unpacked
+
+    found = unpacked(external.source)
+    if found is None and from_mirror(external.sha256) is not None:
+        found = fetch_code(external)
+    if found is None:
+        raise BadInput(f"{external.pin} (sha256 {external.sha256[:12]}) is not fetched; run: repro suites fetch MATRIX (or set REPRO_SOURCE_MIRROR)")
     return found
 
 
@@ -100,6 +126,8 @@ def harness_wheel(external: ExternalSuite, folder: Path) -> Path:
 
 def verified_wheel(external: ExternalSuite, root: Path = PROJECT_ROOT) -> Path:
     """The fetched, verified wheel (BadInput naming the command when it is not fetched yet)."""
+    if external.wheel is None:
+        raise BadInput(f"{external.pin} is a source archive, not a wheel")
     folder = fetched_wheels(external, root)
     if folder is None:
         raise BadInput(f"{external.wheel} is not fetched; run: repro suites fetch MATRIX")

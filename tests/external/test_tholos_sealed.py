@@ -1,0 +1,115 @@
+"""The fidelity proof for Tholos-Bench's runner: `tholos bench` through repro (its pinned image, in
+a harness container sealed as a cell's is, joined to an engine container's namespace, its raw
+outputs collected, normalised and checked as a run does) and `tholos bench` run directly (a
+subprocess of the unpacked archive from the cache, outside repro), against the same scripted
+OpenAI-compatible server of the project's own (harness.scripted_engine: loopback only, bounded),
+on scenarios of six categories (an approval, an interference, a web fixture among them): the
+request bodies are identical byte for byte, and so are the results.
+
+The engine container is the harness image serving `python -m harness scripted-engine --record`
+with no network at all; the runner's container reaches it only through its namespace."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.scripted_engine import ScriptedEngine
+from repro.containers import lifecycle as containers
+from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings, read_back
+from repro.engines.base import client_argv
+from repro.run.runner import SCENARIO_MOUNT, harness_output_dir
+from repro.spec.profiles import load_profiles
+from repro.suites.external.base import adapter_of
+from repro.suites.registry import kind_of
+from tests.external.conftest import collect_cell
+from tests.external.test_toolcallbench import RECOMPUTING, evidence
+from tests.external.tholos_support import FIDELITY_IDS, results_by_id, run_direct, runner_cell, runner_suite
+from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
+
+pytestmark = [pytest.mark.docker]
+RUN_ID = "tholos-fidelity"
+PORT = 8080
+
+
+@pytest.fixture(scope="module")
+def tholos_image_ref(docker_client, harness_image_ref, tholos_sources):
+
+    return kind_of(runner_suite()).build_image(runner_suite(), harness_image_ref, lambda line: None)
+
+
+def serving(container, deadline_s: float = 60.0) -> None:
+    """Wait for the scripted engine's ready line (it prints it once it listens)."""
+    until = time.monotonic() + deadline_s
+    while time.monotonic() < until:
+        if b"scripted engine:" in container.logs():
+            return
+        container.reload()
+        assert container.status in ("created", "running"), container.logs()[-2000:]
+        time.sleep(0.2)
+    raise AssertionError("the scripted engine did not start")
+
+
+def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: list[str]) -> tuple[Path, Path, object]:
+    """The scripted engine in its own container (no network), the runner's image joined to it with
+    a cell's harness settings: (the runner's output folder, the engine's output folder, read-back)."""
+    cell = runner_cell(ids)
+    engine_out, out = harness_output_dir(), harness_output_dir()
+    engine_command = ["scripted-engine", "--scenarios", "/scenarios", "--host", "127.0.0.1", "--port", str(PORT), "--record", "/out/requests.jsonl"]
+    engine_settings = harness_settings(run_id=RUN_ID, cell_id=cell.id, engine_id="none").with_(network_mode="none")
+    engine_kwargs = harness_kwargs(
+        harness_id,
+        "none",
+        engine_command,
+        engine_out,
+        run_id=RUN_ID,
+        cell_id=cell.id,
+        settings=engine_settings,
+        mounts=[bind(scenarios, "/scenarios", read_only=True)],
+        name=container_name(RUN_ID, "engine"),
+    )
+    with containers.started(client, engine_kwargs) as engine:
+        serving(engine)
+        command = adapter_of(cell.suite).task_argv(cell, client_argv(f"http://127.0.0.1:{PORT}", "scripted", "openai"), ids, load_profiles().get("cpu"))
+        kwargs = harness_kwargs(
+            image_id,
+            engine.id,
+            command,
+            out,
+            run_id=RUN_ID,
+            cell_id=cell.id,
+            mounts=[bind(scenarios, SCENARIO_MOUNT, read_only=True)],
+            name=container_name(RUN_ID, "harness"),
+        )
+        kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
+        with containers.started(client, kwargs) as container:
+            ended = containers.wait(container, 600)
+            applied = read_back(container)
+    assert ended.code == 0, ended.log_tail
+    return out, engine_out, applied
+
+
+def test_tholos_bench_through_repro_matches_tholos_bench_itself(docker_client, harness_image_ref, tholos_image_ref, tholos_sources, tmp_path: Path) -> None:
+    code_root, scenarios = tholos_sources
+    out, engine_out, applied = run_sealed(docker_client, harness_image_ref.id, tholos_image_ref.id, scenarios, FIDELITY_IDS)
+    try:
+        assert (applied.read_only, applied.user, applied.cap_drop) == (True, "10001:10001", ["ALL"])
+        assert applied.network_mode.startswith("container:")
+        sealed_requests = (engine_out / "requests.jsonl").read_bytes()
+        record = collect_cell(tmp_path / "run", runner_cell(FIDELITY_IDS), [out])
+        sealed = results_by_id(out / "results.jsonl")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(engine_out, ignore_errors=True)
+    assert record.status == "done", record.reason
+    (tmp_path / "direct").mkdir()
+    with ScriptedEngine(scenarios, record=tmp_path / "direct.jsonl") as engine:
+        direct = run_direct(code_root, scenarios, tmp_path / "direct", FIDELITY_IDS, engine.base_url)
+    assert sealed_requests == (tmp_path / "direct.jsonl").read_bytes()  # identical request bodies, byte for byte
+    assert sealed == direct  # identical results (the wall-clock seconds aside)
+    assert len(direct) == 6 and {r["category"] for r in direct.values()} >= {"approval", "injection", "web_research"}
+    ev = evidence(tmp_path / "run", record)
+    assert [problem for rule in RECOMPUTING for problem in rule(ev)] == []
