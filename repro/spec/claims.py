@@ -126,7 +126,7 @@ class ClaimDecoding(Strict):
 
 
 class ClaimHarness(Strict):
-    name: Ident = Field(description="the harness that scored it: repro (ours), toolcallbench, tholos-bench, ...")
+    name: Ident = Field(description="the harness that scored it: repro (ours), or an external harness by its matrix name (toolcallbench, tholos)")
     version: str | None = Field(default=None, min_length=1, max_length=100)
     commit: Commit | None = Field(default=None, description="the harness's source commit (ours: the project commit of the run)")
     archive_sha256: Sha256 | None = Field(default=None, description="the sha256 of the harness's pinned source archive or wheel")
