@@ -80,10 +80,12 @@ def test_tables_hold_the_measured_numbers(e2e_run, snapshot, canary_home, tmp_pa
     proc = run_repro(snapshot, canary_home, "paper", "render", str(e2e_run), "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     markdown = (tmp_path / "results.md").read_text()
+    lines = markdown.splitlines()
     for cell_dir in cells_of(e2e_run).values():
         cell = load_cell(cell_dir)
-        row = f"| smollm2-135m-instruct-q4_1 | Q4_1 | 93.8 | b11434 | json_schema | {cell.cell.suite.id} | {cell.summary.passed}/7 |"
-        assert row in markdown, row
+        # rows carry short labels (the ids are in the table's key): the quant, size, build, suite and count are the cell's
+        wanted = ("| Q4_1 | 93.8 | b11434 |", f"| {cell.cell.suite.id} | {cell.summary.passed}/7 |")
+        assert any(all(part in line for part in wanted) for line in lines), wanted
     assert "\\toprule" in (tmp_path / "results.tex").read_text()
 
 
