@@ -4,9 +4,13 @@ manifest and listed in raw-index.json; and where a bundle keeps the suite's whee
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptLine
+from repro.core.errors import BadInput
 
 RAW_PREFIX = "raw."  # a cell's raw outputs: raw.<path with / as __> (cell files are flat)
 
@@ -57,3 +61,15 @@ def raw_name(path: str, worker: int, workers: int) -> str:
     """A raw file's flat name in the cell: raw.[w<k>.]<path with / as __>."""
     prefix = f"{RAW_PREFIX}w{worker}." if workers > 1 else RAW_PREFIX
     return prefix + path.replace("/", "__")
+
+
+def walk_raw(out_dir: Path, limit: int, harness: str) -> list[str]:
+    """Every regular file a worker wrote under its output folder, relative and sorted (links are
+    never followed; SQLite's journal side files are not outputs); BadInput past `limit` files."""
+    found: list[str] = []
+    for folder, dirs, names in os.walk(out_dir, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(Path(folder) / d))
+        found += [(Path(folder) / n).relative_to(out_dir).as_posix() for n in names if (Path(folder) / n).is_file() and not (Path(folder) / n).is_symlink()]
+        if len(found) > limit:
+            raise BadInput(f"{harness} wrote more than {limit} files")
+    return sorted(p for p in found if not p.endswith(("-journal", "-wal", "-shm")))

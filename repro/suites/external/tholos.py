@@ -23,7 +23,6 @@ gave it: a run it passed with an engine error stays passed (ours would fail it).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,6 +45,7 @@ from harness.strict_json import loads_strict
 from repro.core.errors import BadInput
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter, Normalised, RawIndex
+from repro.suites.external.raw import walk_raw
 from repro.suites.external.tholos_check import recheck_workers, render_summaries
 from repro.suites.external.tholos_raw import CONSOLE, RUNNER_ERRORS, Observation, Request, RunnerResult, Worker, expectations
 from repro.suites.scenarios import select_scenarios
@@ -92,13 +92,7 @@ class Tholos(Adapter):
         return ["--out", "/out", "--scenarios", SCENARIO_MOUNT, "--ids", ",".join(ids), "--base-url", base_url, "--model", named["--model"]]
 
     def raw_paths(self, out_dir: Path) -> list[str]:
-        found = []
-        for folder, dirs, names in os.walk(out_dir, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if not os.path.islink(Path(folder) / d))
-            found += [(Path(folder) / n).relative_to(out_dir).as_posix() for n in names if (Path(folder) / n).is_file() and not (Path(folder) / n).is_symlink()]
-            if len(found) > MAX_RAW_FILES:
-                raise BadInput(f"tholos bench wrote more than {MAX_RAW_FILES} files")
-        return sorted(p for p in found if not p.endswith(("-journal", "-wal", "-shm")))
+        return walk_raw(out_dir, MAX_RAW_FILES, "tholos bench")
 
     def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str]) -> Normalised:
         workers = read_workers(raw, index)

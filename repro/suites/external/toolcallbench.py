@@ -16,7 +16,6 @@ failure types to ours); the sqlite row and the log's summary must agree on every
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -38,7 +37,7 @@ from harness.contracts import (
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.external.base import Adapter
-from repro.suites.external.raw import Normalised, RawIndex
+from repro.suites.external.raw import Normalised, RawIndex, walk_raw
 from repro.suites.external.toolcallbench_check import recheck_workers, render_reports
 from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, SESSION, Call, Run, Worker, worker_files
 
@@ -116,13 +115,7 @@ class ToolCallBench(Adapter):
         ]
 
     def raw_paths(self, out_dir: Path) -> list[str]:
-        found = []
-        for folder, dirs, names in os.walk(out_dir, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if not os.path.islink(Path(folder) / d))
-            found += [(Path(folder) / n).relative_to(out_dir).as_posix() for n in names if (Path(folder) / n).is_file() and not (Path(folder) / n).is_symlink()]
-        if len(found) > MAX_RAW_FILES:
-            raise BadInput(f"ToolCallBench wrote {len(found)} files, more than {MAX_RAW_FILES}")
-        return sorted(p for p in found if not p.endswith(("-journal", "-wal", "-shm")))
+        return walk_raw(out_dir, MAX_RAW_FILES, "ToolCallBench")
 
     def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str]) -> Normalised:
         workers = read_workers(raw, index)
