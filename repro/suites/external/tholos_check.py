@@ -23,10 +23,8 @@ replaced by the recorded result, and must be the recorded console output byte fo
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import sqlite3
-import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
@@ -36,6 +34,7 @@ from harness.strict_json import loads_strict
 from repro.core.errors import BadInput
 from repro.suites.external.base import RawIndex, raw_name
 from repro.suites.external.tholos_raw import CONSOLE, RUNNER_ERRORS, RUNNER_MAX_TOKENS, RUNNER_TEMPERATURE, Request, RunnerResult, Worker, expectations
+from repro.suites.external.wheels import import_harness
 
 PACKAGE = "tholos"
 MODULES = ("bench.runner", "workspace", "db")
@@ -54,20 +53,9 @@ def runner_root(code_root: Path) -> Path:
 
 def load(code_root: Path) -> dict[str, ModuleType]:
     """The runner's modules from the unpacked, verified archive (never another copy of them)."""
-    root = runner_root(code_root).resolve()
-    loaded = sys.modules.get(PACKAGE)
-    if loaded is None or not Path(str(loaded.__file__)).resolve().is_relative_to(root):
-        for name in [n for n in sys.modules if n == PACKAGE or n.startswith(f"{PACKAGE}.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(root))
-        try:
-            for name in MODULES:
-                importlib.import_module(f"{PACKAGE}.{name}")
-        except ImportError as error:
-            raise BadInput(f"the Tholos runner cannot be loaded on this host ({error}); it needs httpx and Python's sqlite3") from None
-        finally:
-            sys.path.remove(str(root))
-    return {name: sys.modules[f"{PACKAGE}.{name}"] for name in MODULES}
+    return import_harness(
+        runner_root(code_root), PACKAGE, MODULES, "the Tholos runner cannot be loaded on this host ({error}); it needs httpx and Python's sqlite3"
+    )
 
 
 def recheck_workers(workers: list[Worker], code_root: Path) -> list[str]:

@@ -24,7 +24,6 @@ import importlib
 import importlib.util
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.suites.external.raw import RawIndex, raw_name
 from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, REPORT_FILES, SESSION, Run, Worker, worker_files
+from repro.suites.external.wheels import import_harness
 
 PACKAGE = "toolcallbench"
 MODULES = ("checks", "models", "report", "runner", "store", "tasks", "tools")
@@ -45,21 +45,9 @@ SHOWN = 3
 
 def load(wheel_root: Path) -> dict[str, Any]:
     """ToolCallBench's modules from an unpacked, verified wheel (never another copy of it)."""
-    root = wheel_root.resolve()
-    loaded = sys.modules.get(PACKAGE)
-    if loaded is None or not Path(str(loaded.__file__)).resolve().is_relative_to(root):
-        for name in [n for n in sys.modules if n == PACKAGE or n.startswith(f"{PACKAGE}.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(root))
-        try:
-            importlib.import_module(PACKAGE)
-            for name in MODULES:
-                importlib.import_module(f"{PACKAGE}.{name}")
-        except ImportError as error:
-            raise BadInput(f"ToolCallBench's code cannot be loaded on this host ({error}); install its dependencies: pip install jsonschema pyyaml") from None
-        finally:
-            sys.path.remove(str(root))
-    return {name: sys.modules[f"{PACKAGE}.{name}"] for name in MODULES}
+    return import_harness(
+        wheel_root, PACKAGE, MODULES, "ToolCallBench's code cannot be loaded on this host ({error}); install its dependencies: pip install jsonschema pyyaml"
+    )
 
 
 def driver_module() -> ModuleType:

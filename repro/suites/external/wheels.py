@@ -14,12 +14,15 @@ the wheels it installs.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from repro.core.config import PROJECT_ROOT, cache_dir
 from repro.core.errors import BadInput, ReproError
@@ -168,3 +171,23 @@ def unzip(wheel: Path, target: Path) -> None:
                     destination.write_bytes(archive.read(member))
     except (zipfile.BadZipFile, OSError) as error:
         raise ReproError(f"{wheel.name}: cannot unpack ({error})") from None
+
+
+def import_harness(root: Path, package: str, modules: tuple[str, ...], cannot: str) -> dict[str, Any]:
+    """A harness's own modules, imported from its verified copy at `root` (never another copy of
+    them: a copy loaded from elsewhere is dropped first). `cannot` says, after the import error,
+    what the host lacks (BadInput)."""
+    root = root.resolve()
+    loaded = sys.modules.get(package)
+    if loaded is None or not Path(str(loaded.__file__)).resolve().is_relative_to(root):
+        for name in [n for n in sys.modules if n == package or n.startswith(f"{package}.")]:
+            del sys.modules[name]
+        sys.path.insert(0, str(root))
+        try:
+            for name in modules:
+                importlib.import_module(f"{package}.{name}")
+        except ImportError as error:
+            raise BadInput(cannot.format(error=error)) from None
+        finally:
+            sys.path.remove(str(root))
+    return {name: sys.modules[f"{package}.{name}"] for name in modules}
