@@ -70,6 +70,7 @@ class RunEvidence(BaseModel):
     bundle: BundleReader
     redactor: Redactor
     plan: RecomputedPlan | None = None  # format 3: the plan recomputed from the embedded matrix
+    author_repo: Path | None = None  # repro check --source: the author's repository of a matrix kept outside the project
 
 
 class CellEvidence(RunEvidence):

@@ -49,7 +49,7 @@ from repro.core.files import (
     sha256_file,
     short_error,
 )
-from repro.core.yamlsource import parse_json_bounded
+from repro.core.yamlsource import MAX_YAML_BYTES, parse_json_bounded
 from repro.plan.planner import parse_shard
 
 MANIFEST = "MANIFEST.sha256"
@@ -60,6 +60,7 @@ CELLS_DIR = "cells"
 MERGE_RECORD = "MERGED.json"  # beside the runs of a merged results folder
 SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and .../fixtures/ (format 3)
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
+AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (run.json author.profiles_file), byte for byte
 CELL_FILE = "cell.json"
 LATEST = "LATEST"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
@@ -124,15 +125,16 @@ class Bundle:
     def write_run(self, record: RunRecord) -> None:
         self.write_text(RUN_FILE, to_json(record))
 
-    def embed_matrix(self, raw: bytes, sha256: str) -> None:
-        """The matrix's bytes, so `repro check` can recompute the plan; refused when they are not the
-        planned file's (changed since it was read) or when redaction would alter them."""
+    def embed_matrix(self, raw: bytes, sha256: str, name: str = MATRIX_COPY) -> None:
+        """The matrix's bytes, so `repro check` can recompute the plan (or, as `name`, the matrix's own
+        profiles file); refused when they are not the planned file's (changed since it was read) or
+        when redaction would alter them."""
         if sha256_bytes(raw) != sha256:
             raise BadInput("the matrix file changed while the run was starting; run again")
         text = raw.decode("utf-8", errors="strict")
         if self.redactor.text(text) != text:
             raise BadInput("the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout")
-        write_in(self.dir, self.dir / MATRIX_COPY, raw)
+        write_in(self.dir, self.dir / name, raw)
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.dir / CELLS_DIR / safe_id(cell_id, "cell id")
@@ -356,6 +358,10 @@ class BundleReader:
     def matrix_path(self) -> Path:
         """The embedded matrix.yaml (repro.spec.matrix.load_matrix reads it embedded: bounded, no link)."""
         return self.dir / MATRIX_COPY
+
+    def author_profiles(self) -> bytes:
+        """The embedded copy of the matrix's own profiles file (bounded, no link)."""
+        return read_regular(self.dir / AUTHOR_PROFILES_COPY, MAX_YAML_BYTES)
 
     def cell_ids(self) -> list[str]:
         return [cell_id for cell_id in dict.fromkeys(self.run().planned_cells) if self.has_cell(cell_id)]

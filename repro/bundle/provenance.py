@@ -8,9 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from repro.bundle.records import GpuInfo, SourceState, SystemDescription
+from repro.bundle.records import AuthorFile, AuthorSource, GpuInfo, SourceState, SystemDescription
 from repro.containers.client import DockerClient
 from repro.core.config import PROJECT_ROOT
+from repro.core.files import sha256_file
+from repro.spec.matrix import LoadedMatrix
 
 
 def source_state(root: Path = PROJECT_ROOT) -> SourceState:
@@ -29,6 +31,42 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
     except Exception as error:  # not a git checkout, or no commit yet
         return SourceState(commit=None, tree_clean=False, dirty_files=[f"(no git commit: {type(error).__name__})"], harness_digest=digest)
     return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:50], harness_digest=digest)
+
+
+def author_source(loaded: LoadedMatrix) -> AuthorSource | None:
+    """A matrix kept outside the project (`paths_from: matrix`): its file and its profiles file
+    with their sha256, and the commit and clean state of the files under its folder when that
+    folder is in a git repository (untracked, unignored files count, as in the project). None for
+    a matrix whose paths are the project's."""
+    if not loaded.outside:
+        return None
+    named = loaded.matrix.profiles_file
+    files = {"matrix": AuthorFile(path=loaded.path.name, sha256=loaded.sha256)}
+    if named is not None:
+        files["profiles_file"] = AuthorFile(path=os.path.normpath(named), sha256=sha256_file(loaded.root / named))
+    try:
+        import git
+
+        repo = git.Repo(loaded.root, search_parent_directories=True)
+        top = Path(str(repo.working_tree_dir)).resolve()
+        folder = loaded.root.relative_to(top).as_posix().removeprefix(".")
+        commit = repo.head.commit.hexsha
+        changed = {str(item.a_path) for item in repo.index.diff(None)} | {str(item.a_path) for item in repo.index.diff("HEAD")} | set(repo.untracked_files)
+    except Exception:  # not in a git repository, or no commit yet: the embedded copies are the evidence
+        return AuthorSource(folder="", **files)
+    dirty = sorted(name for name in changed if not folder or name == folder or name.startswith(f"{folder}/"))
+    return AuthorSource(folder=folder, commit=commit, tree_clean=not dirty, dirty_files=dirty[:50], **files)
+
+
+def author_at_end(started: AuthorSource | None, loaded: LoadedMatrix) -> AuthorSource | None:
+    """The author's files must stay as they were for the whole run, as the project's must."""
+    now = author_source(loaded)
+    if started is None or now is None or (now.commit, now.tree_clean) == (started.commit, started.tree_clean):
+        return started
+    change = (
+        f"the author's repository moved from commit {started.commit} to {now.commit}" if now.commit != started.commit else "the author's files became dirty"
+    )
+    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *now.dirty_files, *started.dirty_files][:50]})
 
 
 def system_description(docker_client: DockerClient | None = None) -> SystemDescription:

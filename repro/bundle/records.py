@@ -188,6 +188,27 @@ class RunRecord(BaseModel):
     started_at: str
     finished_at: str | None = None
     leaked_containers: list[str] = []
+    author: AuthorSource | None = None  # a matrix kept outside the project (paths_from: matrix): its files and their repository
+
+
+class AuthorFile(BaseModel):
+    """One of the author's files the bundle embeds: its path in the matrix's folder and its sha256."""
+
+    path: str
+    sha256: str
+
+
+class AuthorSource(BaseModel):
+    """The author's files outside the project (a matrix with `paths_from: matrix`, its profiles
+    file; its scenario folders are embedded and hashed per suite) and, when the matrix's folder is
+    in a git repository, that repository's commit and clean state, read as the project's are."""
+
+    folder: str  # the matrix's folder inside its repository ("" at its top; "" too outside git)
+    matrix: AuthorFile
+    profiles_file: AuthorFile | None = None  # embedded as author-profiles.yaml
+    commit: str | None = None  # None: the matrix's folder is not in a git repository
+    tree_clean: bool = False
+    dirty_files: list[str] = []
 
 
 class SourceState(BaseModel):

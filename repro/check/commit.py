@@ -9,6 +9,12 @@ and each suite's scenario files at that commit must give the sha256 the cell rec
 (`suite-at-commit`). When the checkout lacks the commit, nothing is compared and the verdict
 says so (`RunVerdict.notes`); a suite pinned by its own archive (`source`) is pinned already.
 
+A matrix kept outside the project (`paths_from: matrix`, run.json `author`) has a second
+repository: its author's. Its matrix, its profiles file and its scenario folders are compared with
+that repository at the recorded commit when the reviewer gives it (`repro check --source DIR`),
+under the same three rules; without it, with the bundle's embedded copies and their recorded
+sha256 only, and the verdict says which (`author_notes`).
+
 Files are read with `git show` and `git archive`, never checked out: the work tree is untouched.
 """
 
@@ -23,8 +29,10 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from repro.bundle.records import AuthorSource
 from repro.core import config
 from repro.core.errors import BadInput
+from repro.core.yamlsource import MAX_YAML_BYTES
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profiles, load_profiles
 from repro.suites.registry import select
@@ -74,6 +82,11 @@ def commit_notes(ev: RunEvidence) -> list[str]:
 
 
 def rule_profile_at_commit(ev: RunEvidence) -> list[str]:
+    """The run's profile is its entry in the matrix's own profiles file when that file has it,
+    else in the project's profiles at the commit."""
+    own = author_profile_problems(ev)
+    if own is not None:
+        return own
     commit = at_commit(ev)
     if commit is None:
         return []
@@ -101,7 +114,11 @@ def profiles_from(text: bytes) -> Profiles:
 
 
 def rule_matrix_at_commit(ev: RunEvidence) -> list[str]:
-    """The matrix the run names, when the commit holds a file at that path, is the embedded one."""
+    """The matrix the run names, when the commit holds a file at that path, is the embedded one
+    (an author's matrix: the one in the author's repository at its commit, when given)."""
+    author = ev.run.author
+    if author is not None:
+        return author_file_problems(ev, author, "matrix", author.matrix.path, author.matrix.sha256, ev.run.matrix.sha256)
     commit = at_commit(ev)
     path = PurePosixPath(ev.run.matrix.path)
     if commit is None or path.is_absolute() or ".." in path.parts:
@@ -115,6 +132,9 @@ def rule_matrix_at_commit(ev: RunEvidence) -> list[str]:
 def rule_suite_at_commit(ev: CellEvidence) -> list[str]:
     """The cell's suite, selected from the project's files at the commit, gives its sha256."""
     commit, suite = at_commit(ev), ev.record.cell.suite
+    author = ev.run.author
+    if author is not None and suite.source is None and suite.external is None:
+        return author_suite_problems(ev, author)
     if commit is None or suite.source is not None:
         return []
     found = suite_sha256_at(project_root(), commit, suite.model_dump_json())
@@ -144,3 +164,99 @@ def suite_sha256_at(root: Path, commit: str, suite_json: str) -> str:
             return select(suite, root=Path(scratch)).sha256
         except BadInput as error:
             return f"error: {error}"
+
+
+# ---------------------------------------------------------------- the author's repository
+
+
+def author_commit(ev: RunEvidence) -> str | None:
+    """The author's recorded commit when --source was given and holds it, else None."""
+    author = ev.run.author
+    if author is None or author.commit is None or ev.author_repo is None:
+        return None
+    return author.commit if has_commit(ev.author_repo, author.commit) else None
+
+
+def author_notes(ev: RunEvidence) -> list[str]:
+    """What the author's files (a matrix kept outside the project) were compared with."""
+    author = ev.run.author
+    if author is None:
+        return []
+    if author.commit is None:
+        return ["the author's files were not in a git repository at run time: embedded copies only (their recorded sha256)"]
+    commit = author_commit(ev)
+    if commit is not None:
+        return [f"the author's matrix, profiles and scenarios: compared with {ev.author_repo} at {commit[:12]}"]
+    if ev.author_repo is None:
+        return [
+            f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {author.commit[:12]})"
+        ]
+    return [f"the author's matrix, profiles and scenarios: embedded copies only: commit {author.commit[:12]} is not in {ev.author_repo}"]
+
+
+def repo_path(author: AuthorSource, path: str) -> str | None:
+    """`path` of the matrix's folder as a path of the author's repository, or None when run.json
+    names something that is not a plain relative path (absolute, `..`, an option, a control character)."""
+    joined = PurePosixPath(author.folder, path) if author.folder else PurePosixPath(path)
+    text = joined.as_posix()
+    if joined.is_absolute() or ".." in joined.parts or text.startswith("-") or not text or any(ord(c) < 32 for c in text):
+        return None
+    return text
+
+
+def author_file_problems(ev: RunEvidence, author: AuthorSource, what: str, path: str, recorded: str, embedded: str) -> list[str]:
+    """An author's file: its recorded sha256 is the embedded copy's, and (with --source) the
+    author's repository at the commit holds those bytes at its path."""
+    if recorded != embedded:
+        return [f"the author's {what} {path} is recorded with sha256 {recorded[:12]}, the embedded copy has {embedded[:12]}"]
+    commit, where = author_commit(ev), repo_path(author, path)
+    if commit is None:
+        return []
+    if where is None:
+        return [f"the author's {what} path {path[:80]!r} is not a path inside the author's repository"]
+    text = git(ev.author_repo or Path(), "show", f"{commit}:{where}")
+    if text is None:
+        return [f"the author's {what} {where} does not exist at commit {commit[:12]} of {ev.author_repo}"]
+    if len(text) > MAX_YAML_BYTES or hashlib.sha256(text).hexdigest() != embedded:
+        return [f"the embedded {what} is not {where} at commit {commit[:12]} of {ev.author_repo} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"]
+    return []
+
+
+def author_profile_problems(ev: RunEvidence) -> list[str] | None:
+    """The run's profile against the matrix's own profiles file (its embedded copy and, with
+    --source, the file at the author's commit); None when the run's profile is not in that file
+    (it is the project's, checked against the project's profiles)."""
+    author = ev.run.author
+    own = author.profiles_file if author is not None else None
+    if author is None or own is None:
+        return None
+    try:
+        raw = ev.bundle.author_profiles()
+        profiles = profiles_from(raw)
+    except BadInput as error:
+        return [f"the author's profiles file cannot be read from the bundle: {error}"]
+    at = profiles.profiles.get(ev.run.profile)
+    if at is None:
+        return None
+    problems = author_file_problems(ev, author, "profiles file", own.path, own.sha256, hashlib.sha256(raw).hexdigest())
+    if at != ev.run.profile_settings:
+        differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
+        problems.append(f"profile {ev.run.profile} in run.json differs from the author's profiles file {own.path} ({', '.join(differ)})")
+    return problems
+
+
+def author_suite_problems(ev: CellEvidence, author: AuthorSource) -> list[str]:
+    """An author's suite, selected from the author's repository at the commit (with --source),
+    gives the sha256 the cell records; without it, suite-recomputed holds the embedded copy to it."""
+    commit, suite = author_commit(ev), ev.record.cell.suite
+    if commit is None:
+        return []
+    where = repo_path(author, suite.path)
+    if where is None:
+        return [f"suite {suite.id}: path {suite.path[:80]!r} is not a path inside the author's repository"]
+    found = suite_sha256_at(ev.author_repo or Path(), commit, suite.model_copy(update={"path": where}).model_dump_json())
+    if found.startswith("error: "):
+        return [f"suite {suite.id} cannot be selected at commit {commit[:12]} of {ev.author_repo}: {found[7:]}"]
+    if found != ev.record.suite_sha256:
+        return [f"suite {suite.id} at commit {commit[:12]} of {ev.author_repo} has sha256 {found[:12]}, the cell records {str(ev.record.suite_sha256)[:12]}"]
+    return []

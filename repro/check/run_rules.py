@@ -22,6 +22,9 @@ def rule_provenance(ev: RunEvidence) -> list[str]:
         problems.append("project commit not recorded")
     if not run.source.tree_clean or run.source.dirty_files:
         problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'})")
+    author = run.author
+    if author is not None and author.commit is not None and (not author.tree_clean or author.dirty_files):
+        problems.append(f"the author's files were dirty at run time ({', '.join(author.dirty_files[:3]) or 'unknown files'})")
     return problems
 
 

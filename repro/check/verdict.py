@@ -21,7 +21,7 @@ from repro.bundle.evidence import AbsentCell, CellEvidence, RecomputedPlan, Rule
 from repro.bundle.layout import CELLS_DIR, BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor  # suite_data_homes: read within bounds, once per check
-from repro.check.commit import commit_notes
+from repro.check.commit import author_notes, commit_notes
 from repro.check.formats import rules_for
 from repro.core.errors import BadInput
 from repro.core.registry import load_object
@@ -56,7 +56,7 @@ class RunVerdict(BaseModel):
     cells: list[CellVerdict]
     run_problems: list[Problem] = []
     absent: list[AbsentCell] = []  # planned on the profile, left out by --only or --shard
-    notes: list[str] = []  # what could not be compared (the project's files at the commit), never a problem
+    notes: list[str] = []  # what was compared with what (the project's and the author's files at their commits), never a problem
     signer: str | None = None  # with --allowed-signers: who signed the bundle (repro.bundle.signing)
 
     @property
@@ -78,12 +78,12 @@ class RunVerdict(BaseModel):
 # ---------------------------------------------------------------- checking
 
 
-def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
+def check_run(run_dir: Path, redactor: Redactor | None = None, author_repo: Path | None = None) -> RunVerdict:
     bundle = BundleReader(run_dir)
     run = bundle.run()
     rules = rules_for(run, run_dir)
     plan = RecomputedPlan.of(run, bundle) if run.format_version >= 3 else None
-    evidence = RunEvidence(run=run, bundle=bundle, redactor=redactor or Redactor(), plan=plan)
+    evidence = RunEvidence(run=run, bundle=bundle, redactor=redactor or Redactor(), plan=plan, author_repo=author_repo)
     run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
     verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
     verdicts += [plan_exclusion(evidence, cell_id, reason) for cell_id, reason in run.excluded_cells.items()]
@@ -96,7 +96,7 @@ def check_run(run_dir: Path, redactor: Redactor | None = None) -> RunVerdict:
         cells=verdicts,
         run_problems=run_problems,
         absent=absent,
-        notes=commit_notes(evidence),
+        notes=commit_notes(evidence) + author_notes(evidence),
     )
 
 

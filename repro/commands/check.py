@@ -11,6 +11,7 @@ from rich.console import Console
 from repro.bundle.layout import find_runs, latest_run, merge_problems
 from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
+from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.report.coverage import run_coverage
 
@@ -21,6 +22,11 @@ def check(
     results: Path = typer.Argument(None, help="A run folder, or a results folder of runs (default: the latest run in results/)."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     allowed_signers: Path = typer.Option(None, "--allowed-signers", help="An ssh allowed_signers file: each run must carry a valid signature by one of them."),
+    source: Path = typer.Option(
+        None,
+        "--source",
+        help="The author's git repository of a matrix kept outside the project: its matrix, profiles and scenarios are compared with it at the run's commit.",
+    ),
 ) -> None:
     """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID,
     when a merged folder is not the whole split its MERGED.json records (or, with
@@ -29,7 +35,8 @@ def check(
     runs = find_runs(target)
     merge = merge_problems(target) if target.is_dir() else []
     signers = dict(require_signed([target], allowed_signers)) if allowed_signers else {}
-    verdicts = [check_run(run_dir).model_copy(update={"signer": signers.get(run_dir)}) for run_dir in runs]
+    author_repo = git_repository(source) if source is not None else None
+    verdicts = [check_run(run_dir, author_repo=author_repo).model_copy(update={"signer": signers.get(run_dir)}) for run_dir in runs]
     if as_json:  # stdout is the JSON alone; the signer is each run's `signer`
         typer.echo(json.dumps([v.model_dump(mode="json") for v in verdicts], indent=2))
     else:
@@ -38,6 +45,16 @@ def check(
         Console(stderr=True).print(f"[red]merge[/]: {shown(problem)}", soft_wrap=True)
     if merge or any(v.failed for v in verdicts):
         raise typer.Exit(1)
+
+
+def git_repository(folder: Path) -> Path:
+    """--source: a folder inside a git repository (its top), else one line and exit 2."""
+    from repro.check.commit import git
+
+    top = git(folder, "rev-parse", "--show-toplevel") if folder.is_dir() else None
+    if top is None:
+        raise BadInput(f"--source {shown(folder)}: not a folder in a git repository (give the author's repository the matrix was committed to)")
+    return Path(top.decode().strip())
 
 
 def print_verdicts(verdicts: list[RunVerdict]) -> None:

@@ -19,7 +19,7 @@ from repro.core.terminal import printable, shown
 from repro.core.yamlsource import require_folder
 from repro.plan.planner import Plan, stored_plan
 from repro.spec.cells import Cell
-from repro.spec.matrix import load_matrix, matrix_json_schema
+from repro.spec.matrix import load_matrix, load_matrix_and_profiles, matrix_json_schema, matrix_profiles
 from repro.spec.profiles import is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def plan(
 ) -> None:
     """List the cells a matrix runs on a profile, and the excluded ones with their reason."""
     the_plan = plan_for(file, profile)
-    toolkit_line = toolkit_note(profile)
+    toolkit_line = toolkit_note(file, profile)
     if as_json:
         typer.echo(json.dumps({**plan_summary(the_plan), **({"toolkit": toolkit_line} if toolkit_line else {})}, indent=2))
         return
@@ -81,18 +81,17 @@ def plan(
         console.print(f"[yellow]note[/] {shown(toolkit_line)}", soft_wrap=True, highlight=False)
 
 
-def toolkit_note(profile: str) -> str | None:
+def toolkit_note(file: Path, profile: str) -> str | None:
     """One line when the CUDA toolkit the build would use cannot build the profile's
     architecture (repro.cuda_toolkit), said at plan time instead of deep in a build."""
     from repro.store.cuda_toolkit import current_toolkit, unbuildable
 
-    return unbuildable(load_profiles().get(profile), profile, current_toolkit())
+    return unbuildable(matrix_profiles(file).get(profile), profile, current_toolkit())
 
 
 def plan_for(file: Path, profile: str) -> Plan:
-    profiles = load_profiles()
+    loaded, profiles = load_matrix_and_profiles(file)
     chosen = profiles.get(profile)
-    loaded = load_matrix(file, set(profiles.profiles))
     return stored_plan(loaded, profile, chosen)[0]
 
 

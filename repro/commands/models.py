@@ -48,6 +48,8 @@ def fetch(
 ) -> None:
     """Fetch and verify every model of a matrix into the store; models already there are not downloaded."""
     specs = _select(matrix, model)
+    loaded = load_matrix(matrix)
+    base_dir = loaded.root if loaded.outside else Path.cwd()  # paths_from: matrix: a model's path is in the matrix's folder
     bars = Progress(
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True
     )
@@ -56,7 +58,7 @@ def fetch(
         reporter = RichProgress(bars)
         for spec in specs:
             try:
-                stored = models.fetch(spec, base_dir=Path.cwd(), progress=reporter)
+                stored = models.fetch(spec, base_dir=base_dir, progress=reporter)
             except models.ModelError as error:
                 problems += error.lines
                 for line in error.lines:

@@ -20,8 +20,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.contracts import SandboxAudit
-from repro.bundle.layout import Bundle, BundleReader, find_resumable, mark_latest
-from repro.bundle.provenance import source_at_end, source_state, system_description
+from repro.bundle.layout import AUTHOR_PROFILES_COPY, Bundle, BundleReader, find_resumable, mark_latest
+from repro.bundle.provenance import author_at_end, author_source, source_at_end, source_state, system_description
 from repro.bundle.records import (
     CellRecord,
     EngineIncident,
@@ -55,8 +55,8 @@ from repro.run.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describ
 from repro.run.progress import RunProgress
 from repro.spec.cells import Cell
 from repro.spec.findings import GateResult, SandboxSettings, SuiteSelection, TemplateFacts
-from repro.spec.matrix import LoadedMatrix, load_matrix
-from repro.spec.profiles import Profile, load_profiles
+from repro.spec.matrix import LoadedMatrix, load_matrix_and_profiles
+from repro.spec.profiles import Profile
 from repro.store.chat_template import engine_template_problem, server_blocker
 from repro.store.images import ImageRef, engine_image, harness_image
 from repro.store.models import model_path
@@ -249,14 +249,13 @@ def run_exit_status(run_dir: Path) -> int:
 
 
 def prepare(options: RunOptions) -> Prepared:
-    profiles = load_profiles()
+    loaded, profiles = load_matrix_and_profiles(options.matrix)
     profile = profiles.get(options.profile)
-    loaded = load_matrix(options.matrix, set(profiles.profiles))
     plan, templates = stored_plan(loaded, options.profile, profile, require_all=options.shard is not None)
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     if not cells:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
-    suites = {c.suite.id: kind_of(c.suite).select(c.suite) for c in cells}
+    suites = {c.suite.id: kind_of(c.suite).select(c.suite, loaded.suite_root(c.suite)) for c in cells}
     refuse_unpinned_suites(cells, suites)
     refuse_unfit(cells, suites)
     harness = harness_image()
@@ -308,6 +307,9 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     run_dir = options.out / record.run_id
     bundle = Bundle(run_dir, Redactor())
     bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
+    if record.author is not None and record.author.profiles_file is not None:
+        own = record.author.profiles_file
+        bundle.embed_matrix(read_bounded(prepared.loaded.root / own.path, MAX_YAML_BYTES), own.sha256, name=AUTHOR_PROFILES_COPY)
     for suite_id, selection in prepared.suites.items():
         suite = next(c.suite for c in prepared.cells if c.suite.id == suite_id)
         kind_of(suite).embed(bundle, suite, selection)
@@ -327,6 +329,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         profile=options.profile,
         profile_settings=prepared.profile,
         source=source,
+        author=author_source(prepared.loaded),
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
@@ -348,7 +351,13 @@ def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
             raise
         leaks = [f"unknown: the Docker daemon did not answer ({short_error(error)}); run: repro cleanup --run-id {record.run_id}"]
     status = record.status if record.status != "running" else "failed"
-    update = {"status": status, "finished_at": utc_now(), "leaked_containers": leaks, "source": source_at_end(record.source)}
+    update = {
+        "status": status,
+        "finished_at": utc_now(),
+        "leaked_containers": leaks,
+        "source": source_at_end(record.source),
+        "author": author_at_end(record.author, ctx.prepared.loaded),
+    }
     ctx.bundle.write_run(record.model_copy(update=update))
     ctx.bundle.write_manifest()
     mark_latest(out, ctx.bundle.dir)

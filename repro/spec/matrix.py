@@ -20,6 +20,7 @@ from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
 from repro.spec.harnesses import HARNESSES, HarnessFacts
+from repro.spec.profiles import Profiles, load_profiles
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -360,7 +361,25 @@ class Matrix(Strict):
     repeats: int = Field(default=1, ge=1, le=100)
     latency_gate: LatencyGateSettings = LatencyGateSettings()
     profiles: list[str] = Field(min_length=1, description="profiles this matrix may run on")
+    paths_from: Literal["project", "matrix"] = Field(
+        default="project",
+        description="where the matrix's own relative paths (scenario folders, profiles file, model paths) start: the project, or the matrix's "
+        "folder (a matrix kept outside the project, in its author's repository)",
+    )
+    profiles_file: str | None = Field(default=None, description="a profiles file of the matrix's own (its author's machines); its profiles join the project's")
     exclude: list[PlanExclusion] = []
+
+    @model_serializer(mode="wrap")
+    def _without_unset_author_fields(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`paths_from` and `profiles_file` are written only when set, so a matrix without them
+        dumps as before the fields existed."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.paths_from == "project":
+                data.pop("paths_from", None)
+            if self.profiles_file is None:
+                data.pop("profiles_file", None)
+        return data
 
     def model(self, model_id: str) -> ModelSpec:
         return next(m for m in self.models if m.id == model_id)
@@ -380,6 +399,30 @@ class LoadedMatrix(BaseModel):
     path: Path
     sha256: str
     matrix: Matrix
+    root: Path = PROJECT_ROOT  # where its own files (scenario folders, profiles file, model paths) are: the matrix's folder when outside the project
+
+    @property
+    def outside(self) -> bool:
+        """A matrix outside the project tree (an author's own, docs/authoring.md)."""
+        return self.root != PROJECT_ROOT
+
+    def suite_root(self, suite: Suite) -> Path | None:
+        """Where a suite's scenario folder is found: the matrix's folder for its own scenario files,
+        None (the kind's default) for a suite pinned by an archive or run by an external harness."""
+        return self.root if suite.source is None and suite.external is None else None
+
+
+def matrix_root(path: str | Path, paths_from: str) -> Path:
+    """The folder a matrix's own relative paths start from: the project, or (`paths_from: matrix`)
+    the matrix's own folder."""
+    return PROJECT_ROOT if paths_from == "project" else Path(path).absolute().parent.resolve()
+
+
+def root_problems(root: Path) -> list[tuple[tuple, str]]:
+    """`paths_from: matrix` is for a matrix outside the project: inside it, its files are the project's."""
+    if root == PROJECT_ROOT or not _is_within(root, PROJECT_ROOT.resolve()):
+        return []
+    return [(("paths_from",), "a matrix inside the project takes its paths from the project: paths_from: matrix is for a matrix kept outside it")]
 
 
 # ---------------------------------------------------------------- loading
@@ -389,8 +432,6 @@ def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embe
     """Load and validate a matrix file; raise BadInput with one line per problem. An `embedded`
     copy (a bundle's matrix.yaml) is read without following links, and the files it names are
     not looked for: only its plan is recomputed from it."""
-    from repro.spec.profiles import load_profiles
-
     document = load_yaml_document(path, follow_links=not embedded)
     try:
         matrix = Matrix.model_validate(document.data)
@@ -399,13 +440,40 @@ def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embe
     if embedded:
         known_profiles = set(matrix.profiles)  # the run's own profile settings are in run.json
     else:
-        known_profiles = profile_names if profile_names is not None else set(load_profiles().profiles)
-    found = _cross_check(matrix, known_profiles) + ([] if embedded else path_problems(matrix))
+        known_profiles = profile_names if profile_names is not None else set(matrix_profiles(path).profiles)
+    root = PROJECT_ROOT if embedded else matrix_root(path, matrix.paths_from)
+    found = _cross_check(matrix, known_profiles) + ([] if embedded else root_problems(root) + path_problems(matrix, author_root=root))
     problems = [format_problem(document, loc, reason) for loc, reason in found]
     if problems:
         raise BadInput(f"{path}: invalid matrix", lines=problems)
     digest = hashlib.sha256(document.raw).hexdigest()
-    return LoadedMatrix(path=Path(path), sha256=digest, matrix=matrix)
+    return LoadedMatrix(path=Path(path), sha256=digest, matrix=matrix, root=root)
+
+
+def load_matrix_and_profiles(path: str | Path) -> tuple[LoadedMatrix, Profiles]:
+    """A matrix with the profiles it may name (`matrix_profiles`)."""
+    profiles = matrix_profiles(path)
+    return load_matrix(path, set(profiles.profiles)), profiles
+
+
+def matrix_profiles(path: str | Path) -> Profiles:
+    """The profiles a matrix may name: the project's, and those of its own profiles file
+    (`profiles_file`) when it has one; a name in both is refused."""
+    profiles = load_profiles()
+    document = load_yaml_document(path)
+    data = document.data if isinstance(document.data, dict) else {}
+    named, paths_from = data.get("profiles_file"), data.get("paths_from", "project")
+    if not isinstance(named, str) or paths_from not in ("project", "matrix"):
+        return profiles  # no profiles file (or a malformed one, which validation names)
+    root = matrix_root(path, paths_from)
+    reason = _outside_reason(named, root, "project" if root == PROJECT_ROOT else "matrix")
+    if reason:
+        raise BadInput(f"{path}: profiles_file {reason}")
+    own = load_profiles(root / named)
+    both = sorted(set(own.profiles) & set(profiles.profiles))
+    if both:
+        raise BadInput(f"{path}: profiles_file {named} names profile(s) the project has already: {', '.join(both)} (give yours other names)")
+    return Profiles(profiles={**profiles.profiles, **own.profiles})
 
 
 def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, str]]:
@@ -430,27 +498,42 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
     return problems
 
 
-def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT) -> list[tuple[tuple, str]]:
+def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT, author_root: Path | None = None) -> list[tuple[tuple, str]]:
     """Every path field must name something inside the project: no `../` out of it, no absolute path
-    elsewhere; a suite's path inside its source stays inside it."""
+    elsewhere; a suite's path inside its source stays inside it. The matrix's own files (scenario
+    folders, profiles file, model paths) are under `author_root` instead, the matrix's folder when
+    it lies outside the project (the engines' Dockerfiles and the chat templates stay the project's)."""
     problems = [
         (("suites", index, "path"), "a path inside the suite's source must be relative, without ..")
         for index, suite in enumerate(matrix.suites)
         if suite.source is not None and (suite.path.startswith("/") or ".." in Path(suite.path).parts)
     ]
-    for loc, value in _path_fields(matrix):
-        reason = _outside_reason(value, root)
+    own = author_root or root
+    fields = [(loc, value, root) for loc, value in _path_fields(matrix)]
+    fields += [(loc, value, own) for loc, value in _own_path_fields(matrix)]
+    for loc, value, base in fields:
+        reason = _outside_reason(value, base, "project" if base == root else "matrix")
         if reason:
             problems.append((loc, reason))
     return problems
 
 
-def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
-    """(location, value) of every field of the matrix that names a local file or folder."""
+def _own_path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
+    """(location, value) of the fields that name the matrix's own files: scenario folders, the
+    profiles file, a model's local path."""
     fields: list[tuple[tuple, str]] = [
         (("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites) if suite.source is None and suite.external is None
     ]
-    fields += [
+    for index, model in enumerate(matrix.models):
+        fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
+    if matrix.profiles_file is not None:
+        fields.append((("profiles_file",), matrix.profiles_file))
+    return fields
+
+
+def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
+    """(location, value) of every field of the matrix that names a local file or folder."""
+    fields: list[tuple[tuple, str]] = [
         (("suites", index, "external", "requirements", "path"), suite.external.requirements.path) for index, suite in enumerate(matrix.suites) if suite.external
     ]
     fields += [
@@ -463,7 +546,6 @@ def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
         if source is not None and source.archive is not None and not URL.match(source.archive):
             fields.append((("suites", index, "source", "archive"), source.archive))
     for index, model in enumerate(matrix.models):
-        fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
         if model.chat_template is not None:
             fields.append((("models", index, "chat_template", "path"), model.chat_template.path))
     for index, engine in enumerate(matrix.engines):
@@ -478,8 +560,8 @@ def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
     return fields
 
 
-def _outside_reason(value: str, root: Path) -> str | None:
-    """Why `value` leaves the project `root` (None when it stays inside)."""
+def _outside_reason(value: str, root: Path, where: str = "project") -> str | None:
+    """Why `value` leaves the `root` folder of the project (or of the matrix) (None when it stays inside)."""
     if not value.strip():
         return "an empty path"
     if "\0" in value:
@@ -492,7 +574,7 @@ def _outside_reason(value: str, root: Path) -> str | None:
         return f"'{value}' cannot be resolved ({error})"
     if inside:
         return None
-    return f"'{value}' leaves the project: paths must stay inside the project folder"
+    return f"'{value}' leaves the {where}: paths must stay inside the {where} folder"
 
 
 def _is_within(path: Path, root: Path) -> bool:
