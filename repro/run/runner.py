@@ -318,6 +318,12 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     return run_dir, record, False
 
 
+def matrix_name(loaded: LoadedMatrix, given: Path) -> str:
+    """The matrix as run.json names it: as given, or, for a matrix kept outside the project, its
+    path in its own folder (run.json author holds the rest; a host path would not travel)."""
+    return loaded.path.name if loaded.outside else str(given)
+
+
 def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> RunRecord:
     shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -325,7 +331,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
     return RunRecord(
         run_id=f"{stamp}-{prepared.loaded.matrix.name}-{options.profile}{shard}",
         status="running",
-        matrix=MatrixInfo(path=str(options.matrix), name=prepared.loaded.matrix.name, sha256=prepared.loaded.sha256),
+        matrix=MatrixInfo(path=matrix_name(prepared.loaded, options.matrix), name=prepared.loaded.matrix.name, sha256=prepared.loaded.sha256),
         profile=options.profile,
         profile_settings=prepared.profile,
         source=source,

@@ -185,7 +185,10 @@ def test_without_source_the_embedded_copies_are_checked_and_the_verdict_says_so(
     verdict = checked(author_bundle(tmp_path / "run", author_repo))
     assert {c.verdict for c in verdict.cells} == {"VALID"}, reasons(verdict)
     commit = git(author_repo, "rev-parse", "HEAD")
-    assert f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {commit[:12]})" in verdict.notes
+    assert (
+        f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {commit[:12]})"
+        in verdict.notes
+    )
 
 
 def test_with_source_they_are_compared_with_the_author_repository_at_its_commit(author_repo: Path, tmp_path: Path) -> None:
