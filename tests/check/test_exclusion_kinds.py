@@ -63,6 +63,7 @@ def test_a_relabelled_exclusion_is_invalid(published: Path) -> None:
 
 def test_a_cells_kind_follows_its_record() -> None:
     """What the runner records and what the check expects of an excluded or failed cell."""
+
     def kind(status: str, gate: GateResult | None) -> str | None:
         return CellRecord.model_construct(status=status, gate=gate).evidenced_kind
 
