@@ -14,7 +14,7 @@ from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput
 from repro.plan.planner import make_plan, parse_shard, select_cells, shard_cells
-from repro.spec.cells import Cell
+from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.matrix import LatencyGateSettings, ModelSpec, load_matrix
 
 
@@ -31,6 +31,7 @@ class RecomputedPlan(BaseModel):
     planned: list[Cell] = []  # the run's selection: --only, then --shard
     whole: list[Cell] = []  # every runnable cell of the plan on this profile
     excluded: dict[str, str] = {}
+    excluded_kinds: dict[str, ExclusionKind] = {}  # who excluded each: the matrix (author) or repro (configuration)
     latency_gate: LatencyGateSettings | None = None
     models: list[ModelSpec] = []  # the embedded matrix's models (their chat templates are checked)
     error: str | None = None
@@ -47,7 +48,10 @@ class RecomputedPlan(BaseModel):
             return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
         first_shard = run.shard is None or run.shard.startswith("1/")
         excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
-        return cls(planned=cells, whole=plan.cells, excluded=excluded, latency_gate=loaded.matrix.latency_gate, models=list(loaded.matrix.models))
+        kinds = {c.id: c.excluded_kind for c in plan.excluded if c.id in excluded and c.excluded_kind}
+        return cls(
+            planned=cells, whole=plan.cells, excluded=excluded, excluded_kinds=kinds, latency_gate=loaded.matrix.latency_gate, models=list(loaded.matrix.models)
+        )
 
     def absent(self, run: RunRecord) -> list[AbsentCell]:
         """The plan's cells the run's selection leaves out, each with the option that left it out."""

@@ -13,7 +13,7 @@ from pydantic import BaseModel, computed_field
 
 from harness.contracts import SandboxAudit, ScenarioResult
 from repro import __version__
-from repro.spec.cells import Cell
+from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import GateResult, GpuDevice, SandboxSettings, TemplateFacts
 from repro.spec.profiles import Profile
 
@@ -142,6 +142,7 @@ class CellRecord(BaseModel):
     cell: Cell
     status: CellStatus
     reason: str | None = None
+    exclusion_kind: ExclusionKind | None = None  # an excluded or failed cell: speed (the gate), configuration (the preflight at boot), fault
     harness_image: ImageInfo | None = None
     engine_image: ImageInfo | None = None
     model_sha256_verified: str | None = None
@@ -164,6 +165,17 @@ class CellRecord(BaseModel):
     harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios
     execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
 
+    @property
+    def evidenced_kind(self) -> ExclusionKind | None:
+        """Who ended a cell that was not scored, as its own record shows: an error is the engine's
+        fault; an exclusion with a failed gate is the latency gate's (speed), any other the boot
+        preflight's (configuration). None for a cell that ran."""
+        if self.status == "error":
+            return "fault"
+        if self.status == "excluded":
+            return "speed" if self.gate is not None and not self.gate.passed else "configuration"
+        return None
+
 
 class MatrixInfo(BaseModel):
     path: str
@@ -182,6 +194,7 @@ class RunRecord(BaseModel):
     system: SystemDescription
     planned_cells: list[str]
     excluded_cells: dict[str, str]
+    excluded_kinds: dict[str, ExclusionKind] = {}  # cell id -> who excluded it (absent in older bundles: read from the recomputed plan)
     shard: str | None = None
     only: list[str] = []  # the --only selection, so the plan can be recomputed from the embedded matrix
     chat_templates: dict[str, TemplateFacts] = {}  # model id -> its template and what it carries (format 5): the plan's preflight

@@ -19,6 +19,7 @@ from repro.check.templates import boot_exclusion_evidenced
 from repro.containers.sandbox import hardening_problems
 from repro.core.errors import BadInput
 from repro.engines.gate import rejudge
+from repro.spec.cells import exclusion_label
 from repro.suites.registry import kind_of, select
 
 MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
@@ -175,6 +176,17 @@ def rule_exclusion_evidenced(ev: CellEvidence) -> list[str]:
     if verdict is None:
         return ["excluded by a latency gate the matrix turns off"]
     return ["excluded, but its recorded gate attempts pass the gate"] if verdict else []
+
+
+def rule_exclusion_kind(ev: CellEvidence) -> list[str]:
+    """The kind an excluded or failed cell records is the one its evidence shows: speed needs a
+    failed gate record, configuration a gate that passed, fault an error; a cell that ran records none."""
+    recorded, evidenced = ev.record.exclusion_kind, ev.record.evidenced_kind
+    if recorded is None or recorded == evidenced:
+        return []
+    if evidenced is None:
+        return [f"recorded as {exclusion_label(recorded)}, but the cell ran"]
+    return [f"recorded as {exclusion_label(recorded)}, but its record shows {exclusion_label(evidenced)}"]
 
 
 def rule_summary_recomputed(ev: CellEvidence) -> list[str]:

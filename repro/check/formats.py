@@ -16,6 +16,7 @@ from repro.check.cell_rules import (
     rule_cell_status,
     rule_engine_audit,
     rule_exclusion_evidenced,
+    rule_exclusion_kind,
     rule_execution,
     rule_gate,
     rule_gate_recomputed,
@@ -45,7 +46,12 @@ BASE_RULES = Rules(
         "plan-listing": rule_plan_listing,
         "host-identity": rule_no_host_identity,
     },
-    every_cell={"cell-intact": rule_cell_intact, "cell-status": rule_cell_status, "host-identity": rule_cell_no_host_identity},
+    every_cell={
+        "cell-intact": rule_cell_intact,
+        "cell-status": rule_cell_status,
+        "host-identity": rule_cell_no_host_identity,
+        "exclusion-kind": rule_exclusion_kind,
+    },
     ran_cell={
         "images": rule_images,
         "model-and-engine": rule_model_and_engine,

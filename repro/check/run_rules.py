@@ -45,6 +45,7 @@ def rule_plan_listing(ev: RunEvidence) -> list[str]:
     run = ev.run
     problems = [f"cell {cell_id} is listed {n} times in planned_cells" for cell_id, n in Counter(run.planned_cells).items() if n > 1]
     problems += [f"cell {cell_id} is both planned and excluded" for cell_id in set(run.planned_cells) & set(run.excluded_cells)]
+    problems += [f"cell {cell_id} has an exclusion kind but is not excluded" for cell_id in sorted(set(run.excluded_kinds) - set(run.excluded_cells))]
     for cell_id in [*run.planned_cells, *run.excluded_cells]:
         try:
             safe_id(cell_id, "cell id")

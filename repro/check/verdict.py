@@ -25,6 +25,7 @@ from repro.check.commit import author_notes, commit_notes
 from repro.check.formats import rules_for
 from repro.core.errors import BadInput
 from repro.core.registry import load_object
+from repro.spec.cells import ExclusionKind, exclusion_label, kind_from_text
 from repro.suites.registry import kind_of
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
@@ -47,6 +48,13 @@ class CellVerdict(BaseModel):
     verdict: Verdict
     reasons: list[str] = []
     problems: list[Problem] = []
+    kind: ExclusionKind | Literal["unknown"] | None = None  # an EXCLUDED cell's (or an engine fault's): who left it out
+
+    @property
+    def kind_label(self) -> str:
+        """The kind as a reader sees it ("excluded by the matrix (author)", ...); empty for a cell
+        neither excluded nor ended by a fault."""
+        return exclusion_label(self.kind) if self.kind else ""
 
 
 class RunVerdict(BaseModel):
@@ -113,12 +121,21 @@ def selected_but_absent(ev: RunEvidence, cell_id: str) -> CellVerdict:
 
 
 def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:
-    """A cell the plan excluded: EXCLUDED when the recomputed plan excludes it too."""
+    """A cell the plan excluded: EXCLUDED when the recomputed plan excludes it too, by the kind
+    the run recorded (an author's exclusion is one the embedded matrix makes)."""
     plan = ev.plan
-    if plan is not None and not plan.error and cell_id not in plan.excluded:
+    recomputed = plan is not None and not plan.error
+    problem = None
+    if recomputed and cell_id not in plan.excluded:  # type: ignore[union-attr]
         problem = Problem(rule="plan-recomputed", scope="cell", cell=cell_id, text="listed as excluded, but the recomputed plan does not exclude it")
+    recorded, planned = ev.run.excluded_kinds.get(cell_id), plan.excluded_kinds.get(cell_id) if recomputed else None  # type: ignore[union-attr]
+    if problem is None and recorded and planned and recorded != planned:
+        text = f"recorded as {exclusion_label(recorded)}, but the recomputed plan says {exclusion_label(planned)}"
+        problem = Problem(rule="exclusion-kind", scope="cell", cell=cell_id, text=text)
+    if problem is not None:
         return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem])
-    return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason])
+    kind = recorded or planned or kind_from_text(reason) or "unknown"
+    return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason], kind=kind)
 
 
 def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Problem], rules: Rules) -> CellVerdict:
@@ -141,7 +158,8 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
 
 
 def verdict_of(run: RunRecord, cell_id: str, problems: list[Problem], record: CellRecord | None) -> CellVerdict:
+    kind = (record.exclusion_kind or record.evidenced_kind) if record is not None else None  # an older bundle records none: its evidence says
     if record is not None and record.status == "excluded" and not problems:
-        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"])
+        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"], kind=kind)
     verdict: Verdict = "INVALID" if problems else "VALID"
-    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=[p.text for p in problems], problems=problems)
+    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=[p.text for p in problems], problems=problems, kind=kind)

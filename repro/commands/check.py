@@ -68,8 +68,9 @@ def print_verdicts(verdicts: list[RunVerdict]) -> None:
         for cell in run.cells:
             colour = COLOURS[cell.verdict]
             console.print(f"  [{colour}]{cell.verdict:<8}[/] {shown(cell.cell_id)}", soft_wrap=True)
-            for reason in cell.reasons if cell.verdict != "VALID" else []:
-                console.print(f"             - {shown(reason)}", soft_wrap=True)
+            for index, reason in enumerate(cell.reasons if cell.verdict != "VALID" else []):
+                kind = f"{cell.kind_label}: " if cell.kind_label and index == 0 else ""
+                console.print(f"             - {kind}{shown(reason)}", soft_wrap=True)
         for note in run.notes:
             console.print(f"  [dim]note[/]: {shown(note)}", soft_wrap=True)
         for absent in run.absent:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,19 @@ from repro.core.errors import ReproError
 from repro.spec.matrix import LoadedMatrix, load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
-from repro.store.images import Blocked, BuildPlan, DigestPin, build_image, harness_image, lock_harness_requirements, needed_images, resolve_digest, resolve_plan
+from repro.store.images import (
+    Blocked,
+    BuildLog,
+    BuildPlan,
+    DigestPin,
+    build_image,
+    build_log_path,
+    harness_image,
+    lock_harness_requirements,
+    needed_images,
+    resolve_digest,
+    resolve_plan,
+)
 
 if TYPE_CHECKING:
     from repro.containers.client import DockerClient
@@ -68,11 +81,11 @@ def _needs(matrix: Path, profile: str, *, collect: bool = False) -> tuple[Docker
 def build_command(
     matrix: Path = MATRIX_OPTION,
     profile: str = PROFILE_OPTION,
-    verbose: bool = typer.Option(True, "--log/--no-log", help="Stream build log lines (dimmed)."),
+    verbose: bool = typer.Option(False, "--log/--no-log", help="Stream build log lines (dimmed); by default each log goes to <cache>/build-logs/."),
 ) -> None:
     """Build the harness image and the engine images a matrix needs (skips what is up to date)."""
     client, variant, needs = _needs(matrix, profile)
-    log = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else (lambda line: None)
+    stream = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else None
     problems: list[str] = []
     for need in needs:
         if isinstance(need, DigestPin):
@@ -88,26 +101,41 @@ def build_command(
         if found is not None:
             console.print(f"[green]up to date[/] {need.tag} ({found.id[7:19]})")
             continue
-        console.print(f"[bold]building[/] {need.tag} ({_what(need)})")
         started = time.monotonic()
-        ref = build_image(need, client, log=log)
-        console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s")
+        with building(f"{need.tag} ({_what(need)})", BuildLog(build_log_path(need.name), stream)) as log:
+            ref = build_image(need, client, log=log)
+        console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s; log: {escape(str(log.path))}")
     if problems:
         raise ReproError(problems[0], lines=problems)
-    build_suite_images(load_matrix(matrix), client, log)
+    build_suite_images(load_matrix(matrix), client, stream)
 
 
-def build_suite_images(loaded: LoadedMatrix, client: DockerClient, log: Callable[[str], None]) -> None:
+@contextmanager
+def building(what: str, log: BuildLog) -> Iterator[BuildLog]:
+    """One build and its log: on a terminal a transient status line while it builds; without
+    one (or with --log), a line saying what builds and where its log goes."""
+    with log:
+        if log.stream is not None or not console.is_terminal:
+            console.print(f"[bold]building[/] {escape(what)}; log: {escape(str(log.path))}", soft_wrap=True)
+            yield log
+            return
+        with console.status(f"building {escape(what)}; log: {escape(str(log.path))}"):
+            yield log
+
+
+def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Callable[[str], None] | None) -> None:
     """The image of each suite whose kind has its own (an external harness's wheels fetched and
-    verified first); built only when missing."""
+    verified first); built only when missing, its log in `<cache>/build-logs/suite-<id>.log`."""
     from repro.suites.registry import kind_of
 
     harness = harness_image(client)
     for suite in loaded.matrix.suites:
         started = time.monotonic()
-        ref = kind_of(suite).build_image(suite, harness, log)
+        with BuildLog(build_log_path(f"suite-{suite.id}"), stream) as log:
+            ref = kind_of(suite).build_image(suite, harness, log)
         if ref is not None:
-            console.print(f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in {time.monotonic() - started:.0f} s")
+            where = f"; log: {escape(str(log.path))}" if log.written else ""
+            console.print(f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in {time.monotonic() - started:.0f} s{where}")
 
 
 def _what(plan: BuildPlan) -> str:

@@ -18,7 +18,7 @@ from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
 from repro.core.yamlsource import require_folder
 from repro.plan.planner import Plan, stored_plan
-from repro.spec.cells import Cell
+from repro.spec.cells import Cell, exclusion_label
 from repro.spec.matrix import load_matrix, load_matrix_and_profiles, matrix_json_schema, matrix_profiles
 from repro.spec.profiles import is_profiles_file, load_profiles
 
@@ -115,6 +115,7 @@ def plan_summary(the_plan: Plan) -> dict:
         }
         if cell.excluded:
             entry["reason"] = cell.excluded
+            entry["kind"] = cell.excluded_kind or "unknown"
         return entry
 
     return {
@@ -135,7 +136,7 @@ def print_plan(the_plan: Plan) -> None:
     for cell in the_plan.cells:
         console.print(f"[green]RUN [/] {shown(cell.id)}", soft_wrap=True, highlight=False)
     for cell in the_plan.excluded:
-        console.print(f"[yellow]EXCL[/] {shown(cell.id)}: {shown(cell.excluded)}", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}", soft_wrap=True, highlight=False)
     console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded", highlight=False)
     unchecked = unchecked_templates(the_plan)
     if unchecked:

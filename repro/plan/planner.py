@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from repro.core.errors import BadInput
 from repro.core.files import GIB
 from repro.engines.registry import engine_class
-from repro.spec.cells import Cell
+from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.spec.profiles import Profile
@@ -48,9 +48,12 @@ def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templat
     combos = product(matrix.models, matrix.engines, matrix.protocols, matrix.suites, range(1, matrix.repeats + 1))
     for model, engine, protocol, suite, repeat in combos:
         cell = _cell(matrix, model, engine, protocol, suite, repeat, profile_name)
-        reason = exclusion_reason(matrix, cell, profile_name, profile) or template_reason(cell, (templates or {}).get(model.id))
-        if reason:
-            excluded.append(cell.model_copy(update={"excluded": reason}))
+        found = exclusion_reason(matrix, cell, profile_name, profile)
+        preflight = template_reason(cell, (templates or {}).get(model.id))
+        if found is None and preflight:
+            found = preflight, "configuration"
+        if found:
+            excluded.append(cell.model_copy(update={"excluded": found[0], "excluded_kind": found[1]}))
         else:
             runnable.append(cell)
     return Plan(
@@ -108,19 +111,21 @@ def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protoc
     )
 
 
-def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Profile) -> str | None:
+def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Profile) -> tuple[str, ExclusionKind] | None:
+    """Why the plan leaves a cell out, and whose choice it is: the matrix's (its profile list, its
+    `exclude` rules: the author's) or repro's (what the harness, engine or profile cannot carry)."""
     if profile_name not in matrix.profiles:
-        return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})"
+        return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})", "author"
     if cell.protocol not in IMPLEMENTED_PROTOCOLS:
-        return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(IMPLEMENTED_PROTOCOLS))})"
+        return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(IMPLEMENTED_PROTOCOLS))})", "configuration"
     if not cell.engine.serves(profile.engine_variant):
-        return f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}"
+        return f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}", "configuration"
     size_gb = cell.model.file_size / GIB
     if size_gb > profile.max_model_gb:
-        return f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile {profile_name} takes"
+        return f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile {profile_name} takes", "configuration"
     for rule in matrix.exclude:
         if _rule_matches(rule.model, cell.model.id) and _rule_matches(rule.engine, cell.engine.id) and _rule_matches(rule.protocol, cell.protocol):
-            return rule.reason
+            return rule.reason, "author"
     return None
 
 

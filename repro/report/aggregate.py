@@ -29,6 +29,7 @@ from repro.core.errors import BadInput
 from repro.report.coverage import run_coverage
 from repro.report.setup import TableSetup, run_setups
 from repro.report.stats import Consistency, Interval, Spread, consistency, spread, wilson
+from repro.spec.cells import exclusion_label
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import Protocol
 
@@ -244,6 +245,13 @@ class ExcludedCell(BaseModel):
     cell_id: str
     verdict: str
     reasons: list[str]
+    kind: str | None = None  # who left it out: author, configuration, speed, fault, unknown (None: not clean-room)
+
+    @property
+    def why(self) -> str:
+        """The reasons behind the kind's label: "excluded by the matrix (author): smoke time budget: ..."."""
+        reasons = "; ".join(self.reasons) or self.verdict
+        return f"{exclusion_label(self.kind)}: {reasons}" if self.kind else reasons
 
 
 class ProtocolComparison(BaseModel):
@@ -286,7 +294,7 @@ class PaperTables(BaseModel):
     @property
     def exclusion_reasons(self) -> list[tuple[str, int]]:
         """Each exclusion reason with the number of cells it excluded (captions name no cell id)."""
-        return list(Counter("; ".join(e.reasons) or e.verdict for e in self.exclusions).items())
+        return list(Counter(e.why for e in self.exclusions).items())
 
     @property
     def failure_type_columns(self) -> list[str]:
@@ -409,7 +417,7 @@ def collect_with_cells(
             verdicts.append(verdict)
             runs.append(verdict.run_id)
             valid += valid_cells(run_dir, verdict)
-            exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons) for c in verdict.cells if c.verdict != "VALID"]
+            exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons, kind=c.kind) for c in verdict.cells if c.verdict != "VALID"]
     grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
     rows = with_labels([row for row, _ in grouped])
     grouped = [(labelled, cells) for labelled, (_, cells) in zip(rows, grouped, strict=True)]

@@ -145,7 +145,7 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
-    progress.start_run(record.run_id, run_dir, len(prepared.cells))
+    progress.start_run(record.run_id, run_dir, prepared.cells, {c.id: len(prepared.suites[c.suite.id].ids) for c in prepared.cells})
     progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
     try:
         signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
@@ -339,6 +339,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
+        excluded_kinds={c.id: c.excluded_kind for c in prepared.plan.excluded if c.excluded_kind} if first_shard else {},
         shard=options.shard_text,
         only=list(options.only),
         chat_templates=prepared.templates,
@@ -535,7 +536,8 @@ def record_failed_cell(
 ) -> CellRecord:
     writer = ctx.bundle.start_cell(cell.id)
     update = {"status": status, "reason": reason, "finished_at": utc_now(), "engine_incidents": list(incidents or [])}
-    return writer.finish(base_record(ctx.prepared, cell, handle, gate).model_copy(update=update))
+    record = base_record(ctx.prepared, cell, handle, gate).model_copy(update=update)
+    return writer.finish(record.model_copy(update={"exclusion_kind": record.evidenced_kind}))
 
 
 def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gate: GateResult | None) -> CellRecord:
@@ -625,7 +627,7 @@ def run_workers(
             entrypoint = kind.entrypoint(cell)
             kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": entrypoint} if entrypoint else {})
             started.append(stack.enter_context(containers.started(ctx.client, kwargs)))
-        ctx.progress.start_cell(cell.id, len(suite.ids))
+        ctx.progress.start_cell(cell, len(suite.ids))
         deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
         ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
         return read_back(started[0]), ended

@@ -3,9 +3,37 @@ every later stage reads it (its id hashes what it is, so an id cannot be kept wh
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec, Protocol, Suite
+
+# Who left a cell out, and why: the matrix's own `exclude` rules and profile list (the author's
+# choice); the tool, from the profile, the harness or the chat template (configuration); the
+# latency gate, measuring this machine (speed); the engine, failing (fault).
+ExclusionKind = Literal["author", "configuration", "speed", "fault"]
+EXCLUSION_LABELS = {
+    "author": "excluded by the matrix (author)",
+    "configuration": "excluded by repro (configuration)",
+    "speed": "excluded by repro (speed)",
+    "fault": "not scored: the engine failed (fault)",
+    "unknown": "excluded (kind not recorded)",
+}
+
+
+def exclusion_label(kind: str | None) -> str:
+    """How a table, the check and the plan name an exclusion's kind ("unknown" for a bundle
+    written before kinds were recorded whose reason does not say)."""
+    return EXCLUSION_LABELS.get(kind or "unknown", EXCLUSION_LABELS["unknown"])
+
+
+def kind_from_text(reason: str) -> ExclusionKind | None:
+    """The kind an older bundle's reason states by its prefix (written before kinds were recorded)."""
+    for prefix, kind in (("latency gate:", "speed"), ("configuration:", "configuration"), ("engine", "fault")):
+        if reason.startswith(prefix):
+            return kind  # type: ignore[return-value]
+    return None
 
 
 class Cell(BaseModel):
@@ -20,6 +48,12 @@ class Cell(BaseModel):
     profile: str
     decoding: Decoding
     excluded: str | None = None
+    excluded_kind: ExclusionKind | None = None  # who excluded it, beside `excluded` (why)
+
+    @property
+    def label(self) -> str:
+        """What a person reads: model / protocol / suite (and the repeat past the first); the id is the key."""
+        return f"{self.model.id} / {self.protocol} / {self.suite.id}" + (f" / r{self.repeat}" if self.repeat > 1 else "")
 
     @property
     def seed(self) -> int:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 from repro.core.config import PROJECT_ROOT, cache_dir
 from repro.core.errors import BadInput, ReproError
@@ -569,6 +569,50 @@ def _emit(line: str, tail: deque, log: Log) -> None:
     if line.strip():
         tail.append(line)
         log(line)
+
+
+def build_log_path(name: str) -> Path:
+    """Where an image's build log is written: `<cache>/build-logs/<name>.log` (the latest build
+    of that image; the cache is `REPRO_CACHE`, else `~/.cache/repro`)."""
+    return cache_dir() / "build-logs" / f"{name}.log"
+
+
+class BuildLog:
+    """A build's log, written to `path` (opened at its first line) and to `stream` too when given
+    (`--log`). Used as a context: a ReproError raised inside names the file and carries the log's
+    last lines (unless it carries them already, as a failed `docker build` does)."""
+
+    def __init__(self, path: Path, stream: Log | None = None) -> None:
+        self.path = path
+        self.stream = stream
+        self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.out: IO[str] | None = None
+
+    def __call__(self, line: str) -> None:
+        if self.out is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.out = self.path.open("w", encoding="utf-8")
+        self.out.write(line + "\n")
+        self.out.flush()
+        self.tail.append(line)
+        if self.stream is not None:
+            self.stream(line)
+
+    @property
+    def written(self) -> bool:
+        return self.out is not None
+
+    def __enter__(self) -> BuildLog:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: object) -> None:
+        if self.out is not None:
+            self.out.close()
+        if not isinstance(error, ReproError) or self.out is None:
+            return
+        tail = [] if len(error.lines) > 1 or not self.tail else [f"--- last {len(self.tail)} lines of the build log ---", *self.tail]
+        lines = [*error.lines, *tail, f"the whole build log: {self.path}"]
+        raise type(error)(lines[0], lines=lines) from error
 
 
 def link_or_copy(source: Path, target: Path) -> None:

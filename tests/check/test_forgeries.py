@@ -247,6 +247,13 @@ def forge_cell_excluded_in_record(run: Path) -> list[str]:
     return [cell.name]
 
 
+def forge_ran_cell_with_exclusion_kind(run: Path) -> list[str]:
+    """A ran cell that records an exclusion kind (as if the latency gate had excluded it)."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record.update(exclusion_kind="speed"))
+    return [cell.name]
+
+
 def forge_model_pin(run: Path) -> list[str]:
     """8. The model sha256 inside cell.json's `cell` changed (and the verified sha256 with it)."""
     cell = target(run)
@@ -756,6 +763,7 @@ FORGERIES = [
     case(forge_unplanned_cell, "plan-recomputed", "06-unplanned-cell-added"),
     case(forge_moved_to_excluded, "plan-recomputed", "07-cell-moved-to-excluded"),
     case(forge_cell_excluded_in_record, "exclusion-evidenced", "07b-cell-record-says-excluded"),
+    case(forge_ran_cell_with_exclusion_kind, "exclusion-kind", "07c-ran-cell-records-an-exclusion-kind"),
     case(forge_model_pin, "cell-as-planned", "08-model-sha256-changed"),
     case(forge_protocol, "cell-as-planned", "09-protocol-changed"),
     case(forge_matrix_sha256, "plan-recomputed", "10-matrix-sha256-edited"),

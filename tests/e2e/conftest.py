@@ -132,8 +132,15 @@ def run_repro(project: Path, home: Path, *args: str, timeout: float = 1800) -> s
 
 
 @pytest.fixture(scope="session")
-def e2e_run(snapshot, canary_home, harness_image_ref, llama_image_ref) -> Path:
-    """One uninterrupted run of matrix/e2e.yaml from the clean snapshot, under the canary identity."""
+def e2e_console(snapshot, canary_home, harness_image_ref, llama_image_ref) -> subprocess.CompletedProcess:
+    """One uninterrupted run of matrix/e2e.yaml from the clean snapshot, under the canary identity,
+    and what it printed (its stdout is a pipe: the console as a log shows it)."""
     proc = run_repro(snapshot, canary_home, "matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="session")
+def e2e_run(snapshot, e2e_console) -> Path:
+    """The bundle of that run."""
     return snapshot / "results" / (snapshot / "results" / "LATEST").read_text().strip()

@@ -53,6 +53,24 @@ def test_run_is_valid_and_complete(e2e_run, snapshot, canary_home):
     assert proc.stdout.count("VALID") >= 2 and "INVALID" not in proc.stdout.replace("0 INVALID", "")
 
 
+def test_the_console_of_a_run_reads_as_a_log(e2e_run, e2e_console):
+    """Without a terminal: a header per cell before its scenario lines, short labels, the overall
+    line with time left, and no progress frame."""
+    lines = e2e_console.stdout.splitlines()
+    cells = sorted(cells_of(e2e_run), key=lambda cell: "part-b" in cell)
+    for number, (cell_id, suite) in enumerate(zip(cells, ("part-a", "part-b"), strict=True), start=1):
+        header = lines.index(f"cell {number} of 2: smollm2-135m-instruct-q4_1 / json_schema / {suite} ({cell_id})")
+        done = next(i for i in range(header, len(lines)) if lines[i].startswith("  done "))
+        assert lines[done].startswith(f"  done smollm2-135m-instruct-q4_1 / json_schema / {suite}: ")
+        scenario_lines = [line[4:9] for line in lines[header + 1 : done] if not line.startswith("overall: ")]  # every 60 s an overall line
+        assert scenario_lines == [f"[{i}/7]" for i in range(1, 8)]
+        assert lines[done + 1].startswith(f"overall: {7 * number} of 14 scenarios, {number} of 2 cells, ")
+    assert "left" in next(line for line in lines if line.startswith("overall: 7 of 14"))  # time left from the measured rate
+    (ended,) = [line for line in lines if line.startswith("run complete: ")]
+    assert ended.startswith("run complete: overall: 14 of 14 scenarios, 2 of 2 cells, ") and ended.endswith("nothing left")
+    assert "━" not in e2e_console.stdout and "\x1b" not in e2e_console.stdout and "\r" not in e2e_console.stdout
+
+
 def invalid_replies(transcript: list[TranscriptEntry]) -> list[RecordedReply]:
     return [reply for entry in transcript if isinstance(entry, StepEntry | InvalidEntry) for reply in entry.replies if reply.problem]
 

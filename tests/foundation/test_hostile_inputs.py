@@ -182,13 +182,13 @@ def test_the_run_progress_escapes_what_came_from_input():
 
     console = Console(record=True, width=400, force_terminal=False)
     progress = RunProgress(console)
-    progress.start_run(FORGED, Path("/tmp/[blink]x"), 1)
-    progress.cell_done(FORGED, "error", FORGED)
+    progress.start_run(FORGED, Path("/tmp/[blink]x"), [], {})
+    progress.cell_done(FORGED, "error", FORGED)  # its header names it twice (no label known: the id), its line twice
     progress.note(f"[red]engine fault[/] {FORGED}")
-    progress.bars.stop()
+    progress.end_run("failed")
     text = console.export_text()
     assert "\x1b" not in text and "\u202e" not in text
-    assert "/tmp/[blink]x" in text and text.count("r[/]\\x1b[2J\\x1b]0;title\\x07x\\n[blink]forged\\u202e") == 4
+    assert "/tmp/[blink]x" in text and text.count("r[/]\\x1b[2J\\x1b]0;title\\x07x\\n[blink]forged\\u202e") == 6
 
 
 def test_the_host_identity_scan_of_a_suite_skips_a_huge_sparse_file(tmp_path):

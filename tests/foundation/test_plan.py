@@ -68,9 +68,11 @@ def test_excluded_cells_listed_with_reason(tmp_path, capsys):
     cpu = plan_json(capsys, str(path), "--profile", "cpu")
     assert len(cpu["cells"]) == 2 and len(cpu["excluded"]) == 2
     assert {c["reason"] for c in cpu["excluded"]} == {"model qwen2.5-coder-0.5b-instruct-q4_k_m (3.25 GB) exceeds the 2 GB that profile cpu takes"}
+    assert {c["kind"] for c in cpu["excluded"]} == {"configuration"}  # the profile's limit, decided by repro
     t4 = plan_json(capsys, str(path), "--profile", "gpu-t4")
     assert t4["cells"] == []
     assert {c["reason"] for c in t4["excluded"]} == {"engine llamacpp-b11434 has no cuda image for profile gpu-t4"}
+    assert {c["kind"] for c in t4["excluded"]} == {"configuration"}
 
 
 def test_profile_not_allowed_by_matrix_excludes_everything(tmp_path, capsys):

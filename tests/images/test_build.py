@@ -99,3 +99,63 @@ def test_a_failing_build_reports_the_tail_of_its_log(docker_client, base_image_i
     assert "the-build-broke" in lines and "line-40" in lines and "line-1" not in lines
     assert "line-1" in seen  # every line was streamed to the log as it came
     assert images.find_local(plan.tag, docker_client) is None
+
+
+def tiny_plan(tmp_path, name: str, run: str) -> images.BuildPlan:
+    """A one-step image on the local base: a real build of a few seconds."""
+    (tmp_path / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\nRUN {run}\n")
+    key = images.content_key({"test": name, "run": run})
+    return images.BuildPlan(
+        name=name,
+        kind="engine",
+        dockerfile=tmp_path / "Dockerfile",
+        buildargs={"BASE_IMAGE": images.configured_base()},
+        inputs={},
+        base_ids={},
+        key=key,
+        labels={"repro.kind": "test"},
+        source="test",
+    )
+
+
+def test_a_build_log_goes_to_its_file_and_streams_only_when_asked(docker_client, base_image_id, tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    plan = tiny_plan(tmp_path, "test-logged-build", "echo the-tiny-build-ran")
+    path = images.build_log_path(plan.name)
+    assert path == tmp_path / "cache" / "build-logs" / "test-logged-build.log"
+    try:
+        with images.BuildLog(path) as log:
+            images.build_in_context(plan, docker_client, lambda context: images.link_or_copy(plan.dockerfile, context / "Dockerfile"), log)
+        assert "the-tiny-build-ran" in path.read_text() and log.stream is None
+        streamed: list[str] = []
+        with images.BuildLog(path, streamed.append) as log:
+            log("with --log")
+        assert streamed == ["with --log"] and path.read_text() == "with --log\n"  # the latest build's log
+    finally:
+        docker_client.images.remove(plan.tag, force=True)
+
+
+def test_a_failing_build_names_its_log_file_and_shows_its_tail(docker_client, base_image_id, tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    plan = tiny_plan(tmp_path, "test-failing-logged-build", "for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3")
+    path = images.build_log_path(plan.name)
+    with pytest.raises(ReproError) as caught, images.BuildLog(path) as log:
+        images.build_in_context(plan, docker_client, lambda context: images.link_or_copy(plan.dockerfile, context / "Dockerfile"), log)
+    lines = caught.value.lines
+    assert lines[0].startswith(f"build of {plan.tag} failed:") and lines[-1] == f"the whole build log: {path}"
+    assert "the-build-broke" in lines and "line-40" in lines and "line-1" not in lines  # the tail, shown once
+    assert "line-1\n" in path.read_text() and "the-build-broke" in path.read_text()  # the whole log, in the file
+    with pytest.raises(ReproError) as fetch, images.BuildLog(path) as log:  # a failure before docker build: the log's tail is added
+        log("fetching the source")
+        raise ReproError("the source's sha256 differs")
+    assert fetch.value.lines == ["the source's sha256 differs", "--- last 1 lines of the build log ---", "fetching the source", f"the whole build log: {path}"]
+
+
+def test_images_build_does_not_stream_by_default_and_says_where_the_logs_go():
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    result = CliRunner().invoke(app, ["images", "build", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "--log" in result.stdout and "build-logs" in result.stdout
+    assert "--no-log" in result.stdout.split("build-logs")[0] or "[default: no-log]" in result.stdout
