@@ -21,7 +21,8 @@ def rule_provenance(ev: RunEvidence) -> list[str]:
     if not run.source.commit:
         problems.append("project commit not recorded")
     if not run.source.tree_clean or run.source.dirty_files:
-        problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'})")
+        allowed = "; the run was started with --allow-dirty, not clean-room from the start" if run.dirty_allowed else ""
+        problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'}){allowed}")
     return problems
 
 
@@ -48,6 +49,7 @@ def rule_plan_listing(ev: RunEvidence) -> list[str]:
         except BadInput as error:
             problems.append(str(error))
     problems += [f"{CELLS_DIR}/{name} is not a planned cell" for name in ev.bundle.stray_cells()]
+    problems += [f"{CELLS_DIR}/{name}: a partial cell (an interrupted attempt's finished scenarios), not a complete one" for name in ev.bundle.partial_cells()]
     return problems
 
 
