@@ -284,9 +284,10 @@ def _run_all(
 
 
 class _atomic_lines:
-    """Append JSON lines to a temporary file beside ``path``; rename it into place on success.
-    Every write error (a full disk) is an ``InputError`` naming ``path``, and the temporary file
-    never outlives the run."""
+    """Append JSON lines to a temporary file beside ``path`` (``.<name>.*.tmp``, readable by all,
+    each line flushed as written: the orchestrator keeps each finished scenario from it, so an
+    interrupted cell keeps them); rename it into place on success. Every write error (a full
+    disk) is an ``InputError`` naming ``path``, and the temporary file never outlives the run."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -298,6 +299,7 @@ class _atomic_lines:
             return lambda record: None
         with self._errors():
             handle, self._temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            os.fchmod(handle, 0o644)  # mkstemp makes it private; the host reads it while it grows
         self._file = os.fdopen(handle, "w", encoding="utf-8")
         return self._write
 
@@ -325,7 +327,6 @@ class _atomic_lines:
         with self._file:
             self._file.flush()
             os.fsync(self._file.fileno())
-        os.chmod(self._temp, 0o644)  # mkstemp makes it private; results are meant to be read
         os.replace(self._temp, self.path)
 
     @contextlib.contextmanager

@@ -6,8 +6,13 @@
 
 Every byte written passes through the redactor and is written atomically (0644 files, 0755
 folders). A cell is written into `cells/.<id>.partial/` and renamed into place only once
-complete, so an interrupted run never leaves a half cell; `cell.json` (written last) lists the
-sha256 of the cell's other files, which is how `--resume` knows a cell is complete and intact.
+complete, so a partial cell is never taken for a complete one; `cell.json` (written last) lists
+the sha256 of the cell's other files, which is how `--resume` knows a cell is complete and intact.
+While a cell runs, each finished scenario is kept in the partial folder as it finishes
+(`kept/<scenario-id>.json`, one atomic write each, beside `partial.json`, what they belong to):
+an interrupted cell keeps them, `--resume` verifies them (`kept_scenarios`) and reruns only the
+rest, and the complete cell holds neither. `repro check` calls a partial folder left in a bundle
+INVALID (`BundleReader.partial_cells`).
 
 A bundle may come from someone else: everything outside this module reads one through a
 `BundleReader`, whose every read is bounded (repro.files' MAX_*_BYTES), never follows a link and
@@ -33,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle.provenance import source_change
-from repro.bundle.records import CellRecord, RunRecord, SourceState, utc_now
+from repro.bundle.records import CellRecord, KeptScenario, PartialCell, RunRecord, SourceState, utc_now
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import (
@@ -62,6 +67,8 @@ SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and ..
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (run.json author.profiles_file), byte for byte
 CELL_FILE = "cell.json"
+PARTIAL_FILE = "partial.json"  # in cells/.<id>.partial/: what its kept scenarios belong to
+KEPT_DIR = "kept"  # in cells/.<id>.partial/: one <scenario-id>.json per finished scenario
 LATEST = "LATEST"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
 Line = TypeVar("Line", ScenarioResult, TranscriptLine)
@@ -139,13 +146,45 @@ class Bundle:
     def cell_dir(self, cell_id: str) -> Path:
         return self.dir / CELLS_DIR / safe_id(cell_id, "cell id")
 
-    def start_cell(self, cell_id: str) -> CellWriter:
-        partial = self.dir / CELLS_DIR / f".{safe_id(cell_id, 'cell id')}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        with space_in(self.dir, partial):
-            partial.mkdir(parents=True, mode=DIR_MODE)
-        os.chmod(partial, DIR_MODE)
-        return CellWriter(self, cell_id, partial)
+    def partial_dir(self, cell_id: str) -> Path:
+        return self.dir / CELLS_DIR / f".{safe_id(cell_id, 'cell id')}.partial"
+
+    def start_cell(self, cell_id: str, partial: PartialCell | None = None, kept: Sequence[KeptScenario] = ()) -> CellWriter:
+        """A fresh partial folder for the cell; with `partial`, one that keeps each finished
+        scenario (starting with `kept`, an interrupted attempt's, already verified)."""
+        folder = self.partial_dir(cell_id)
+        shutil.rmtree(folder, ignore_errors=True)
+        with space_in(self.dir, folder):
+            folder.mkdir(parents=True, mode=DIR_MODE)
+        os.chmod(folder, DIR_MODE)
+        writer = CellWriter(self, cell_id, folder)
+        if partial is not None:
+            write_in(self.dir, folder / PARTIAL_FILE, self.redactor.text(to_json(partial)).encode())
+            for scenario in kept:
+                writer.keep(scenario)
+        return writer
+
+    def kept_scenarios(self, cell_id: str, expected: PartialCell) -> tuple[list[KeptScenario], str | None]:
+        """The finished scenarios an interrupted attempt at the cell kept, in suite order, when
+        they belong to exactly `expected` and each is intact; else none, and why (None: no partial)."""
+        folder = self.partial_dir(cell_id)
+        if folder.is_symlink() or not folder.is_dir():
+            return [], None
+        paths = kept_files(folder / KEPT_DIR)
+        try:
+            found = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
+            kept = [KeptScenario.model_validate_json(read_regular(path, MAX_JSONL_BYTES)) for path in paths]
+        except (BadInput, OSError, ValidationError) as error:
+            return [], f"its kept scenarios are unreadable ({short_error(error)})"
+        if found != expected:
+            return [], "it was started for another matrix, profile, commit, cell or suite"
+        wrong = [
+            path.stem for path, one in zip(paths, kept, strict=True) if not one.intact or one.result.id != path.stem or path.stem not in expected.suite_ids
+        ]
+        if wrong:
+            return [], f"kept scenario {wrong[0]} is not intact"
+        order = {scenario_id: index for index, scenario_id in enumerate(expected.suite_ids)}
+        return sorted(kept, key=lambda one: order[one.result.id]), None
 
     def cell_is_complete(self, cell_id: str) -> bool:
         return not self.reader.cell_problems(cell_id)
@@ -161,6 +200,13 @@ class CellWriter:
         self.cell_id = cell_id
         self.partial = partial
         self.files: dict[str, str] = {}
+        self.kept: dict[str, KeptScenario] = {}  # scenario id -> its result and transcript, kept as it finished
+
+    def keep(self, scenario: KeptScenario) -> None:
+        """One finished scenario, written at once (atomically) so an interrupted cell keeps it."""
+        name = f"{safe_id(scenario.result.id, 'scenario id')}.json"
+        write_in(self.bundle.dir, self.partial / KEPT_DIR / name, self.bundle.redactor.text(to_json(scenario)).encode())
+        self.kept[scenario.result.id] = scenario
 
     def write_text(self, name: str, text: str) -> None:
         data = self.bundle.redactor.text(text).encode()
@@ -173,6 +219,8 @@ class CellWriter:
     def finish(self, record: CellRecord) -> CellRecord:
         """Write cell.json last, then move the whole cell into place in one rename."""
         record = record.model_copy(update={"files": dict(sorted(self.files.items()))})
+        shutil.rmtree(self.partial / KEPT_DIR, ignore_errors=True)  # the complete cell holds its scenarios in scenarios.jsonl
+        (self.partial / PARTIAL_FILE).unlink(missing_ok=True)
         write_in(self.bundle.dir, self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
         final = self.bundle.cell_dir(self.cell_id)
         if final.exists():
@@ -182,6 +230,13 @@ class CellWriter:
 
     def discard(self) -> None:
         shutil.rmtree(self.partial, ignore_errors=True)
+
+
+def kept_files(folder: Path) -> list[Path]:
+    """The kept scenarios' files of a partial cell: regular `<id>.json` files (no link, no dot-entry)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix == ".json" and is_plain_name(p.name) and not p.is_symlink() and p.is_file())
 
 
 def mark_latest(results_dir: Path, run_dir: Path) -> None:
@@ -371,6 +426,13 @@ class BundleReader:
         if folder.is_symlink() or not folder.is_dir():
             return []
         return sorted(entry.name for entry in folder.iterdir() if not entry.name.startswith("."))
+
+    def partial_cells(self) -> list[str]:
+        """The partial cells' folders (`.<id>.partial`): an interrupted attempt, never a complete cell."""
+        folder = self.dir / CELLS_DIR
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        return sorted(entry.name for entry in folder.iterdir() if _is_partial([CELLS_DIR, entry.name]))
 
     def stray_cells(self) -> list[str]:
         run = self.run()

@@ -30,7 +30,21 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
         )
     except Exception as error:  # not a git checkout, or no commit yet
         return SourceState(commit=None, tree_clean=False, dirty_files=[f"(no git commit: {type(error).__name__})"], harness_digest=digest)
-    return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:50], harness_digest=digest)
+    return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:DIRTY_KEPT], harness_digest=digest)
+
+
+DIRTY_SHOWN = 5  # files named in the one line that says a tree is dirty
+DIRTY_KEPT = 50  # files a SourceState records
+
+
+def dirty_line(state: SourceState, shown: int = DIRTY_SHOWN) -> str:
+    """One line naming the files that make the tree dirty (up to `shown`, and how many more):
+    the same SourceState the bundle records and `repro check` judges, so plan, run, doctor and
+    check never disagree."""
+    files = state.dirty_files
+    plus = "+" if len(files) >= DIRTY_KEPT else ""  # a SourceState keeps the first DIRTY_KEPT
+    rest = f" and {len(files) - shown}{plus} more" if len(files) > shown else ""
+    return f"the project tree is dirty ({len(files)}{plus} file(s): {', '.join(files[:shown])}{rest})"
 
 
 def author_source(loaded: LoadedMatrix) -> AuthorSource | None:

@@ -5,13 +5,14 @@ A bundle carries `format_version`; `repro check` keeps its rules in a table keye
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, computed_field
 
-from harness.contracts import SandboxAudit, ScenarioResult
+from harness.contracts import SandboxAudit, ScenarioResult, TranscriptLine
 from repro import __version__
 from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import GateResult, GpuDevice, SandboxSettings, TemplateFacts
@@ -202,6 +203,7 @@ class RunRecord(BaseModel):
     finished_at: str | None = None
     leaked_containers: list[str] = []
     author: AuthorSource | None = None  # a matrix kept outside the project (paths_from: matrix): its files and their repository
+    dirty_allowed: bool = False  # started on a dirty tree with --allow-dirty: not a clean-room run from the start
 
 
 class AuthorFile(BaseModel):
@@ -222,6 +224,41 @@ class AuthorSource(BaseModel):
     commit: str | None = None  # None: the matrix's folder is not in a git repository
     tree_clean: bool = False
     dirty_files: list[str] = []
+
+
+class PartialCell(BaseModel):
+    """What an interrupted cell's kept scenarios belong to (`cells/.<id>.partial/partial.json`):
+    `--resume` keeps them only when the run, the cell and its suite are exactly these."""
+
+    run_id: str
+    matrix_sha256: str
+    profile: str
+    commit: str | None
+    harness_digest: str | None
+    cell: Cell
+    suite_sha256: str
+    suite_ids: list[str]
+
+
+class KeptScenario(BaseModel):
+    """One finished scenario of an interrupted cell (`cells/.<id>.partial/kept/<scenario>.json`):
+    its result and transcript lines as the harness wrote them, and their sha256."""
+
+    result: ScenarioResult
+    transcript: TranscriptLine
+    sha256: str
+
+    @staticmethod
+    def digest(result: ScenarioResult, transcript: TranscriptLine) -> str:
+        return hashlib.sha256((result.model_dump_json() + "\n" + transcript.model_dump_json()).encode()).hexdigest()
+
+    @classmethod
+    def of(cls, result: ScenarioResult, transcript: TranscriptLine) -> KeptScenario:
+        return cls(result=result, transcript=transcript, sha256=cls.digest(result, transcript))
+
+    @property
+    def intact(self) -> bool:
+        return self.result.id == self.transcript.id and self.sha256 == self.digest(self.result, self.transcript)
 
 
 class SourceState(BaseModel):

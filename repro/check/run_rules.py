@@ -21,7 +21,8 @@ def rule_provenance(ev: RunEvidence) -> list[str]:
     if not run.source.commit:
         problems.append("project commit not recorded")
     if not run.source.tree_clean or run.source.dirty_files:
-        problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'})")
+        allowed = "; the run was started with --allow-dirty, not clean-room from the start" if run.dirty_allowed else ""
+        problems.append(f"project tree was dirty at run time ({', '.join(run.source.dirty_files[:3]) or 'unknown files'}){allowed}")
     author = run.author
     if author is not None and author.commit is not None and (not author.tree_clean or author.dirty_files):
         problems.append(f"the author's files were dirty at run time ({', '.join(author.dirty_files[:3]) or 'unknown files'})")
@@ -52,6 +53,7 @@ def rule_plan_listing(ev: RunEvidence) -> list[str]:
         except BadInput as error:
             problems.append(str(error))
     problems += [f"{CELLS_DIR}/{name} is not a planned cell" for name in ev.bundle.stray_cells()]
+    problems += [f"{CELLS_DIR}/{name}: a partial cell (an interrupted attempt's finished scenarios), not a complete one" for name in ev.bundle.partial_cells()]
     return problems
 
 

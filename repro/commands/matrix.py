@@ -74,11 +74,27 @@ def plan(
     the_plan = plan_for(file, profile)
     toolkit_line = toolkit_note(file, profile)
     if as_json:
-        typer.echo(json.dumps({**plan_summary(the_plan), **({"toolkit": toolkit_line} if toolkit_line else {})}, indent=2))
+        dirty = dirty_note()
+        extra = ({"toolkit": toolkit_line} if toolkit_line else {}) | ({"dirty_tree": dirty} if dirty else {})
+        typer.echo(json.dumps({**plan_summary(the_plan), **extra}, indent=2))
         return
     print_plan(the_plan)
     if toolkit_line:
         console.print(f"[yellow]note[/] {shown(toolkit_line)}", soft_wrap=True, highlight=False)
+    dirty = dirty_note()
+    if dirty:
+        console.print(f"[yellow]warning[/] {shown(dirty)}", soft_wrap=True, highlight=False)
+
+
+def dirty_note() -> str | None:
+    """One line when the project tree is dirty (the SourceState the bundle would record): every
+    cell of a run from it would be INVALID, and `matrix run` refuses it without --allow-dirty."""
+    from repro.bundle.provenance import dirty_line, source_state
+
+    state = source_state()
+    if state.tree_clean:
+        return None
+    return f"{dirty_line(state)}: repro matrix run refuses it (every cell would be INVALID); commit or remove them, or pass --allow-dirty"
 
 
 def toolkit_note(file: Path, profile: str) -> str | None:
@@ -158,12 +174,19 @@ def run(
     replicas: str = typer.Option(
         "1", "--replicas", help="Engines per group at the profile's threads, one slot each (exact); 'auto': as many as the cores hold."
     ),
+    allow_dirty: bool = typer.Option(
+        False, "--allow-dirty", help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, every cell INVALID in repro check."
+    ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
 
+    A dirty project tree (uncommitted or untracked, unignored files) is refused before anything
+    starts, naming the files; --allow-dirty runs it anyway, marked not clean-room. An interrupted
+    cell keeps its finished scenarios: `--resume` reruns only the rest.
+
     Exit status: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
-    fault (or another error) or was excluded by the latency gate; 2 bad input; 130 interrupted
-    (`--resume` continues, and reruns cells that ended in engine faults)."""
+    fault (or another error) or was excluded by the latency gate; 2 bad input (a dirty tree too);
+    130 interrupted (`--resume` continues, and reruns cells that ended in engine faults)."""
     from repro.bundle.layout import DiskFull
     from repro.plan.planner import parse_shard
     from repro.run.progress import RunProgress
@@ -171,7 +194,9 @@ def run(
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
-    options = RunOptions(matrix=file, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas))
+    options = RunOptions(
+        matrix=file, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas), allow_dirty=allow_dirty
+    )
     try:
         run_dir = run_matrix(options, RunProgress(console))
     except DiskFull as error:
@@ -217,7 +242,10 @@ def incomplete_line(run_dir: Path, options: RunOptions, status: int) -> str:
     if status == 130 or record.status == "interrupted":
         why = "interrupted" + (f"; {why}" if why else "")
     when = " when the machine is quiet" if causes["gate"] else ""
-    return f"run incomplete (exit {status}): {why or record.status}; to finish it{when}, run: {resume_command(options)} (complete cells are kept, the others run and are gated again)"
+    return (
+        f"run incomplete (exit {status}): {why or record.status}; to finish it{when}, run: {resume_command(options)} "
+        "(complete cells are kept, the others run and are gated again; an interrupted cell keeps its finished scenarios)"
+    )
 
 
 def resume_command(options: RunOptions) -> str:
@@ -229,6 +257,8 @@ def resume_command(options: RunOptions) -> str:
         words += ["--only", cell_id]
     if options.replicas != 1:
         words += ["--replicas", str(options.replicas or "auto")]
+    if options.allow_dirty:
+        words += ["--allow-dirty"]
     return printable(shlex.join(words))
 
 

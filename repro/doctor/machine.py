@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from repro.containers.client import get_client
-from repro.core.config import cache_dir
+from repro.core.config import cache_dir, is_checkout
 from repro.core.errors import DockerUnavailable
 
 Level = Literal["OK", "WARN", "FAIL"]
@@ -27,7 +27,7 @@ class Finding:
 
 
 def run_checks() -> list[Finding]:
-    findings = [_python()]
+    findings = [_python(), *tree_finding()]
     try:
         client = get_client()
     except DockerUnavailable as error:
@@ -42,6 +42,20 @@ def run_checks() -> list[Finding]:
     findings.append(nvidia_hook_finding(info, dockerd_path()))
     findings.append(driver_finding(host_nvidia_smi()))
     return findings
+
+
+def tree_finding() -> list[Finding]:
+    """The project tree as a run would record it (repro.bundle.provenance.source_state, the state
+    `repro check` judges): a dirty tree is named, since `matrix run` refuses it. None outside a checkout."""
+    from repro.bundle.provenance import dirty_line, source_state
+
+    if not is_checkout():
+        return []
+    state = source_state()
+    if state.tree_clean:
+        return [Finding("OK", "project tree", f"clean at commit {(state.commit or '?')[:12]}")]
+    hint = "commit or remove them (or ignore them in .gitignore): matrix run refuses a dirty tree without --allow-dirty, and check calls its cells INVALID"
+    return [Finding("WARN", "project tree", dirty_line(state), hint)]
 
 
 def _python() -> Finding:

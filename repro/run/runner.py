@@ -4,13 +4,16 @@ Read top to bottom: `run_matrix` prepares everything that can be checked before 
 opens (or resumes) the bundle, then runs one group at a time. A group boots its engine once,
 gates it, and runs each cell's harness in its own sealed container joined to the engine's
 network namespace; results are read from the harness's output files (as untrusted input), never
-from stdout. Every container is removed on the way out; an interrupted run leaves no container
-and no half cell, and `--resume` finishes it.
+from stdout. A dirty project tree is refused before anything starts (unless --allow-dirty, which
+marks the run not clean-room from the start). Every container is removed on the way out; an
+interrupted run leaves no container and no half cell: the cell in progress keeps its finished
+scenarios in its partial folder (repro.bundle.layout), and `--resume` reruns only the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 from collections.abc import Callable
@@ -20,8 +23,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.contracts import SandboxAudit
-from repro.bundle.layout import AUTHOR_PROFILES_COPY, Bundle, BundleReader, find_resumable, mark_latest
-from repro.bundle.provenance import author_at_end, author_source, source_at_end, source_state, system_description
+from repro.bundle.layout import AUTHOR_PROFILES_COPY, Bundle, BundleReader, CellWriter, find_resumable, mark_latest
+from repro.bundle.provenance import author_at_end, author_source, dirty_line, source_at_end, source_state, system_description
 from repro.bundle.records import (
     CellRecord,
     EngineIncident,
@@ -29,7 +32,9 @@ from repro.bundle.records import (
     Execution,
     IdentityCheck,
     ImageInfo,
+    KeptScenario,
     MatrixInfo,
+    PartialCell,
     RunRecord,
     SandboxRecord,
     SourceState,
@@ -60,12 +65,16 @@ from repro.spec.profiles import Profile
 from repro.store.chat_template import engine_template_problem, server_blocker
 from repro.store.images import ImageRef, engine_image, harness_image
 from repro.store.models import model_path
-from repro.suites.base import SCENARIO_MOUNT
+from repro.suites.base import SCENARIO_MOUNT, SuiteKind
 from repro.suites.registry import kind_of
 
 EXIT_OK = 0
 EXIT_FAULT = 1  # a cell ended in an engine fault (or another error), or the latency gate excluded it
 EXIT_INTERRUPTED = 130
+# A test hook (tests/e2e/test_run.py): with this set to k, the run sends itself SIGTERM (a
+# scheduler's stop, which ends the run as Ctrl-C does) once k scenarios of a cell are kept, so a
+# test interrupts a cell at a seeded point whatever signal dispositions it was launched with.
+TEST_INTERRUPT_AFTER = "REPRO_TEST_INTERRUPT_AFTER"
 
 
 class RunOptions(BaseModel):
@@ -76,6 +85,7 @@ class RunOptions(BaseModel):
     only: list[str] = []
     shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
     replicas: int | None = 1  # engines per group, one slot each; None: as many as the cores (and GPU memory) hold
+    allow_dirty: bool = False  # run on a dirty tree anyway, marked not clean-room from the start
 
     @property
     def shard_text(self) -> str | None:
@@ -136,16 +146,20 @@ class GroupEngine(BaseModel):
 
 def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
+    source = source_state()
+    refuse_dirty(source, options.allow_dirty)
     prepared = prepare(options)
     client = get_client()
     replicas = choose_replicas(options, prepared, client)
-    run_dir, record, resumed = open_run(options, prepared, source_state(), client)
+    run_dir, record, resumed = open_run(options, prepared, source, client)
     ctx = RunContext(client=client, prepared=prepared, bundle=Bundle(run_dir, Redactor()), run_id=record.run_id, progress=progress, replicas=replicas)
     if resumed:
         progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
     progress.start_run(record.run_id, run_dir, prepared.cells, {c.id: len(prepared.suites[c.suite.id].ids) for c in prepared.cells})
+    if not source.tree_clean:
+        progress.note(f"[yellow]not a clean-room run[/] (--allow-dirty): {shown(dirty_line(source))}; repro check will call every cell INVALID")
     progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
     try:
         signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
@@ -159,6 +173,13 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         finish_run(ctx, record, options.out)
         progress.end_run(record.status)
     return run_dir
+
+
+def refuse_dirty(source: SourceState, allow_dirty: bool) -> None:
+    """Before anything starts: a tree with uncommitted or untracked, unignored files makes every
+    cell INVALID (repro check's provenance rule reads the same SourceState), so it is refused."""
+    if not source.tree_clean and not allow_dirty:
+        raise BadInput(f"{dirty_line(source)}: commit or remove them (or ignore them in .gitignore), or run anyway with --allow-dirty (not a clean-room run)")
 
 
 def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClient) -> int:
@@ -336,6 +357,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         profile_settings=prepared.profile,
         source=source,
         author=author_source(prepared.loaded),
+        dirty_allowed=not source.tree_clean,
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
@@ -578,30 +600,35 @@ def image_info(image: ImageRef) -> ImageInfo:
 def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None) -> CellRecord:
     """Audit the sandbox, run the cell's harness workers while watching the engines, record the
     cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
-    suite = ctx.prepared.suites[cell.suite.id]
-    update = {"engine_incidents": list(incidents or []), "execution": kind_of(cell.suite).execution(cell, ctx.execution)}
+    suite, kind = ctx.prepared.suites[cell.suite.id], kind_of(cell.suite)
+    update = {"engine_incidents": list(incidents or []), "execution": kind.execution(cell, ctx.execution)}
     record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
     engines = [engine_container(ctx.client, handle) for handle in group.handles]
     watch = watch_all(engines)
-    shares = deal(suite.ids, ctx.execution.workers)
-    writer = ctx.bundle.start_cell(cell.id)
+    partial = partial_of(ctx, cell, suite)
+    kept = resumed_scenarios(ctx, cell, partial)
+    shares = deal([i for i in suite.ids if i not in {one.result.id for one in kept}], ctx.execution.workers)
+    writer = ctx.bundle.start_cell(cell.id, partial, kept)
     out_dirs: list[Path] = []
     try:
         out_dirs += [harness_output_dir() for _ in shares]
         with blame_engine(watch):
             watch()  # an engine may have died between cells
             record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
-            harness, ended = run_workers(ctx, cell, group, shares, out_dirs, watch)
+            harness, ended = run_workers(ctx, cell, group, shares, out_dirs, watch, lambda: keep_finished(writer, kind, out_dirs, suite.ids))
             sandbox = SandboxRecord(harness=harness, engine=read_back(engines[0]))
             record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
             writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
-        record = kind_of(cell.suite).collect(writer, record, out_dirs, suite, ended)
+        record = kind.collect(writer, record, out_dirs, suite, ended, kept)
         if engine_suspect(record, ended):
             with blame_engine(watch):
                 for engine, handle in zip(engines, group.handles, strict=True):
                     require_answering(engine, health_check(ctx, cell, handle))
         return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
+    except KeyboardInterrupt:
+        say_kept(ctx, cell, writer, suite.ids)
+        raise
     except BaseException:
         writer.discard()
         raise
@@ -610,12 +637,78 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
             shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection) -> PartialCell:
+    """What the cell's kept scenarios belong to (a kind that keeps none, an external harness,
+    leaves its partial folder without any: such a cell is rerun whole)."""
+    run = ctx.bundle.reader.run()
+    return PartialCell(
+        run_id=run.run_id,
+        matrix_sha256=run.matrix.sha256,
+        profile=run.profile,
+        commit=run.source.commit,
+        harness_digest=run.source.harness_digest,
+        cell=cell,
+        suite_sha256=suite.sha256,
+        suite_ids=suite.ids,
+    )
+
+
+def resumed_scenarios(ctx: RunContext, cell: Cell, partial: PartialCell) -> list[KeptScenario]:
+    """The finished scenarios an interrupted attempt at this very cell kept (verified), said in
+    one line with what is rerun; at least one scenario is always rerun, so this attempt records
+    the cell's engine, sandbox and logs."""
+    kept, why = ctx.bundle.kept_scenarios(cell.id, partial)
+    if why:
+        ctx.progress.note(f"rerun {shown(cell.id)} from its first scenario: the interrupted attempt's scenarios are not kept ({shown(why)})")
+    kept = kept[: len(partial.suite_ids) - 1]
+    if kept:
+        rest = [i for i in partial.suite_ids if i not in {one.result.id for one in kept}]
+        ctx.progress.note(
+            f"resume {shown(cell.id)}: {len(kept)} finished scenario(s) kept ({shown(scenario_span([one.result.id for one in kept]))}), "
+            f"{len(rest)} rerun from {shown(rest[0])}"
+        )
+    return kept
+
+
+def keep_finished(writer: CellWriter, kind: SuiteKind, out_dirs: list[Path], ids: list[str]) -> None:
+    """After a scenario's progress line: every scenario a worker has finished that the partial cell
+    lacks, kept at once (one atomic write each), so an interrupt loses none of them."""
+    for out_dir in out_dirs:
+        for scenario in kind.finished(out_dir):
+            if scenario.result.id in ids and scenario.result.id not in writer.kept:
+                with contextlib.suppress(BadInput):  # an id no file may be named by: not kept, rerun on --resume
+                    writer.keep(scenario)
+    after = os.environ.get(TEST_INTERRUPT_AFTER, "")
+    if after.isdigit() and len(writer.kept) >= int(after):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def say_kept(ctx: RunContext, cell: Cell, writer: CellWriter, ids: list[str]) -> None:
+    """On an interrupt: what the cell in progress keeps, and where --resume goes on."""
+    if not writer.kept:
+        return
+    rest = [i for i in ids if i not in writer.kept]
+    where = f"--resume reruns the {len(rest)} other(s) from {rest[0]}" if rest else "--resume reruns its last scenario"
+    ctx.progress.note(f"interrupted {shown(cell.id)}: {len(writer.kept)} of {len(ids)} finished scenario(s) kept; {shown(where)}")
+
+
+def scenario_span(ids: list[str]) -> str:
+    """`a` or `a .. c` (the first and last of a run of scenario ids)."""
+    return ids[0] if len(ids) == 1 else f"{ids[0]} .. {ids[-1]}"
+
+
 def run_workers(
-    ctx: RunContext, cell: Cell, group: GroupEngine, shares: list[list[str]], out_dirs: list[Path], watch: containers.Watch
+    ctx: RunContext,
+    cell: Cell,
+    group: GroupEngine,
+    shares: list[list[str]],
+    out_dirs: list[Path],
+    watch: containers.Watch,
+    keep: Callable[[], None] = lambda: None,
 ) -> tuple[SandboxSettings, list[containers.Exit]]:
     """One harness container per share of the scenarios, all at once, worker i on replica i mod K
-    (each joined to its replica's namespace); the first's settings read back, and how each ended.
-    Every container is removed on the way out."""
+    (each joined to its replica's namespace); the first's settings read back, and how each ended;
+    `keep` after each finished scenario. Every container is removed on the way out."""
     suite = ctx.prepared.suites[cell.suite.id]
     handles = group.handles
     with contextlib.ExitStack() as stack:
@@ -627,9 +720,9 @@ def run_workers(
             entrypoint = kind.entrypoint(cell)
             kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": entrypoint} if entrypoint else {})
             started.append(stack.enter_context(containers.started(ctx.client, kwargs)))
-        ctx.progress.start_cell(cell, len(suite.ids))
+        ctx.progress.start_cell(cell, sum(len(ids) for ids in shares))
         deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
-        ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line), watch=watch)
+        ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line, keep), watch=watch)
         return read_back(started[0]), ended
 
 
@@ -689,10 +782,11 @@ def engine_for_group(ctx: RunContext, cell: Cell) -> Engine:
     return engine_for(ctx.client, cell.engine, probe_image=ctx.prepared.harness, run_id=ctx.run_id, group_id=f"{cell.engine.id}.{cell.model.id}")
 
 
-def feed_progress(ctx: RunContext, cell: Cell, line: str) -> None:
+def feed_progress(ctx: RunContext, cell: Cell, line: str, keep: Callable[[], None] = lambda: None) -> None:
     event = kind_of(cell.suite).progress(line)
     if event is not None:
         ctx.progress.scenario_done(cell.id, event)
+        keep()
 
 
 def harness_deadline(scenarios: int, profile: Profile) -> float:

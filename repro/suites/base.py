@@ -17,7 +17,8 @@ One cell's lifecycle, in the order the run calls it:
 3. `image` (built by `build_image` in `repro images build`): the image the cell's containers run;
 4. `embed`, once per bundle: the files `repro check` recomputes the selection and the outcomes from;
 5. `execution`, and `command`, `entrypoint` and `mounts` for each worker's share of the tasks;
-6. `progress` for each line the container prints;
+6. `progress` for each line the container prints, and `finished` after each task it finishes (an
+   interrupted cell keeps those; `--resume` runs only the rest);
 7. `collect`: its outputs kept and normalised into `scenarios.jsonl` and `transcripts.jsonl`, or the
    cell failed with why;
 8. `check_rules` (in `repro check`), `report` (in `repro external report`) and `messages` (the
@@ -27,12 +28,12 @@ One cell's lifecycle, in the order the run calls it:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.contracts import ProgressEvent
 from repro.bundle.layout import Bundle, BundleReader, CellWriter
-from repro.bundle.records import CellRecord, Execution
+from repro.bundle.records import CellRecord, Execution, KeptScenario
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind
 from repro.core.errors import BadInput
@@ -104,10 +105,24 @@ class SuiteKind(ABC):
         """A progress event from one line of the container's output (None for other lines)."""
         return ProgressEvent.parse(line)
 
+    def finished(self, out_dir: Path) -> list[KeptScenario]:
+        """The tasks a running worker has finished so far, read from its output folder as each
+        finishes, so an interrupted cell keeps them; none by default (such a cell is rerun whole)."""
+        return []
+
     @abstractmethod
-    def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+    def collect(
+        self,
+        writer: CellWriter,
+        record: CellRecord,
+        out_dirs: list[Path],
+        selection: SuiteSelection,
+        ended: list[containers.Exit],
+        kept: Sequence[KeptScenario] = (),
+    ) -> CellRecord:
         """Each worker's outputs as the cell's records (written through `writer`), or the record of a
-        failed cell saying why."""
+        failed cell saying why; `kept`: the tasks an interrupted attempt finished (from `finished`),
+        which the workers did not run this time."""
 
     def messages(self, reader: BundleReader, cell_id: str) -> dict[str, list[dict]]:
         """The harness's own chat messages per task, where it records them beside our transcript

@@ -8,10 +8,12 @@ folder and the ids to the harness container.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
-from repro.bundle.layout import Bundle, CellWriter, read_results, read_transcripts, suite_folder, write_in
-from repro.bundle.records import CellRecord, CellSummary
+from harness.contracts import ScenarioResult, TranscriptLine
+from repro.bundle.layout import Bundle, CellWriter, read_results, read_transcripts, record_lines, suite_folder, write_in
+from repro.bundle.records import CellRecord, CellSummary, KeptScenario
 from repro.containers import lifecycle as containers
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
@@ -103,15 +105,18 @@ def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profil
     ]
 
 
-def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+def collect_results(
+    writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit], kept: Sequence[KeptScenario] = ()
+) -> CellRecord:
     """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
-    share of the scenarios), put it in suite order, or fail the cell with why."""
+    share of the scenarios not `kept`), put it with the kept ones in suite order, or fail the cell with why."""
     failed = next((e for e in ended if e.timed_out or e.code != 0), None)
     if failed is not None:
         why = f"harness did not finish within {failed.seconds:.0f}s (stopped)" if failed.timed_out else f"harness exited with status {failed.code}"
         return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {failed.log_tail[-600:]}"})
-    shares = deal(suite.ids, len(out_dirs))
-    results, transcripts = [], []
+    done = {one.result.id for one in kept}
+    shares = deal([i for i in suite.ids if i not in done], len(out_dirs))
+    results, transcripts = [one.result for one in kept], [one.transcript for one in kept]
     try:
         for out_dir, share in zip(out_dirs, shares, strict=True):
             written = read_results(out_dir)
@@ -127,6 +132,29 @@ def collect_results(writer: CellWriter, record: CellRecord, out_dirs: list[Path]
     writer.write_jsonl("scenarios.jsonl", in_suite_order(results, suite.ids))
     writer.write_jsonl("transcripts.jsonl", in_suite_order(transcripts, suite.ids))
     return record.model_copy(update={"summary": CellSummary.of(results)})
+
+
+def finished_scenarios(out_dir: Path) -> list[KeptScenario]:
+    """The scenarios a running harness has finished: the whole lines of the files it appends to
+    while it runs (harness.cli `_atomic_lines`: `.scenarios.jsonl.*.tmp` and
+    `.transcripts.jsonl.*.tmp` in its output folder, each line flushed before the scenario's progress
+    line is printed, renamed into place at the end), result and transcript paired in order.
+    Untrusted: bounded, no links, typed; anything unreadable is none (the cell's collect judges it)."""
+    try:
+        results = [ScenarioResult.model_validate_json(line) for line in whole_lines(out_dir, "scenarios.jsonl")]
+        transcripts = [TranscriptLine.model_validate_json(line) for line in whole_lines(out_dir, "transcripts.jsonl")]
+    except (BadInput, OSError, ValueError):
+        return []
+    return [KeptScenario.of(r, t) for r, t in zip(results, transcripts, strict=False) if r.id == t.id]
+
+
+def whole_lines(out_dir: Path, name: str) -> list[bytes]:
+    """The newline-ended lines of the harness's file in progress for `name` (none when there is
+    not exactly one), each within the bundle's bounds (repro.bundle.layout.record_lines)."""
+    found = [p for p in out_dir.glob(f".{name}.*.tmp") if not p.is_symlink()]
+    if len(found) != 1:
+        return []
+    return [line for _, line in record_lines(found[0]) if line.endswith(b"\n") and line.strip()]
 
 
 class ScenarioSuites(SuiteKind):
@@ -164,5 +192,16 @@ class ScenarioSuites(SuiteKind):
     def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
         return harness_command(cell, client, selection, profile, ids=ids)
 
-    def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
-        return collect_results(writer, record, out_dirs, selection, ended)
+    def finished(self, out_dir: Path) -> list[KeptScenario]:
+        return finished_scenarios(out_dir)
+
+    def collect(
+        self,
+        writer: CellWriter,
+        record: CellRecord,
+        out_dirs: list[Path],
+        selection: SuiteSelection,
+        ended: list[containers.Exit],
+        kept: Sequence[KeptScenario] = (),
+    ) -> CellRecord:
+        return collect_results(writer, record, out_dirs, selection, ended, kept)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 
 from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
-from repro.bundle.records import CellRecord, CellSummary, Execution
+from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario
 from repro.containers import lifecycle as containers
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
@@ -146,9 +147,18 @@ class Adapter(SuiteKind):
     def entrypoint(self, cell: Cell) -> list[str] | None:
         return self.program
 
-    def collect(self, writer: CellWriter, record: CellRecord, out_dirs: list[Path], selection: SuiteSelection, ended: list[containers.Exit]) -> CellRecord:
+    def collect(
+        self,
+        writer: CellWriter,
+        record: CellRecord,
+        out_dirs: list[Path],
+        selection: SuiteSelection,
+        ended: list[containers.Exit],
+        kept: Sequence[KeptScenario] = (),
+    ) -> CellRecord:
         """Keep each worker's raw outputs byte for byte, then record the normalised results, or fail the
-        cell with why (a harness exit status other than 0 is the harness's: a server it could not reach)."""
+        cell with why (a harness exit status other than 0 is the harness's: a server it could not reach).
+        An external harness keeps no task of an interrupted cell (`finished` is none), so `kept` is empty."""
         failed = next((e for e in ended if e.timed_out), None)
         if failed is not None:
             return record.model_copy(update={"status": "error", "reason": f"harness did not finish within {failed.seconds:.0f}s (stopped)"})

@@ -1,0 +1,116 @@
+"""An interrupted cell keeps its finished scenarios (cells/.<id>.partial/), and only a partial of
+that very cell, intact, is resumed from; a partial is never a complete cell. No engine: the
+harness's files in progress are written here as harness.cli writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.contracts import ScenarioResult, TranscriptLine
+from repro.bundle.layout import KEPT_DIR, PARTIAL_FILE, Bundle, BundleReader
+from repro.bundle.records import CellRecord, KeptScenario, PartialCell
+from repro.bundle.redact import Redactor
+from repro.check.verdict import check_run
+from repro.containers.lifecycle import Exit
+from repro.spec.matrix import load_matrix
+from repro.spec.profiles import load_profiles
+from repro.suites.registry import select
+from repro.suites.scenarios import collect_results, finished_scenarios
+from tests.fixtures.synthetic import CANARY, ROOT, result, write_bundle
+
+IDS = ["notes-001", "notes-002", "injection-001"]
+
+
+def cell_and_suite():
+    from repro.plan.planner import make_plan
+
+    plan = make_plan(load_matrix(ROOT / "matrix" / "smoke.yaml"), "cpu", load_profiles().get("cpu"))
+    cell = plan.cells[0]
+    return cell, select(cell.suite)
+
+
+def partial_for(cell, suite, **update: object) -> PartialCell:
+    header = PartialCell(
+        run_id="r1", matrix_sha256="a" * 64, profile="cpu", commit="c" * 40, harness_digest="d", cell=cell, suite_sha256=suite.sha256, suite_ids=IDS
+    )
+    return header.model_copy(update=update)
+
+
+def kept(scenario_id: str) -> KeptScenario:
+    return KeptScenario.of(result(scenario_id, "notes", True), TranscriptLine(id=scenario_id, transcript=[]))
+
+
+def test_finished_scenarios_are_kept_and_resumed_only_for_the_same_cell(tmp_path):
+    cell, suite = cell_and_suite()
+    bundle = Bundle(tmp_path / "run", Redactor())
+    header = partial_for(cell, suite)
+    writer = bundle.start_cell(cell.id, header)
+    writer.keep(kept("notes-002"))
+    writer.keep(kept("notes-001"))
+    folder = bundle.partial_dir(cell.id)
+    assert sorted(p.name for p in (folder / KEPT_DIR).iterdir()) == ["notes-001.json", "notes-002.json"]
+    assert not (folder / "cell.json").exists()
+    assert BundleReader(bundle.dir).partial_cells() == [folder.name]
+    assert not bundle.cell_is_complete(cell.id)  # a partial is never taken for a complete cell
+
+    found, why = bundle.kept_scenarios(cell.id, header)
+    assert why is None and [k.result.id for k in found] == ["notes-001", "notes-002"]  # in suite order
+    for other in (partial_for(cell, suite, commit="e" * 40), partial_for(cell, suite, suite_sha256="0" * 64), partial_for(cell, suite, run_id="r2")):
+        assert bundle.kept_scenarios(cell.id, other) == ([], "it was started for another matrix, profile, commit, cell or suite")
+
+    path = folder / KEPT_DIR / "notes-001.json"
+    data = json.loads(path.read_text())
+    data["result"]["passed"] = False
+    path.write_text(json.dumps(data))
+    assert bundle.kept_scenarios(cell.id, header) == ([], "kept scenario notes-001 is not intact")
+
+
+def test_the_complete_cell_holds_no_partial_files(tmp_path):
+    cell, suite = cell_and_suite()
+    bundle = Bundle(tmp_path / "run", Redactor())
+    writer = bundle.start_cell(cell.id, partial_for(cell, suite), [kept("notes-001")])
+    assert (bundle.partial_dir(cell.id) / PARTIAL_FILE).is_file()
+    writer.finish(CellRecord(cell=cell, status="done"))
+    final = bundle.cell_dir(cell.id)
+    assert sorted(p.name for p in final.iterdir()) == ["cell.json"]
+    assert bundle.cell_is_complete(cell.id) and BundleReader(bundle.dir).partial_cells() == []
+
+
+def in_progress(out_dir: Path, name: str, lines: list[str], tail: str = "") -> None:
+    """A harness's file in progress (harness.cli _atomic_lines): whole lines, maybe a part of the next."""
+    (out_dir / f".{name}.abc123.tmp").write_text("".join(line + "\n" for line in lines) + tail)
+
+
+def test_the_harness_files_in_progress_give_their_whole_lines_only(tmp_path):
+    rows = [result(i, "notes", True) for i in IDS[:2]]
+    in_progress(tmp_path, "scenarios.jsonl", [r.model_dump_json() for r in rows], tail='{"id": "injection-0')
+    in_progress(tmp_path, "transcripts.jsonl", [TranscriptLine(id=r.id, transcript=[]).model_dump_json() for r in rows[:1]])
+    assert [k.result.id for k in finished_scenarios(tmp_path)] == ["notes-001"]  # its transcript line is not whole yet
+    assert finished_scenarios(tmp_path / "absent") == []
+
+
+def test_collect_puts_the_kept_scenarios_with_the_rerun_ones_in_suite_order(tmp_path):
+    cell, suite = cell_and_suite()
+    suite = suite.model_copy(update={"ids": IDS})
+    bundle = Bundle(tmp_path / "run", Redactor())
+    writer = bundle.start_cell(cell.id, partial_for(cell, suite))
+    out = tmp_path / "out"
+    out.mkdir()
+    rest = [result(i, "notes", False) for i in IDS[1:]]
+    (out / "scenarios.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rest))
+    (out / "transcripts.jsonl").write_text("".join(TranscriptLine(id=r.id, transcript=[]).model_dump_json() + "\n" for r in rest))
+    record = collect_results(writer, CellRecord(cell=cell, status="done"), [out], suite, [Exit(code=0, seconds=1.0, log_tail="")], [kept("notes-001")])
+    assert record.status == "done" and record.summary and (record.summary.total, record.summary.passed) == (3, 1)
+    lines = (writer.partial / "scenarios.jsonl").read_text().splitlines()
+    assert [ScenarioResult.model_validate_json(line).id for line in lines] == IDS
+
+
+def test_check_calls_a_partial_cell_left_in_a_bundle_invalid(tmp_path):
+    run = write_bundle(tmp_path / "run1")
+    name = next(p.name for p in (run / "cells").iterdir())
+    (run / "cells" / f".{name}.partial" / KEPT_DIR).mkdir(parents=True)
+    verdict = check_run(run, Redactor(CANARY))
+    reasons = [r for c in verdict.cells for r in c.reasons] + [p.text for p in verdict.run_problems]
+    assert verdict.cells and all(c.verdict == "INVALID" for c in verdict.cells)
+    assert any(f"cells/.{name}.partial: a partial cell" in r for r in reasons)
