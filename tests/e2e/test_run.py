@@ -150,7 +150,7 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
     run_dir = cells_dir.parent
     run_id = run_dir.name
     assert repro_containers(run_id) == []
-    assert not any(p.name.startswith(".") for p in cells_dir.iterdir()), "a partial cell was left"
+    assert not any((p / "cell.json").exists() for p in cells_dir.iterdir() if p.name.startswith(".")), "a partial cell looks complete"
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert len(cells_of(run_dir)) == 1
 
@@ -171,18 +171,51 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
     assert "2 of 2 rows reproduced" in verified.stdout
 
 
+def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same_transcripts(e2e_run, snapshot, canary_home):
+    """The runner's test hook (REPRO_TEST_INTERRUPT_AFTER) stops the run once 3 scenarios of the
+    first cell are kept: the partial cell keeps them (no cell.json), check calls the run INVALID,
+    and --resume reruns the other 4 on a freshly booted engine into the uninterrupted run's cell,
+    transcripts byte for byte."""
+    cell_id = _first_cell(snapshot, canary_home)
+    out = "results/resume-after-3"
+    args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out, "--only", cell_id]
+    env = repro_env(snapshot, canary_home) | {"REPRO_TEST_INTERRUPT_AFTER": "3"}
+    proc = subprocess.run(repro_command(*args), cwd=snapshot, env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 130, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "3 of 7 finished scenario(s) kept" in proc.stdout
+    run_dir = snapshot / out / (snapshot / out / "LATEST").read_text().strip()
+    partial = run_dir / "cells" / f".{cell_id}.partial"
+    assert len(list((partial / "kept").glob("*.json"))) == 3 and not (partial / "cell.json").exists()
+    assert not (run_dir / "cells" / cell_id).exists()
+    check = run_repro(snapshot, canary_home, "check", str(run_dir))
+    assert check.returncode == 1 and f"cells/.{cell_id}.partial: a partial cell" in check.stdout
+
+    resumed = run_repro(snapshot, canary_home, *args, "--resume")
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "3 finished scenario(s) kept" in resumed.stdout and "4 rerun from" in resumed.stdout
+    assert not partial.exists()
+    baseline = cells_of(e2e_run)[cell_id]
+    assert outcome(run_dir / "cells" / cell_id) == outcome(baseline)
+    assert (run_dir / "cells" / cell_id / "transcripts.jsonl").read_bytes() == (baseline / "transcripts.jsonl").read_bytes()
+    assert run_repro(snapshot, canary_home, "check", str(run_dir)).returncode == 0
+
+
 def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref, llama_image_ref):
     matrix = e2e_matrix("  - id: one\n    path: scenarios\n    ids: [notes-001]")
     project = make_snapshot(tmp_path / "project", {"matrix/e2e.yaml": matrix})
     with open(project / "README.md", "a") as readme:
         readme.write("\nAn uncommitted edit.\n")
-    proc = run_repro(
-        project, canary_home, "matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results", "--only", _first_cell(project, canary_home)
-    )
+    args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results", "--only", _first_cell(project, canary_home)]
+    refused = run_repro(project, canary_home, *args)
+    assert refused.returncode == 2 and "the project tree is dirty (1 file(s): README.md)" in refused.stderr, refused.stderr
+    proc = run_repro(project, canary_home, *args, "--allow-dirty")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "not a clean-room run (--allow-dirty)" in proc.stdout
+    run_dir = project / "results" / (project / "results" / "LATEST").read_text().strip()
+    assert json.loads((run_dir / "run.json").read_text())["dirty_allowed"] is True
     check = run_repro(project, canary_home, "check", "results")
     assert check.returncode == 1
-    assert "INVALID" in check.stdout and "project tree was dirty at run time (README.md)" in check.stdout
+    assert "INVALID" in check.stdout and "project tree was dirty at run time (README.md); the run was started with --allow-dirty" in check.stdout
 
 
 def _first_cell(project: Path, home: Path) -> str:
