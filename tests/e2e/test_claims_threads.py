@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.conftest import e2e_matrix, make_snapshot, run_repro
 from tests.e2e.test_run import repro_containers
 
-pytestmark = [pytest.mark.docker, pytest.mark.engine]
+pytestmark = [pytest.mark.docker, pytest.mark.engine, pytest.mark.reruns]
 FOURTEEN = """\
   - id: workspace-14
     path: scenarios
