@@ -37,14 +37,22 @@ DIRTY_SHOWN = 5  # files named in the one line that says a tree is dirty
 DIRTY_KEPT = 50  # files a SourceState records
 
 
-def dirty_line(state: SourceState, shown: int = DIRTY_SHOWN) -> str:
+def dirty_line(state: SourceState | AuthorSource, shown: int = DIRTY_SHOWN) -> str:
     """One line naming the files that make the tree dirty (up to `shown`, and how many more):
-    the same SourceState the bundle records and `repro check` judges, so plan, run, doctor and
-    check never disagree."""
+    the same SourceState (or the author's AuthorSource) the bundle records and `repro check`
+    judges, so plan, run, doctor and check never disagree."""
     files = state.dirty_files
-    plus = "+" if len(files) >= DIRTY_KEPT else ""  # a SourceState keeps the first DIRTY_KEPT
+    plus = "+" if len(files) >= DIRTY_KEPT else ""  # a record keeps the first DIRTY_KEPT
     rest = f" and {len(files) - shown}{plus} more" if len(files) > shown else ""
-    return f"the project tree is dirty ({len(files)}{plus} file(s): {', '.join(files[:shown])}{rest})"
+    where = "the author's files are" if isinstance(state, AuthorSource) else "the project tree is"
+    return f"{where} dirty ({len(files)}{plus} file(s): {', '.join(files[:shown])}{rest})"
+
+
+def dirty_lines(source: SourceState, author: AuthorSource | None) -> list[str]:
+    """What makes a run from here not clean-room: the project tree, and the author's files when
+    they are in a git repository (outside one, the embedded copies are the only evidence)."""
+    states: list[SourceState | AuthorSource] = [source, *([author] if author is not None and author.commit is not None else [])]
+    return [dirty_line(state) for state in states if not state.tree_clean]
 
 
 def author_source(loaded: LoadedMatrix) -> AuthorSource | None:

@@ -74,27 +74,28 @@ def plan(
     the_plan = plan_for(file, profile)
     toolkit_line = toolkit_note(file, profile)
     if as_json:
-        dirty = dirty_note()
+        dirty = dirty_note(file)
         extra = ({"toolkit": toolkit_line} if toolkit_line else {}) | ({"dirty_tree": dirty} if dirty else {})
         typer.echo(json.dumps({**plan_summary(the_plan), **extra}, indent=2))
         return
     print_plan(the_plan)
     if toolkit_line:
         console.print(f"[yellow]note[/] {shown(toolkit_line)}", soft_wrap=True, highlight=False)
-    dirty = dirty_note()
+    dirty = dirty_note(file)
     if dirty:
         console.print(f"[yellow]warning[/] {shown(dirty)}", soft_wrap=True, highlight=False)
 
 
-def dirty_note() -> str | None:
-    """One line when the project tree is dirty (the SourceState the bundle would record): every
-    cell of a run from it would be INVALID, and `matrix run` refuses it without --allow-dirty."""
-    from repro.bundle.provenance import dirty_line, source_state
+def dirty_note(file: Path) -> str | None:
+    """One line when the project tree (or the author's files, for a matrix kept outside the
+    project) is dirty, read as the bundle would record it: every cell of a run from it would be
+    INVALID, and `matrix run` refuses it without --allow-dirty."""
+    from repro.bundle.provenance import author_source, dirty_lines, source_state
 
-    state = source_state()
-    if state.tree_clean:
+    dirty = dirty_lines(source_state(), author_source(load_matrix(file)))
+    if not dirty:
         return None
-    return f"{dirty_line(state)}: repro matrix run refuses it (every cell would be INVALID); commit or remove them, or pass --allow-dirty"
+    return f"{'; '.join(dirty)}: repro matrix run refuses it (every cell would be INVALID); commit or remove them, or pass --allow-dirty"
 
 
 def toolkit_note(file: Path, profile: str) -> str | None:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.contracts import SandboxAudit
 from repro.bundle.layout import AUTHOR_PROFILES_COPY, Bundle, BundleReader, CellWriter, find_resumable, mark_latest
-from repro.bundle.provenance import author_at_end, author_source, dirty_line, source_at_end, source_state, system_description
+from repro.bundle.provenance import author_at_end, author_source, dirty_lines, source_at_end, source_state, system_description
 from repro.bundle.records import (
     CellRecord,
     EngineIncident,
@@ -147,8 +147,9 @@ class GroupEngine(BaseModel):
 def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
     source = source_state()
-    refuse_dirty(source, options.allow_dirty)
     prepared = prepare(options)
+    dirty = dirty_lines(source, author_source(prepared.loaded))
+    refuse_dirty(dirty, options.allow_dirty)
     client = get_client()
     replicas = choose_replicas(options, prepared, client)
     run_dir, record, resumed = open_run(options, prepared, source, client)
@@ -158,8 +159,8 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
     progress.start_run(record.run_id, run_dir, prepared.cells, {c.id: len(prepared.suites[c.suite.id].ids) for c in prepared.cells})
-    if not source.tree_clean:
-        progress.note(f"[yellow]not a clean-room run[/] (--allow-dirty): {shown(dirty_line(source))}; repro check will call every cell INVALID")
+    if dirty:
+        progress.note(f"[yellow]not a clean-room run[/] (--allow-dirty): {shown('; '.join(dirty))}; repro check will call every cell INVALID")
     progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
     try:
         signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
@@ -175,11 +176,12 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     return run_dir
 
 
-def refuse_dirty(source: SourceState, allow_dirty: bool) -> None:
-    """Before anything starts: a tree with uncommitted or untracked, unignored files makes every
-    cell INVALID (repro check's provenance rule reads the same SourceState), so it is refused."""
-    if not source.tree_clean and not allow_dirty:
-        raise BadInput(f"{dirty_line(source)}: commit or remove them (or ignore them in .gitignore), or run anyway with --allow-dirty (not a clean-room run)")
+def refuse_dirty(dirty: list[str], allow_dirty: bool) -> None:
+    """Before anything starts: uncommitted or untracked, unignored files (the project's, or the
+    author's) make every cell INVALID (repro check's provenance rule reads the same records), so
+    such a run is refused."""
+    if dirty and not allow_dirty:
+        raise BadInput(f"{'; '.join(dirty)}: commit or remove them (or ignore them in .gitignore), or run anyway with --allow-dirty (not a clean-room run)")
 
 
 def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClient) -> int:
@@ -357,7 +359,7 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         profile_settings=prepared.profile,
         source=source,
         author=author_source(prepared.loaded),
-        dirty_allowed=not source.tree_clean,
+        dirty_allowed=bool(dirty_lines(source, author_source(prepared.loaded))),
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},

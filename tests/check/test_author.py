@@ -283,3 +283,16 @@ def test_a_bundle_without_author_record_keeps_the_project_rules(tmp_path: Path) 
     assert json.loads((run / RUN_FILE).read_text())["author"] is None
     assert AuthorSource.model_fields.keys() >= {"folder", "commit", "tree_clean", "matrix"}
     assert {c.verdict for c in check_run(run, Redactor(CANARY)).cells} == {"VALID"}
+
+
+def test_a_dirty_author_folder_is_named_by_plan_and_refused_by_run(author_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before anything starts, as the project's own dirty tree is: plan warns and names the file,
+    run refuses (exit 2) and opens no run folder; the project tree itself is clean here."""
+    matrix = author_repo / "bench" / "bench.yaml"
+    (author_repo / "bench" / "notes.txt").write_text("a draft\n")
+    assert main(["matrix", "plan", str(matrix), "--profile", PROFILE]) == 0
+    assert "the author's files are dirty (1 file(s): bench/notes.txt)" in capsys.readouterr().out
+    out = author_repo / "results"
+    assert main(["matrix", "run", str(matrix), "--profile", PROFILE, "--out", str(out)]) == 2
+    assert "the author's files are dirty (1 file(s): bench/notes.txt)" in capsys.readouterr().err
+    assert not out.exists()

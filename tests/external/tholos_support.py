@@ -94,7 +94,7 @@ def run_driver(code_root: Path, scenarios: Path, out: Path, ids: list[str], base
     return subprocess.run(command, cwd=out, env=env, capture_output=True, text=True, timeout=600, check=True)
 
 
-def run_direct(code_root: Path, scenarios: Path, work: Path, ids: list[str], base_url: str, model: str = "scripted") -> dict[str, dict]:
+def run_direct(code_root: Path, scenarios: Path, work: Path, ids: list[str], base_url: str, model: str = "scripted", timeout: float = 600) -> dict[str, dict]:
     """`python -m tholos bench` from the unpacked archive, outside repro, on the same files: id -> result."""
     chosen = work / "scenarios"
     for scenario_id in ids:
@@ -116,7 +116,7 @@ def run_direct(code_root: Path, scenarios: Path, work: Path, ids: list[str], bas
         str(work / "results.jsonl"),
     ]
     env = dict(os.environ, PYTHONPATH=runner_path(code_root))
-    subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600, check=True)
+    subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout, check=True)
     return results_by_id(work / "results.jsonl")
 
 
