@@ -152,7 +152,7 @@ class RunProgress:
         if cell_id in self.cell_tasks:
             self.bars.update(self.cell_tasks[cell_id], completed=done, description=f"  {shown(self.label(cell_id))} {self.passed[cell_id]} passed")
         if not self.live:
-            verdict = "PASS" if event.passed else f"FAIL {shown(event.failure_type)}"
+            verdict = "PASS" if event.passed else " ".join(["FAIL", *([shown(event.failure_type)] if event.failure_type else [])])
             self.say(f"    \\[{done}/{total}] {shown(event.id)} {verdict} ({event.seconds:.1f}s)")
         self.update_overall()
 
