@@ -66,13 +66,16 @@ class TimeSplit(BaseModel):
     """Where a row's time went: the engine's boot and gate (per engine, shared by its group's
     cells: medians over the row's cells), then, summed over the row's cells, the engine's own
     prompt processing and generation time (its reported timings) and the harness's share (the
-    harness container's wall time minus the engine's); medians of tokens per second per request."""
+    harness container's wall time minus the engine's); medians of tokens per second per request.
+    A harness whose results carry no engine timings (an external one) has its wall time and its
+    wall time per scenario, and no split (None, never 0)."""
 
     engine_boot_s: float | None = None
     gate_s: float | None = None
     wall_s: float | None = None
-    prompt_s: float = 0.0
-    generation_s: float = 0.0
+    per_scenario_s: float | None = None
+    prompt_s: float | None = None
+    generation_s: float | None = None
     harness_s: float | None = None
     prompt_tps: float | None = None
     generation_tps: float | None = None
@@ -80,17 +83,19 @@ class TimeSplit(BaseModel):
     @classmethod
     def of(cls, records: list[CellRecord], results: list[ScenarioResult]) -> TimeSplit:
         steps = [t.timings for r in results for t in r.engine_timings if t.timings]
-        prompt_s = sum(_number(t.get("prompt_ms")) for t in steps) / 1000
-        generation_s = sum(_number(t.get("predicted_ms")) for t in steps) / 1000
+        prompt_s = round(sum(_number(t.get("prompt_ms")) for t in steps) / 1000, 3) if steps else None
+        generation_s = round(sum(_number(t.get("predicted_ms")) for t in steps) / 1000, 3) if steps else None
         walls = [r.harness_seconds for r in records if r.harness_seconds is not None]
         wall = sum(walls) if len(walls) == len(records) else None
+        split = wall is not None and prompt_s is not None and generation_s is not None
         return cls(
             engine_boot_s=_median([r.engine_boot_seconds for r in records]),
             gate_s=_median([r.gate.total_seconds if r.gate else None for r in records]),
             wall_s=wall,
-            prompt_s=round(prompt_s, 3),
-            generation_s=round(generation_s, 3),
-            harness_s=round(max(wall - prompt_s - generation_s, 0.0), 3) if wall is not None else None,
+            per_scenario_s=round(wall / len(results), 3) if wall is not None and results else None,
+            prompt_s=prompt_s,
+            generation_s=generation_s,
+            harness_s=round(max(wall - prompt_s - generation_s, 0.0), 3) if split else None,  # type: ignore[operator]
             prompt_tps=_median([_rate(t.get("prompt_n"), t.get("prompt_ms")) for t in steps]),
             generation_tps=_median([_rate(t.get("predicted_n"), t.get("predicted_ms")) for t in steps]),
         )
@@ -484,9 +489,14 @@ def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
 
 
 def row_key(record: CellRecord) -> tuple[str, ...]:
+    """What makes two cells one row (repeats of one setup): the same model, engine, protocol,
+    scenarios, decoding and profile, run by the same harness (ours, or an external one by its pin:
+    the Tholos runner and our harness load the same scenario files, and are two rows)."""
     cell = record.cell
     identity = record.engine_identity.reported if record.engine_identity else None
+    external = cell.suite.external
     return (
+        f"{external.harness}:{external.sha256}" if external else "repro",
         cell.model.sha256,
         cell.model.quant,
         cell.engine.id,

@@ -123,8 +123,16 @@ def time_figure(tables: PaperTables) -> Figure:
     axes = figure.add_subplot()
     positions = list(range(len(rows)))
     left = [0.0] * len(rows)
-    for label, part, colour in (("prompt", "prompt_s", "#4c72b0"), ("generation", "generation_s", "#55a868"), ("harness", "harness_s", "#c44e52")):
-        widths = [getattr(row.time, part) or 0.0 for row in rows]
+    parts = (
+        ("prompt", "prompt_s", "#4c72b0"),
+        ("generation", "generation_s", "#55a868"),
+        ("harness", "harness_s", "#c44e52"),
+        ("wall, not split", "unsplit", "#999999"),
+    )
+    for label, part, colour in parts:
+        widths = [unsplit_wall(row) if part == "unsplit" else getattr(row.time, part) or 0.0 for row in rows]
+        if part == "unsplit" and not any(widths):
+            continue
         axes.barh(positions, widths, left=left, color=colour, label=label)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     axes.set_yticks(positions, [_row_label(row) for row in rows], fontsize=7)
@@ -133,6 +141,11 @@ def time_figure(tables: PaperTables) -> Figure:
     axes.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
     return figure
+
+
+def unsplit_wall(row: TableRow) -> float:
+    """A row whose harness reports no engine timings: its whole wall time, drawn as one bar."""
+    return (row.time.wall_s or 0.0) if row.time.prompt_s is None else 0.0
 
 
 def _row_label(row: TableRow) -> str:
