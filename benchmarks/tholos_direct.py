@@ -49,7 +49,7 @@ def free_port() -> int:
 
 def runner_cells(reader: BundleReader, only: str | None) -> list[CellRecord]:
     records = [reader.cell(cell_id) for cell_id in reader.cells_on_disk()]
-    chosen = [r for r in records if r.cell.suite.external is not None and r.cell.suite.external.harness == "tholos" and r.status == "ok"]
+    chosen = [r for r in records if r.cell.suite.external is not None and r.cell.suite.external.harness == "tholos" and r.status == "done"]
     return [r for r in chosen if only in (None, r.cell.id)]
 
 
@@ -66,7 +66,8 @@ def engine_kwargs(record: CellRecord, profile, port: int) -> dict:
 
     cell = record.cell
     assert record.engine_image is not None
-    engine = engine_for(None, cell.engine, probe_image=None, run_id=RUN_ID, group_id="direct")
+    # No probe is started here (the host polls the engine itself): the engine's image stands in for the probe's.
+    engine = engine_for(None, cell.engine, probe_image=record.engine_image.id, run_id=RUN_ID, group_id="direct")
     kwargs = engine.container_kwargs(record.engine_image.id, cell.model, model_path(cell.model), profile, cell.decoding)
     command = list(kwargs["command"])
     command[command.index("--port") + 1] = str(port)
