@@ -41,7 +41,6 @@ console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
-
 def _client() -> DockerClient:
     from repro.containers.client import get_client
 

@@ -84,4 +84,3 @@ class Typer(typer.Typer):
 
     def command(self, name: str | None = None, **kwargs: Any) -> Callable[[Any], Any]:  # type: ignore[override]
         return super().command(name, cls=Command, context_settings=CONTEXT, **kwargs)
-
