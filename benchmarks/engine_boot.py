@@ -10,7 +10,7 @@ Prints figures (this is a benchmark, not a timed test):
     on 127.0.0.1 with the same flags, polled on loopback until /health answers 200;
   * their ratio; and the latency gate's duration on the sealed engine.
 
-Needs the built engine and harness images (`repro images build --matrix matrix/smoke.yaml`) and
+Needs the built engine and harness images (`repro images build matrix/smoke.yaml`) and
 the model in the store (`repro models fetch`).
 """
 

@@ -441,7 +441,7 @@ def fill(folder: Path) -> Path:
 
 def build_images(bench: Bench) -> None:
     env = {**os.environ, "PYTHONPATH": str(bench.project)}
-    command = [sys.executable, "-m", "repro", "images", "build", "--matrix", MATRIX, "--profile", "cpu", "--no-log"]
+    command = [sys.executable, "-m", "repro", "images", "build", MATRIX, "--profile", "cpu", "--no-log"]
     proc = subprocess.run(command, cwd=bench.project, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"images: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")

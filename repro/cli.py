@@ -22,9 +22,10 @@ from repro.commands import scale as scale_commands
 from repro.commands import sign as sign_commands
 from repro.commands import suites as suites_commands
 from repro.commands import verify as verify_commands
+from repro.commands.vocabulary import Typer
 from repro.core.config import require_checkout
 
-app = typer.Typer(
+app = Typer(
     name="repro",
     help="Clean-room reproducibility for agent benchmarks of local LLMs.",
     no_args_is_help=True,
@@ -50,7 +51,9 @@ def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
-    """Clean-room reproducibility for agent benchmarks of local LLMs."""
+    """Clean-room reproducibility for agent benchmarks of local LLMs.
+
+    Exit codes: 0 success; 1 the command ran and found a failure (each command's help says which); 2 bad input."""
     if ctx.invoked_subcommand in CHECKOUT_COMMANDS:
         require_checkout(f"repro {ctx.invoked_subcommand}")
 

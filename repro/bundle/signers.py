@@ -8,14 +8,16 @@ from pathlib import Path
 
 from repro.bundle.attestation import verify_attestation
 from repro.bundle.layout import ATTESTATION, SIGNATURE, find_runs
-from repro.bundle.signing import SignatureError, exists_plain, verify_signature
+from repro.bundle.signing import SignatureError, exists_plain, require_allowed_signers, verify_signature
 
 
 def require_signed(paths: list[Path], allowed_signers: Path) -> list[tuple[Path, str]]:
     """Every run under `paths` with its signer from `allowed_signers`; SignatureError at the first
     run that is not signed by one of them (what --require-signature and --allowed-signers ask).
     Either signature serves: the SSH signature over the manifest or the in-toto attestation's
-    DSSE envelope; the signer is named with the kind that held."""
+    DSSE envelope; the signer is named with the kind that held. An allowed_signers that is not a
+    file is BadInput before any run is looked at."""
+    require_allowed_signers(allowed_signers)
     return [(run_dir, signed_by(run_dir, allowed_signers)) for path in paths for run_dir in find_runs(path)]
 
 

@@ -118,10 +118,18 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
 
 
 def _allowed_signers(path: Path) -> str:
-    if not path.is_file():
-        raise BadInput(f"{path}: no such allowed_signers file")
+    require_allowed_signers(path)
     read_bounded(path, MAX_ALLOWED_SIGNERS_BYTES)
     return str(path.absolute())
+
+
+def require_allowed_signers(path: Path) -> None:
+    """An allowed_signers file given by the user is a file: a folder or a missing path is bad input
+    (exit 2), said before any bundle is looked at, never read as "not signed" (exit 1)."""
+    if path.is_dir():
+        raise BadInput(f"{path}: a folder, not an allowed_signers file")
+    if not path.is_file():
+        raise BadInput(f"{path}: no such allowed_signers file")
 
 
 def _find_principals(signature: Path, allowed: str) -> list[str]:

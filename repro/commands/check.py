@@ -28,9 +28,12 @@ def check(
         help="The author's git repository of a matrix kept outside the project: its matrix, profiles and scenarios are compared with it at the run's commit.",
     ),
 ) -> None:
-    """Decide from the bundle alone which cells are clean-room; exit 1 when any cell is INVALID,
-    when a merged folder is not the whole split its MERGED.json records (or, with
-    --allowed-signers, when a run is not signed by an allowed signer)."""
+    """Decide from the bundle alone which cells are clean-room: VALID, EXCLUDED or INVALID per cell,
+    with every reason.
+
+    Exit codes: 0 no cell is INVALID; 1 a cell is INVALID, a merged folder is not the whole split
+    its MERGED.json records, or (with --allowed-signers) a run is not signed by an allowed signer;
+    2 bad input."""
     target = results if results is not None else latest_run(Path("results"))
     runs = find_runs(target)
     merge = merge_problems(target) if target.is_dir() else []

@@ -10,6 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from repro.commands.vocabulary import Typer
 from repro.core.errors import BadInput
 from repro.core.files import atomic_write
 from repro.core.terminal import shown
@@ -17,13 +18,15 @@ from repro.core.yamlsource import require_file_target
 from repro.spec.claims import Source, dump_claims, load_claims
 from repro.spec.claims import claims_json_schema as schema_of_claims
 
-app = typer.Typer(help="Claims files: someone's published numbers, stated as data to verify a rerun against.", no_args_is_help=True)
+app = Typer(help="Claims files: someone's published numbers, stated as data to verify a rerun against.", no_args_is_help=True)
 console = Console()
 
 
 @app.command()
 def validate(files: list[Path] = typer.Argument(..., help="Claims files to validate.")) -> None:
-    """Validate claims files: one `FILE:LINE field: reason` line per problem, exit 2 if any."""
+    """Validate claims files: one `FILE:LINE field: reason` line per problem.
+
+    Exit codes: 0 every file is valid; 1 an unexpected error; 2 bad input (a file has a problem)."""
     problems: list[str] = []
     for path in files:
         try:
@@ -39,7 +42,9 @@ def validate(files: list[Path] = typer.Argument(..., help="Claims files to valid
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of the claims format (for editor completion)."""
+    """Print the JSON Schema of the claims format (for editor completion).
+
+    Exit codes: 0 printed; 1 an unexpected error; 2 bad input."""
     typer.echo(json.dumps(schema_of_claims(), indent=2))
 
 
@@ -57,7 +62,9 @@ def from_results(
     engine_kind: str = typer.Option("llama.cpp", "--engine-kind", help="With a results.json: llama.cpp or ollama (a bundle records it)."),
 ) -> None:
     """State a run's VALID rows as a claims file: every scenario's outcome and transcript sha256
-    (from a bundle; or from a results.json, with the harness and engine kind it does not record)."""
+    (from a bundle; or from a results.json, with the harness and engine kind it does not record).
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
     from repro.report.claims_verify import HarnessFacts, claims_from_rerun, load_published_rows, load_rerun
 
     require_file_target(out, "claims file")

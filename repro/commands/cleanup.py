@@ -11,7 +11,9 @@ from repro.core.errors import ReproError
 def cleanup(
     run_id: str = typer.Option(None, "--run-id", help="Only the containers of this run (default: every repro container)."),
 ) -> None:
-    """Remove leftover containers by their `repro.run` label and report what was removed."""
+    """Remove leftover containers by their `repro.run` label and report what was removed.
+
+    Exit codes: 0 nothing is left; 1 a container could not be removed; 2 bad input."""
     from repro.containers.cleanup import cleanup as remove_leftovers
 
     console = Console()

@@ -23,7 +23,10 @@ def compare_command(
     after: Path = typer.Argument(..., metavar="B", help="B: the same kinds of input, compared with A."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when any row is worse (for CI)."),
 ) -> None:
-    """Compare two sets of results row by row: settings that differ, pass-rate change with a verdict, flips, failure types."""
+    """Compare two sets of results row by row: settings that differ, pass-rate change with a
+    verdict, flips, failure types.
+
+    Exit codes: 0 compared; 1 a row is worse (with --fail-on worse); 2 bad input."""
     comparison = compare(load_tables(before), load_tables(after))
     console = Console(highlight=False)
     print_comparison(console, comparison)

@@ -1,4 +1,4 @@
-"""`repro doctor` and `repro doctor --probe MATRIX --profile P`."""
+"""`repro doctor` and `repro doctor MATRIX [--profile P]`."""
 
 from __future__ import annotations
 
@@ -7,29 +7,30 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.core.errors import BadInput
+from repro.commands.vocabulary import PROFILE, matrix_argument
 from repro.doctor.machine import Finding, run_checks
 
 COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
 
 def doctor(
-    probe: Path = typer.Option(
-        None, "--probe", help="A matrix: also check its images and models, boot each engine sealed, and make one tool-call round trip per protocol."
+    matrix: Path = matrix_argument(
+        None, help="A matrix: also check its images and models, boot each engine sealed, and make one tool-call round trip per protocol."
     ),
-    profile: str = typer.Option(None, "--profile", help="The profile to probe on (with --probe)."),
+    profile: str = PROFILE,
 ) -> None:
     """Check that this machine can run a matrix: Docker, storage, disk, debootstrap, GPU runtime;
-    with --probe, the whole pipeline layer by layer (host, images, models, engine, protocol)."""
+    with MATRIX, the whole pipeline layer by layer (host, images, models, engine, protocol) on the
+    profile.
+
+    Exit codes: 0 no check failed (warnings allowed); 1 a check failed; 2 bad input."""
     console = Console()
-    if probe is None:
+    if matrix is None:
         failed = [show(console, finding) for finding in run_checks()]
     else:
-        if profile is None:
-            raise BadInput("--probe needs --profile (e.g. --profile cpu)")
         from repro.doctor.probe import probe as probe_layers
 
-        failed = [show(console, found.finding, found.layer) for found in probe_layers(probe, profile)]
+        failed = [show(console, found.finding, found.layer) for found in probe_layers(matrix, profile)]
     if any(failed):
         raise typer.Exit(1)
 

@@ -13,13 +13,14 @@ from types import ModuleType
 import typer
 from rich.console import Console
 
+from repro.commands.vocabulary import Typer
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.report.export import CellLog, export_runs
 
 INSTALL_HINT = "pip install 'repro[inspect]' (inspect-ai==0.3.285)"
 
-app = typer.Typer(help="Results in other tools' formats.", no_args_is_help=True)
+app = Typer(help="Results in other tools' formats.", no_args_is_help=True)
 
 
 def inspect_writer() -> ModuleType:
@@ -40,8 +41,9 @@ def inspect(
     invalid: bool = typer.Option(False, "--invalid", help="Also export INVALID cells, marked so (status error, <cell>.INVALID.eval)."),
     excluded: bool = typer.Option(False, "--excluded", help="Also export EXCLUDED cells, marked so (status error, <cell>.EXCLUDED.eval)."),
 ) -> None:
-    """Write one inspect_ai eval log per VALID cell (open them with `inspect view --log-dir DIR`);
-    exit 2 on bad input or a missing inspect extra."""
+    """Write one inspect_ai eval log per VALID cell (open them with `inspect view --log-dir DIR`).
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input (a missing inspect extra too)."""
     module = inspect_writer()
     include = {"VALID"} | ({"INVALID"} if invalid else set()) | ({"EXCLUDED"} if excluded else set())
 

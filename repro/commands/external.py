@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from repro.bundle.layout import BundleReader, find_runs
+from repro.commands.vocabulary import Typer
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, atomic_write
 
-app = typer.Typer(help="External suites (another project's harness run sealed): their own reports.", no_args_is_help=True)
+app = Typer(help="External suites (another project's harness run sealed): their own reports.", no_args_is_help=True)
 
 
 @app.command("report")
@@ -20,7 +21,9 @@ def report(
     results: Path = typer.Argument(..., help="A run folder, or a results folder holding runs."),
     out: Path = typer.Option(Path("paper/external"), "--out", help="Folder for the reports: <out>/<cell-id>/<file>."),
 ) -> None:
-    """Render each external cell's own report (ToolCallBench: Markdown and HTML) from its raw outputs."""
+    """Render each external cell's own report (ToolCallBench: Markdown and HTML) from its raw outputs.
+
+    Exit codes: 0 rendered; 1 an unexpected error; 2 bad input (no external cell ran here too)."""
     from repro.suites.external.raw import RAW_PREFIX
     from repro.suites.registry import kind_of
 

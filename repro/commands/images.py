@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.core.config import DEFAULT_MATRIX
+from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
 from repro.core.errors import ReproError
 from repro.spec.matrix import LoadedMatrix, load_matrix
 from repro.spec.profiles import load_profiles
@@ -36,12 +36,9 @@ if TYPE_CHECKING:
     from repro.containers.client import DockerClient
     from repro.spec.matrix import Variant
 
-app = typer.Typer(help="Bootstrap the offline base, build and list the images a matrix needs.", no_args_is_help=True)
+app = Typer(help="Bootstrap the offline base, build and list the images a matrix needs.", no_args_is_help=True)
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
-
-MATRIX_OPTION = typer.Option(DEFAULT_MATRIX, "--matrix", "-m", help="Matrix file.")
-PROFILE_OPTION = typer.Option("cpu", "--profile", "-p", help="Hardware profile; its engine_variant picks the engine images.")
 
 
 def _client() -> DockerClient:
@@ -56,7 +53,9 @@ def bootstrap_command(
     mirror: str = typer.Option(DEFAULT_MIRROR, "--mirror", help="Debian mirror (plain http works)."),
     force: bool = typer.Option(False, "--force", help="Make the base again even if it exists (changes every content key)."),
 ) -> None:
-    """Make the offline base image repro/base:<suite> with debootstrap (once; idempotent)."""
+    """Make the offline base image repro/base:SUITE with debootstrap (once; idempotent).
+
+    Exit codes: 0 the base exists; 1 debootstrap or Docker failed; 2 bad input."""
     client = _client()
     started = time.monotonic()
     image_id, created = bootstrap(client, suite=suite, mirror=mirror, force=force, log=lambda line: err.print(f"[dim]{escape(line)}[/]"))
@@ -79,11 +78,15 @@ def _needs(matrix: Path, profile: str, *, collect: bool = False) -> tuple[Docker
 
 @app.command("build")
 def build_command(
-    matrix: Path = MATRIX_OPTION,
-    profile: str = PROFILE_OPTION,
-    verbose: bool = typer.Option(False, "--log/--no-log", help="Stream build log lines (dimmed); by default each log goes to <cache>/build-logs/."),
+    matrix: Path = matrix_argument(),
+    profile: str = PROFILE,
+    verbose: bool = typer.Option(False, "--log/--no-log", help="Stream build log lines (dimmed); by default each log goes to CACHE/build-logs/."),
 ) -> None:
-    """Build the harness image and the engine images a matrix needs (skips what is up to date)."""
+    """Build the harness image and the engine images a matrix needs (skips what is up to date).
+
+    The profile's engine_variant picks the engine images.
+
+    Exit codes: 0 every image is built or up to date; 1 a build failed or a pinned image is missing; 2 bad input."""
     client, variant, needs = _needs(matrix, profile)
     stream = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else None
     problems: list[str] = []
@@ -146,11 +149,13 @@ def _what(plan: BuildPlan) -> str:
 
 @app.command("list")
 def list_command(
-    matrix: Path = MATRIX_OPTION,
-    profile: str = PROFILE_OPTION,
+    matrix: Path = matrix_argument(),
+    profile: str = PROFILE,
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
-    """The images a matrix needs on a profile: present or missing, with keys and ids."""
+    """The images a matrix needs on a profile: present or missing, with keys and ids.
+
+    Exit codes: 0 listed (missing images too); 1 Docker failed; 2 bad input."""
     client, variant, needs = _needs(matrix, profile, collect=True)
     rows = [_row(need, client) for need in needs]
     if as_json:
@@ -166,7 +171,7 @@ def list_command(
         console.print(f"{status}  {row['reference']}  {pin}  id {row['id'] or '-'}", soft_wrap=True)
     missing = sum(1 for row in rows if not row["present"])
     if missing:
-        console.print(f"{missing} missing; run: repro images build --matrix {escape(str(matrix))} --profile {profile}", soft_wrap=True)
+        console.print(f"{missing} missing; run: repro images build {escape(str(matrix))} --profile {profile}", soft_wrap=True)
 
 
 def _row(need: BuildPlan | DigestPin | Blocked, client: DockerClient) -> dict[str, Any]:
@@ -200,5 +205,7 @@ def _row(need: BuildPlan | DigestPin | Blocked, client: DockerClient) -> dict[st
 
 @app.command("lock")
 def lock_command() -> None:
-    """Resolve pyproject's base dependencies and rewrite images/harness/requirements.txt with hashes."""
+    """Resolve pyproject's base dependencies and rewrite images/harness/requirements.txt with hashes.
+
+    Exit codes: 0 rewritten; 1 the resolution failed; 2 bad input."""
     lock_harness_requirements(log=lambda line: err.print(line))

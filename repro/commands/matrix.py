@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from repro.core.config import DEFAULT_MATRIX, require_checkout
+from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
+from repro.core.config import require_checkout
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
 from repro.core.yamlsource import require_folder
@@ -25,20 +26,22 @@ from repro.spec.profiles import is_profiles_file, load_profiles
 if TYPE_CHECKING:
     from repro.run.runner import RunOptions
 
-app = typer.Typer(help="Validate, describe and plan matrix files.", no_args_is_help=True)
+app = Typer(help="Validate, plan and run matrix files; print the matrix format's JSON Schema.", no_args_is_help=True)
 console = Console()
 
 
 @app.callback()
 def _group(ctx: typer.Context) -> None:
-    """Validate, describe and plan matrix files."""
+    """Validate, plan and run matrix files; print the matrix format's JSON Schema."""
     if ctx.invoked_subcommand != "schema":  # the schema is the package's own; the rest reads the project tree
         require_checkout(f"repro matrix {ctx.invoked_subcommand}")
 
 
 @app.command()
 def validate(files: list[Path] = typer.Argument(..., help="Matrix files to validate.")) -> None:
-    """Validate matrix files: one `FILE:LINE field: reason` line per problem, exit 2 if any."""
+    """Validate matrix files (or matrix/profiles.yaml): one `FILE:LINE field: reason` line per problem.
+
+    Exit codes: 0 every file is valid; 1 an unexpected error; 2 bad input (a file has a problem)."""
     problems: list[str] = []
     for path in files:
         try:
@@ -60,19 +63,24 @@ def _validate_one(path: Path) -> str:
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of the matrix format (for editor completion)."""
+    """Print the JSON Schema of the matrix format (for editor completion).
+
+    Exit codes: 0 printed; 1 an unexpected error; 2 bad input."""
     typer.echo(json.dumps(matrix_json_schema(), indent=2))
 
 
 @app.command()
 def plan(
-    file: Path = typer.Argument(..., help="Matrix file."),
-    profile: str = typer.Option(..., "--profile", "-p", help="Hardware profile (see matrix/profiles.yaml)."),
+    matrix: Path = matrix_argument(..., help="Matrix file."),
+    profile: str = PROFILE,
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
-    """List the cells a matrix runs on a profile, and the excluded ones with their reason."""
-    the_plan = plan_for(file, profile)
-    toolkit_line = toolkit_note(file, profile)
+    """List the cells a matrix runs on a profile, and the excluded ones with their reason; warn
+    when the project tree is dirty.
+
+    Exit codes: 0 planned; 1 an unexpected error; 2 bad input."""
+    the_plan = plan_for(matrix, profile)
+    toolkit_line = toolkit_note(matrix, profile)
     if as_json:
         dirty = dirty_note(file)
         extra = ({"toolkit": toolkit_line} if toolkit_line else {}) | ({"dirty_tree": dirty} if dirty else {})
@@ -166,8 +174,8 @@ def print_plan(the_plan: Plan) -> None:
 
 @app.command()
 def run(
-    file: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file (default: the embedded matrix/smoke.yaml)."),
-    profile: str = typer.Option(..., "--profile", "-p", help="Hardware profile (see matrix/profiles.yaml)."),
+    matrix: Path = matrix_argument(),
+    profile: str = PROFILE,
     out: Path = typer.Option(Path("results"), "--out", help="Results folder; the run goes to OUT/<run-id>/."),
     resume: bool = typer.Option(False, "--resume", help="Finish the latest unfinished run of this matrix and profile."),
     only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
@@ -185,7 +193,7 @@ def run(
     starts, naming the files; --allow-dirty runs it anyway, marked not clean-room. An interrupted
     cell keeps its finished scenarios: `--resume` reruns only the rest.
 
-    Exit status: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
+    Exit codes: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
     fault (or another error) or was excluded by the latency gate; 2 bad input (a dirty tree too);
     130 interrupted (`--resume` continues, and reruns cells that ended in engine faults)."""
     from repro.bundle.layout import DiskFull
@@ -196,7 +204,7 @@ def run(
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
     options = RunOptions(
-        matrix=file, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas), allow_dirty=allow_dirty
+        matrix=matrix, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas), allow_dirty=allow_dirty
     )
     try:
         run_dir = run_matrix(options, RunProgress(console))

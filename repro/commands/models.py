@@ -8,13 +8,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from repro.core.config import DEFAULT_MATRIX
+from repro.commands.vocabulary import Typer, matrix_argument
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.spec.matrix import ModelSpec, load_matrix
 from repro.store import models
 
-app = typer.Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
+app = Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
 console = Console(stderr=True, highlight=False)  # ids, sources, paths and reasons are input: printed escaped (shown)
 out = Console(highlight=False)
 
@@ -43,10 +43,12 @@ class RichProgress(models.Progress):
 
 @app.command()
 def fetch(
-    matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose models to fetch."),
-    model: list[str] = typer.Option(None, "--model", "-m", help="Only these model ids."),
+    matrix: Path = matrix_argument(help="Matrix file whose models to fetch (default: the embedded matrix/smoke.yaml)."),
+    model: list[str] = typer.Option(None, "--model", help="Only these model ids (repeatable)."),
 ) -> None:
-    """Fetch and verify every model of a matrix into the store; models already there are not downloaded."""
+    """Fetch and verify every model of a matrix into the store; models already there are not downloaded.
+
+    Exit codes: 0 every model is verified in the store; 1 a model could not be fetched or verified; 2 bad input."""
     specs = _select(matrix, model)
     loaded = load_matrix(matrix)
     base_dir = loaded.root if loaded.outside else Path.cwd()  # paths_from: matrix: a model's path is in the matrix's folder
@@ -81,8 +83,10 @@ def fetch(
 
 
 @app.command("list")
-def list_(matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose models to list.")) -> None:
-    """List the models of a matrix and whether a verified copy is in the store."""
+def list_(matrix: Path = matrix_argument(help="Matrix file whose models to list (default: the embedded matrix/smoke.yaml).")) -> None:
+    """List the models of a matrix and whether a verified copy is in the store.
+
+    Exit codes: 0 listed (absent or corrupt copies too); 1 an unexpected error; 2 bad input."""
     for spec in _select(matrix, None):
         path = models.stored_path(spec.sha256)
         if not path.exists():

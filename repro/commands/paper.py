@@ -8,13 +8,14 @@ import typer
 from rich.console import Console
 
 from repro.bundle.signers import require_signed
+from repro.commands.vocabulary import Typer
 from repro.core.terminal import shown
 from repro.report.aggregate import collect_with_cells
 from repro.report.figures import write_figures
 from repro.report.html import render_report
 from repro.report.paper import render as render_tables
 
-app = typer.Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
+app = Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
 
 
 @app.command()
@@ -25,7 +26,10 @@ def render(
         None, "--require-signature", help="An ssh allowed_signers file: render only when every run is signed by one of them (exit 1 otherwise)."
     ),
 ) -> None:
-    """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the rest are listed as excluded."""
+    """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the
+    rest are listed as excluded.
+
+    Exit codes: 0 rendered; 1 a run is not signed as --require-signature asks; 2 bad input."""
     signers: dict[str, str] = {}
     if require_signature is not None:
         for run_dir, signer in require_signed(results, require_signature):

@@ -14,6 +14,7 @@ from rich.console import Console
 from harness.lab_codes import lab_code
 from repro.bundle.layout import BundleReader, find_runs
 from repro.bundle.layout import merge as merge_bundles
+from repro.commands.vocabulary import Typer
 from repro.core.files import atomic_write
 from repro.core.terminal import shown
 from repro.core.yamlsource import require_file_target
@@ -21,7 +22,7 @@ from repro.core.yamlsource import require_file_target
 CSV_COLUMNS = "run cell model engine protocol repeat scenario category passed failure_type lab_code steps seconds tokens_in tokens_out".split()
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
-app = typer.Typer(help="Work with result bundles.", no_args_is_help=True)
+app = Typer(help="Work with result bundles.", no_args_is_help=True)
 
 
 @app.command()
@@ -29,7 +30,9 @@ def merge(
     sources: list[Path] = typer.Argument(..., help="Run folders or results folders (e.g. one per shard)."),
     out: Path = typer.Option(..., "--out", help="The merged results folder."),
 ) -> None:
-    """Join shard bundles of one matrix and profile into one results folder (bundles copied unchanged)."""
+    """Join shard bundles of one matrix and profile into one results folder (bundles copied unchanged).
+
+    Exit codes: 0 merged; 1 an unexpected error; 2 bad input."""
     merged = merge_bundles(sources, out)
     console = Console()
     for path in merged:
@@ -42,7 +45,10 @@ def csv_export(
     results: Path = typer.Argument(..., help="A run folder or a results folder."),
     out: Path | None = typer.Option(None, "--out", help="The CSV file (standard output when omitted)."),
 ) -> None:
-    """Per-scenario results of a bundle as CSV: one row per scenario, repeat and cell (complete cells, any verdict)."""
+    """Per-scenario results of a bundle as CSV: one row per scenario, repeat and cell (complete
+    cells, any verdict).
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
     if out is not None:
         require_file_target(out, "CSV file")
     rows = list(scenario_rows(results))

@@ -7,18 +7,18 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.scale.jobs import k8s, slurm
 from repro.scale.k8s import K8S_VERSION
 from repro.scale.options import K8sOptions, SlurmOptions, scale_options
 
-app = typer.Typer(help="Run a matrix's shards on Slurm or Kubernetes: write the job files.", no_args_is_help=True)
+app = Typer(help="Run a matrix's shards on Slurm or Kubernetes: write the job files.", no_args_is_help=True)
 console = Console(highlight=False)
 
-MATRIX = typer.Argument(..., help="Matrix file.")
-PROFILE = typer.Option(..., "--profile", "-p", help="Hardware profile (see matrix/profiles.yaml).")
-SHARDS = typer.Option(..., "--shards", "-n", help="Number of shards (array tasks, completion indexes).")
+MATRIX = matrix_argument(..., help="Matrix file.")
+SHARDS = typer.Option(..., "--shards", help="Number of shards (array tasks, completion indexes).")
 MEM = typer.Option(None, "--mem-gb", help="Memory per shard in GB (default: the profile's memory_gb).")
 PREPARE = typer.Option(True, "--prepare/--no-prepare", help="Bootstrap, build and fetch (no-ops when present) before each shard runs.")
 
@@ -53,7 +53,9 @@ def slurm_command(
     mem_gb: int = MEM,
     prepare: bool = PREPARE,
 ) -> None:
-    """Write a Slurm job array (one task per shard), a dependent merge/check/render job and submit.sh."""
+    """Write a Slurm job array (one task per shard), a dependent merge/check/render job and submit.sh.
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
     _check_shards(shards)
     out = out or _default_out("slurm", matrix, profile, shards)
     options = scale_options(
@@ -91,7 +93,9 @@ def k8s_command(
     mem_gb: int = MEM,
     prepare: bool = PREPARE,
 ) -> None:
-    """Write a Kubernetes Indexed Job (one completion per shard), a merge Job and submit.sh."""
+    """Write a Kubernetes Indexed Job (one completion per shard), a merge Job and submit.sh.
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
     _check_shards(shards)
     if engine not in ("dind", "socket"):
         raise BadInput(f"--engine {engine}: expected dind or socket")

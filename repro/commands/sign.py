@@ -17,7 +17,9 @@ def sign(
     key: Path = typer.Option(..., "--key", help="An SSH private key, or a public key whose private half is in ssh-agent."),
 ) -> None:
     """Sign a bundle's MANIFEST.sha256 with an SSH key (ssh-keygen -Y sign, namespace repro-bundle)
-    and, with an ed25519 private key file, write its in-toto attestation in a DSSE envelope."""
+    and, with an ed25519 private key file, write its in-toto attestation in a DSSE envelope.
+
+    Exit codes: 0 signed; 1 ssh-keygen failed; 2 bad input."""
     signature = sign_bundle(bundle, key)
     typer.echo(f"signed {bundle}: {signature}")
     try:

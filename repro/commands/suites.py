@@ -8,23 +8,25 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.core.config import DEFAULT_MATRIX
+from repro.commands.vocabulary import Typer, matrix_argument
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.spec.matrix import load_matrix
 from repro.store.sources import MIRROR_ENV
 from repro.suites.registry import kind_of
 
-app = typer.Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
+app = Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
 
 
 @app.command()
 def fetch(
-    matrix: Path = typer.Argument(DEFAULT_MATRIX, help="Matrix file whose suites to fetch."),
+    matrix: Path = matrix_argument(help="Matrix file whose suites to fetch (default: the embedded matrix/smoke.yaml)."),
     mirror: list[Path] = typer.Option([], "--mirror", help=f"A local folder of archives found by sha256 before any download (repeatable; also {MIRROR_ENV})."),
 ) -> None:
     """Fetch, verify (sha256) and unpack every suite with a source or an external harness; suites in
-    the project need nothing."""
+    the project need nothing.
+
+    Exit codes: 0 every suite is ready; 1 a fetch or its verification failed; 2 bad input."""
     bad = [folder for folder in mirror if not folder.is_dir()]
     if bad:
         raise BadInput(f"--mirror {bad[0]}: not a folder")
@@ -47,7 +49,9 @@ def pack(
     out: Path = typer.Option(..., "--out", help="The tar archive to write."),
 ) -> None:
     """Pack a folder as a deterministic tar archive (the same sha256 on any host) and print its sha256,
-    to pin a suite published as loose files (`source: {archive: FILE, sha256: ...}`)."""
+    to pin a suite published as loose files (`source: {archive: FILE, sha256: ...}`).
+
+    Exit codes: 0 packed; 1 an unexpected error; 2 bad input."""
     from repro.suites.sources import pack_folder
 
     if not folder.is_dir() or folder.is_symlink():

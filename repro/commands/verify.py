@@ -37,8 +37,10 @@ def verify(
     ),
 ) -> None:
     """Compare a rerun with published numbers (--published) or with a claims file (--claims:
-    REPRODUCED, CONSISTENT, DIFFERENT or NOT RERUN per claim); exit 1 unless every row or claim
-    agrees (NOT RERUN agrees only with --allow-partial)."""
+    REPRODUCED, CONSISTENT, DIFFERENT or NOT RERUN per claim).
+
+    Exit codes: 0 every row or claim agrees (NOT RERUN agrees only with --allow-partial); 1 a row or
+    claim does not, or the published bundle is not signed as --require-signature asks; 2 bad input."""
     if (published is None) == (claims is None):
         raise BadInput("give exactly one of --published FILE and --claims FILE")
     if claims is not None:

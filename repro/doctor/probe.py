@@ -1,4 +1,4 @@
-"""`repro doctor --probe MATRIX --profile P`: is the whole pipeline sound, layer by layer?
+"""`repro doctor MATRIX --profile P`: is the whole pipeline sound, layer by layer?
 
 Each line is OK or FAIL with its layer and a hint, in the order a run needs them, so the first
 FAIL says where to look:

@@ -67,7 +67,7 @@ def shard_script(job: ScaleJob) -> str:
     if job.prepare:
         lines += [
             f"{repro} images bootstrap",
-            f"{repro} images build --matrix {matrix} --profile {profile} --no-log",
+            f"{repro} images build {matrix} --profile {profile} --no-log",
             f"{repro} models fetch {matrix}",
             f"{repro} suites fetch {matrix}",
         ]

@@ -91,7 +91,8 @@ def scale_options(model: type[Options], **values: object) -> Options:
         first = error.errors()[0]
         name = str(first["loc"][0]) if first["loc"] else "option"
         reason = first["msg"].removeprefix("Value error, ").replace("String should match pattern", "expected the pattern")
-        raise BadInput(f"--{name.replace('_', '-')} {printable(values.get(name))[:80]}: {reason}") from None
+        flag = "MATRIX" if name == "matrix" else f"--{name.replace('_', '-')}"  # the one positional argument
+        raise BadInput(f"{flag} {printable(values.get(name))[:80]}: {reason}") from None
 
 
 class ScaleJob(BaseModel):

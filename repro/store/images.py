@@ -449,7 +449,7 @@ def resolve_digest(pin: DigestPin, client: DockerClient) -> ImageRef:
 
 
 def _missing(plan: BuildPlan, matrix: str | None) -> ReproError:
-    hint = f"repro images build --matrix {matrix}" if matrix else "repro images build --matrix <matrix file>"
+    hint = f"repro images build {matrix}" if matrix else "repro images build MATRIX"
     if plan.variant and plan.variant != "cpu":
         hint += " --profile <a gpu profile>"
     return ReproError(f"image {plan.tag} is missing; run: {hint}")

@@ -14,6 +14,7 @@ import pytest
 from harness.contracts import InvalidEntry, RecordedReply, StepEntry, TranscriptEntry
 from repro.bundle.layout import load_cell, read_results, read_transcripts
 from tests.e2e.conftest import CANARY_HOST, CANARY_USER, e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
+from tests.fixtures.signals import popen
 
 DETERMINISTIC_FIELDS = {"id", "category", "passed", "status", "failure_type", "steps", "invalid_steps", "engine_fault"}
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
@@ -131,9 +132,8 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
     with 130, removes its containers, keeps only whole cells, and --resume reproduces the run."""
     out = f"results/resume-{stop.name.lower()}"  # inside the ignored results/ folder: the tree stays clean
     args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out]
-    proc = subprocess.Popen(
-        repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    # the run stops on the signal even when this test run was started with SIGINT ignored (nohup ... &)
+    proc = popen(repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cells_dir = None
     deadline = time.monotonic() + 1200
     while time.monotonic() < deadline and proc.poll() is None:

@@ -15,6 +15,7 @@ import pytest
 from repro.bundle.layout import BundleReader
 from repro.report.export import log_path
 from tests.fixtures.browser import CHROMIUM, SKIP_REASON, page_text_when
+from tests.fixtures.signals import popen
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)]
 START_TIMEOUT_S = 60
@@ -43,7 +44,7 @@ def test_inspect_view_shows_a_samples_messages(smoke_run: Path, smoke_export: Pa
     inspect = Path(sys.executable).with_name("inspect")
     port = free_port()
     command = [str(inspect), "view", "--log-dir", str(smoke_export), "--recursive", "--host", "127.0.0.1", "--port", str(port), "--no-trust-content"]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # stopped by SIGTERM below
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until_serving(f"{base}/api/logs", server)

@@ -26,7 +26,7 @@ MATRIX = "matrix/toolcallbench-smoke.yaml"
 @pytest.fixture(scope="module")
 def tcb_run(tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, llama_image_ref, tcb_wheels) -> tuple[Path, Path]:
     project = make_snapshot(tmp_path_factory.mktemp("toolcallbench") / "project")
-    for step in (["suites", "fetch", MATRIX], ["images", "build", "--matrix", MATRIX, "--profile", "cpu", "--no-log"]):
+    for step in (["suites", "fetch", MATRIX], ["images", "build", MATRIX, "--profile", "cpu", "--no-log"]):
         proc = run_repro(project, canary_home, *step)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     proc = run_repro(project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results", timeout=3 * 3600)

@@ -128,10 +128,10 @@ MATRIX_READERS = {
     "matrix-run": ["matrix", "run", "{}", "--profile", "cpu"],
     "models-fetch": ["models", "fetch", "{}"],
     "models-list": ["models", "list", "{}"],
-    "images-build": ["images", "build", "--matrix", "{}"],
-    "images-list": ["images", "list", "--matrix", "{}"],
+    "images-build": ["images", "build", "{}"],
+    "images-list": ["images", "list", "{}"],
     "suites-fetch": ["suites", "fetch", "{}"],
-    "doctor-probe": ["doctor", "--probe", "{}", "--profile", "cpu"],
+    "doctor-probe": ["doctor", "{}", "--profile", "cpu"],
     "scale-slurm": ["scale", "slurm", "{}", "--profile", "cpu", "--shards", "2"],
     "compose-env": ["compose", "env", "{}", "--profile", "cpu", "--cell", "c"],
 }
@@ -221,7 +221,6 @@ def test_verify_published_refuses_bad_files(tmp_path, name):
 # ---------------------------------------------------------------- usage errors of every command
 
 USAGE_ERRORS = {
-    "missing-option": ["matrix", "plan", "matrix/smoke.yaml"],
     "missing-option-value": ["matrix", "plan", "matrix/smoke.yaml", "--profile"],
     "missing-argument": ["matrix", "plan", "--profile", "cpu"],
     "unknown-command": ["nope"],
@@ -234,7 +233,6 @@ USAGE_ERRORS = {
     "run-bad-shard": ["matrix", "run", "--profile", "cpu", "--shard", "x"],
     "run-shard-out-of-range": ["matrix", "run", "--profile", "cpu", "--shard", "5/2"],
     "run-unknown-profile": ["matrix", "run", "--profile", "nope"],
-    "run-missing-profile": ["matrix", "run"],
     "images-unknown": ["images", "nope"],
     "images-unknown-profile": ["images", "list", "--profile", "nope"],
     "images-build-bad-option": ["images", "build", "--bogus"],
@@ -243,7 +241,11 @@ USAGE_ERRORS = {
     "models-unknown": ["models", "nope"],
     "models-unknown-model": ["models", "fetch", "matrix/smoke.yaml", "--model", "nope"],
     "models-fetch-bad-option": ["models", "fetch", "--bogus"],
-    "doctor-extra": ["doctor", "extra"],
+    "doctor-missing-matrix": ["doctor", "extra"],
+    "doctor-two-matrices": ["doctor", "matrix/smoke.yaml", "extra"],
+    "doctor-old-probe-flag": ["doctor", "--probe", "matrix/smoke.yaml"],
+    "images-old-matrix-flag": ["images", "list", "--matrix", "matrix/smoke.yaml"],
+    "models-old-short-flag": ["models", "fetch", "-m", "x"],
     "cleanup-bad-option": ["cleanup", "--bogus"],
     "cleanup-missing-value": ["cleanup", "--run-id"],
     "check-bad-option": ["check", "--bogus"],
@@ -257,8 +259,7 @@ USAGE_ERRORS = {
     "verify-missing-published": ["verify", "/nonexistent/results"],
     "verify-nothing": ["verify", "--published", "paper/published/smoke-cpu.json"],
     "suites-unknown": ["suites", "nope"],
-    "doctor-probe-no-profile": ["doctor", "--probe", "matrix/smoke.yaml"],
-    "doctor-probe-unknown-profile": ["doctor", "--probe", "matrix/smoke.yaml", "--profile", "nope"],
+    "doctor-probe-unknown-profile": ["doctor", "matrix/smoke.yaml", "--profile", "nope"],
     "sign-missing-key": ["sign", "/nonexistent/run"],
     "render-signature-missing-run": ["paper", "render", "/nonexistent/results", "--require-signature", "/nonexistent/allowed"],
     "verify-signature-results-json": ["verify", "/nonexistent/results", "--published", "paper/published/smoke-cpu.json", "--require-signature", "x"],
@@ -276,9 +277,9 @@ def test_usage_error_is_one_line_exit_2(name):
     assert_one_line_exit_2(*repro(*USAGE_ERRORS[name]))
 
 
-def test_missing_profile_names_the_option():
-    line = assert_one_line_exit_2(*repro("matrix", "plan", "matrix/smoke.yaml"))
-    assert line.startswith("repro matrix plan: ") and "--profile" in line, line
+def test_a_missing_option_is_named():
+    line = assert_one_line_exit_2(*repro("scale", "slurm", "matrix/smoke.yaml"))
+    assert line.startswith("repro scale slurm: ") and "--shards" in line, line
 
 
 @pytest.mark.parametrize("argv", [[], ["matrix"], ["images"], ["models"], ["paper"], ["results"], ["export"]], ids=lambda argv: " ".join(argv) or "repro")

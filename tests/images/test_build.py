@@ -29,7 +29,7 @@ def image_ids(client) -> set[str]:
 def test_a_second_build_rebuilds_nothing_and_is_fast(docker_client, harness_image_ref, llama_image_ref):
     before = image_ids(docker_client)
     started = time.monotonic()
-    proc = repro_cli("images", "build", "--matrix", str(DEFAULT_MATRIX))
+    proc = repro_cli("images", "build", str(DEFAULT_MATRIX))
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert elapsed < 10, f"a no-op build took {elapsed:.1f} s"
@@ -40,13 +40,13 @@ def test_a_second_build_rebuilds_nothing_and_is_fast(docker_client, harness_imag
 
 
 def test_list_shows_the_present_images_with_keys_and_ids(docker_client, harness_image_ref, llama_image_ref):
-    proc = repro_cli("images", "list", "--matrix", str(DEFAULT_MATRIX), "--json")
+    proc = repro_cli("images", "list", str(DEFAULT_MATRIX), "--json")
     assert proc.returncode == 0, proc.stderr
     listed = {row["reference"]: row for row in json.loads(proc.stdout)["images"]}
     for ref in (harness_image_ref, llama_image_ref):
         row = listed[ref.reference]
         assert row["present"] and row["id"] == ref.id and row["key"] == ref.key and row["pinned_by"] == "content-key"
-    text = repro_cli("images", "list", "--matrix", str(DEFAULT_MATRIX))
+    text = repro_cli("images", "list", str(DEFAULT_MATRIX))
     assert text.returncode == 0
     assert f"present  {harness_image_ref.reference}  key {harness_image_ref.key}  id {harness_image_ref.id}" in text.stdout
     assert f"present  {llama_image_ref.reference}  key {llama_image_ref.key}" in text.stdout

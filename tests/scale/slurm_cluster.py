@@ -15,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.fixtures.signals import default_signals
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "scontrol", "sacct")
 
@@ -130,7 +132,8 @@ class SlurmCluster:
         self._pids["munged"] = pid_file
 
     def _daemon(self, name: str, command: list[str]) -> None:
-        proc = subprocess.run(command, env=self.env, capture_output=True, text=True)
+        # SIGTERM stops it in stop(), whatever dispositions this test run was started with
+        proc = subprocess.run(default_signals(command), env=self.env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"{name} did not start ({proc.returncode}): {proc.stderr[-500:]} {self.log(name)}")
         self._pids[name] = self.root / f"{name}.pid"

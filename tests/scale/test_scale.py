@@ -159,7 +159,7 @@ def test_k8s_schema_catches_a_broken_job(tmp_path):
         # issue 27: option values are checked before they reach a job file (no directive, key or command injected)
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--time", "1:00\n#SBATCH --uid=0"], "--time 1:00\\n#SBATCH"),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--partition", "a b"], "--partition a b"),
-        (["slurm", "$(touch pwned).yaml", "--profile", "cpu", "--shards", "2"], "--matrix $(touch pwned).yaml"),
+        (["slurm", "$(touch pwned).yaml", "--profile", "cpu", "--shards", "2"], "MATRIX $(touch pwned).yaml"),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--workdir", "/x;reboot"], "--workdir /x;reboot"),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--repro", "repro; rm -rf /"], "--repro repro; rm -rf /"),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--parallel", "-1"], "--parallel -1"),

@@ -195,6 +195,30 @@ def test_render_and_verify_can_require_a_signature(tmp_path, keys, capsys) -> No
     assert main(["verify", str(signed), "--published", str(unsigned), "--require-signature", str(allowed)]) == 1
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "{run}", "--allowed-signers", "{folder}"],
+        ["paper", "render", "{run}", "--out", "{out}", "--require-signature", "{folder}"],
+        ["verify", "{run}", "--published", "{run}", "--require-signature", "{folder}"],
+    ],
+    ids=["check", "paper-render", "verify"],
+)
+def test_a_folder_as_allowed_signers_is_a_usage_error(tmp_path, capsys, argv) -> None:
+    """Issue 34: a folder given as the allowed_signers file is bad input (one line, exit 2), said
+    before the bundle is looked at, not read as "not signed" (exit 1); nothing is rendered."""
+    from repro.__main__ import main
+    from tests.fixtures.synthetic import write_bundle
+
+    run, folder = write_bundle(tmp_path / "run1"), tmp_path / "signers"
+    folder.mkdir()
+    values = {"run": str(run), "folder": str(folder), "out": str(tmp_path / "tables")}
+    assert main([word.format(**values) for word in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == f"{folder}: a folder, not an allowed_signers file", captured.err
+    assert not (tmp_path / "tables").exists()
+
+
 # ---------------------------------------------------------------- in-toto attestations (issue 25)
 
 

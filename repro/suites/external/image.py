@@ -92,7 +92,7 @@ def external_image(
     if found is not None:
         return found
     if not build:
-        raise ReproError(f"image {plan.tag} is missing; run: repro images build --matrix MATRIX")
+        raise ReproError(f"image {plan.tag} is missing; run: repro images build MATRIX")
     return build_external(plan, suite, adapter, client, log)
 
 
