@@ -82,14 +82,14 @@ def plan(
     the_plan = plan_for(matrix, profile)
     toolkit_line = toolkit_note(matrix, profile)
     if as_json:
-        dirty = dirty_note(file)
+        dirty = dirty_note(matrix)
         extra = ({"toolkit": toolkit_line} if toolkit_line else {}) | ({"dirty_tree": dirty} if dirty else {})
         typer.echo(json.dumps({**plan_summary(the_plan), **extra}, indent=2))
         return
     print_plan(the_plan)
     if toolkit_line:
         console.print(f"[yellow]note[/] {shown(toolkit_line)}", soft_wrap=True, highlight=False)
-    dirty = dirty_note(file)
+    dirty = dirty_note(matrix)
     if dirty:
         console.print(f"[yellow]warning[/] {shown(dirty)}", soft_wrap=True, highlight=False)
 
