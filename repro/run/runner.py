@@ -60,7 +60,7 @@ from repro.run.healing import MAX_CELL_RERUNS, EngineLost, blame_engine, describ
 from repro.run.progress import RunProgress
 from repro.spec.cells import Cell
 from repro.spec.findings import GateResult, SandboxSettings, SuiteSelection, TemplateFacts
-from repro.spec.matrix import LoadedMatrix, load_matrix_and_profiles
+from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
 from repro.spec.profiles import Profile
 from repro.store.chat_template import engine_template_problem, server_blocker
 from repro.store.images import ImageRef, engine_image, harness_image
@@ -147,9 +147,9 @@ class GroupEngine(BaseModel):
 def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
     source = source_state()
-    prepared = prepare(options)
-    dirty = dirty_lines(source, author_source(prepared.loaded))
+    dirty = dirty_lines(source, author_source(load_matrix(options.matrix)))  # before models, images or Docker are asked for
     refuse_dirty(dirty, options.allow_dirty)
+    prepared = prepare(options)
     client = get_client()
     replicas = choose_replicas(options, prepared, client)
     run_dir, record, resumed = open_run(options, prepared, source, client)
