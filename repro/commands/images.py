@@ -15,8 +15,7 @@ from rich.markup import escape
 
 from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
 from repro.core.errors import ReproError
-from repro.spec.matrix import LoadedMatrix, load_matrix
-from repro.spec.profiles import load_profiles
+from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
 from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
 from repro.store.images import (
     Blocked,
@@ -68,8 +67,7 @@ def bootstrap_command(
 
 def _needs(matrix: Path, profile: str, *, collect: bool = False) -> tuple[DockerClient, Variant, list[BuildPlan | DigestPin | Blocked]]:
     """The Docker client and the images a matrix needs; the matrix and profile are checked before Docker is asked."""
-    profiles = load_profiles()
-    loaded = load_matrix(matrix, set(profiles.profiles))
+    loaded, profiles = load_matrix_and_profiles(matrix)  # the project's profiles and the matrix's own profiles_file
     chosen = profiles.get(profile)
     client = _client()
     # the same key as `repro matrix run` asks for: CUDA engines built for the profile's capability only

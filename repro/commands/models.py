@@ -1,4 +1,4 @@
-"""`repro models fetch | list`."""
+"""`repro models fetch | list | describe`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.spec.matrix import ModelSpec, load_matrix
 from repro.store import models
+from repro.store.describe import describe as describe_gguf
+from repro.store.describe import spec_yaml
 
 app = Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
 console = Console(stderr=True, highlight=False)  # ids, sources, paths and reasons are input: printed escaped (shown)
@@ -98,6 +100,30 @@ def list_(matrix: Path = matrix_argument(help="Matrix file whose models to list 
         out.print(
             f"{state:<20} {shown(spec.id):<32} {shown(spec.quant):<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {shown(path)}", soft_wrap=True
         )
+
+
+@app.command()
+def describe(
+    file: Path = typer.Argument(..., metavar="FILE", help="A GGUF file (a regular file, not a link)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the description as JSON, for machines."),
+) -> None:
+    """Print the model spec of a GGUF file, to paste into a matrix's models: list.
+
+    The id is suggested from the header's general.name and the quantization (general.file_type);
+    family and parameters come from general.basename and general.size_label when the header
+    holds them; file_size and sha256 from the file's bytes. The architecture, the trained
+    context, and the embedded chat template (its sha256 and what it can carry, as the plan's
+    preflight derives it) are comments. Replace the path source with the file's place, or add
+    a url, hf or pypi source (docs/matrix.md).
+
+    Exit codes: 0 described; 1 the file could not be read to its end; 2 bad input (not a regular
+    file, a link, not a GGUF, a truncated or hostile header).
+    """
+    described = describe_gguf(file)
+    if as_json:
+        typer.echo(described.model_dump_json(indent=2))
+        return
+    typer.echo(spec_yaml(described, str(file) if not file.is_absolute() else file.name), nl=False)
 
 
 def _template_line(spec: ModelSpec, gguf: Path) -> str:

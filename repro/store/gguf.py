@@ -1,8 +1,9 @@
 """A small, bounded reader of a GGUF file's metadata header, on the host.
 
-Only what the chat-template preflight needs is kept: the embedded chat template, the special
-token ids (eos, eot, eom) and the vocabulary with each token's type, from which the
-end-of-generation set is derived the way llama.cpp derives it. Every length read from the file
+Only what the chat-template preflight, the replica count and `repro models describe` need is
+kept: the embedded chat template, the special token ids (eos, eot, eom), the vocabulary with each
+token's type (from which the end-of-generation set is derived the way llama.cpp derives it), the
+model's shape, its `general.*` name, architecture and file type, and its trained context length. Every length read from the file
 is bounded before it is used, so a hostile or corrupt file is refused with one line (BadInput)
 instead of exhausting memory; arrays the preflight does not need (merges, scores) are skipped
 without being read.
@@ -54,6 +55,17 @@ EOG_TEXTS = frozenset(
 # The model's shape, kept for the GPU memory a replica needs (repro.replicas): keys
 # "<architecture>.<suffix>"; a per-layer array (head_count_kv of some models) counts by its largest.
 SHAPE_SUFFIXES = (".block_count", ".embedding_length", ".attention.head_count", ".attention.head_count_kv", ".attention.key_length", ".attention.value_length")
+# What `repro models describe` reads: the model's name and kind, and "<architecture>.context_length".
+GENERAL_KEYS = ("general.name", "general.basename", "general.size_label", "general.architecture", "general.file_type")
+CONTEXT_SUFFIX = ".context_length"
+# llama.cpp's file types (llama.h `llama_ftype`, the value of general.file_type): the quantization
+# of most tensors; the numbers llama.cpp dropped (4 to 6, 33 to 35) are not named.
+FILE_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M",
+    13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS",
+    21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
+    29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE",
+}  # fmt: skip
 TOKEN_TYPE_CONTROL = 3
 TOKEN_TYPE_USER_DEFINED = 4
 
@@ -84,6 +96,13 @@ class GgufHeader(BaseModel):
     tokens: list[str]
     token_types: list[int]
     shape: dict[str, int] = {}  # suffix of SHAPE_SUFFIXES without its dot ("block_count") -> value
+    general: dict[str, str | int] = {}  # the GENERAL_KEYS the header gives, by key
+    context_length: int | None = None  # "<architecture>.context_length": the context it was trained for
+
+    def quant(self) -> str | None:
+        """The file type's name (general.file_type 15 -> Q4_K_M), or None when unknown or absent."""
+        kind = self.general.get("general.file_type")
+        return FILE_TYPES.get(kind) if isinstance(kind, int) else None
 
     def special_tokens(self) -> list[str]:
         """Control and user-defined tokens: those a template writes as markers."""
@@ -164,12 +183,12 @@ def _read(reader: _Reader) -> GgufHeader:
     kv_count = reader.unpack("<Q", 8)
     if kv_count > MAX_KV_COUNT:
         raise BadInput(f"{reader.name}: {kv_count} metadata entries exceed the {MAX_KV_COUNT}-entry bound")
-    wanted = {TEMPLATE_KEY, *KEPT_ARRAYS, *SPECIAL_ID_KEYS.values()}
+    wanted = {TEMPLATE_KEY, *KEPT_ARRAYS, *SPECIAL_ID_KEYS.values(), *GENERAL_KEYS}
     found: dict[str, Any] = {}
     for _ in range(kv_count):
         key = reader.string(MAX_KEY_BYTES)
         kind = reader.unpack("<I", 4)
-        shape = next((suffix for suffix in SHAPE_SUFFIXES if key.endswith(suffix) and key.count(".") == suffix.count(".")), None)
+        shape = next((suffix for suffix in (*SHAPE_SUFFIXES, CONTEXT_SUFFIX) if key.endswith(suffix) and key.count(".") == suffix.count(".")), None)
         value = reader.value(kind, keep=key in wanted or shape is not None)
         if key in wanted:
             found[key] = value
@@ -184,12 +203,16 @@ def _header(found: dict[str, Any]) -> GgufHeader:
     tokens = [t for t in found.get("tokenizer.ggml.tokens") or [] if isinstance(t, str)]
     types = [int(t) for t in found.get("tokenizer.ggml.token_type") or [] if isinstance(t, int)]
     shape = {key[len("shape:") :]: shape_value(value) for key, value in found.items() if key.startswith("shape:") and shape_value(value) is not None}
+    context = shape.pop(CONTEXT_SUFFIX[1:], None)
+    general = {key: found[key] for key in GENERAL_KEYS if isinstance(found.get(key), str | int) and not isinstance(found[key], bool)}
     return GgufHeader(
         chat_template=template if isinstance(template, str) and template.strip() else None,
         special_ids=special,
         tokens=tokens,
         token_types=types,
         shape={key: value for key, value in shape.items() if value is not None},
+        general=general,
+        context_length=context,
     )
 
 
