@@ -403,7 +403,7 @@ class LoadedMatrix(BaseModel):
 
     @property
     def outside(self) -> bool:
-        """A matrix outside the project tree (an author's own, docs/authoring.md)."""
+        """A matrix outside the project tree (an author's own, `paths_from: matrix`, docs/matrix.md)."""
         return self.root != PROJECT_ROOT
 
     def suite_root(self, suite: Suite) -> Path | None:
