@@ -145,8 +145,17 @@ def test_where_the_time_went(tmp_path):
     time = row.time
     assert (time.engine_boot_s, time.wall_s, time.prompt_s, time.generation_s) == (2.0, 2.0, 0.2, 0.4)
     assert time.harness_s == 1.4 and time.prompt_tps == 1000.0 and time.generation_tps == 100.0
+    assert time.per_scenario_s == round(time.wall_s / row.total, 3)  # type: ignore[operator]
     render(tables, tmp_path / "paper")
-    assert "| 2.0 | - | 0.2 | 0.4 | 1.4 | 1000.0 | 100.0 |" in (tmp_path / "paper" / "results.md").read_text()
+    assert f"| 2.0 | - | {time.per_scenario_s:.1f} | 0.2 | 0.4 | 1.4 | 1000.0 | 100.0 |" in (tmp_path / "paper" / "results.md").read_text()
+
+
+def test_a_harness_without_engine_timings_has_its_wall_time_and_no_split():
+    """The Tholos runner's results carry no engine timings: its row says '-' (None), never 0."""
+    from repro.report.aggregate import TimeSplit
+
+    time = TimeSplit.of([], [])
+    assert (time.prompt_s, time.generation_s, time.harness_s, time.per_scenario_s) == (None, None, None, None)
 
 
 def test_failures_by_layer_and_type_and_the_mean_score(tmp_path):
