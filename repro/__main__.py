@@ -110,7 +110,7 @@ def _click_error(error: Exception) -> int | None:
 
 
 def _usage_line(error: Any) -> str:  # a UsageError of either click copy
-    """`repro matrix plan: Missing option '--profile' / '-p'. (see repro matrix plan --help)`."""
+    """`repro scale slurm: Missing option '--shards'. (see repro scale slurm --help)`."""
     context = getattr(error, "ctx", None)
     command = context.command_path if context is not None else "repro"
     return f"{command}: {_one_line(error.format_message())} (see {command} --help)"

@@ -32,11 +32,11 @@ def env_command(
 
     if from_run is not None:
         if matrix is not None or given(ctx, "profile"):
-            raise BadInput("give either MATRIX --profile P --cell CELL, or --from RUN_DIR [--cell CELL]")
+            raise BadInput("give either MATRIX --cell CELL [--profile P], or --from RUN_DIR [--cell CELL]")
         source = from_bundle(from_run, cell)
     else:
         if matrix is None or cell is None:
-            raise BadInput("repro compose env needs MATRIX --profile P --cell CELL (or --from RUN_DIR)")
+            raise BadInput("repro compose env needs MATRIX --cell CELL [--profile P] (or --from RUN_DIR)")
         source = from_matrix(matrix, profile, cell)
     run_id = new_run_id(source.cell.id)
     folder = (out_dir or Path("compose-out") / run_id).resolve()

@@ -277,6 +277,15 @@ def test_usage_error_is_one_line_exit_2(name):
     assert_one_line_exit_2(*repro(*USAGE_ERRORS[name]))
 
 
+def test_compose_env_takes_the_profile_from_the_bundle_alone():
+    """--profile typed beside --from is refused; its default (cpu) is not typed, so --from alone
+    goes on to read the bundle."""
+    line = assert_one_line_exit_2(*repro("compose", "env", "--from", "/nonexistent/run", "--profile", "cpu"))
+    assert line.startswith("give either MATRIX --cell CELL"), line
+    line = assert_one_line_exit_2(*repro("compose", "env", "--from", "/nonexistent/run"))
+    assert "/nonexistent/run" in line and not line.startswith("give either"), line
+
+
 def test_a_missing_option_is_named():
     line = assert_one_line_exit_2(*repro("scale", "slurm", "matrix/smoke.yaml"))
     assert line.startswith("repro scale slurm: ") and "--shards" in line, line
