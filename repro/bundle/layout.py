@@ -176,7 +176,7 @@ class Bundle:
             kept = [KeptScenario.model_validate_json(read_regular(path, MAX_JSONL_BYTES)) for path in paths]
         except (BadInput, OSError, ValidationError) as error:
             return [], f"its kept scenarios are unreadable ({short_error(error)})"
-        if found != expected:
+        if found != PartialCell.model_validate_json(self.redactor.text(to_json(expected))):  # written redacted
             return [], "it was started for another matrix, profile, commit, cell or suite"
         wrong = [
             path.stem for path, one in zip(paths, kept, strict=True) if not one.intact or one.result.id != path.stem or path.stem not in expected.suite_ids
@@ -205,8 +205,10 @@ class CellWriter:
     def keep(self, scenario: KeptScenario) -> None:
         """One finished scenario, written at once (atomically) so an interrupted cell keeps it."""
         name = f"{safe_id(scenario.result.id, 'scenario id')}.json"
-        write_in(self.bundle.dir, self.partial / KEPT_DIR / name, self.bundle.redactor.text(to_json(scenario)).encode())
-        self.kept[scenario.result.id] = scenario
+        redacted = KeptScenario.model_validate_json(self.bundle.redactor.text(to_json(scenario)))
+        stored = KeptScenario.of(redacted.result, redacted.transcript)  # its digest is of what is written
+        write_in(self.bundle.dir, self.partial / KEPT_DIR / name, to_json(stored).encode())
+        self.kept[scenario.result.id] = stored
 
     def write_text(self, name: str, text: str) -> None:
         data = self.bundle.redactor.text(text).encode()

@@ -6,6 +6,7 @@ A bundle carries `format_version`; `repro check` keeps its rules in a table keye
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -250,7 +251,10 @@ class KeptScenario(BaseModel):
 
     @staticmethod
     def digest(result: ScenarioResult, transcript: TranscriptLine) -> str:
-        return hashlib.sha256((result.model_dump_json() + "\n" + transcript.model_dump_json()).encode()).hexdigest()
+        """Over canonical JSON (keys sorted), so the kept file, written with sorted keys, reads
+        back to the same digest whatever order the harness wrote a message's keys in."""
+        pair = [result.model_dump(mode="json"), transcript.model_dump(mode="json")]
+        return hashlib.sha256(json.dumps(pair, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
     @classmethod
     def of(cls, result: ScenarioResult, transcript: TranscriptLine) -> KeptScenario:

@@ -192,7 +192,7 @@ def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same
 
     resumed = run_repro(snapshot, canary_home, *args, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert "3 finished scenario(s) kept" in resumed.stdout and "4 rerun from" in resumed.stdout
+    assert "3 finished scenario(s) kept" in resumed.stdout and "4 rerun from" in resumed.stdout, resumed.stdout
     assert not partial.exists()
     baseline = cells_of(e2e_run)[cell_id]
     assert outcome(run_dir / "cells" / cell_id) == outcome(baseline)

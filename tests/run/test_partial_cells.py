@@ -66,6 +66,43 @@ def test_finished_scenarios_are_kept_and_resumed_only_for_the_same_cell(tmp_path
     assert bundle.kept_scenarios(cell.id, header) == ([], "kept scenario notes-001 is not intact")
 
 
+def recorded(scenario_id: str) -> KeptScenario:
+    """A scenario as a real harness records it: messages and arguments whose keys are not in
+    sorted order, and a host path in a model's reply (which the bundle redacts)."""
+    transcript = TranscriptLine.model_validate(
+        {
+            "id": scenario_id,
+            "transcript": [
+                {"kind": "prompt", "messages": [{"role": "system", "content": "You are a helper."}]},
+                {
+                    "kind": "step",
+                    "step": 1,
+                    "agent": "a",
+                    "thought": "t",
+                    "tool": "notes_write",
+                    "args": {"title": "x", "body": f"see {CANARY.home}/notes"},
+                    "status": "ok",
+                    "result": {"ok": True},
+                },
+            ],
+        }
+    )
+    return KeptScenario.of(result(scenario_id, "notes", True), transcript)
+
+
+def test_a_recorded_transcript_is_kept_redacted_and_resumed_intact(tmp_path):
+    """What the e2e interrupt found: keys written sorted and a redacted path must not make a kept
+    scenario look tampered with, nor a redacted partial.json look like another cell's."""
+    cell, suite = cell_and_suite()
+    bundle = Bundle(tmp_path / "run", Redactor(CANARY))
+    header = partial_for(cell, suite, commit=None, harness_digest=f"built in {CANARY.project_root}")
+    bundle.start_cell(cell.id, header).keep(recorded("notes-001"))
+    path = bundle.partial_dir(cell.id) / KEPT_DIR / "notes-001.json"
+    assert CANARY.home not in path.read_text() and "<HOME>/notes" in path.read_text()
+    found, why = bundle.kept_scenarios(cell.id, header)
+    assert why is None and [k.result.id for k in found] == ["notes-001"] and found[0].intact
+
+
 def test_the_complete_cell_holds_no_partial_files(tmp_path):
     cell, suite = cell_and_suite()
     bundle = Bundle(tmp_path / "run", Redactor())
