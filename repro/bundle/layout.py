@@ -205,9 +205,11 @@ class CellWriter:
     def keep(self, scenario: KeptScenario) -> None:
         """One finished scenario, written at once (atomically) so an interrupted cell keeps it."""
         name = f"{safe_id(scenario.result.id, 'scenario id')}.json"
-        redacted = KeptScenario.model_validate_json(self.bundle.redactor.text(to_json(scenario)))
+        # written in the harness's key order (not to_json's sorted keys): a resumed cell's
+        # transcripts.jsonl is then byte for byte the uninterrupted one's
+        redacted = KeptScenario.model_validate_json(self.bundle.redactor.text(scenario.model_dump_json(indent=2)))
         stored = KeptScenario.of(redacted.result, redacted.transcript)  # its digest is of what is written
-        write_in(self.bundle.dir, self.partial / KEPT_DIR / name, to_json(stored).encode())
+        write_in(self.bundle.dir, self.partial / KEPT_DIR / name, (stored.model_dump_json(indent=2) + "\n").encode())
         self.kept[scenario.result.id] = stored
 
     def write_text(self, name: str, text: str) -> None:

@@ -251,8 +251,8 @@ class KeptScenario(BaseModel):
 
     @staticmethod
     def digest(result: ScenarioResult, transcript: TranscriptLine) -> str:
-        """Over canonical JSON (keys sorted), so the kept file, written with sorted keys, reads
-        back to the same digest whatever order the harness wrote a message's keys in."""
+        """Over canonical JSON (keys sorted): the digest names the content, not the layout of
+        the file it was read from."""
         pair = [result.model_dump(mode="json"), transcript.model_dump(mode="json")]
         return hashlib.sha256(json.dumps(pair, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

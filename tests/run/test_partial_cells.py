@@ -91,8 +91,9 @@ def recorded(scenario_id: str) -> KeptScenario:
 
 
 def test_a_recorded_transcript_is_kept_redacted_and_resumed_intact(tmp_path):
-    """What the e2e interrupt found: keys written sorted and a redacted path must not make a kept
-    scenario look tampered with, nor a redacted partial.json look like another cell's."""
+    """What the e2e interrupt found: a redacted path must not make a kept scenario look tampered
+    with, nor a redacted partial.json look like another cell's; and a kept transcript keeps the
+    harness's key order (sorted keys changed the resumed transcripts.jsonl's bytes)."""
     cell, suite = cell_and_suite()
     bundle = Bundle(tmp_path / "run", Redactor(CANARY))
     header = partial_for(cell, suite, commit=None, harness_digest=f"built in {CANARY.project_root}")
@@ -101,6 +102,8 @@ def test_a_recorded_transcript_is_kept_redacted_and_resumed_intact(tmp_path):
     assert CANARY.home not in path.read_text() and "<HOME>/notes" in path.read_text()
     found, why = bundle.kept_scenarios(cell.id, header)
     assert why is None and [k.result.id for k in found] == ["notes-001"] and found[0].intact
+    # resumed, it is written to transcripts.jsonl exactly as the harness ordered its keys
+    assert found[0].transcript.model_dump_json().startswith('{"id":"notes-001","transcript":[{"kind":"prompt","messages":[{"role":"system"')
 
 
 def test_the_complete_cell_holds_no_partial_files(tmp_path):
