@@ -164,7 +164,8 @@ class CellRecord(BaseModel):
     sandbox_audit: SandboxAudit | None = None  # what a container with the harness settings could do
     engine_audit: SandboxAudit | None = None  # what a container with the engine's settings could do (format 4)
     engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
-    harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios
+    harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios (of this attempt)
+    resumed_kept: list[str] = []  # scenarios an interrupted attempt finished, kept by --resume: their time is not in harness_seconds
     execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
 
     @property

@@ -5,8 +5,11 @@ runs over finished bundles and reports anything that still looks like this host.
 
 A path is caught in every form it takes in the files a run writes: plain (`/home/ann/x`),
 JSON-escaped (`\\/home\\/ann`), `\\u002f`-escaped and URL-encoded (`%2Fhome%2Fann`). It is
-replaced only at path boundaries: `/root` is the home in `/root/x` and `"/root"`, never in
-`/rootfs` or `/srv/root`. A host name is caught in its full and its short form.
+replaced only at path boundaries: `/home/ann` is the home in `/home/ann/x` and `"/home/ann"`,
+never in `/home/ann2` or `/srv/home/ann`. `/root`, a home every Linux system and container has,
+names no one: it is the home only at the start of a longer path (`/root/x`), never alone (an
+audit's list of folders tried names it), as the account name `root` is never a user's. A host
+name is caught in its full and its short form.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from repro.core.errors import BadInput
 # Account names that say nothing about a person; redacting them would mangle ordinary words.
 GENERIC_ACCOUNTS = {"root", "runner", "user", "ubuntu", "debian", "admin", "ci", "docker", "nobody"}
 GENERIC_HOSTS = {"localhost", "localhost.localdomain", "docker", "ubuntu", "debian"}
+# Home folders that say nothing about a person: a host path only with more path after them.
+GENERIC_HOMES = {"/root"}
 
 # How "/" is written in each form a path can take in a bundle (as regular expressions); the
 # escaped forms come first, and the "/" of a JSON "\/" is never taken for a plain one.
@@ -163,11 +168,12 @@ class PathRule:
     fold: bool
 
     @classmethod
-    def of(cls, path: str, label: str, form: str) -> PathRule:
+    def of(cls, path: str, label: str, form: str, *, beneath: bool = False) -> PathRule:
+        """`beneath`: the path counts only with more path after it (GENERIC_HOMES)."""
         longest = max(path.strip("/").split("/"), key=len)
         fold = form == "URL-encoded"
         needle = quote(longest, safe="").lower() if fold else longest
-        return cls(label, form, path_pattern(path, form), needle, fold)
+        return cls(label, form, path_pattern(path, form, beneath=beneath), needle, fold)
 
 
 class TextScan:
@@ -214,14 +220,15 @@ HOME_LITERALS = ("home", "Users", "root")
 HOME_SPAN = 4096
 
 
-def path_pattern(path: str, form: str) -> re.Pattern:
-    """`path` as written in `form`, matched only at path boundaries."""
+def path_pattern(path: str, form: str, *, beneath: bool = False) -> re.Pattern:
+    """`path` as written in `form`, matched only at path boundaries (with `beneath`, only where a
+    separator follows it)."""
     separator = SEPARATORS[form]
     parts = path.strip("/").split("/")
     if form == "URL-encoded":
         parts = [quote(part, safe="") for part in parts]
     body = separator + separator.join(re.escape(part) for part in parts)
-    return re.compile(START + body + END, re.IGNORECASE if form == "URL-encoded" else 0)
+    return re.compile(START + body + (f"(?={separator})" if beneath else END), re.IGNORECASE if form == "URL-encoded" else 0)
 
 
 class Redactor:
@@ -236,7 +243,7 @@ class Redactor:
         pairs += [(path, label) for label, path in ident.extra_paths.items()]
         pairs = [(path.rstrip("/"), label) for path, label in pairs if path and path.rstrip("/") not in ("", "/")]
         pairs.sort(key=lambda pair: len(pair[0]), reverse=True)  # longest (most specific) first
-        return [PathRule.of(path, label, form) for path, label in pairs for form in SEPARATORS]
+        return [PathRule.of(path, label, form, beneath=label == "<HOME>" and path in GENERIC_HOMES) for path, label in pairs for form in SEPARATORS]
 
     def _word_rules(self) -> list[tuple[re.Pattern, str, str]]:
         """(pattern, label, the word) for the user and host names, matched case-insensitively."""

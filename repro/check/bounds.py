@@ -57,12 +57,25 @@ def rule_bounds(ev: CellEvidence, per_result: ResultBounds | None = None, what: 
     problems = cell_seconds(ev) + gate_bounds(ev, decoding)
     for result in results:
         problems += (per_result or result_bounds)(result, transcripts.get(result.id, result.transcript) or [], decoding)
+    return shown(problems + within_harness(ev, results, what))
+
+
+def within_harness(ev: CellEvidence, results: list[ScenarioResult], what: str) -> list[str]:
+    """The results' seconds within the harness's wall time times its workers. A resumed cell's
+    harness ran only the scenarios the interrupted attempt had not finished (`resumed_kept`, which
+    must name some of the cell's scenarios and leave at least one that this attempt ran)."""
+    kept = set(ev.record.resumed_kept)
+    ids = {r.id for r in results}
+    if kept and (not kept < ids):
+        return [f"resumed_kept names {len(kept)} scenario(s), not a part of the cell's {len(ids)} (a resume reruns at least one)"]
+    rerun = [r for r in results if r.id not in kept]
     workers = ev.record.execution.workers if ev.record.execution else 1
     harness = ev.record.harness_seconds
-    spent = sum(r.seconds for r in results if finite(r.seconds))
-    if harness is not None and finite(harness) and spent > harness * workers + WALL_SLACK_S * len(results):
-        problems.append(f"the {what} took {spent:.3f} s in all, more than the harness's {harness:.3f} s with {workers} worker(s)")
-    return shown(problems)
+    spent = sum(r.seconds for r in rerun if finite(r.seconds))
+    if harness is not None and finite(harness) and spent > harness * workers + WALL_SLACK_S * len(rerun):
+        kept_note = f" ({len(kept)} kept from an interrupted attempt left out)" if kept else ""
+        return [f"the {what} took {spent:.3f} s in all{kept_note}, more than the harness's {harness:.3f} s with {workers} worker(s)"]
+    return []
 
 
 def shown(problems: list[str]) -> list[str]:

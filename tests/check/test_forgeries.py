@@ -581,6 +581,22 @@ def forge_negative_boot(run: Path) -> list[str]:
     return [cell.name]
 
 
+def forge_seconds_beyond_harness(run: Path) -> list[str]:
+    """30f. The harness's wall time made shorter than its scenarios took."""
+    cell = target(run)
+    edit_cell(cell, lambda record: record.update(harness_seconds=0.01))
+    return [cell.name]
+
+
+def forge_every_scenario_resumed(run: Path) -> list[str]:
+    """30g. The same, hidden by naming every scenario as kept from an interrupted attempt (a
+    resume always reruns at least one)."""
+    cell = target(run)
+    ids = [row["id"] for row in read_rows(cell)]
+    edit_cell(cell, lambda record: record.update(harness_seconds=0.01, resumed_kept=ids))
+    return [cell.name]
+
+
 # ---------------------------------------------------------------- gates (items 5 and 8)
 
 
@@ -804,6 +820,8 @@ FORGERIES = [
     case(forge_million_tokens_per_second, "bounds", "30c-million-tokens-per-second"),
     case(forge_extra_timing, "bounds", "30d-more-timings-than-replies"),
     case(forge_negative_boot, "bounds", "30e-negative-boot-seconds"),
+    case(forge_seconds_beyond_harness, "bounds", "30f-scenarios-longer-than-the-harness"),
+    case(forge_every_scenario_resumed, "bounds", "30g-every-scenario-marked-resumed"),
     case(forge_suite_weakened, "suite-at-commit", "31-embedded-suite-not-the-commits"),
     case(forge_profile_relaxed, "profile-at-commit", "32-profile-not-the-commits"),
     case(forge_matrix_not_the_commits, "matrix-at-commit", "32b-matrix-not-the-commits"),
@@ -929,6 +947,19 @@ def test_rehash_alone_keeps_the_bundle_valid(tmp_path: Path) -> None:
     rehash(run)
     verdict = check_run(run, Redactor(CANARY))
     assert not verdict.run_problems and {c.verdict for c in verdict.cells} == {"VALID"}
+
+
+def test_a_resumed_cell_is_timed_by_the_scenarios_it_reran(tmp_path: Path) -> None:
+    """A resumed cell's harness ran only what the interrupted attempt had not finished: the kept
+    scenarios' seconds are not held against it (the e2e resume found this rule calling it INVALID)."""
+    run = write_bundle(tmp_path / "run1")
+    cell = target(run)
+    rows = read_rows(cell)
+    rerun = rows[-1]["seconds"]
+    edit_cell(cell, lambda record: record.update(harness_seconds=rerun, resumed_kept=[row["id"] for row in rows[:-1]]))
+    rehash(run)
+    verdict = check_run(run, Redactor(CANARY))
+    assert {c.verdict for c in verdict.cells} == {"VALID"}, [c.reasons for c in verdict.cells]
 
 
 @pytest.mark.parametrize("version", [99, 2, 3])

@@ -197,7 +197,8 @@ def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same
     baseline = cells_of(e2e_run)[cell_id]
     assert outcome(run_dir / "cells" / cell_id) == outcome(baseline)
     assert (run_dir / "cells" / cell_id / "transcripts.jsonl").read_bytes() == (baseline / "transcripts.jsonl").read_bytes()
-    assert run_repro(snapshot, canary_home, "check", str(run_dir)).returncode == 0
+    final = run_repro(snapshot, canary_home, "check", str(run_dir))
+    assert final.returncode == 0, final.stdout[-3000:]
 
 
 def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref, llama_image_ref):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -58,8 +59,8 @@ FORMS = [
     ("file-url", "file:///root/x", "file://<HOME>/x"),
     ("encoded-file-url", "file%3A%2F%2F%2Froot%2Fx", "file%3A%2F%2F<HOME>%2Fx"),
     ("path-alone", "/srv/canary-project", "<PROJECT_ROOT>"),
-    ("quoted", "'/root'", "'<HOME>'"),
-    ("end-of-sentence", "in /root.", "in <HOME>."),
+    ("quoted", "'/srv/canary-project'", "'<PROJECT_ROOT>'"),
+    ("end-of-sentence", "in /srv/canary-project.", "in <PROJECT_ROOT>."),
     ("full-host", "on canaryhost.lab.example.org today", "on <HOST> today"),
     ("short-host", "on canaryhost today", "on <HOST> today"),
     ("short-host-other-domain", "canaryhost.local", "<HOST>.local"),
@@ -86,12 +87,24 @@ NOT_PATHS = [
     ("project-sibling", "/srv/canary-project-old/x"),
     ("relative", "scenarios/root/x"),
     ("host-inside-word", "canaryhostile"),
+    ("root-home-alone", "no file could be created in /etc, /home, /opt, /root, /models"),
+    ("root-home-quoted", "'/root'"),
 ]
 
 
 @pytest.mark.parametrize("name,text", NOT_PATHS, ids=[case[0] for case in NOT_PATHS])
 def test_only_path_boundaries_are_replaced(redactor, name, text):
     assert redactor.text(text) == text
+    assert redactor.leaks(text) == []
+
+
+def test_a_personal_home_alone_is_the_host_s_but_root_alone_names_no_one(redactor):
+    """Found by checking, as root, a bundle another user made: its sandbox audit lists the folders
+    it tried (`..., /opt, /root, /models`), which a root reviewer's check called a leak of its home."""
+    personal = Redactor(replace(redactor.identity, home="/home/canary", cache="/home/canary/.cache/repro"))
+    assert personal.text("in '/home/canary', /home/canary.") == "in '<HOME>', <HOME>."
+    assert personal.leaks("tried /opt, /home/canary, /models") == ["the host's <HOME> path"]
+    assert redactor.text("tried /opt, /root, /models and /root/x") == "tried /opt, /root, /models and <HOME>/x"
 
 
 def test_json_stays_valid_json(redactor):
