@@ -605,11 +605,12 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
     suite, kind = ctx.prepared.suites[cell.suite.id], kind_of(cell.suite)
     partial = partial_of(ctx, cell, suite)
     kept = resumed_scenarios(ctx, cell, partial)
-    update = {"engine_incidents": list(incidents or []), "execution": kind.execution(cell, ctx.execution), "resumed_kept": [k.result.id for k in kept]}
+    kept_ids = [one.result.id for one in kept]
+    update = {"engine_incidents": list(incidents or []), "execution": kind.execution(cell, ctx.execution), "resumed_kept": kept_ids}
     record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
     engines = [engine_container(ctx.client, handle) for handle in group.handles]
     watch = watch_all(engines)
-    shares = deal([i for i in suite.ids if i not in {one.result.id for one in kept}], ctx.execution.workers)
+    shares = deal([i for i in suite.ids if i not in kept_ids], ctx.execution.workers)
     writer = ctx.bundle.start_cell(cell.id, partial, kept)
     out_dirs: list[Path] = []
     try:
