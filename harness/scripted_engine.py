@@ -22,8 +22,17 @@ How a request is answered:
   ``You are <agent>, an agent`` and its first user message is ``Now: <time>, <weekday>`` then
   ``Task #<n> from <sender>: <title>``, ``Scheduled: ``, ``Follow-up: `` or ``Message from the
   owner: `` (``runner_trigger``).
+  The runner's tool results are its own (not ours), so its requests are told apart among such
+  scenarios by which of the steps taken so far were refused (``runner_errors``: its
+  ``<tool_response>`` carries an ``error`` key) against which were refused when the reference
+  was replayed (an owner who denies an approval refuses the step in both harnesses): the
+  scenario that agrees on most steps is played, the first in id order on a tie.
 - **Step**: the number of assistant messages in the request is the number of steps taken; the
   next reference step is played (``finish`` once the reference is used up).
+- **Scenarios from an archive**: ``--scenarios`` may name a tar archive (the scenario archive a
+  suite pins by sha256, which the ``scripted`` engine kind is served as its model file): its
+  regular ``*.json`` members are the scenarios (at most ``MAX_ARCHIVE_MEMBERS`` members, each at
+  most ``MAX_SCENARIO_BYTES``; a link or device member is refused).
 - **Recording**: with ``record`` (``--record FILE``), each request body is appended to FILE as
   one JSON line ``{"body": <the body's text>}``, byte for byte, up to ``MAX_RECORD_BYTES`` in all
   (a request past that is refused: a test never reads a record cut short).
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import json
 import re
+import tarfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -42,11 +52,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from harness.inputs import MAX_SCENARIO_BYTES
 from harness.loop import run_agent
 from harness.policy import ScriptedPolicy, Step
 from harness.prompts import render_trigger
 from harness.protocols.base import PROBE_TASK
-from harness.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScheduleTrigger, TaskTrigger, load_scenarios
+from harness.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScenarioError, ScheduleTrigger, TaskTrigger, load_scenarios, parse_scenario
 from harness.strict_json import dumps_compact
 from harness.workspace import Workspace
 
@@ -66,8 +77,10 @@ RESULTS_COMPARED = 4  # the latest results are sent in full by every protocol
 NEXT_LINE = re.compile(r"\nNext: step \d+ of \d+\.$")
 RUNNER_NOW = re.compile(r"^Now: [^\n]*\n")  # the Tholos runner's clock line before its trigger
 RUNNER_TASK = re.compile(r"^Task #\d+ from ")  # its task trigger: the id is its database's
+RUNNER_RESULT = re.compile(r"^<tool_response>\n(.*)\n</tool_response>$", re.DOTALL)  # how the runner wraps a tool's result
 MAX_RECORD_BYTES = 64 * 1024**2
 MAX_BODY_BYTES = 16 * 1024**2
+MAX_ARCHIVE_MEMBERS = 10_000
 
 
 class ScriptError(ValueError):
@@ -99,6 +112,10 @@ class Script:
         steps = [Step(r.tool, dict(r.args), f"Reference step {i}.") for i, r in enumerate(scenario.reference, start=1)]
         return cls(scenario, steps, [dumps_compact(record.result) for record in run.steps])
 
+    def refusals(self, count: int) -> list[bool]:
+        """Whether each of the first ``count`` reference steps was refused when replayed."""
+        return [i < len(self.results) and _is_error(self.results[i]) for i in range(count)]
+
     def step(self, number: int) -> Step:
         if number < len(self.steps):
             return self.steps[number]
@@ -129,6 +146,9 @@ class Library:
             return PROBE_SCRIPT
         if not scripts:
             raise ScriptError(f"no scenario has the trigger {trigger[:80]!r}")
+        if RUNNER_NOW.match(first_user) and len(scripts) > 1:
+            refused = runner_errors(messages)
+            return max(scripts, key=lambda s: sum(a == b for a, b in zip(s.refusals(len(refused)), refused, strict=True)))
         seen = "\n".join(_text(m) for m in messages)
         recent = range(max(0, taken - RESULTS_COMPARED), taken)
         matching = [s for s in scripts if all(i < len(s.results) and s.results[i] in seen for i in recent)]
@@ -149,6 +169,26 @@ def runner_trigger(trigger: object) -> str:
     if isinstance(trigger, MessageTrigger):
         return f"{RUNNER_KEY}Message from the owner: {trigger.text}"
     raise TypeError(f"unknown trigger {trigger!r}")
+
+
+def runner_errors(messages: list[dict[str, Any]]) -> list[bool]:
+    """For each step the Tholos runner's request shows, whether its tool result was an error:
+    the first ``<tool_response>`` user message after each assistant message (a step that waits
+    for the owner has none until it is decided; the last step may have none yet)."""
+    refused: list[bool] = []
+    for before, message in zip(messages, messages[1:], strict=False):
+        if before.get("role") == "assistant":
+            found = RUNNER_RESULT.match(_text(message)) if message.get("role") == "user" else None
+            refused.append(found is not None and _is_error(found.group(1)))
+    return refused
+
+
+def _is_error(result: str) -> bool:
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "error" in value
 
 
 def _names_agent(system: str, name: str) -> bool:
@@ -249,7 +289,7 @@ class ScriptedEngine:
     ) -> None:
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
-        loaded = load_scenarios(scenarios) if isinstance(scenarios, (str, Path)) else list(scenarios)
+        loaded = scenarios_at(Path(scenarios)) if isinstance(scenarios, (str, Path)) else list(scenarios)
         self.library = Library(loaded)
         self.fault = fault
         self.recorder = Recorder(record) if record is not None else None
@@ -300,6 +340,32 @@ class ScriptedEngine:
         if fault not in FAULTS:
             raise ScriptError(f"unknown fault {fault!r} in the model name (faults: {', '.join(FAULTS)})")
         return fault
+
+
+def scenarios_at(path: Path) -> list[Scenario]:
+    """The scenarios of a file or folder, or of a tar archive's ``*.json`` members."""
+    if path.is_file() and tarfile.is_tarfile(path):
+        return scenarios_in_archive(path)
+    return load_scenarios(path)
+
+
+def scenarios_in_archive(path: Path) -> list[Scenario]:
+    """Each regular ``*.json`` member of a tar archive as a scenario, bounded; links refused."""
+    scenarios: list[Scenario] = []
+    with tarfile.open(path) as archive:
+        for number, member in enumerate(archive):
+            if number >= MAX_ARCHIVE_MEMBERS:
+                raise ScenarioError(f"{path.name}: more than {MAX_ARCHIVE_MEMBERS} members")
+            if not (member.isfile() or member.isdir()):
+                raise ScenarioError(f"{path.name}: member {member.name!r} is not a regular file or folder; refused")
+            if not member.isfile() or not member.name.endswith(".json"):
+                continue
+            if member.size > MAX_SCENARIO_BYTES:
+                raise ScenarioError(f"{path.name}: member {member.name!r} is over {MAX_SCENARIO_BYTES} bytes")
+            handle = archive.extractfile(member)
+            text = handle.read(MAX_SCENARIO_BYTES + 1).decode("utf-8") if handle else ""
+            scenarios.append(parse_scenario(Path(member.name), text))
+    return sorted(scenarios, key=lambda s: (s.category, s.id))
 
 
 def completion(model: str, reply: Reply, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from repro.spec.profiles import Profile
 ENGINES = {
     "llama.cpp": "repro.engines.llamacpp:LlamaCppEngine",
     "ollama": "repro.engines.ollama:OllamaEngine",
+    "scripted": "repro.engines.scripted:ScriptedEngine",
 }
 
 

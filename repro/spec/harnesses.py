@@ -43,6 +43,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         tasks_from="source",
         engine_cache_prompt=True,
         fixed_decoding={"temperature": 0.0, "max_tokens": 512},
+        engine_kinds=frozenset({"llama.cpp", "scripted"}),  # scripted: its reference claim (docs/external-suites.md)
         protocols=frozenset({"json_schema"}),
         request_kind="its own requests: one JSON object per step under a json_schema response_format",
     ),

@@ -199,9 +199,14 @@ class BuildSpec(Strict):
         return self.dockerfile if variant == "cpu" else self.cuda_dockerfile
 
 
+SCRIPTED_IDENTITY = "scripted-engine"  # the build_info harness.scripted_engine's /props reports
+
+
 class EngineSpec(Strict):
     id: Ident
-    kind: Literal["llama.cpp", "ollama"]
+    kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
+        description="scripted: the harness's scripted engine (harness.scripted_engine), which plays the reference steps of the scenario archive pinned as its model; it runs in the run's harness image"
+    )
     label: str = Field(min_length=1, description="human label, e.g. b11434")
     image: ImageReference | None = Field(default=None, description="registry image pinned by digest")
     build: BuildSpec | None = None
@@ -211,6 +216,10 @@ class EngineSpec(Strict):
 
     @model_validator(mode="after")
     def _pin(self) -> EngineSpec:
+        if self.kind == "scripted":
+            if self.image is not None or self.build is not None or self.build_info or self.version or self.variants:
+                raise ValueError("a scripted engine runs in the run's own harness image: give none of image, build, build_info, version, variants")
+            return self
         if (self.image is None) == (self.build is None):
             raise ValueError("an engine is pinned by exactly one of image (repo@sha256:...) or build")
         if self.kind == "ollama" and self.image is None:
@@ -232,6 +241,8 @@ class EngineSpec(Strict):
         """What the running engine must report: llama.cpp build_info or Ollama version."""
         if self.kind == "ollama":
             return self.version or ""
+        if self.kind == "scripted":
+            return SCRIPTED_IDENTITY
         return self.build_info or self.stamped_build_info() or ""
 
     def serves(self, variant: Variant) -> bool:

@@ -400,7 +400,7 @@ def needed_images(
             continue
         if engine.image is not None:
             needs.append(DigestPin(name=engine.id, reference=engine.image, engine=engine))
-        else:
+        elif engine.kind != "scripted":  # it runs in the harness image, already needed
             add(engine_image_name(engine, variant), partial(build_plan_engine, engine, variant, client, compute_capability=compute_capability))
     return needs
 
@@ -484,6 +484,8 @@ def engine_image(
         raise BadInput(f"engine {engine.id} has no {variant} image")
     if engine.image is not None:
         return resolve_digest(DigestPin(name=engine.id, reference=engine.image, engine=engine), client)
+    if engine.kind == "scripted":  # the scripted engine runs in the harness image of this tree
+        return harness_image(client, build=build, log=log)
     plan = build_plan_engine(engine, variant, client, compute_capability=compute_capability)  # type: ignore[arg-type]
     found = resolve_plan(plan, client)
     if found is not None:

