@@ -176,7 +176,7 @@ def runner_errors(messages: list[dict[str, Any]]) -> list[bool]:
     the first ``<tool_response>`` user message after each assistant message (a step that waits
     for the owner has none until it is decided; the last step may have none yet)."""
     refused: list[bool] = []
-    for before, message in zip(messages, messages[1:], strict=False):
+    for before, message in zip(messages, [*messages[1:], {}], strict=True):
         if before.get("role") == "assistant":
             found = RUNNER_RESULT.match(_text(message)) if message.get("role") == "user" else None
             refused.append(found is not None and _is_error(found.group(1)))
