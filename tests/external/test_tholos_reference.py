@@ -7,6 +7,7 @@ two cells; the archive is fetched as a model from a source mirror by its sha256.
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -103,3 +104,44 @@ def test_the_archive_is_fetched_as_a_model_from_a_mirror_by_sha256(archive: Path
     monkeypatch.setenv(MIRROR_ENV, str(archive.parent))
     stored = models.fetch(spec, cache=tmp_path / "cache", base_dir=tmp_path)
     assert stored.path.read_bytes() == archive.read_bytes() and stored.source == "mirror:tholos-bench.tar"
+
+
+@pytest.mark.docker
+def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_kind(docker_client, harness_image_ref, tholos_sources, archive: Path) -> None:
+    """The `scripted` engine kind booted as a run boots it (its identity checked), the runner's
+    image joined to its namespace with a cell's harness settings: a handful of files pass."""
+    from repro.containers import lifecycle as containers
+    from repro.containers.sandbox import bind, container_name, harness_kwargs
+    from repro.engines.base import stop_engine
+    from repro.engines.registry import boot_engine
+    from repro.run.runner import SCENARIO_MOUNT, harness_output_dir
+    from repro.suites.external.base import adapter_of
+    from repro.suites.registry import kind_of
+    from tests.external.tholos_support import results_by_id, runner_suite
+
+    _, scenarios = tholos_sources
+    loaded, profile = load_matrix(MATRIX), load_profiles().get("cpu")
+    cell = next(c for c in make_plan(loaded, "cpu", profile).cells if c.suite.external is not None)
+    cell = cell.model_copy(update={"suite": cell.suite.model_copy(update={"ids": IDS})})
+    image = kind_of(runner_suite()).build_image(runner_suite(), harness_image_ref, lambda line: None)
+    run_id, out = "tholos-reference-test", harness_output_dir()
+    handle = boot_engine(
+        docker_client, cell.engine, image=harness_image_ref, probe_image=harness_image_ref, model=cell.model, gguf=archive,
+        profile=profile, profile_name="cpu", decoding=loaded.matrix.decoding, run_id=run_id,
+    )  # fmt: skip
+    try:
+        assert handle.identity == "scripted-engine" and handle.sandbox.network_mode == "none"
+        command = adapter_of(cell.suite).task_argv(cell, handle.client_argv(), IDS, profile)
+        mounts = [bind(scenarios, SCENARIO_MOUNT, read_only=True)]
+        kwargs = harness_kwargs(
+            image.id, handle.container_id, command, out, run_id=run_id, cell_id=cell.id, mounts=mounts, name=container_name(run_id, "harness")
+        )
+        kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
+        with containers.started(docker_client, kwargs) as container:
+            ended = containers.wait(container, 600)
+        assert ended.code == 0, ended.log_tail
+        results = results_by_id(out / "results.jsonl")
+    finally:
+        stop_engine(docker_client, handle)
+        shutil.rmtree(out, ignore_errors=True)
+    assert sorted(results) == sorted(IDS) and all(r["passed"] for r in results.values()), results
