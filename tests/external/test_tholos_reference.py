@@ -124,6 +124,7 @@ def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_ki
     cell = next(c for c in make_plan(loaded, "cpu", profile).cells if c.suite.external is not None)
     cell = cell.model_copy(update={"suite": cell.suite.model_copy(update={"ids": IDS})})
     image = kind_of(runner_suite()).build_image(runner_suite(), harness_image_ref, lambda line: None)
+    assert image is not None
     run_id, out = "tholos-reference-test", harness_output_dir()
     handle = boot_engine(
         docker_client, cell.engine, image=harness_image_ref, probe_image=harness_image_ref, model=cell.model, gguf=archive,
