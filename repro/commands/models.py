@@ -69,7 +69,7 @@ def fetch(
                     bars.console.print(f"[red]FAIL[/] {shown(line)}", soft_wrap=True)
                 continue
             verb = f"fetched from {stored.source}" if stored.downloaded else "already in the store"
-            template = _template_line(spec, stored.path)
+            template = _template_line(spec, stored.path, read=any(e.kind != "scripted" for e in loaded.matrix.engines))
             if template.startswith("FAIL "):
                 problems.append(template[5:])
                 bars.console.print(f"[red]FAIL[/] {shown(template[5:])}", soft_wrap=True)
@@ -126,8 +126,12 @@ def describe(
     typer.echo(spec_yaml(described, str(file) if not file.is_absolute() else file.name), nl=False)
 
 
-def _template_line(spec: ModelSpec, gguf: Path) -> str:
-    """What the model's chat template carries, in a few words; "FAIL <reason>" when it has none."""
+def _template_line(spec: ModelSpec, gguf: Path, *, read: bool = True) -> str:
+    """What the model's chat template carries, in a few words; "FAIL <reason>" when it has none.
+    Not read (`read` false) where only scripted engines serve it: their model file is a scenario
+    archive, no GGUF."""
+    if not read:
+        return "no chat template (only scripted engines serve it: a scenario archive)"
     from repro.store.chat_template import template_facts
 
     try:
