@@ -81,6 +81,7 @@ RUNNER_RESULT = re.compile(r"^<tool_response>\n(.*)\n</tool_response>$", re.DOTA
 MAX_RECORD_BYTES = 64 * 1024**2
 MAX_BODY_BYTES = 16 * 1024**2
 MAX_ARCHIVE_MEMBERS = 10_000
+NOMINAL_TOKENS_PER_SECOND = 1000.0  # the generation rate its timings state (it generates nothing)
 
 
 class ScriptError(ValueError):
@@ -369,12 +370,15 @@ def scenarios_in_archive(path: Path) -> list[Scenario]:
 
 
 def completion(model: str, reply: Reply, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """An OpenAI chat completion body with llama.cpp-style ``timings``."""
+    """An OpenAI chat completion body with llama.cpp-style ``timings``: nominal figures (about a
+    quarter of the characters as tokens, generated at ``NOMINAL_TOKENS_PER_SECOND``), within the
+    bounds ``repro check`` holds every engine's timings to; they measure nothing."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
     prompt_tokens = max(1, sum(len(_text(m)) for m in messages) // 4)
     completion_tokens = max(1, len(reply.content + json.dumps(reply.tool_calls)) // 4)
+    predicted_ms = completion_tokens * 1000.0 / NOMINAL_TOKENS_PER_SECOND
     return {
         "id": "scripted",
         "object": "chat.completion",
@@ -386,8 +390,8 @@ def completion(model: str, reply: Reply, messages: list[dict[str, Any]]) -> dict
             "prompt_n": prompt_tokens,
             "prompt_ms": 1.0,
             "predicted_n": completion_tokens,
-            "predicted_ms": 1.0,
-            "predicted_per_second": completion_tokens * 1000.0,
+            "predicted_ms": predicted_ms,
+            "predicted_per_second": completion_tokens * 1000.0 / predicted_ms,
         },
     }
 

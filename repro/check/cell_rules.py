@@ -54,8 +54,8 @@ def rule_images(ev: CellEvidence) -> list[str]:
         problems.append("harness image id not recorded")
     elif harness.labels.get("repro.harness_tree") != ev.run.source.harness_digest:
         problems.append("harness image was not built from the recorded commit's harness source")
-    if ev.record.cell.engine.kind == "scripted" and engine is not None and harness is not None and engine.id != harness.id:
-        problems.append("a scripted engine runs in the run's harness image; its engine image is another")
+    if ev.record.cell.engine.kind == "scripted" and engine is not None and engine.labels.get("repro.harness_tree") != ev.run.source.harness_digest:
+        problems.append("a scripted engine runs in the harness image of the recorded commit; its engine image is not that image")
     return problems
 
 
