@@ -82,11 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("probe", help="engine probe (harness.probe)", add_help=False)
 
     scripted = commands.add_parser("scripted-engine", help="serve scenarios' reference steps as an OpenAI-compatible engine")
-    scripted.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder to play")
+    scripted.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder to play, or a tar archive of them")
     scripted.add_argument("--port", type=_port, default=8080, help="0 to 65535 (0: a free port)")
     scripted.add_argument("--host", default="127.0.0.1")
     scripted.add_argument("--fault", choices=list(FAULTS), default=None, help="emit this failure mode in every reply")
     scripted.add_argument("--record", type=Path, default=None, help="append each request body to this file, one JSON line each")
+    scripted.add_argument(
+        "--pace",
+        type=_positive_float,
+        default=None,
+        metavar="TOKENS_PER_SECOND",
+        help="hold each reply back as long as generating it at this rate would take; timings report the real durations",
+    )
     return parser
 
 
@@ -253,7 +260,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": cmd_replay,
     "lint": cmd_lint,
     "regrade": cmd_regrade,
-    "scripted-engine": lambda args: serve_command(args.scenarios, args.host, args.port, args.fault, args.record),
+    "scripted-engine": lambda args: serve_command(args.scenarios, args.host, args.port, args.fault, args.record, args.pace),
 }
 
 

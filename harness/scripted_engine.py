@@ -36,6 +36,11 @@ How a request is answered:
 - **Recording**: with ``record`` (``--record FILE``), each request body is appended to FILE as
   one JSON line ``{"body": <the body's text>}``, byte for byte, up to ``MAX_RECORD_BYTES`` in all
   (a request past that is refused: a test never reads a record cut short).
+- **Timings**: nominal (1 ms each), unless ``pace`` (``--pace TOKENS_PER_SECOND``, which the
+  ``scripted`` engine kind sets to 1000): then each reply is held back as
+  long as generating its tokens (a quarter of its characters) at that rate would take, and its
+  ``timings`` report the real durations (finding the step; the pause), so they stay within the
+  request's own time and within the bounds ``repro check`` holds every engine to.
 - **Faults**, for every reply: the server's ``--fault``, or a model name ending in
   ``+fault=<name>`` (``scripted+fault=empty``), which wins. ``FAULTS`` names them.
 """
@@ -46,6 +51,7 @@ import json
 import re
 import tarfile
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,7 +87,6 @@ RUNNER_RESULT = re.compile(r"^<tool_response>\n(.*)\n</tool_response>$", re.DOTA
 MAX_RECORD_BYTES = 64 * 1024**2
 MAX_BODY_BYTES = 16 * 1024**2
 MAX_ARCHIVE_MEMBERS = 10_000
-NOMINAL_TOKENS_PER_SECOND = 1000.0  # the generation rate its timings state (it generates nothing)
 
 
 class ScriptError(ValueError):
@@ -286,13 +291,21 @@ class ScriptedEngine:
     port in a background thread; ``serve_forever()`` serves in the calling thread."""
 
     def __init__(
-        self, scenarios: str | Path | Iterable[Scenario], *, fault: str | None = None, host: str = "127.0.0.1", port: int = 0, record: Path | None = None
+        self,
+        scenarios: str | Path | Iterable[Scenario],
+        *,
+        fault: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: Path | None = None,
+        pace: float | None = None,
     ) -> None:
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
         loaded = scenarios_at(Path(scenarios)) if isinstance(scenarios, (str, Path)) else list(scenarios)
         self.library = Library(loaded)
         self.fault = fault
+        self.pace = pace  # tokens per second a reply is paced at (None: at once, nominal timings)
         self.recorder = Recorder(record) if record is not None else None
         self.server = ThreadingHTTPServer((host, port), _handler(self.answer, self.recorder))
         self.server.daemon_threads = True
@@ -326,13 +339,18 @@ class ScriptedEngine:
         messages = request.get("messages")
         if not isinstance(messages, list) or not messages:
             raise ScriptError("the request has no messages")
+        started = time.monotonic()
         model = str(request.get("model") or "scripted")
         fault = self._fault(model)
         protocol = protocol_of(request)
         taken = steps_taken(messages)
         script = self.library.find(messages, taken)
         reply = render(faulty_step(script, taken, fault), protocol, fault)
-        return completion(model, reply, messages)
+        if self.pace is None:
+            return completion(model, reply, messages)
+        read = time.monotonic()
+        time.sleep(generated_tokens(reply) / self.pace)
+        return completion(model, reply, messages, ((read - started) * 1000.0, (time.monotonic() - read) * 1000.0))
 
     def _fault(self, model: str) -> str | None:
         if FAULT_SUFFIX not in model:
@@ -369,16 +387,22 @@ def scenarios_in_archive(path: Path) -> list[Scenario]:
     return sorted(scenarios, key=lambda s: (s.category, s.id))
 
 
-def completion(model: str, reply: Reply, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """An OpenAI chat completion body with llama.cpp-style ``timings``: nominal figures (about a
-    quarter of the characters as tokens, generated at ``NOMINAL_TOKENS_PER_SECOND``), within the
-    bounds ``repro check`` holds every engine's timings to; they measure nothing."""
+def generated_tokens(reply: Reply) -> int:
+    """The tokens a reply is counted as: about a quarter of its characters."""
+    return max(1, len(reply.content + json.dumps(reply.tool_calls)) // 4)
+
+
+def completion(model: str, reply: Reply, messages: list[dict[str, Any]], spent: tuple[float, float] = (1.0, 1.0)) -> dict[str, Any]:
+    """An OpenAI chat completion body with llama.cpp-style ``timings``: ``spent`` is (prompt ms,
+    generation ms). A paced server measures both (finding the step, then the pause that paces its
+    reply), so its timings are real durations within the request's and within the bounds
+    ``repro check`` holds every engine to; otherwise they are nominal, 1 ms each."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
     prompt_tokens = max(1, sum(len(_text(m)) for m in messages) // 4)
-    completion_tokens = max(1, len(reply.content + json.dumps(reply.tool_calls)) // 4)
-    predicted_ms = completion_tokens * 1000.0 / NOMINAL_TOKENS_PER_SECOND
+    completion_tokens = generated_tokens(reply)
+    prompt_ms, predicted_ms = spent
     return {
         "id": "scripted",
         "object": "chat.completion",
@@ -388,7 +412,7 @@ def completion(model: str, reply: Reply, messages: list[dict[str, Any]]) -> dict
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
         "timings": {
             "prompt_n": prompt_tokens,
-            "prompt_ms": 1.0,
+            "prompt_ms": prompt_ms,
             "predicted_n": completion_tokens,
             "predicted_ms": predicted_ms,
             "predicted_per_second": completion_tokens * 1000.0 / predicted_ms,
@@ -471,9 +495,9 @@ def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]], recorder: Recor
     return Handler
 
 
-def serve_command(scenarios: Path, host: str, port: int, fault: str | None, record: Path | None = None) -> int:
+def serve_command(scenarios: Path, host: str, port: int, fault: str | None, record: Path | None = None, pace: float | None = None) -> int:
     """``python -m harness scripted-engine``: serve until interrupted."""
-    engine = ScriptedEngine(scenarios, fault=fault, host=host, port=port, record=record)
+    engine = ScriptedEngine(scenarios, fault=fault, host=host, port=port, record=record, pace=pace)
     print(f"scripted engine: {len(engine.library)} scenarios on {engine.base_url}" + (f", fault {fault}" if fault else ""), flush=True)
     try:
         engine.serve_forever()

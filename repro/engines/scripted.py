@@ -22,11 +22,12 @@ from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile
 
 PORT = 8080
+PACE = "1000"  # tokens per second: replies paced so that their timings are real durations within check's bounds
 
 
 def scripted_argv(port: int = PORT) -> list[str]:
     """The harness image's command: serve the archive mounted as the model on the loopback."""
-    return ["scripted-engine", "--scenarios", MODEL_MOUNT, "--host", "127.0.0.1", "--port", str(port)]
+    return ["scripted-engine", "--scenarios", MODEL_MOUNT, "--host", "127.0.0.1", "--port", str(port), "--pace", PACE]
 
 
 class ScriptedEngine(LlamaCppEngine):

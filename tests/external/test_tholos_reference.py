@@ -146,3 +146,19 @@ def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_ki
         stop_engine(docker_client, handle)
         shutil.rmtree(out, ignore_errors=True)
     assert sorted(results) == sorted(IDS) and all(r["passed"] for r in results.values()), results
+
+
+def test_a_paced_engine_reports_real_durations_within_checks_bounds(archive: Path) -> None:
+    import time
+
+    import httpx
+
+    from harness.protocols.base import PROBE_TASK
+
+    body = {"model": "m", "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": PROBE_TASK}]}
+    with ScriptedEngine(archive, pace=1000.0) as engine:
+        started = time.monotonic()
+        timings = httpx.post(engine.base_url + "/v1/chat/completions", json=body, timeout=30).json()["timings"]
+        took_ms = (time.monotonic() - started) * 1000
+    assert timings["predicted_ms"] >= timings["predicted_n"]  # at most 1000 tokens a second
+    assert timings["predicted_per_second"] <= 1000.0 and timings["prompt_ms"] + timings["predicted_ms"] <= took_ms
