@@ -112,7 +112,7 @@ def test_claims_schema_command_prints_json(capsys):
         (("setup: t4", "setup: t5"), ":16 claims[0].setup: unknown setup 't5' (known: t4)"),
         (("    suite: s\n", "    suite: s\n    colour: red\n"), ":19 claims[0].colour: unknown key"),
         (("url: https://example.org/bench", "url: ftp://example.org"), ":2 source.url: does not match"),
-        (("kind: llama.cpp", "kind: vllm"), ":7 setups.t4.engine.kind: input should be 'llama.cpp' or 'ollama'"),
+        (("kind: llama.cpp", "kind: vllm"), ":7 setups.t4.engine.kind: input should be 'llama.cpp', 'ollama' or 'scripted'"),
         (("total: 160, by", "total: 150, by"), ":18 claims[0].suite: the claim's total 150 is not the suite's 160 scenarios x 1 repeat(s)"),
         (("sha256: x", "sha256: x"), None),
     ],

