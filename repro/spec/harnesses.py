@@ -47,3 +47,16 @@ HARNESSES: dict[str, HarnessFacts] = {
         request_kind="its own requests: one JSON object per step under a json_schema response_format",
     ),
 }
+
+
+class HarnessPin(BaseModel):
+    """The harness that scored a row, and what pins its code: ours by the project commit and the
+    sha256 of the harness tree (the code that ran in the harness image: what the verdict
+    compares; the commit also covers the orchestrator and the docs); an external one by its
+    pinned wheel's version and sha256, or its source archive's sha256."""
+
+    name: str  # "repro", or the matrix's external.harness
+    version: str | None = None
+    commit: str | None = None
+    tree_digest: str | None = None
+    archive_sha256: str | None = None

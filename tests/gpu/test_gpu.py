@@ -271,24 +271,30 @@ def test_the_gguf_header_gives_the_models_shape(tmp_path):
 # ---------------------------------------------------------------- verify
 
 
-def test_verify_never_matches_rows_of_different_accelerators():
+def test_verify_never_reproduces_a_row_on_another_accelerator_or_driver():
+    """A gpu-l4 rerun of a gpu-t4 row, or the same GPU on another driver, is another setup."""
     from repro.report.aggregate import RowHardware
-    from repro.report.verify import compare, load_published
+    from repro.report.claims_verify import Rerun, claims_from_rerun, published_row, verify_claims
+    from repro.report.verify import load_published
+    from repro.spec.claims import LoadedClaims, Source
+    from repro.spec.harnesses import HarnessPin
 
     published = load_published(Path(__file__).resolve().parents[2] / "paper" / "published" / "smoke-cpu.json")
     row = published.rows[0]
-    t4 = row.model_copy(update={"profile": "gpu-t4", "hardware": RowHardware(accelerator="Tesla T4", compute_capability="7.5", driver_version="535.183.01")})
-    l4 = row.model_copy(update={"profile": "gpu-l4", "hardware": RowHardware(accelerator="NVIDIA L4", compute_capability="8.9", driver_version="535.183.01")})
-
-    def tables(*rows):
-        return published.model_copy(update={"rows": list(rows)})
-
-    [missing, extra] = compare(tables(t4), tables(l4))
-    assert (missing.status, extra.status) == ("missing", "extra")
-    assert "Tesla T4" in missing.differences[0] and "NVIDIA L4" in extra.differences[0]
+    t4 = row.model_copy(
+        update={"engine_variant": "cuda", "hardware": RowHardware(accelerator="Tesla T4", compute_capability="7.5", driver_version="535.183.01")}
+    )
+    l4 = t4.model_copy(update={"hardware": RowHardware(accelerator="NVIDIA L4", compute_capability="8.9", driver_version="535.183.01")})
     newer_driver = t4.model_copy(update={"hardware": t4.hardware.model_copy(update={"driver_version": "550.90.07"})})
-    assert [c.status for c in compare(tables(t4), tables(newer_driver))] == ["missing", "extra"]
-    [same] = compare(tables(t4), tables(t4))
-    assert same.status == "reproduced"
-    [cpu] = compare(tables(row), tables(row))
-    assert cpu.status == "reproduced"  # CPU rows (no hardware recorded) match as before
+
+    def verdict(claimed, rerun):
+        source = Source(citation="t", path="paper/published/smoke-cpu.json", date="2026-12-03")
+        claims = claims_from_rerun(Rerun(rows=[published_row(claimed, HarnessPin(name="repro"), "llama.cpp")]), source)
+        report = verify_claims(
+            LoadedClaims(path=Path("x"), sha256="0", claims=claims), Rerun(rows=[published_row(rerun, HarnessPin(name="repro"), "llama.cpp")])
+        )
+        return report.verdicts[0]
+
+    assert verdict(t4, l4).verdict == "REPRODUCED ON ANOTHER SETUP" and verdict(t4, l4).setup == "differs: hardware"
+    assert verdict(t4, newer_driver).setup == "differs: hardware"
+    assert verdict(t4, t4).verdict == "REPRODUCED" and verdict(row, row).verdict == "REPRODUCED"

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
-from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario
+from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
 from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
-from repro.spec.harnesses import HARNESSES, HarnessFacts
+from repro.spec.harnesses import HARNESSES, HarnessFacts, HarnessPin
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
@@ -46,6 +46,14 @@ class Adapter(SuiteKind):
     def facts(self) -> HarnessFacts:
         """What the matrix validation knows of this harness (repro.spec.harnesses)."""
         return HARNESSES[self.name]
+
+    def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
+        """Its pinned release: the wheel's version and sha256, or the source archive's sha256."""
+        external = suite.external
+        if external is None:
+            raise BadInput(f"suite {suite.id} names no external harness")
+        version = external.wheel.split("==", 1)[1] if external.wheel else None
+        return HarnessPin(name=self.name, version=version, archive_sha256=external.sha256)
 
     @property
     def known_wheels(self) -> dict[str, str]:
