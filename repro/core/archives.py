@@ -10,6 +10,7 @@ second line of defence.
 
 from __future__ import annotations
 
+import gzip
 import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
@@ -64,12 +65,28 @@ def extract_checked(archive: Path, target: Path, limits: ArchiveLimits, error: t
     names. A truncated or corrupt archive raises `error` in one line; the caller owns `target`
     (and removes it when this raises)."""
     try:
+        whole_stream(archive, limits)
         with tarfile.open(archive) as tar:
             members = checked_members(tar, archive.name, limits, error)
             tar.extractall(target, members=members, filter="data")
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as cause:
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as cause:  # gzip.BadGzipFile is an OSError
         raise error(f"{archive.name}: cannot unpack ({_reason(cause)})") from None
     return [m.name for m in members]
+
+
+def whole_stream(archive: Path, limits: ArchiveLimits) -> None:
+    """A gzip archive read to its end first, its CRC and length checked (tarfile stops quietly at
+    a corrupt block after the first member), within the bound on what it may unpack to."""
+    with archive.open("rb") as raw:
+        if raw.read(2) != b"\x1f\x8b":
+            return
+    bound = limits.total_bytes + 1024 * (limits.files + 2) + 20480  # the members, their headers and padding, the end records
+    seen = 0
+    with gzip.open(archive, "rb") as stream:
+        while block := stream.read(1024**2):
+            seen += len(block)
+            if seen > bound:
+                raise OSError(f"more than {limits.total_bytes // 1024**2} MB unpacked")
 
 
 def _reason(cause: BaseException) -> str:

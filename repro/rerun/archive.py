@@ -40,11 +40,15 @@ def bundle_folder(given: Path, out: Path) -> Path:
 
 def require_run_folder(folder: Path) -> Path:
     """A bundle's run folder: run.json and matrix.yaml, both regular files."""
-    for name in ("run.json", "matrix.yaml"):
-        path = folder / name
-        if path.is_symlink() or not path.is_file():
-            raise BadInput(f"{shown(folder)}: not a bundle (no {name}); give a run folder written by repro matrix run, or its .tar.gz")
+    missing = missing_file(folder)
+    if missing:
+        raise BadInput(f"{shown(folder)}: not a bundle (no {missing}); give a run folder written by repro matrix run, or its .tar.gz")
     return folder
+
+
+def missing_file(folder: Path) -> str | None:
+    """The first of run.json and matrix.yaml that is not a regular file in `folder`."""
+    return next((name for name in ("run.json", "matrix.yaml") if (folder / name).is_symlink() or not (folder / name).is_file()), None)
 
 
 def unpack_bundle(archive: Path, into: Path) -> Path:
@@ -54,9 +58,9 @@ def unpack_bundle(archive: Path, into: Path) -> Path:
     try:
         names = extract_checked(archive, work, BUNDLE_LIMITS, BadInput)
         tops = sorted({PurePosixPath(name).parts[0] for name in names if PurePosixPath(name).parts})
-        if len(tops) != 1 or not (work / tops[0]).is_dir():
-            raise BadInput(f"{shown(archive)}: not a bundle archive (expected one run folder at its top, found {len(tops)} entries)")
-        run_dir = require_run_folder(work / tops[0])
+        if len(tops) != 1 or missing_file(work / tops[0]):
+            raise BadInput(f"{shown(archive)}: not a bundle archive (one run folder with run.json and matrix.yaml at its top; found {len(tops)} entries)")
+        run_dir = work / tops[0]
         target = into / tops[0]
         if target.exists():
             shutil.rmtree(target)  # an earlier unpacking of it: this one is fresh and complete
