@@ -22,7 +22,7 @@ from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.spec.cells import Cell
-from repro.spec.matrix import EngineSpec, ExternalSuite
+from repro.spec.matrix import EngineSpec, ExternalSuite, Variant
 from repro.spec.profiles import Profile
 
 ACCEPTABLE = ("harness", "repro-version", "engine", "external", "suite", "profile", "threads", "hardware")
@@ -97,7 +97,7 @@ def recorded_engine(image: ImageInfo) -> str:
     return engine_label(labels.get("repro.source", "?"), labels.get("repro.build_info", "?"), labels.get("repro.dockerfile_sha256", "?"))
 
 
-def planned_engine(engine: EngineSpec, variant: str) -> str:
+def planned_engine(engine: EngineSpec, variant: Variant) -> str:
     """The pin a build here would carry: the source, the build_info it stamps, the Dockerfile's bytes."""
     if engine.build is None:
         return f"image {engine.image}"
@@ -129,7 +129,9 @@ def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:
         _row("harness", "harness tree digest", _short(bundle.harness), _short(here.harness)),
         _row("repro-version", "repro version", bundle.version, here.version),
     ]
-    rows += [_row("engine", f"engine {eid}", bundle.engines.get(eid, "-"), here.engines.get(eid, "-")) for eid in sorted(set(bundle.engines) | set(here.engines))]
+    rows += [
+        _row("engine", f"engine {eid}", bundle.engines.get(eid, "-"), here.engines.get(eid, "-")) for eid in sorted(set(bundle.engines) | set(here.engines))
+    ]
     rows += [
         _row("external", f"external harness of {sid}", bundle.externals.get(sid, "-"), here.externals.get(sid, "-"))
         for sid in sorted(set(bundle.externals) | set(here.externals))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from repro.bundle.layout import AUTHOR_PROFILES_COPY, BundleReader, write_in
+from repro.bundle.layout import BundleReader, write_in
 from repro.bundle.provenance import source_state, system_description
 from repro.bundle.records import RunRecord
 from repro.bundle.signers import require_signed
@@ -88,7 +88,17 @@ def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> Rer
     here = machine_setup(source_state(), system, profile_name, profile, cells, suite_hashes(loaded, cells))
     setup = compare_setups(bundle_setup(record, [reader.cell(c) for c in reader.cell_ids()]), here)
     return RerunPlan(
-        run_dir=run_dir, record=record, check=check, out=out, matrix=matrix, loaded=loaded, profile=profile_name, plan=plan, cells=cells, again_excluded=again, setup=setup
+        run_dir=run_dir,
+        record=record,
+        check=check,
+        out=out,
+        matrix=matrix,
+        loaded=loaded,
+        profile=profile_name,
+        plan=plan,
+        cells=cells,
+        again_excluded=again,
+        setup=setup,
     )
 
 
@@ -183,4 +193,6 @@ def refuse_unfetchable(loaded: LoadedMatrix, cells: list[Cell]) -> None:
         if is_stored(model) or any(s.path is None for s in model.sources):
             continue
         if not any((loaded.root / str(s.path)).is_file() for s in model.sources):
-            raise BadInput(f"model {shown(model.id)}: not in the store, and its only sources are local files not on this machine; put it in the store (repro models fetch from a copy)")
+            raise BadInput(
+                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this machine; put it in the store (repro models fetch from a copy)"
+            )

@@ -72,7 +72,14 @@ class RerunVerdict(BaseModel):
         return f"rerun of {self.bundle}: {said} of {len(self.rows)} rows{setup}{accept}; exit {self.exit_code}"
 
     def markdown(self) -> str:
-        lines = [f"# Rerun of {self.bundle}", "", f"Reruns: {', '.join(self.reruns)}", "", "| row | verdict | published | rerun | transcripts |", "|---|---|---|---|---|"]
+        lines = [
+            f"# Rerun of {self.bundle}",
+            "",
+            f"Reruns: {', '.join(self.reruns)}",
+            "",
+            "| row | verdict | published | rerun | transcripts |",
+            "|---|---|---|---|---|",
+        ]
         lines += [f"| {_cell(r.key)} | {r.verdict} | {r.published or '-'} | {r.rerun or '-'} | {_cell(r.transcripts)} |" for r in self.rows]
         lines += ["", "## Setup", "", "| input | bundle | rerun | |", "|---|---|---|---|"]
         lines += [f"| {_cell(r.input)} | {_cell(r.bundle)} | {_cell(r.here)} | {_state(r, set(self.accepted))} |" for r in self.setup]
@@ -93,7 +100,9 @@ def verdict_of(published: Path, rerun: list[Path], accept: set[str]) -> RerunVer
     comparisons = compare(published_tables, rerun_tables, published_cells, rerun_cells)
     pairs = {row.key: (row, again) for row in wanted for again in rerun_tables.rows if again.key == row.key}
     rows = [row_verdict(item, pairs.get(item.key), bool(differences(setup)), tolerance) for item in comparisons if item.status != "extra"]
-    return RerunVerdict(bundle=BundleReader(published).run().run_id, reruns=[BundleReader(p).run().run_id for p in rerun], rows=rows, setup=setup, accepted=sorted(accept))
+    return RerunVerdict(
+        bundle=BundleReader(published).run().run_id, reruns=[BundleReader(p).run().run_id for p in rerun], rows=rows, setup=setup, accepted=sorted(accept)
+    )
 
 
 def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:
@@ -123,7 +132,11 @@ def row_verdict(item: RowComparison, rows: tuple[TableRow, TableRow] | None, oth
 
 def outcome_pairs(published: TableRow, rerun: TableRow) -> list[tuple[bool, bool]]:
     """(published, rerun) pass flags of each scenario and repeat both sides ran."""
-    return [pair for scenario in sorted(set(published.scenarios) & set(rerun.scenarios)) for pair in zip(published.scenarios[scenario], rerun.scenarios[scenario], strict=False)]
+    return [
+        pair
+        for scenario in sorted(set(published.scenarios) & set(rerun.scenarios))
+        for pair in zip(published.scenarios[scenario], rerun.scenarios[scenario], strict=False)
+    ]
 
 
 def _cell(text: str) -> str:

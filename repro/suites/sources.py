@@ -28,7 +28,7 @@ from pathlib import Path
 
 from repro.core.archives import ArchiveLimits, extract_checked
 from repro.core.config import cache_dir
-from repro.core.errors import BadInput, ReproError
+from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, atomic_write, sha256_file
 from repro.core.yamlsource import read_bounded
 from repro.spec.matrix import EngineSource, Suite
