@@ -86,7 +86,7 @@ def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> Rer
     cells, again = bundle_cells(plan, check, options.only)
     refuse_unfetchable(loaded, cells)
     here = machine_setup(source_state(), system, profile_name, profile, cells, suite_hashes(loaded, cells))
-    setup = compare_setups(bundle_setup(record, [reader.cell(c) for c in reader.cell_ids()]), here)
+    setup = compare_setups(bundle_setup(record, [reader.cell(c.id) for c in cells if reader.has_cell(c.id)]), here)
     return RerunPlan(
         run_dir=run_dir,
         record=record,

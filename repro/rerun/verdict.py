@@ -106,11 +106,12 @@ def verdict_of(published: Path, rerun: list[Path], accept: set[str]) -> RerunVer
 
 
 def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:
-    """Each side's setup from its own records."""
+    """Each side's setup from its own records, for the cells the rerun planned."""
+    asked = BundleReader(rerun).run().planned_cells
     sides = []
     for path in (published, rerun):
         reader = BundleReader(path)
-        sides.append(bundle_setup(reader.run(), [reader.cell(cell_id) for cell_id in reader.cell_ids()]))
+        sides.append(bundle_setup(reader.run(), [reader.cell(cell_id) for cell_id in asked if reader.has_cell(cell_id)]))
     return compare_setups(sides[0], sides[1])
 
 
