@@ -26,7 +26,7 @@ COLOURS = {"REPRODUCED": "green", "REPRODUCED ON ANOTHER SETUP": "cyan", "CONSIS
 
 def rerun(
     bundle: Path = typer.Argument(..., help="A bundle: a run folder, or its .tar.gz (e.g. paper/published/smoke-cpu-bundle.tar.gz)."),
-    profile: str = typer.Option(None, "--profile", "-p", help=f"{PROFILE_HELP} Default: the bundle's own."),
+    profile: str = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),  # None: the bundle's own profile
     only: list[str] = typer.Option([], "--only", help="Rerun only these cells of the bundle (repeatable)."),
     out: Path = typer.Option(None, "--out", help="Where the unpacked bundle, the rerun and its report go (default: results/reruns/<bundle>/)."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted rerun in OUT (as matrix run --resume)."),
