@@ -15,13 +15,13 @@ from repro.commands.matrix import first_disk_full, print_run_summary
 from repro.commands.vocabulary import PROFILE_HELP
 from repro.core.files import atomic_write
 from repro.core.terminal import shown
-from repro.rerun.preflight import SetupRow, accepted_names
+from repro.report.pins import parse_accept
+from repro.rerun.preflight import SetupRow
 from repro.rerun.session import RerunOptions, RerunPlan, prepare_rerun
 from repro.rerun.verdict import RerunVerdict
 
 console = Console(highlight=False)  # ids, paths and reasons came from the bundle: printed escaped (shown)
 REPORT = "rerun-report"  # OUT/rerun-report.md and .json, beside the rerun's bundle
-COLOURS = {"REPRODUCED": "green", "REPRODUCED ON ANOTHER SETUP": "cyan", "CONSISTENT": "cyan", "DIFFERENT": "red", "NOT RERUN": "yellow"}
 
 
 def rerun(
@@ -30,7 +30,9 @@ def rerun(
     only: list[str] = typer.Option([], "--only", help="Rerun only these cells of the bundle (repeatable)."),
     out: Path = typer.Option(None, "--out", help="Where the unpacked bundle, the rerun and its report go (default: results/reruns/<bundle>/)."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted rerun in OUT (as matrix run --resume)."),
-    accept: list[str] = typer.Option([], "--accept", help="Setup differences to accept by name, comma-separated (threads, hardware, harness, ...)."),
+    accept: list[str] = typer.Option(
+        [], "--accept", help="Setup differences to accept by name, comma-separated (threads, hardware, harness, ...: as repro verify)."
+    ),
     allowed_signers: Path = typer.Option(None, "--allowed-signers", help="An ssh allowed_signers file: the bundle must be signed by one of them."),
     source: Path = typer.Option(None, "--source", help="The author's repository of a matrix kept outside the project: the bundle is checked against it."),
 ) -> None:
@@ -40,11 +42,10 @@ def rerun(
     verify it against the bundle row by row and scenario by scenario; the verdict table goes to
     OUT/rerun-report.md and .json.
 
-    Exit codes: 0 every row REPRODUCED (or REPRODUCED ON ANOTHER SETUP or CONSISTENT with every
-    setup difference accepted); 1 a row differs, was not rerun, or a setup difference is not
-    accepted; 2 bad input (not a bundle, a hostile or broken archive, an INVALID bundle, a model
+    Exit codes: 0 every row REPRODUCED or CONSISTENT on the bundle's setup (or on differences
+    accepted by name); 1 any other verdict (DIFFERENT, NOT RERUN, ... ON ANOTHER SETUP); 2 bad input (not a bundle, a hostile or broken archive, an INVALID bundle, a model
     with no source here, a profile this machine cannot serve); 130 interrupted (--resume continues)."""
-    names = accepted_names(accept)
+    names = parse_accept(accept)
     options = RerunOptions(bundle=bundle, out=out, profile=profile, only=only, allowed_signers=allowed_signers, source=source)
     prepared = prepare_rerun(options, git_repository(source) if source is not None else None)
     print_preflight(prepared, names)
@@ -54,7 +55,7 @@ def rerun(
     raise typer.Exit(verdict.exit_code)
 
 
-def print_preflight(prepared: RerunPlan, accepted: set[str]) -> None:
+def print_preflight(prepared: RerunPlan, accepted: frozenset[str]) -> None:
     """The bundle, its cells, and the same-setup table, before anything is fetched or booted."""
     say = console.print
     say(f"[bold]rerun of {shown(prepared.record.run_id)}[/] (bundle checked: {len(prepared.check.cells)} cells, none INVALID)", soft_wrap=True)
@@ -70,7 +71,7 @@ def print_preflight(prepared: RerunPlan, accepted: set[str]) -> None:
         say(f"[yellow]not the same setup[/]: {shown('; '.join(named))}; the verdict names these and is never plain REPRODUCED", soft_wrap=True)
 
 
-def setup_state(row: SetupRow, accepted: set[str]) -> str:
+def setup_state(row: SetupRow, accepted: frozenset[str]) -> str:
     if row.same is None:
         return "[dim]?       [/]"
     if row.same:
@@ -104,15 +105,13 @@ def run_cells(prepared: RerunPlan, resume: bool) -> Path:
     return run_dir
 
 
-def finish(prepared: RerunPlan, run_dir: Path, accepted: set[str]) -> RerunVerdict:
-    """The verdict against the bundle, printed and written beside the rerun."""
+def finish(prepared: RerunPlan, run_dir: Path, accepted: frozenset[str]) -> RerunVerdict:
+    """The verdict against the bundle, printed as `repro verify` prints it and written beside the rerun."""
+    from repro.commands.verify import print_claims
     from repro.rerun.verdict import verdict_of
 
     verdict = verdict_of(prepared.run_dir, [run_dir], accepted)
-    for row in verdict.rows:
-        console.print(f"[{COLOURS[row.verdict]}]{row.verdict}[/] {shown(row.key)} ({shown(row.transcripts or '-')})", soft_wrap=True)
-        for reason in row.reasons[:20]:
-            console.print(f"    - {shown(reason)}", soft_wrap=True)
+    print_claims(verdict.report)
     atomic_write(prepared.out / f"{REPORT}.md", verdict.markdown().encode())
     atomic_write(prepared.out / f"{REPORT}.json", verdict.model_dump_json(indent=2).encode())
     console.print(f"report: {shown(prepared.out / (REPORT + '.md'))}", soft_wrap=True)

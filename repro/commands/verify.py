@@ -12,11 +12,10 @@ from rich.console import Console
 from repro.bundle.signers import require_signed
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
-from repro.report.aggregate import collect_with_cells
-from repro.report.verify import first_difference_in, load_side
+from repro.report.verify import first_step_finder
 
 if TYPE_CHECKING:
-    from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options, Where
+    from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options
 
 VERDICT_COLOURS = {
     "REPRODUCED": "green",
@@ -92,17 +91,6 @@ def report_for_published(results: list[Path], published: Path, options: Options,
     if published.is_dir():
         options = options.model_copy(update={"where": first_step_finder(published, results, published_keys)})
     return verify_claims(loaded, load_rerun(results), options)
-
-
-def first_step_finder(published: Path, results: list[Path], published_keys: dict[str, str]) -> Where:
-    """With both bundles at hand: where a differing transcript first parts from the published one."""
-    published_cells, rerun_cells = load_side(published)[1], collect_with_cells(results)[1]
-
-    def where(claim: str, rerun_key: str, scenario: str, repeat: int) -> str | None:
-        before, after = published_cells.get(published_keys.get(claim, ""), []), rerun_cells.get(rerun_key, [])
-        return first_difference_in(before, after, scenario, repeat)
-
-    return where
 
 
 def show_report(report: ClaimsReport, as_json: bool) -> None:

@@ -8,6 +8,7 @@ both bundles are at hand, a differing transcript is named by the step where it f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -80,3 +81,14 @@ def _entry_name(entry: TranscriptEntry, index: int) -> str:
     if isinstance(entry, StepEntry | ExternalStepEntry):
         return f"step {entry.step}"
     return f"entry {index + 1} ({entry.kind})"
+
+
+def first_step_finder(published: Path, results: list[Path], published_keys: dict[str, str]) -> Callable[[str, str, str, int], str | None]:
+    """With both bundles at hand: where a differing transcript first parts from the published one."""
+    published_cells, rerun_cells = load_side(published)[1], collect_with_cells(results)[1]
+
+    def where(claim: str, rerun_key: str, scenario: str, repeat: int) -> str | None:
+        before, after = published_cells.get(published_keys.get(claim, ""), []), rerun_cells.get(rerun_key, [])
+        return first_difference_in(before, after, scenario, repeat)
+
+    return where

@@ -10,7 +10,9 @@ version, each engine's pinned source, build and Dockerfile, each external harnes
 suite's sha256, the profile's settings, the threads per engine and the hardware.
 
 A row that differs and counts makes the rerun another setup, never plain REPRODUCED, unless the
-reviewer accepts it by name (`--accept threads,hardware`).
+reviewer accepts it by name (`--accept threads,hardware`: the names of repro.report.pins, which
+the verdict uses too). A suite whose bytes differ cannot be accepted: its counts are of another
+scenario set, and the verdict says NOT RERUN.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from repro.core.files import sha256_bytes
 from repro.spec.cells import Cell
 from repro.spec.matrix import EngineSpec, ExternalSuite, Variant
 from repro.spec.profiles import Profile
-
-ACCEPTABLE = ("harness", "repro-version", "engine", "external", "suite", "profile", "threads", "hardware")
 
 
 class Setup(BaseModel):
@@ -127,13 +127,14 @@ def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:
     rows = [
         SetupRow(name="commit", input="repro commit", bundle=_short(bundle.commit), here=_short(here.commit), same=bundle.commit == here.commit, counts=False),
         _row("harness", "harness tree digest", _short(bundle.harness), _short(here.harness)),
-        _row("repro-version", "repro version", bundle.version, here.version),
+        _row("harness", "repro version", bundle.version, here.version),
     ]
     rows += [
-        _row("engine", f"engine {eid}", bundle.engines.get(eid, "-"), here.engines.get(eid, "-")) for eid in sorted(set(bundle.engines) | set(here.engines))
+        _row("engine-build", f"engine {eid}", bundle.engines.get(eid, "-"), here.engines.get(eid, "-"))
+        for eid in sorted(set(bundle.engines) | set(here.engines))
     ]
     rows += [
-        _row("external", f"external harness of {sid}", bundle.externals.get(sid, "-"), here.externals.get(sid, "-"))
+        _row("harness", f"external harness of {sid}", bundle.externals.get(sid, "-"), here.externals.get(sid, "-"))
         for sid in sorted(set(bundle.externals) | set(here.externals))
     ]
     rows += [_suite_row(sid, bundle.suites.get(sid), here.suites.get(sid)) for sid in sorted(set(bundle.suites) | set(here.suites))]
@@ -159,15 +160,6 @@ def _short(value: str | None) -> str:
 def differences(rows: list[SetupRow], accept: set[str] = frozenset()) -> list[SetupRow]:  # type: ignore[assignment]
     """The rows that make the rerun another setup and were not accepted by name."""
     return [row for row in rows if row.differs and row.name not in accept]
-
-
-def accepted_names(given: list[str]) -> set[str]:
-    """--accept NAME,... (repeatable): each a name of ACCEPTABLE, else one line."""
-    names = {part.strip() for text in given for part in text.split(",") if part.strip()}
-    unknown = sorted(names - set(ACCEPTABLE))
-    if unknown:
-        raise BadInput(f"--accept {unknown[0][:40]!r}: not a setup input (one of: {', '.join(ACCEPTABLE)})")
-    return names
 
 
 def refuse_unservable(profile_name: str, profile: Profile, system: SystemDescription) -> None:
