@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,14 @@ def template_facts(model: ModelSpec, gguf: Path) -> TemplateFacts:
 
 
 def derive_facts(text: str, source: TemplateSource, eog_tokens: list[str], special_tokens: list[str]) -> TemplateFacts:
-    """Render `text` with probe conversations and read off what it carries."""
+    """Render `text` with probe conversations and read off what it carries (once per command for
+    the same template and tokens: a matrix naming one model a thousand times renders it once)."""
+    return facts_of(text, source, tuple(sorted(set(eog_tokens))), tuple(special_tokens))
+
+
+@lru_cache(maxsize=256)
+def facts_of(text: str, source: TemplateSource, eog_tokens: tuple[str, ...], special_tokens: tuple[str, ...]) -> TemplateFacts:
+    """derive_facts of hashable arguments, remembered (TemplateFacts is frozen)."""
     tools = renders(text, tools=True)
     calls = renders(text, calls=True)
     turn_end = end_of_turn(text, special_tokens)
@@ -106,7 +114,7 @@ def derive_facts(text: str, source: TemplateSource, eog_tokens: list[str], speci
         renders_tools=tools[0],
         renders_tool_calls=calls[0],
         end_of_turn=turn_end[0],
-        eog_tokens=sorted(set(eog_tokens)),
+        eog_tokens=list(eog_tokens),
         render_error=error,
     )
 
