@@ -155,6 +155,8 @@ class _Reader:
     def fill(self, size: int) -> None:
         """At least `size` unread bytes in the window, or the header ends early (refused)."""
         rest = self.window[self.at :]
+        if self.handle.tell() + size - len(rest) > self.size:  # never ask for more than the file holds
+            raise BadInput(f"{self.name}: not a GGUF file (the header ends early)")
         more = self.handle.read(max(size - len(rest), WINDOW_BYTES))
         self.window, self.at = rest + more, 0
         if len(self.window) < size:
