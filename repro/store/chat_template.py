@@ -23,6 +23,7 @@ facts are recorded in run.json with the template's text, so `repro check` re-der
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -165,7 +166,7 @@ def renders(text: str, *, tools: bool = False, calls: bool = False) -> tuple[boo
         return False, f"{type(error).__name__}: {error}"[:300]
 
 
-def end_of_turn(text: str, special_tokens: list[str]) -> tuple[str | None, str | None]:
+def end_of_turn(text: str, special_tokens: Sequence[str]) -> tuple[str | None, str | None]:
     """The special token the template writes right after an assistant's reply (the longest one
     that starts what follows the reply), or None; and the render error, if any."""
     messages: list[dict[str, Any]] = [

@@ -189,9 +189,15 @@ class _Reader:
     def value(self, kind: int, keep: bool) -> Any:
         if kind in SCALARS:
             fmt, size = SCALARS[kind]
-            return self.unpack(fmt, size) if keep else self.skip(size)
+            if not keep:
+                self.skip(size)
+                return None
+            return self.unpack(fmt, size)
         if kind == STRING:
-            return self.string() if keep else self.skip(self.length())
+            if not keep:
+                self.skip(self.length())
+                return None
+            return self.string()
         if kind == ARRAY:
             return self.array(keep)
         raise BadInput(f"{self.name}: unknown GGUF value type {kind}")
@@ -204,7 +210,8 @@ class _Reader:
         if kind in SCALARS:
             fmt, size = SCALARS[kind]
             if not keep:
-                return self.skip(count * size)
+                self.skip(count * size)
+                return None
             return list(struct.unpack(f"<{count}{fmt[1]}", self.exact(count * size)))
         if kind == STRING:
             return self.strings(count, keep)
