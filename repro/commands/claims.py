@@ -75,7 +75,8 @@ def from_results(
         )
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        raise BadInput(f"--{first['loc'][0]}: {first['msg']}") from None
+        where = f"--{first['loc'][0]}: " if first["loc"] else ""  # a rule across options (--url or --path) names none
+        raise BadInput(f"{where}{first['msg']}") from None
     if len(results) == 1 and results[0].is_file():  # a results.json: its rows, with what it does not record
         rerun = load_published_rows(results[0], HarnessPin(name=harness, commit=harness_commit), engine_kind)
     else:

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFun
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
-from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
+from repro.core.yamlsource import YamlDocument, format_problem, load_yaml_document, pydantic_problems
 from repro.spec.harnesses import HARNESSES, HarnessFacts
 from repro.spec.profiles import Profiles, load_profiles
 
@@ -428,11 +428,11 @@ def root_problems(root: Path) -> list[tuple[tuple, str]]:
 # ---------------------------------------------------------------- loading
 
 
-def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False) -> LoadedMatrix:
-    """Load and validate a matrix file; raise BadInput with one line per problem. An `embedded`
-    copy (a bundle's matrix.yaml) is read without following links, and the files it names are
-    not looked for: only its plan is recomputed from it."""
-    document = load_yaml_document(path, follow_links=not embedded)
+def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False, document: YamlDocument | None = None) -> LoadedMatrix:
+    """Load and validate a matrix file (or its `document`, already read); raise BadInput with one
+    line per problem. An `embedded` copy (a bundle's matrix.yaml) is read without following links,
+    and the files it names are not looked for: only its plan is recomputed from it."""
+    document = document or load_yaml_document(path, follow_links=not embedded)
     try:
         matrix = Matrix.model_validate(document.data)
     except ValidationError as error:
@@ -452,15 +452,16 @@ def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embe
 
 def load_matrix_and_profiles(path: str | Path) -> tuple[LoadedMatrix, Profiles]:
     """A matrix with the profiles it may name (`matrix_profiles`)."""
-    profiles = matrix_profiles(path)
-    return load_matrix(path, set(profiles.profiles)), profiles
+    document = load_yaml_document(path)  # read once: a matrix of thousands of models takes a second to read
+    profiles = matrix_profiles(path, document)
+    return load_matrix(path, set(profiles.profiles), document=document), profiles
 
 
-def matrix_profiles(path: str | Path) -> Profiles:
-    """The profiles a matrix may name: the project's, and those of its own profiles file
-    (`profiles_file`) when it has one; a name in both is refused."""
+def matrix_profiles(path: str | Path, document: YamlDocument | None = None) -> Profiles:
+    """The profiles a matrix (or its `document`, already read) may name: the project's, and those
+    of its own profiles file (`profiles_file`) when it has one; a name in both is refused."""
     profiles = load_profiles()
-    document = load_yaml_document(path)
+    document = document or load_yaml_document(path)
     data = document.data if isinstance(document.data, dict) else {}
     named, paths_from = data.get("profiles_file"), data.get("paths_from", "project")
     if not isinstance(named, str) or paths_from not in ("project", "matrix"):
