@@ -197,7 +197,11 @@ class Bundle:
         folder = self.partial_dir(cell_id)
         try:
             partial = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
-            carried = [EarlierAttempt.model_validate(one) for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))] if (folder / ATTEMPTS_FILE).exists() else []
+            carried = (
+                [EarlierAttempt.model_validate(one) for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))]
+                if (folder / ATTEMPTS_FILE).exists()
+                else []
+            )
             logs = {one.engine_log: read_regular(folder / plain_name(one.engine_log), MAX_LOG_BYTES).decode() for one in carried}
             log = read_regular(folder / ENGINE_LOG, MAX_LOG_BYTES).decode()
         except (BadInput, OSError, ValueError) as error:

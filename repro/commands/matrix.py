@@ -236,11 +236,13 @@ def incomplete_line(outcome: RunOutcome, options: RunOptions) -> str:
     exclusion by what the gate measured) and the exact command that finishes it."""
     from repro.engines.gate import CAUSE_TEXT
 
+    gate_texts: dict[str, str] = {str(cause): text for cause, text in CAUSE_TEXT.items()}
+
     def said(cause: str) -> str:
         gate = cause.removeprefix("gate:")
         if gate == cause:
             return CELL_CAUSES.get(cause, cause)
-        return f"excluded by the latency gate ({CAUSE_TEXT.get(gate, 'its cause not recorded')})"  # type: ignore[call-overload]
+        return f"excluded by the latency gate ({gate_texts.get(gate, 'its cause not recorded')})"
 
     why = "; ".join(f"{count} cell(s) {said(cause)}" for cause, count in outcome.causes.items())
     if outcome.status == 130 or outcome.run_status == "interrupted":

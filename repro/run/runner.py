@@ -627,7 +627,12 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
     partial = partial_of(ctx, cell, suite, group.handle)
     kept, attempts, logs = resumed_scenarios(ctx, cell, partial)
     kept_ids = [one.result.id for one in kept]
-    update = {"engine_incidents": list(incidents or []), "execution": kind.execution(cell, ctx.execution), "resumed_kept": kept_ids, "earlier_attempts": attempts}
+    update = {
+        "engine_incidents": list(incidents or []),
+        "execution": kind.execution(cell, ctx.execution),
+        "resumed_kept": kept_ids,
+        "earlier_attempts": attempts,
+    }
     record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
     engines = [engine_container(ctx.client, handle) for handle in group.handles]
     watch = watch_all(engines)

@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from repro.__main__ import main
-from repro.bundle.layout import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results, read_transcripts
+from repro.bundle.layout import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
+from repro.bundle.layout import read_transcripts as transcript_lines
 from repro.bundle.records import CellSummary, EarlierAttempt, KeptScenario, PartialCell, RunRecord
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
@@ -603,7 +604,7 @@ def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) 
     the digest of each scenario it finished, its engine log a file of the cell) and the harness
     time of the scenarios it reran; `partial_update` changes the attempt's record (a forgery)."""
     record, run_record = read_json(cell / CELL_FILE), RunRecord.model_validate(read_json(run / RUN_FILE))
-    results, transcripts = read_results(cell), {line.id: line for line in read_transcripts(cell)}
+    results, transcripts = read_results(cell), {line.id: line for line in transcript_lines(cell)}
     ids = [result.id for result in results[:kept]]
     partial = PartialCell(
         run_id=run_record.run_id,
@@ -617,7 +618,8 @@ def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) 
         engine_image_id=record["engine_image"]["id"],
         engine_identity=record["engine_identity"]["reported"],
         execution=record["execution"],
-    ).model_copy(update=partial_update)
+    )
+    partial = PartialCell.model_validate({**partial.model_dump(mode="json"), **partial_update})
     finished = {result.id: KeptScenario.digest(result, transcripts[result.id]) for result in results[:kept]}
     attempt = EarlierAttempt(partial=partial, finished=finished, engine_log="attempt-1.engine.log")
     (cell / attempt.engine_log).write_text((cell / "engine.log").read_text())
