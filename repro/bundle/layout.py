@@ -38,13 +38,14 @@ from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle.provenance import source_change
-from repro.bundle.records import CellRecord, KeptScenario, PartialCell, RunRecord, SourceState, utc_now
+from repro.bundle.records import CellRecord, EarlierAttempt, KeptScenario, PartialCell, RunRecord, SourceState, utc_now
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import (
     DIR_MODE,
     MAX_JSON_BYTES,
     MAX_JSONL_BYTES,
+    MAX_LOG_BYTES,
     MAX_MANIFEST_BYTES,
     MAX_RECORD_LINE_BYTES,
     atomic_write,
@@ -69,6 +70,8 @@ AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (r
 CELL_FILE = "cell.json"
 PARTIAL_FILE = "partial.json"  # in cells/.<id>.partial/: what its kept scenarios belong to
 KEPT_DIR = "kept"  # in cells/.<id>.partial/: one <scenario-id>.json per finished scenario
+ATTEMPTS_FILE = "attempts.json"  # in cells/.<id>.partial/: the earlier attempts whose scenarios it keeps
+ENGINE_LOG = "engine.log"  # a cell's engine log; in cells/.<id>.partial/, the interrupted attempt's
 LATEST = "LATEST"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
 Line = TypeVar("Line", ScenarioResult, TranscriptLine)
@@ -186,6 +189,28 @@ class Bundle:
         order = {scenario_id: index for index, scenario_id in enumerate(expected.suite_ids)}
         return sorted(kept, key=lambda one: order[one.result.id]), None
 
+    def earlier_attempts(self, cell_id: str, kept: Sequence[KeptScenario]) -> tuple[list[EarlierAttempt], dict[str, str]] | str:
+        """The attempts the kept scenarios of the cell's partial folder come from (those it carried
+        from earlier resumes, then the interrupted one: its partial record, the digest of each
+        scenario it finished, its engine log) and each one's engine log by file name; or why they
+        cannot be evidenced (then none is kept)."""
+        folder = self.partial_dir(cell_id)
+        try:
+            partial = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
+            carried = (
+                [EarlierAttempt.model_validate(one) for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))]
+                if (folder / ATTEMPTS_FILE).exists()
+                else []
+            )
+            logs = {one.engine_log: read_regular(folder / plain_name(one.engine_log), MAX_LOG_BYTES).decode() for one in carried}
+            log = read_regular(folder / ENGINE_LOG, MAX_LOG_BYTES).decode()
+        except (BadInput, OSError, ValueError) as error:
+            return f"the interrupted attempt's record or engine log is unreadable ({short_error(error)})"
+        done = {scenario_id for one in carried for scenario_id in one.finished}
+        name = f"attempt-{len(carried) + 1}.{ENGINE_LOG}"
+        latest = EarlierAttempt(partial=partial, finished={k.result.id: k.sha256 for k in kept if k.result.id not in done}, engine_log=name)
+        return [*carried, latest], {**logs, name: log}
+
     def cell_is_complete(self, cell_id: str) -> bool:
         return not self.reader.cell_problems(cell_id)
 
@@ -201,6 +226,13 @@ class CellWriter:
         self.partial = partial
         self.files: dict[str, str] = {}
         self.kept: dict[str, KeptScenario] = {}  # scenario id -> its result and transcript, kept as it finished
+
+    def carry(self, attempts: Sequence[EarlierAttempt], logs: dict[str, str]) -> None:
+        """The earlier attempts whose scenarios this one keeps: their records (for the next resume,
+        should this attempt be interrupted too) and their engine logs, files of the cell."""
+        write_in(self.bundle.dir, self.partial / ATTEMPTS_FILE, self.bundle.redactor.text(to_json([one.model_dump(mode="json") for one in attempts])).encode())
+        for one in attempts:
+            self.write_text(plain_name(one.engine_log), logs.get(one.engine_log, ""))
 
     def keep(self, scenario: KeptScenario) -> None:
         """One finished scenario, written at once (atomically) so an interrupted cell keeps it."""
@@ -225,6 +257,7 @@ class CellWriter:
         record = record.model_copy(update={"files": dict(sorted(self.files.items()))})
         shutil.rmtree(self.partial / KEPT_DIR, ignore_errors=True)  # the complete cell holds its scenarios in scenarios.jsonl
         (self.partial / PARTIAL_FILE).unlink(missing_ok=True)
+        (self.partial / ATTEMPTS_FILE).unlink(missing_ok=True)  # cell.json holds them (earlier_attempts)
         write_in(self.bundle.dir, self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
         final = self.bundle.cell_dir(self.cell_id)
         if final.exists():

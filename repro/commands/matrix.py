@@ -24,7 +24,7 @@ from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profile
 from repro.spec.profiles import Profile, is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
-    from repro.run.runner import RunOptions
+    from repro.run.runner import RunOptions, RunOutcome
 
 app = Typer(help="Validate, plan and run matrix files; print the matrix format's JSON Schema.", no_args_is_help=True)
 console = Console()
@@ -194,7 +194,7 @@ def run(
     from repro.bundle.layout import DiskFull
     from repro.plan.planner import parse_shard
     from repro.run.progress import RunProgress
-    from repro.run.runner import RunOptions, run_exit_status, run_matrix
+    from repro.run.runner import RunOptions, run_matrix, run_outcome
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
@@ -206,10 +206,10 @@ def run(
     except DiskFull as error:
         raise first_disk_full(error) from None
     print_run_summary(run_dir)
-    status = run_exit_status(run_dir)
-    if status:
-        print(incomplete_line(run_dir, options, status), file=sys.stderr)
-        raise typer.Exit(status)
+    outcome = run_outcome(run_dir)
+    if outcome.status:
+        print(incomplete_line(outcome, options), file=sys.stderr)
+        raise typer.Exit(outcome.status)
 
 
 def ascii_shard(text: str) -> str:
@@ -219,35 +219,32 @@ def ascii_shard(text: str) -> str:
     return text
 
 
-def incomplete_line(run_dir: Path, options: RunOptions, status: int) -> str:
-    """One line: why the run is incomplete (cells by cause) and the exact command that finishes it."""
-    from repro.bundle.layout import BundleReader
-    from repro.run.runner import cell_needs_rerun, gate_excluded
+CELL_CAUSES = {
+    "fault": "ended in an engine fault or error",
+    "excluded": "excluded by the engine's chat template (a rerun does not change that)",
+    "missing": "not run yet",
+}
 
-    bundle = BundleReader(run_dir)
-    record = bundle.run()
-    causes = {"gate": 0, "fault": 0, "excluded": 0, "missing": 0}
-    for cell_id in record.planned_cells:
-        try:
-            cell = bundle.cell(cell_id)
-        except BadInput:
-            causes["missing"] += 1
-            continue
-        cause = "gate" if gate_excluded(cell) else "fault" if cell_needs_rerun(cell) else "excluded" if cell.status == "excluded" else None
-        if cause:
-            causes[cause] += 1
-    text = {
-        "gate": "excluded by the latency gate (the machine was too slow or busy then)",
-        "fault": "ended in an engine fault or error",
-        "excluded": "excluded by the engine's chat template (a rerun does not change that)",
-        "missing": "not run yet",
-    }
-    why = "; ".join(f"{count} cell(s) {text[cause]}" for cause, count in causes.items() if count)
-    if status == 130 or record.status == "interrupted":
+
+def incomplete_line(outcome: RunOutcome, options: RunOptions) -> str:
+    """One line: why the run is incomplete (cells by the cause their records name, a latency gate
+    exclusion by what the gate measured) and the exact command that finishes it."""
+    from repro.engines.gate import CAUSE_TEXT
+
+    gate_texts: dict[str, str] = {str(cause): text for cause, text in CAUSE_TEXT.items()}
+
+    def said(cause: str) -> str:
+        gate = cause.removeprefix("gate:")
+        if gate == cause:
+            return CELL_CAUSES.get(cause, cause)
+        return f"excluded by the latency gate ({gate_texts.get(gate, 'its cause not recorded')})"
+
+    why = "; ".join(f"{count} cell(s) {said(cause)}" for cause, count in outcome.causes.items())
+    if outcome.status == 130 or outcome.run_status == "interrupted":
         why = "interrupted" + (f"; {why}" if why else "")
-    when = " when the machine is quiet" if causes["gate"] else ""
+    when = " when the machine is quiet" if "gate:busy" in outcome.causes or "gate:too_slow" in outcome.causes else ""
     return (
-        f"run incomplete (exit {status}): {why or record.status}; to finish it{when}, run: {resume_command(options)} "
+        f"run incomplete (exit {outcome.status}): {why or outcome.run_status}; to finish it{when}, run: {resume_command(options)} "
         "(complete cells are kept, the others run and are gated again; an interrupted cell keeps its finished scenarios)"
     )
 
