@@ -2,6 +2,7 @@
 
     results/<run-id>/run.json                 the run record (repro.bundle.records.RunRecord)
     results/<run-id>/cells/<cell-id>/...      scenarios.jsonl, transcripts.jsonl, logs, cell.json
+    results/<run-id>/inputs/<sha256>.<ext>    external inputs no public address serves, carried (an external harness's archive)
     results/<run-id>/MANIFEST.sha256          sha256 of every other file
 
 Every byte written passes through the redactor and is written atomically (0644 files, 0755
@@ -65,6 +66,7 @@ RUN_FILE = "run.json"
 CELLS_DIR = "cells"
 MERGE_RECORD = "MERGED.json"  # beside the runs of a merged results folder
 SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and .../fixtures/ (format 3)
+INPUTS_DIR = "inputs"  # inputs/<sha256>.<ext>: an external input the bundle carries, named by the sha256 its pin gives
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (run.json author.profiles_file), byte for byte
 CELL_FILE = "cell.json"
@@ -145,6 +147,10 @@ class Bundle:
         if self.redactor.text(text) != text:
             raise BadInput("the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout")
         write_in(self.dir, self.dir / name, raw)
+
+    def carry(self, name: str, data: bytes) -> None:
+        """An external input's bytes as `inputs/<name>`, unchanged (verified against its pin by the caller)."""
+        write_in(self.dir, self.dir / INPUTS_DIR / plain_name(name), data)
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.dir / CELLS_DIR / safe_id(cell_id, "cell id")
@@ -511,6 +517,21 @@ class BundleReader:
 
     def suite_file(self, suite_id: str, relative: str, limit: int) -> bytes:
         return read_regular(self.suite_dir(suite_id) / relative, limit)
+
+    def carried(self) -> list[str]:
+        """The names in inputs/ (every entry: a folder or a link there is the carried-inputs rule's to refuse)."""
+        folder = self.dir / INPUTS_DIR
+        return sorted(entry.name for entry in folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+
+    def carried_file(self, name: str, limit: int) -> Path | None:
+        """inputs/<name> when the bundle carries it (None when not; BadInput for a link, a folder or
+        more than `limit` bytes)."""
+        path = unlinked(self.dir / INPUTS_DIR / plain_name(name))
+        if not path.exists():
+            return None
+        if not stat.S_ISREG(path.lstat().st_mode) or path.lstat().st_size > limit:
+            raise BadInput(f"{INPUTS_DIR}/{name[:80]}: not a regular file of at most {limit // 1024**2} MB")
+        return path
 
 
 def unlinked(folder: Path) -> Path:

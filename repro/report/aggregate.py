@@ -40,7 +40,7 @@ LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8)
 LADDER_LEVELS = range(9)
 PROTOCOL_ORDER: tuple[str, ...] = get_args(Protocol)
 # Short protocol names for row labels (the key names the protocol each stands for).
-PROTOCOL_SHORT = {"json_schema": "schema", "native_tools": "native", "react": "ReAct", "json_prompt": "repair"}
+PROTOCOL_SHORT = {"json_schema": "schema", "native_tools": "native", "react": "ReAct", "json_prompt": "repair", "json_object": "object"}
 
 
 class ProtocolTotals(BaseModel):

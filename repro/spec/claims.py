@@ -219,7 +219,9 @@ class Claim(Strict):
     id: Ident
     model: Ident = Field(description="a key of models")
     setup: Ident = Field(description="a key of setups")
-    protocol: Ident = Field(description="repro's protocol names (json_schema, native_tools, react, json_prompt) or the harness's own (json_object)")
+    protocol: Ident = Field(
+        description="repro's matrix protocol names: json_schema, native_tools, react, json_prompt (our harness), json_object (the Tholos runner's JSON mode)"
+    )
     suite: Ident = Field(description="a key of suites")
     chat_template: ClaimTemplate | None = None
     result: ClaimResult

@@ -30,7 +30,8 @@ DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 PARAMETER_COUNT = re.compile(r"^\d+(\.\d+)?[KMBT]$")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
-Protocol = Literal["json_schema", "native_tools", "react", "json_prompt"]
+# json_object: an external harness's JSON mode (the Tholos runner's), not our harness's
+Protocol = Literal["json_schema", "native_tools", "react", "json_prompt", "json_object"]
 Variant = Literal["cpu", "cuda"]
 
 
@@ -286,6 +287,13 @@ class ExternalSuite(Strict):
         if self.wheel is not None:
             return self.wheel
         return self.source.describe()
+
+    @property
+    def carried(self) -> bool:
+        """Whether a bundle carries this pin's bytes (`inputs/`): a source archive no public address
+        serves (a wheel is on PyPI, a git pin names its repository) whose licence lets a bundle carry
+        it (repro.spec.harnesses `carried_archives`)."""
+        return self.archive is not None and self.sha256 in HARNESSES[self.harness].carried_archives
 
     @property
     def source(self) -> EngineSource:
