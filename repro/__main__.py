@@ -3,7 +3,8 @@
 Every failure leaves here as one line on stderr and an exit status: 2 for the user's input
 (a usage error, a bad file, an unreadable path), 1 for anything else. Click runs with
 `standalone_mode=False`, so its usage errors arrive here as exceptions; typer vendors its own
-copy of click (`typer._click`), and both copies are mapped. `REPRO_TRACEBACK=1` shows the
+copy of click (`typer._click`), and both copies are mapped. A closed pipe on standard output
+(`| head -1`) ends the command at once and quietly, with status 1. `REPRO_TRACEBACK=1` shows the
 traceback of an unexpected error, for developers.
 """
 
@@ -54,6 +55,8 @@ def report(error: Exception) -> int:
     handled = _click_error(error)
     if handled is not None:
         return handled
+    if isinstance(error, BrokenPipeError):
+        return pipe_closed()
     if isinstance(error, OSError) and error.filename is None and error.errno in OUTPUT_ERRNOS:
         return output_failed(error)
     if isinstance(error, OSError) and error.filename is not None:
@@ -62,6 +65,15 @@ def report(error: Exception) -> int:
     if os.environ.get("REPRO_TRACEBACK"):
         raise error
     print(f"repro: internal error: {type(error).__name__}: {_one_line(str(error))} (REPRO_TRACEBACK=1 shows where)", file=sys.stderr)
+    return 1
+
+
+def pipe_closed() -> int:
+    """The reader of standard output went away (`repro matrix plan ... | head -1`): stop at once,
+    quietly, with status 1, as rich's console does when its pipe closes; stdout is pointed at
+    /dev/null so the interpreter's last flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1
 
 

@@ -17,6 +17,7 @@ from repro.commands import images as images_commands
 from repro.commands import matrix as matrix_commands
 from repro.commands import models as models_commands
 from repro.commands import paper as paper_commands
+from repro.commands import rerun as rerun_commands
 from repro.commands import results as results_commands
 from repro.commands import scale as scale_commands
 from repro.commands import sign as sign_commands
@@ -43,7 +44,7 @@ def _version(value: bool) -> None:
 # The command groups that read the project tree (matrices, Dockerfiles, scenarios, docker-compose.yml);
 # the others (check, verify, paper, compare, results, sign, cleanup, doctor) work from an installed
 # wheel. `repro matrix schema` needs no tree either (its group decides: repro/commands/matrix.py).
-CHECKOUT_COMMANDS = {"images", "compose", "models", "scale", "suites", "external"}
+CHECKOUT_COMMANDS = {"images", "compose", "models", "scale", "suites", "external", "rerun"}
 
 
 @app.callback()
@@ -72,6 +73,7 @@ app.add_typer(suites_commands.app, name="suites")
 app.add_typer(external_commands.app, name="external")
 app.add_typer(export_commands.app, name="export")
 app.command("verify")(verify_commands.verify)
+app.command("rerun")(rerun_commands.rerun)
 app.add_typer(claims_commands.app, name="claims")
 app.command("compare")(compare_commands.compare_command)
 app.command("sign")(sign_commands.sign)

@@ -2,6 +2,7 @@
 
     results/<run-id>/run.json                 the run record (repro.bundle.records.RunRecord)
     results/<run-id>/cells/<cell-id>/...      scenarios.jsonl, transcripts.jsonl, logs, cell.json
+    results/<run-id>/inputs/<sha256>.<ext>    external inputs no public address serves, carried (an external harness's archive)
     results/<run-id>/MANIFEST.sha256          sha256 of every other file
 
 Every byte written passes through the redactor and is written atomically (0644 files, 0755
@@ -38,13 +39,14 @@ from pydantic import BaseModel, ValidationError
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle.provenance import source_change
-from repro.bundle.records import CellRecord, KeptScenario, PartialCell, RunRecord, SourceState, utc_now
+from repro.bundle.records import CellRecord, EarlierAttempt, KeptScenario, PartialCell, RunRecord, SourceState, utc_now
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import (
     DIR_MODE,
     MAX_JSON_BYTES,
     MAX_JSONL_BYTES,
+    MAX_LOG_BYTES,
     MAX_MANIFEST_BYTES,
     MAX_RECORD_LINE_BYTES,
     atomic_write,
@@ -64,11 +66,14 @@ RUN_FILE = "run.json"
 CELLS_DIR = "cells"
 MERGE_RECORD = "MERGED.json"  # beside the runs of a merged results folder
 SUITES_DIR = "suites"  # suites/<suite-id>/scenarios/<category>/<id>.json and .../fixtures/ (format 3)
+INPUTS_DIR = "inputs"  # inputs/<sha256>.<ext>: an external input the bundle carries, named by the sha256 its pin gives
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (run.json author.profiles_file), byte for byte
 CELL_FILE = "cell.json"
 PARTIAL_FILE = "partial.json"  # in cells/.<id>.partial/: what its kept scenarios belong to
 KEPT_DIR = "kept"  # in cells/.<id>.partial/: one <scenario-id>.json per finished scenario
+ATTEMPTS_FILE = "attempts.json"  # in cells/.<id>.partial/: the earlier attempts whose scenarios it keeps
+ENGINE_LOG = "engine.log"  # a cell's engine log; in cells/.<id>.partial/, the interrupted attempt's
 LATEST = "LATEST"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
 Line = TypeVar("Line", ScenarioResult, TranscriptLine)
@@ -143,6 +148,10 @@ class Bundle:
             raise BadInput("the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout")
         write_in(self.dir, self.dir / name, raw)
 
+    def carry(self, name: str, data: bytes) -> None:
+        """An external input's bytes as `inputs/<name>`, unchanged (verified against its pin by the caller)."""
+        write_in(self.dir, self.dir / INPUTS_DIR / plain_name(name), data)
+
     def cell_dir(self, cell_id: str) -> Path:
         return self.dir / CELLS_DIR / safe_id(cell_id, "cell id")
 
@@ -186,6 +195,28 @@ class Bundle:
         order = {scenario_id: index for index, scenario_id in enumerate(expected.suite_ids)}
         return sorted(kept, key=lambda one: order[one.result.id]), None
 
+    def earlier_attempts(self, cell_id: str, kept: Sequence[KeptScenario]) -> tuple[list[EarlierAttempt], dict[str, str]] | str:
+        """The attempts the kept scenarios of the cell's partial folder come from (those it carried
+        from earlier resumes, then the interrupted one: its partial record, the digest of each
+        scenario it finished, its engine log) and each one's engine log by file name; or why they
+        cannot be evidenced (then none is kept)."""
+        folder = self.partial_dir(cell_id)
+        try:
+            partial = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
+            carried = (
+                [EarlierAttempt.model_validate(one) for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))]
+                if (folder / ATTEMPTS_FILE).exists()
+                else []
+            )
+            logs = {one.engine_log: read_regular(folder / plain_name(one.engine_log), MAX_LOG_BYTES).decode() for one in carried}
+            log = read_regular(folder / ENGINE_LOG, MAX_LOG_BYTES).decode()
+        except (BadInput, OSError, ValueError) as error:
+            return f"the interrupted attempt's record or engine log is unreadable ({short_error(error)})"
+        done = {scenario_id for one in carried for scenario_id in one.finished}
+        name = f"attempt-{len(carried) + 1}.{ENGINE_LOG}"
+        latest = EarlierAttempt(partial=partial, finished={k.result.id: k.sha256 for k in kept if k.result.id not in done}, engine_log=name)
+        return [*carried, latest], {**logs, name: log}
+
     def cell_is_complete(self, cell_id: str) -> bool:
         return not self.reader.cell_problems(cell_id)
 
@@ -201,6 +232,13 @@ class CellWriter:
         self.partial = partial
         self.files: dict[str, str] = {}
         self.kept: dict[str, KeptScenario] = {}  # scenario id -> its result and transcript, kept as it finished
+
+    def carry(self, attempts: Sequence[EarlierAttempt], logs: dict[str, str]) -> None:
+        """The earlier attempts whose scenarios this one keeps: their records (for the next resume,
+        should this attempt be interrupted too) and their engine logs, files of the cell."""
+        write_in(self.bundle.dir, self.partial / ATTEMPTS_FILE, self.bundle.redactor.text(to_json([one.model_dump(mode="json") for one in attempts])).encode())
+        for one in attempts:
+            self.write_text(plain_name(one.engine_log), logs.get(one.engine_log, ""))
 
     def keep(self, scenario: KeptScenario) -> None:
         """One finished scenario, written at once (atomically) so an interrupted cell keeps it."""
@@ -225,6 +263,7 @@ class CellWriter:
         record = record.model_copy(update={"files": dict(sorted(self.files.items()))})
         shutil.rmtree(self.partial / KEPT_DIR, ignore_errors=True)  # the complete cell holds its scenarios in scenarios.jsonl
         (self.partial / PARTIAL_FILE).unlink(missing_ok=True)
+        (self.partial / ATTEMPTS_FILE).unlink(missing_ok=True)  # cell.json holds them (earlier_attempts)
         write_in(self.bundle.dir, self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
         final = self.bundle.cell_dir(self.cell_id)
         if final.exists():
@@ -478,6 +517,21 @@ class BundleReader:
 
     def suite_file(self, suite_id: str, relative: str, limit: int) -> bytes:
         return read_regular(self.suite_dir(suite_id) / relative, limit)
+
+    def carried(self) -> list[str]:
+        """The names in inputs/ (every entry: a folder or a link there is the carried-inputs rule's to refuse)."""
+        folder = self.dir / INPUTS_DIR
+        return sorted(entry.name for entry in folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+
+    def carried_file(self, name: str, limit: int) -> Path | None:
+        """inputs/<name> when the bundle carries it (None when not; BadInput for a link, a folder or
+        more than `limit` bytes)."""
+        path = unlinked(self.dir / INPUTS_DIR / plain_name(name))
+        if not path.exists():
+            return None
+        if not stat.S_ISREG(path.lstat().st_mode) or path.lstat().st_size > limit:
+            raise BadInput(f"{INPUTS_DIR}/{name[:80]}: not a regular file of at most {limit // 1024**2} MB")
+        return path
 
 
 def unlinked(folder: Path) -> Path:

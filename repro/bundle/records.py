@@ -166,6 +166,7 @@ class CellRecord(BaseModel):
     engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
     harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios (of this attempt)
     resumed_kept: list[str] = []  # scenarios an interrupted attempt finished, kept by --resume: their time is not in harness_seconds
+    earlier_attempts: list[EarlierAttempt] = []  # the interrupted attempts those scenarios come from, as evidence (repro check recomputes it)
     execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
 
     @property
@@ -240,6 +241,26 @@ class PartialCell(BaseModel):
     cell: Cell
     suite_sha256: str
     suite_ids: list[str]
+    # what computed the attempt's scenarios: a resume keeps them only on the same engine image,
+    # identity and execution settings (threads, slots, prompt cache), and repro check holds the
+    # kept record to the cell's
+    engine_image_id: str | None = None
+    engine_identity: str | None = None
+    execution: Execution | None = None
+    gpu: list[GpuDevice] | None = None
+
+
+class EarlierAttempt(BaseModel):
+    """An interrupted attempt at a cell whose finished scenarios a resume kept (cell.json
+    `earlier_attempts`): its partial record, the sha256 of each scenario it finished (its result
+    and transcript, `KeptScenario.digest`), and its engine log, a file of the cell."""
+
+    partial: PartialCell
+    finished: dict[str, str]  # scenario id -> KeptScenario.digest of its result and transcript
+    engine_log: str  # e.g. attempt-1.engine.log
+
+    def keeping(self, ids: set[str]) -> EarlierAttempt:
+        return self.model_copy(update={"finished": {i: d for i, d in self.finished.items() if i in ids}})
 
 
 class KeptScenario(BaseModel):

@@ -3,7 +3,8 @@
 - `verdict`: `check_run`, the verdicts (`CellVerdict`, `RunVerdict`, `Problem`);
 - `formats`: the rules of each bundle format;
 - `run_rules`, `cell_rules`: the rules of every bundle, run-level and per cell;
-- `bounds`, `commit`, `cross`, `templates`, `external`: rules by area (recorded numbers, the
-  project's files at the run's commit, the engine's log against its record, chat templates, an
-  external harness's raw outputs).
+- `bounds`, `commit`, `cross`, `templates`, `external`, `gpu`, `resumed`: rules by area (recorded
+  numbers, the project's files at the run's commit, the engine's log against its record, chat
+  templates, an external harness's raw outputs, a GPU cell's evidence, a resumed cell's kept
+  scenarios tied to the attempts that finished them).
 """

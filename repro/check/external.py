@@ -15,6 +15,10 @@ transcripts: `suite-recomputed`, `regraded`, `bounds` and `suite-at-commit`. In 
 - `external-report`: the harness's own report rendered again from the raw outputs is the recorded one;
 - `external-bounds`: every recorded number finite and in bounds.
 
+And one run rule, `carried-inputs`: each file in `inputs/` is the carried archive of an external
+suite the run planned (named `<sha256><ext>` by its pin), at most MAX_CARRIED_BYTES, a regular
+file whose bytes hash to that pin (the manifest alone would not do: it can be rewritten).
+
 `host-identity` reads the raw files as model output (a model may name any home; this host's
 identity is still refused).
 """
@@ -24,18 +28,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.bundle.layout import CELLS_DIR
-from repro.core.errors import BadInput, ReproError
-from repro.core.files import MAX_JSON_BYTES, sha256_bytes
+from repro.bundle.layout import CELLS_DIR, INPUTS_DIR
+from repro.core.errors import BadInput, NotAtHand, ReproError
+from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import code_problems
 from repro.suites.external.base import adapter_of
+from repro.suites.external.carried import carried_name
 from repro.suites.external.evidence import embedded_lock, embedded_wheel, raw_evidence, tasks_root, wheel_root
 from repro.suites.external.raw import LOCK_COPY, RAW_PREFIX, pin_inputs
 
 if TYPE_CHECKING:
     from harness.contracts import ScenarioResult
-from repro.bundle.evidence import CellEvidence, CellRule
+from repro.bundle.evidence import CellEvidence, CellRule, RunEvidence
 from repro.check.bounds import finite, rule_bounds, seconds_problem
 from repro.spec.matrix import Decoding
 
@@ -59,11 +64,14 @@ def external_rules(chosen: dict[str, CellRule], ran: bool) -> dict[str, CellRule
 
 
 def guarded(rule: CellRule) -> CellRule:
-    """A rule that names unreadable evidence as its problem rather than raising."""
+    """A rule that names unreadable evidence as its problem rather than raising (what is not at hand
+    is not a problem: NotAtHand passes on, and the cell is UNCHECKED)."""
 
     def checked(ev: CellEvidence) -> list[str]:
         try:
             return rule(ev)
+        except NotAtHand:
+            raise
         except (ReproError, ValueError, OSError, KeyError, TypeError) as error:
             return [f"cannot check: {str(error).splitlines()[0] if str(error) else type(error).__name__}"]
 
@@ -72,6 +80,30 @@ def guarded(rule: CellRule) -> CellRule:
 
 
 # ---------------------------------------------------------------- rules
+
+
+def rule_carried_inputs(ev: RunEvidence) -> list[str]:
+    """Every carried input is a planned external suite's carried pin, its bytes the pinned ones."""
+    names = ev.bundle.carried()
+    if not names:
+        return []
+    pins = (
+        {carried_name(cell.suite.external): cell.suite.external for cell in ev.plan.whole if cell.suite.external and cell.suite.external.carried}
+        if ev.plan
+        else {}
+    )
+    problems = []
+    for name in names:
+        try:
+            path = ev.bundle.carried_file(name, MAX_CARRIED_BYTES)
+        except BadInput as error:
+            problems.append(str(error))
+            continue
+        if name not in pins:
+            problems.append(f"{INPUTS_DIR}/{name[:80]}: not the carried archive of any external suite the run planned")
+        elif path is not None and (found := sha256_file(path)) != pins[name].sha256:
+            problems.append(f"{INPUTS_DIR}/{name[:16]}...: its bytes have sha256 {found[:12]}, not the pinned {pins[name].sha256[:12]}")
+    return problems
 
 
 @guarded
@@ -154,7 +186,7 @@ def rule_raw(ev: CellEvidence) -> list[str]:
 def rule_normalised(ev: CellEvidence) -> list[str]:
     """scenarios.jsonl and transcripts.jsonl are what the raw outputs give, line for line."""
     raw, index = raw_evidence(ev)
-    normalised = adapter_of(ev.record.cell.suite).normalise(raw, index, ev.record.suite_ids)
+    normalised = adapter_of(ev.record.cell.suite).normalise(raw, index, ev.record.suite_ids, ev.record.cell.protocol)
     recorded, transcripts = ev.bundle.results(ev.cell_id), ev.bundle.transcripts(ev.cell_id)
     wrong = [a.id for a, b in zip(normalised.results, recorded, strict=False) if a != b]
     problems = (
@@ -169,9 +201,8 @@ def rule_normalised(ev: CellEvidence) -> list[str]:
 def rule_rechecked(ev: CellEvidence) -> list[str]:
     """The harness's own checks, re-executed from the recorded calls, answers and final states."""
     raw, index = raw_evidence(ev)
-    return [
-        f"the harness's checks do not re-execute to the recorded verdicts: {p}" for p in adapter_of(ev.record.cell.suite).recheck(raw, index, wheel_root(ev))
-    ]
+    rechecked = adapter_of(ev.record.cell.suite).recheck(raw, index, wheel_root(ev), ev.record.cell.protocol)
+    return [f"the harness's checks do not re-execute to the recorded verdicts: {p}" for p in rechecked]
 
 
 @guarded

@@ -32,7 +32,9 @@ from repro.check.cell_rules import (
 )
 from repro.check.commit import rule_matrix_at_commit, rule_profile_at_commit, rule_suite_at_commit
 from repro.check.cross import rule_evidence, rule_gate_group, rule_gate_settings, rule_identity_cross_check
+from repro.check.external import rule_carried_inputs
 from repro.check.gpu import rule_gpu_evidence
+from repro.check.resumed import rule_resumed
 from repro.check.run_rules import rule_manifest, rule_no_host_identity, rule_plan_listing, rule_plan_recomputed, rule_provenance, rule_run_complete
 from repro.check.templates import rule_chat_template, rule_template_facts
 from repro.core.errors import BadInput
@@ -89,6 +91,7 @@ RULES_V5 = Rules(
         "chat-template-facts": rule_template_facts,
         "profile-at-commit": rule_profile_at_commit,
         "matrix-at-commit": rule_matrix_at_commit,
+        "carried-inputs": rule_carried_inputs,
     },
     every_cell={**RULES_V4.every_cell, "gate-settings": rule_gate_settings, "gate-group": rule_gate_group},
     ran_cell={
@@ -98,6 +101,7 @@ RULES_V5 = Rules(
         "identity-cross-check": rule_identity_cross_check,
         "gpu-evidence": rule_gpu_evidence,
         "bounds": rule_bounds,
+        "resumed": rule_resumed,
         "suite-at-commit": rule_suite_at_commit,
     },
 )

@@ -1,8 +1,11 @@
 """`repro check`: which cells of a bundle are clean-room, decided from the bundle alone.
 
 A cell is VALID only when every rule holds; EXCLUDED when it was excluded with a recorded
-reason (by the plan or the latency gate); INVALID otherwise, with every problem. Tables are
-rendered from VALID cells only.
+reason (by the plan or the latency gate); INVALID when a rule finds a problem, with every problem;
+UNCHECKED when no rule finds one but a rule could not look (an external harness's code that
+neither the cache nor the bundle holds: `repro.core.errors.NotAtHand`), with what is missing and
+the one command that makes it checkable. INVALID wins over UNCHECKED. Tables are rendered from
+VALID cells only; an UNCHECKED cell is listed with the exclusions, with its reason.
 
 The rules live in a table keyed by the bundle's `format_version` (the MLPerf submission checker
 keeps its rules the same way): a bundle is checked by the rules of the format it declares, and a
@@ -17,18 +20,19 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle.evidence import AbsentCell, CellEvidence, RecomputedPlan, Rules, RunEvidence
+from repro.bundle.evidence import AbsentCell, CellEvidence, CellRule, RecomputedPlan, Rules, RunEvidence
 from repro.bundle.layout import CELLS_DIR, BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor  # suite_data_homes: read within bounds, once per check
 from repro.check.commit import author_notes, commit_notes
 from repro.check.formats import rules_for
-from repro.core.errors import BadInput
+from repro.core.errors import BadInput, NotAtHand
 from repro.core.registry import load_object
 from repro.spec.cells import ExclusionKind, exclusion_label, kind_from_text
 from repro.suites.registry import kind_of
 
-Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
+Verdict = Literal["VALID", "INVALID", "EXCLUDED", "UNCHECKED"]
+VERDICTS: tuple[Verdict, ...] = ("VALID", "EXCLUDED", "INVALID", "UNCHECKED")  # the order counts are said in
 Scope = Literal["run", "cell"]
 
 
@@ -48,6 +52,7 @@ class CellVerdict(BaseModel):
     verdict: Verdict
     reasons: list[str] = []
     problems: list[Problem] = []
+    unchecked: list[Problem] = []  # what a rule could not look at, and why (NotAtHand): UNCHECKED unless a problem makes it INVALID
     kind: ExclusionKind | Literal["unknown"] | None = None  # an EXCLUDED cell's (or an engine fault's): who left it out
 
     @property
@@ -70,6 +75,17 @@ class RunVerdict(BaseModel):
     @property
     def invalid(self) -> list[CellVerdict]:
         return [cell for cell in self.cells if cell.verdict == "INVALID"]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Cells per verdict, as `repro check` and every table say them ("2 VALID, 0 EXCLUDED,
+        0 INVALID"): UNCHECKED only when a cell is."""
+        counts = {name: sum(cell.verdict == name for cell in self.cells) for name in VERDICTS}
+        return {name: n for name, n in counts.items() if n or name != "UNCHECKED"}
+
+    @property
+    def unchecked(self) -> list[CellVerdict]:
+        return [cell for cell in self.cells if cell.verdict == "UNCHECKED"]
 
     @property
     def failed(self) -> bool:
@@ -153,13 +169,29 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
     kind_rules = kind_of(record.cell.suite).check_rules  # a kind with rules of its own (an external harness's raw outputs)
     if kind_rules is not None:
         chosen = load_object(kind_rules)(chosen, ran=record.status == "done")
-    problems += [Problem(rule=name, scope="cell", cell=cell_id, text=text.strip()) for name, rule in chosen.items() for text in rule(evidence)]
-    return verdict_of(run, cell_id, problems, record)
+    found, unchecked = applied(chosen, evidence)
+    return verdict_of(run, cell_id, problems + found, record, unchecked)
 
 
-def verdict_of(run: RunRecord, cell_id: str, problems: list[Problem], record: CellRecord | None) -> CellVerdict:
+def applied(chosen: dict[str, CellRule], evidence: CellEvidence) -> tuple[list[Problem], list[Problem]]:
+    """The problems the rules find, and what they could not look at (a rule that raised NotAtHand),
+    each once."""
+    problems: list[Problem] = []
+    unchecked: dict[str, Problem] = {}
+    for name, rule in chosen.items():
+        try:
+            problems += [Problem(rule=name, scope="cell", cell=evidence.cell_id, text=text.strip()) for text in rule(evidence)]
+        except NotAtHand as missing:
+            unchecked.setdefault(str(missing), Problem(rule=name, scope="cell", cell=evidence.cell_id, text=f"not checked: {missing}"))
+    return problems, list(unchecked.values())
+
+
+def verdict_of(run: RunRecord, cell_id: str, problems: list[Problem], record: CellRecord | None, unchecked: list[Problem] | None = None) -> CellVerdict:
+    """INVALID on any problem, else UNCHECKED when a rule could not look, else VALID (or EXCLUDED)."""
     kind = (record.exclusion_kind or record.evidenced_kind) if record is not None else None  # an older bundle records none: its evidence says
-    if record is not None and record.status == "excluded" and not problems:
+    unchecked = unchecked or []
+    if record is not None and record.status == "excluded" and not problems and not unchecked:
         return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"], kind=kind)
-    verdict: Verdict = "INVALID" if problems else "VALID"
-    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=[p.text for p in problems], problems=problems, kind=kind)
+    verdict: Verdict = "INVALID" if problems else "UNCHECKED" if unchecked else "VALID"
+    reasons = [p.text for p in problems + unchecked]
+    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=reasons, problems=problems, unchecked=unchecked, kind=kind)

@@ -1,4 +1,4 @@
-"""`repro check [RESULTS]`: VALID / EXCLUDED / INVALID per cell, with every reason."""
+"""`repro check [RESULTS]`: VALID / EXCLUDED / INVALID / UNCHECKED per cell, with every reason."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.report.coverage import run_coverage
 
-COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red"}
+COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red", "UNCHECKED": "magenta"}
+EXIT_UNCHECKED = 3  # a cell could not be judged here (NotAtHand) and none is INVALID
 
 
 def check(
@@ -28,12 +29,14 @@ def check(
         help="The author's git repository of a matrix kept outside the project: its matrix, profiles and scenarios are compared with it at the run's commit.",
     ),
 ) -> None:
-    """Decide from the bundle alone which cells are clean-room: VALID, EXCLUDED or INVALID per cell,
-    with every reason.
+    """Decide from the bundle alone which cells are clean-room: VALID, EXCLUDED, INVALID or UNCHECKED
+    per cell, with every reason. UNCHECKED: nothing found wrong, but a check could not look (an
+    external harness's code neither the cache nor the bundle holds); its reason names the command
+    that makes it checkable.
 
-    Exit codes: 0 no cell is INVALID; 1 a cell is INVALID, a merged folder is not the whole split
-    its MERGED.json records, or (with --allowed-signers) a run is not signed by an allowed signer;
-    2 bad input."""
+    Exit codes: 0 every cell VALID or EXCLUDED; 1 a cell is INVALID, a merged folder is not the whole
+    split its MERGED.json records, or (with --allowed-signers) a run is not signed by an allowed
+    signer; 2 bad input; 3 a cell is UNCHECKED and none is INVALID."""
     target = results if results is not None else latest_run(Path("results"))
     runs = find_runs(target)
     merge = merge_problems(target) if target.is_dir() else []
@@ -48,6 +51,8 @@ def check(
         Console(stderr=True).print(f"[red]merge[/]: {shown(problem)}", soft_wrap=True)
     if merge or any(v.failed for v in verdicts):
         raise typer.Exit(1)
+    if any(v.unchecked for v in verdicts):
+        raise typer.Exit(EXIT_UNCHECKED)
 
 
 def git_repository(folder: Path) -> Path:
@@ -78,9 +83,8 @@ def print_verdicts(verdicts: list[RunVerdict]) -> None:
             console.print(f"  [dim]note[/]: {shown(note)}", soft_wrap=True)
         for absent in run.absent:
             console.print(f"  [dim]ABSENT  [/] {shown(absent.cell_id)} - {shown(absent.reason)}", soft_wrap=True)
-        counts = {name: sum(c.verdict == name for c in run.cells) for name in COLOURS}
         partial = partial_label(run)
-        console.print("  " + ", ".join(f"{n} {name}" for name, n in counts.items()) + (f"; {partial}" if partial else ""), soft_wrap=True)
+        console.print("  " + ", ".join(f"{n} {name}" for name, n in run.counts.items()) + (f"; {partial}" if partial else ""), soft_wrap=True)
 
 
 def partial_label(run: RunVerdict) -> str | None:

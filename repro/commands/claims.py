@@ -65,7 +65,8 @@ def from_results(
     (from a bundle; or from a results.json, with the harness and engine kind it does not record).
 
     Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
-    from repro.report.claims_verify import HarnessFacts, claims_from_rerun, load_published_rows, load_rerun
+    from repro.report.claims_verify import claims_from_rerun, load_published_rows, load_rerun
+    from repro.spec.harnesses import HarnessPin
 
     require_file_target(out, "claims file")
     try:
@@ -74,10 +75,10 @@ def from_results(
         )
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        raise BadInput(f"--{first['loc'][0]}: {first['msg']}") from None
+        where = f"--{first['loc'][0]}: " if first["loc"] else ""  # a rule across options (--url or --path) names none
+        raise BadInput(f"{where}{first['msg']}") from None
     if len(results) == 1 and results[0].is_file():  # a results.json: its rows, with what it does not record
-        facts = HarnessFacts(name=harness, commit=harness_commit)
-        rerun = load_published_rows(results[0], facts, engine_kind)
+        rerun = load_published_rows(results[0], HarnessPin(name=harness, commit=harness_commit), engine_kind)
     else:
         rerun = load_rerun(results)
     claims = claims_from_rerun(rerun, source)

@@ -23,12 +23,12 @@ def env_command(
     cell: str = typer.Option(None, "--cell", help="Cell id (see: repro matrix plan MATRIX --profile P); optional with --from when the bundle has one cell."),
     from_run: Path = typer.Option(None, "--from", help="A result bundle (results/<run-id>): its cell, profile and image ids."),
     out: Path = typer.Option(Path(".env"), "--out", help="Where to write the .env (docker-compose reads ./.env)."),
-    out_dir: Path = typer.Option(None, "--out-dir", help="The harness's output folder (default: compose-out/<run id>)."),
+    out_dir: Path = typer.Option(None, "--out-dir", help="The harness's output folder (default: results/compose/<run id>, ignored by git)."),
 ) -> None:
     """Write the .env that docker-compose.yml reads to run one cell sealed as a run seals it.
 
     Exit codes: 0 written; 1 Docker or a store failed; 2 bad input."""
-    from repro.run.compose import from_bundle, from_matrix, new_run_id, prepare_out, write_env
+    from repro.run.compose import default_out_dir, from_bundle, from_matrix, new_run_id, prepare_out, write_env
 
     if from_run is not None:
         if matrix is not None or given(ctx, "profile"):
@@ -39,7 +39,7 @@ def env_command(
             raise BadInput("repro compose env needs MATRIX --cell CELL [--profile P] (or --from RUN_DIR)")
         source = from_matrix(matrix, profile, cell)
     run_id = new_run_id(source.cell.id)
-    folder = (out_dir or Path("compose-out") / run_id).resolve()
+    folder = (out_dir or default_out_dir(run_id)).resolve()
     prepare_out(folder)
     from repro.run.compose import compose_env
 

@@ -20,14 +20,15 @@ from repro.core.terminal import printable, shown
 from repro.core.yamlsource import require_folder
 from repro.plan.planner import Plan, stored_plan
 from repro.spec.cells import Cell, exclusion_label
-from repro.spec.matrix import load_matrix, load_matrix_and_profiles, matrix_json_schema, matrix_profiles
-from repro.spec.profiles import is_profiles_file, load_profiles
+from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles, matrix_json_schema
+from repro.spec.profiles import Profile, is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
-    from repro.run.runner import RunOptions
+    from repro.run.runner import RunOptions, RunOutcome
 
 app = Typer(help="Validate, plan and run matrix files; print the matrix format's JSON Schema.", no_args_is_help=True)
 console = Console()
+PRINT_BATCH = 500  # plan lines per print
 
 
 @app.callback()
@@ -79,45 +80,41 @@ def plan(
     when the project tree is dirty.
 
     Exit codes: 0 planned; 1 an unexpected error; 2 bad input."""
-    the_plan = plan_for(matrix, profile)
-    toolkit_line = toolkit_note(matrix, profile)
+    loaded, profiles = load_matrix_and_profiles(matrix)  # read once: a matrix of thousands of models takes a second to load
+    chosen = profiles.get(profile)
+    the_plan = stored_plan(loaded, profile, chosen)[0]
+    toolkit_line = toolkit_note(chosen, profile)
     if as_json:
-        dirty = dirty_note(matrix)
+        dirty = dirty_note(loaded)
         extra = ({"toolkit": toolkit_line} if toolkit_line else {}) | ({"dirty_tree": dirty} if dirty else {})
         typer.echo(json.dumps({**plan_summary(the_plan), **extra}, indent=2))
         return
     print_plan(the_plan)
     if toolkit_line:
         console.print(f"[yellow]note[/] {shown(toolkit_line)}", soft_wrap=True, highlight=False)
-    dirty = dirty_note(matrix)
+    dirty = dirty_note(loaded)
     if dirty:
         console.print(f"[yellow]warning[/] {shown(dirty)}", soft_wrap=True, highlight=False)
 
 
-def dirty_note(file: Path) -> str | None:
+def dirty_note(loaded: LoadedMatrix) -> str | None:
     """One line when the project tree (or the author's files, for a matrix kept outside the
     project) is dirty, read as the bundle would record it: every cell of a run from it would be
     INVALID, and `matrix run` refuses it without --allow-dirty."""
     from repro.bundle.provenance import author_source, dirty_lines, source_state
 
-    dirty = dirty_lines(source_state(), author_source(load_matrix(file)))
+    dirty = dirty_lines(source_state(), author_source(loaded))
     if not dirty:
         return None
     return f"{'; '.join(dirty)}: repro matrix run refuses it (every cell would be INVALID); commit or remove them, or pass --allow-dirty"
 
 
-def toolkit_note(file: Path, profile: str) -> str | None:
+def toolkit_note(chosen: Profile, profile: str) -> str | None:
     """One line when the CUDA toolkit the build would use cannot build the profile's
     architecture (repro.cuda_toolkit), said at plan time instead of deep in a build."""
     from repro.store.cuda_toolkit import current_toolkit, unbuildable
 
-    return unbuildable(matrix_profiles(file).get(profile), profile, current_toolkit())
-
-
-def plan_for(file: Path, profile: str) -> Plan:
-    loaded, profiles = load_matrix_and_profiles(file)
-    chosen = profiles.get(profile)
-    return stored_plan(loaded, profile, chosen)[0]
+    return unbuildable(chosen, profile, current_toolkit())
 
 
 def unchecked_templates(the_plan: Plan) -> list[str]:
@@ -153,22 +150,20 @@ def plan_summary(the_plan: Plan) -> dict:
 
 
 def print_plan(the_plan: Plan) -> None:
+    """The plan, a batch of lines at a time (thousands of cells print in well under a second)."""
     # Names, ids and reasons come from the matrix: escaped, and never run through the highlighter.
-    console.print(
-        f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})",
-        highlight=False,
-    )
-    for cell in the_plan.cells:
-        console.print(f"[green]RUN [/] {shown(cell.id)}", soft_wrap=True, highlight=False)
-    for cell in the_plan.excluded:
-        console.print(f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}", soft_wrap=True, highlight=False)
-    console.print(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded", highlight=False)
+    say = partial(console.print, soft_wrap=True, highlight=False)
+    say(f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})")
+    lines = [f"[green]RUN [/] {shown(cell.id)}" for cell in the_plan.cells]
+    lines += [f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}" for cell in the_plan.excluded]
+    for start in range(0, len(lines), PRINT_BATCH):
+        say("\n".join(lines[start : start + PRINT_BATCH]))
+    say(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")
     unchecked = unchecked_templates(the_plan)
     if unchecked:
-        console.print(
+        say(
             f"[yellow]note[/] chat templates not checked yet for {shown(', '.join(unchecked))} (not in the model store): "
-            "run repro models fetch, then plan again; the run checks them before any engine boots",
-            soft_wrap=True,
+            "run repro models fetch, then plan again; the run checks them before any engine boots"
         )
 
 
@@ -199,7 +194,7 @@ def run(
     from repro.bundle.layout import DiskFull
     from repro.plan.planner import parse_shard
     from repro.run.progress import RunProgress
-    from repro.run.runner import RunOptions, run_exit_status, run_matrix
+    from repro.run.runner import RunOptions, run_matrix, run_outcome
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
@@ -211,10 +206,10 @@ def run(
     except DiskFull as error:
         raise first_disk_full(error) from None
     print_run_summary(run_dir)
-    status = run_exit_status(run_dir)
-    if status:
-        print(incomplete_line(run_dir, options, status), file=sys.stderr)
-        raise typer.Exit(status)
+    outcome = run_outcome(run_dir)
+    if outcome.status:
+        print(incomplete_line(outcome, options), file=sys.stderr)
+        raise typer.Exit(outcome.status)
 
 
 def ascii_shard(text: str) -> str:
@@ -224,35 +219,32 @@ def ascii_shard(text: str) -> str:
     return text
 
 
-def incomplete_line(run_dir: Path, options: RunOptions, status: int) -> str:
-    """One line: why the run is incomplete (cells by cause) and the exact command that finishes it."""
-    from repro.bundle.layout import BundleReader
-    from repro.run.runner import cell_needs_rerun, gate_excluded
+CELL_CAUSES = {
+    "fault": "ended in an engine fault or error",
+    "excluded": "excluded by the engine's chat template (a rerun does not change that)",
+    "missing": "not run yet",
+}
 
-    bundle = BundleReader(run_dir)
-    record = bundle.run()
-    causes = {"gate": 0, "fault": 0, "excluded": 0, "missing": 0}
-    for cell_id in record.planned_cells:
-        try:
-            cell = bundle.cell(cell_id)
-        except BadInput:
-            causes["missing"] += 1
-            continue
-        cause = "gate" if gate_excluded(cell) else "fault" if cell_needs_rerun(cell) else "excluded" if cell.status == "excluded" else None
-        if cause:
-            causes[cause] += 1
-    text = {
-        "gate": "excluded by the latency gate (the machine was too slow or busy then)",
-        "fault": "ended in an engine fault or error",
-        "excluded": "excluded by the engine's chat template (a rerun does not change that)",
-        "missing": "not run yet",
-    }
-    why = "; ".join(f"{count} cell(s) {text[cause]}" for cause, count in causes.items() if count)
-    if status == 130 or record.status == "interrupted":
+
+def incomplete_line(outcome: RunOutcome, options: RunOptions) -> str:
+    """One line: why the run is incomplete (cells by the cause their records name, a latency gate
+    exclusion by what the gate measured) and the exact command that finishes it."""
+    from repro.engines.gate import CAUSE_TEXT
+
+    gate_texts: dict[str, str] = {str(cause): text for cause, text in CAUSE_TEXT.items()}
+
+    def said(cause: str) -> str:
+        gate = cause.removeprefix("gate:")
+        if gate == cause:
+            return CELL_CAUSES.get(cause, cause)
+        return f"excluded by the latency gate ({gate_texts.get(gate, 'its cause not recorded')})"
+
+    why = "; ".join(f"{count} cell(s) {said(cause)}" for cause, count in outcome.causes.items())
+    if outcome.status == 130 or outcome.run_status == "interrupted":
         why = "interrupted" + (f"; {why}" if why else "")
-    when = " when the machine is quiet" if causes["gate"] else ""
+    when = " when the machine is quiet" if "gate:busy" in outcome.causes or "gate:too_slow" in outcome.causes else ""
     return (
-        f"run incomplete (exit {status}): {why or record.status}; to finish it{when}, run: {resume_command(options)} "
+        f"run incomplete (exit {outcome.status}): {why or outcome.run_status}; to finish it{when}, run: {resume_command(options)} "
         "(complete cells are kept, the others run and are gated again; an interrupted cell keeps its finished scenarios)"
     )
 

@@ -23,3 +23,10 @@ class DockerUnavailable(ReproError):
     """The Docker daemon does not answer."""
 
     exit_code = 1
+
+
+class NotAtHand(BadInput):
+    """Something a check needs is not on this machine (an external harness's code that neither the
+    cache nor the bundle holds): nothing is known to be wrong, the check could not look. Its message
+    names what is missing and the one command that makes it checkable; `repro check` calls such a
+    cell UNCHECKED, never INVALID. Elsewhere it is bad input (exit 2), as before."""

@@ -27,6 +27,7 @@ MAX_LOG_BYTES = 64 * 1024**2  # a cell's engine.log
 MAX_RAW_BYTES = 64 * 1024**2  # one raw output file of an external harness, or its suite's lock file
 MAX_MANIFEST_BYTES = 64 * 1024**2  # MANIFEST.sha256
 MAX_ALLOWED_SIGNERS_BYTES = 1024**2  # an ssh allowed-signers file
+MAX_CARRIED_BYTES = 4 * 1024**2  # an external input a bundle carries (inputs/<sha256>.<ext>: the Tholos runner's archive is 31 kB)
 MAX_GGUF_BYTES = 1024**4  # a GGUF file `repro models describe` hashes (in chunks; its header has the reader's own bounds)
 
 

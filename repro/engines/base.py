@@ -13,6 +13,7 @@ succeeds (call it in `finally`).
 from __future__ import annotations
 
 import os
+import re
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -50,7 +51,9 @@ __all__ = [
     "check_accelerator",
     "check_devices",
     "gpu_device_requests",
+    "joined_logs",
     "nano_cpus_for",
+    "split_logs",
     "stop_engine",
     "threads_for",
 ]
@@ -296,9 +299,10 @@ class Engine(ABC):
         devices = self.gpu_devices(handle, profile)
         return ", ".join(device.name for device in devices) or None
 
-    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice]) -> None:
+    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
         """Refuse an engine that does not compute on the profile's device (each kind reads its
-        own evidence: llama.cpp its CUDA log lines); Ollama's is not read (docs/engines.md)."""
+        own evidence: llama.cpp its CUDA log lines and the weights in device memory); Ollama loads
+        its model after boot, so its log is judged by repro check (rule gpu-evidence)."""
         return None
 
     def start(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
@@ -317,7 +321,7 @@ class Engine(ABC):
             accelerator = ", ".join(device.name for device in devices) or None
             check_accelerator(self.spec.id, accelerator, profile, profile_name)
             check_devices(self.spec.id, devices, profile, profile_name)
-            self.verify_device(handle, profile, profile_name, devices)
+            self.verify_device(handle, profile, profile_name, devices, model.file_size)
             update = {"identity": reported, "accelerator": accelerator, "gpu": devices, "boot_seconds": round(boot_seconds, 3), "audit": self.audit_sandbox()}
             handle = handle.model_copy(update=update)
             loaded = self.prepare_model(handle, model, gguf, decoding)
@@ -376,3 +380,17 @@ def stop_engine(client: DockerClient, handle: EngineHandle | None) -> None:
     except Exception:
         return
     containers.remove(container)
+
+
+def joined_logs(what: str, logs: list[str]) -> str:
+    """One log as is; several (each replica's engine log, each worker's harness log), each under a
+    `--- replica 2 of 3 ---` line."""
+    if len(logs) == 1:
+        return logs[0]
+    return "\n".join(f"--- {what} {index} of {len(logs)} ---\n{log}" for index, log in enumerate(logs, start=1))
+
+
+def split_logs(what: str, text: str) -> list[str]:
+    """The logs `joined_logs` joined, each on its own (a log without those lines: itself alone)."""
+    parts = re.split(rf"^--- {re.escape(what)} \d+ of \d+ ---$\n?", text, flags=re.MULTILINE)
+    return parts[1:] if len(parts) > 1 else [text]

@@ -24,7 +24,7 @@ from repro.containers.client import DockerClient
 from repro.containers.sandbox import ProbeFailed, ProbeUnreachable, run_probe
 from repro.core.busy import pause_and_look
 from repro.engines.base import EngineDied, EngineHandle
-from repro.spec.findings import GateResult
+from repro.spec.findings import GateCause, GateResult
 from repro.spec.matrix import Decoding, LatencyGateSettings
 from repro.spec.profiles import Profile
 
@@ -94,19 +94,50 @@ def from_probe(result: GateProbeResult, handle: EngineHandle, profile: Profile, 
     )
 
 
+# How the run's closing line and an exclusion name each cause (repro.commands.matrix, repro.run).
+CAUSE_TEXT: dict[GateCause, str] = {
+    "too_slow": "the engine was slower than the profile allows on a quiet machine",
+    "busy": "the machine was busy with other work then",
+    "invalid_reply": "the model's reply to the gate's probe was not a valid step (a rerun does not change that)",
+    "engine_fault": "the engine failed during the gate",
+    "probe_failed": "the gate's probe failed",
+}
+RERUN_MAY_PASS: frozenset[GateCause] = frozenset({"too_slow", "busy", "engine_fault", "probe_failed"})
+
+
 def gate_with_retries(measure: Callable[[], GateResult], profile: Profile, note: Callable[[str], None] = lambda text: None) -> GateResult:
     """Gate a ready engine with `measure` (a `run_gate` call); a gate that failed because the
     engine was too slow is measured again after a pause (at most GATE_RETRIES times), saying
-    through `note` how busy the machine looks. EngineDied if the engine container stops meanwhile."""
+    through `note` how busy the machine looks; a gate still too slow records whether the machine
+    looked busy then (cause `busy`) or not (`too_slow`). EngineDied if the engine container stops meanwhile."""
     earlier: list[str] = []
+    busy = False
     while True:
         gate = measure()
-        if gate.passed or len(earlier) >= GATE_RETRIES or not too_slow(gate, profile):
-            return gate.model_copy(update={"earlier": earlier})
+        if gate.passed or len(earlier) >= GATE_RETRIES or not too_slow(gate, profile) or gate.cause == "invalid_reply":
+            cause = "busy" if gate.cause == "too_slow" and busy else gate.cause
+            return gate.model_copy(update={"earlier": earlier, "cause": cause})
         earlier.append(gate.reason)
         note(f"  latency gate failed ({gate.reason}); measuring again in {GATE_RETRY_PAUSE_S:g} s ({len(earlier)} of {GATE_RETRIES})")
         load = pause_and_look(GATE_RETRY_PAUSE_S)
+        busy = bool(load.busiest)
         note(f"  the machine looks busy: {load.describe()}" if load.busiest else f"  machine load: {load.describe()}")
+
+
+def gate_cause(gate: GateResult, profile: Profile) -> GateCause | None:
+    """What a failed gate measured, from its attempts: an engine fault (nothing measured), a model
+    whose every failed attempt was an invalid step (however fast), else an engine too slow (the
+    retries tell a busy machine apart). None for a gate that passed or is off."""
+    if gate.passed or not gate.enabled:
+        return None
+    if gate.engine_fault:
+        return "engine_fault"
+    failed = [a for a in gate.attempts if a.ok is False]
+    if failed and all(not a.valid_step and not a.error for a in failed):
+        return "invalid_reply"
+    if too_slow(gate, profile):
+        return "too_slow"
+    return "engine_fault" if any(a.error for a in failed) else "invalid_reply"
 
 
 def too_slow(gate: GateResult, profile: Profile) -> bool:
@@ -153,13 +184,13 @@ def run_gate(
         )
     except ProbeUnreachable as error:
         if not isinstance(error.result, GateProbeResult) or not error.result.attempts:
-            return GateResult(passed=False, reason=f"engine fault: {error}", engine_fault=True, **base)
+            return GateResult(passed=False, reason=f"engine fault: {error}", engine_fault=True, cause="engine_fault", **base)
         result = error.result
     except EngineDied:
         raise
     except ProbeFailed as error:
-        return GateResult(passed=False, reason=f"gate probe failed: {error}", **base)
+        return GateResult(passed=False, reason=f"gate probe failed: {error}", cause="probe_failed", **base)
     gate = from_probe(result, handle, profile, settings, protocol)
     if gate.attempts and all(a.engine_fault for a in gate.attempts):
         gate = gate.model_copy(update={"passed": False, "reason": f"engine fault in every attempt: {gate.attempts[-1].error}"})
-    return gate
+    return gate.model_copy(update={"cause": gate_cause(gate, profile)})

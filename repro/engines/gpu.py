@@ -56,6 +56,16 @@ class Offload(BaseModel):
     total: int
 
 
+class InferenceCompute(BaseModel):
+    """One Ollama `msg="inference compute" ... library=cuda ... compute=7.5 ... name="Tesla T4"` line."""
+
+    model_config = ConfigDict(frozen=True)
+
+    library: str
+    name: str | None = None
+    compute_capability: str | None = None
+
+
 class CudaLog(BaseModel):
     """What llama.cpp's own log says about CUDA (several replicas: each one's lines, in order)."""
 
@@ -65,12 +75,19 @@ class CudaLog(BaseModel):
     offloads: list[Offload] = []
     no_usable_gpu: bool = False  # "warning: no usable GPU found, --gpu-layers option will be ignored"
     flash_attn: list[str] = []  # "llama_context: flash_attn = enabled": what the context was created with
+    weights_mib: dict[int, float] = {}  # CUDA device -> MiB of model weights in its memory ("CUDA0 model buffer size = X MiB")
+    compute: list[InferenceCompute] = []  # Ollama's "inference compute" lines: the devices it chose
 
 
 FOUND = re.compile(r"ggml_cuda_init: found (\d+) CUDA devices")
 DEVICE = re.compile(r"Device (\d+): (.+?), compute capability (\d+)\.(\d+), VMM: (yes|no)(?:, VRAM: (\d+) MiB)?")
 FAILED = re.compile(r"ggml_cuda_init: failed to initialize CUDA: ?(.*)")
-OFFLOADED = re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU")
+OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")  # llama.cpp's load_tensors line; Ollama's runner prints it too
+MODEL_BUFFER = re.compile(r"\bCUDA(\d+) model buffer size\s*=\s*([0-9.]+) MiB")  # llama.cpp's load_tensors: the weights on each device
+OLLAMA_WEIGHTS = re.compile(r'msg="model weights" device=CUDA(\d+) size="([0-9.]+) (MiB|GiB)"')  # Ollama's own engine
+INFERENCE_COMPUTE = re.compile(r'msg="inference compute"(.*)')
+KEY_VALUE = re.compile(r'([\w.]+)=("[^"]*"|\S+)')
+WEIGHTS_BAND = (0.5, 1.5)  # the weights in device memory, as a share of the GGUF's size: all of them, give or take the file's metadata
 NO_USABLE_GPU = "no usable GPU found"
 FLASH_ATTN = re.compile(r"llama_context: flash_attn\s+= (\w+)")
 FLASH_ATTN_LOGGED = {"on": "enabled", "off": "disabled"}  # llama_flash_attn_type_name
@@ -163,7 +180,8 @@ def mismatches(profile: Profile, name: str, capability: str | None, memory_mib: 
 
 
 def parse_cuda_log(text: str) -> CudaLog:
-    """The CUDA lines of a llama.cpp log (any prefix before them: timestamps, replica markers)."""
+    """The CUDA lines of a llama.cpp log, or of Ollama's (which prints its runner's llama.cpp lines
+    and its own), any prefix before them: timestamps, replica markers."""
     log = CudaLog()
     for line in text.splitlines():
         if found := FOUND.search(line):
@@ -181,7 +199,62 @@ def parse_cuda_log(text: str) -> CudaLog:
             log.flash_attn.append(flash.group(1))
         elif NO_USABLE_GPU in line:
             log.no_usable_gpu = True
+        else:
+            read_weights_or_compute(log, line)
     return log
+
+
+def read_weights_or_compute(log: CudaLog, line: str) -> None:
+    """A line naming the weights on a CUDA device (llama.cpp's or Ollama's), or Ollama's device choice."""
+    if weights := MODEL_BUFFER.search(line) or OLLAMA_WEIGHTS.search(line):
+        mib = float(weights.group(2)) * (1024 if weights.re is OLLAMA_WEIGHTS and weights.group(3) == "GiB" else 1)
+        log.weights_mib[int(weights.group(1))] = log.weights_mib.get(int(weights.group(1)), 0.0) + mib
+    elif compute := INFERENCE_COMPUTE.search(line):
+        fields = {key: value.strip('"') for key, value in KEY_VALUE.findall(compute.group(1))}
+        log.compute.append(InferenceCompute(library=fields.get("library", ""), name=fields.get("name"), compute_capability=fields.get("compute")))
+
+
+def weights_problems(log: CudaLog, model_bytes: int) -> list[str]:
+    """The model's weights are in device memory: the CUDA buffers llama.cpp allocated for them
+    (what happened, where the offload count shows only what `-ngl` asked for) hold between half
+    and one and a half times the GGUF's size."""
+    if not log.weights_mib:
+        return ["the engine log shows no model weights in device memory (CUDA0 model buffer size = X MiB)"]
+    held = sum(log.weights_mib.values())
+    low, high = (share * model_bytes / 2**20 for share in WEIGHTS_BAND)
+    if not low <= held <= high:
+        return [f"the engine holds {held:.1f} MiB of weights in device memory, the GGUF is {model_bytes / 2**20:.1f} MiB: not this model's weights on the GPU"]
+    return []
+
+
+def ollama_log_problems(log: CudaLog, profile: Profile, profile_name: str) -> list[str]:
+    """Ollama's own log: an `inference compute` line with library=cuda naming the profile's device
+    (a CPU fallback says library=cpu), and every layer offloaded."""
+    wanted = profile.accelerator or "GPU"
+    cuda = [one for one in log.compute if one.library.startswith("cuda")]
+    if not cuda:
+        return [f"the engine log shows no CUDA device (Ollama's inference compute line): it served on the CPU, not on a {wanted}"]
+    problems = [
+        f"Ollama's device {one.name or 'unnamed'}: {why}"
+        for one in cuda
+        for why in mismatches(profile, one.name or "", one.compute_capability, None, memory_known=False)
+    ]
+    return problems + offload_problems(log)
+
+
+def offload_problems(log: CudaLog) -> list[str]:
+    if not log.offloads:
+        return ["the engine log shows no layer offload (offloaded N/N layers to GPU)"]
+    return [f"only {o.offloaded} of {o.total} layers were offloaded to the GPU: the rest ran on the CPU" for o in log.offloads if o.offloaded != o.total]
+
+
+def engine_log_problems(kind: str, log: CudaLog, profile: Profile, profile_name: str, model_bytes: int | None) -> list[str]:
+    """Why one engine's log (one replica's) does not show it computing on the profile's GPU with
+    the model's weights in device memory, read as the engine kind prints it."""
+    problems = ollama_log_problems(log, profile, profile_name) if kind == "ollama" else log_problems(log, profile, profile_name)
+    if problems or model_bytes is None:
+        return problems
+    return weights_problems(log, model_bytes)
 
 
 def log_problems(log: CudaLog, profile: Profile, profile_name: str) -> list[str]:
@@ -200,11 +273,7 @@ def log_problems(log: CudaLog, profile: Profile, profile_name: str) -> list[str]
             f"CUDA device {device.index} ({device.name}): {why}"
             for why in mismatches(profile, device.name, device.compute_capability, device.vram_mib, memory_known=False)
         ]
-    if not log.offloads:
-        problems.append("the engine log shows no layer offload (load_tensors: offloaded N/N layers to GPU)")
-    for offload in log.offloads:
-        if offload.offloaded != offload.total:
-            problems.append(f"only {offload.offloaded} of {offload.total} layers were offloaded to the GPU: the rest ran on the CPU")
+    problems += offload_problems(log)
     wanted_fa = FLASH_ATTN_LOGGED.get(profile.flash_attn or "")
     if wanted_fa and any(found != wanted_fa for found in log.flash_attn):
         problems.append(f"the engine ran with flash_attn = {', '.join(sorted(set(log.flash_attn)))}, profile {profile_name} sets {profile.flash_attn}")

@@ -10,7 +10,7 @@ from repro.containers.client import Container
 from repro.containers.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, EngineRefused, gpu_device_requests, nano_cpus_for, threads_for
-from repro.engines.gpu import identity_agrees, log_problems, parse_cuda_log
+from repro.engines.gpu import engine_log_problems, identity_agrees, parse_cuda_log
 from repro.spec.findings import GpuDevice
 from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile
@@ -147,14 +147,15 @@ class LlamaCppEngine(Engine):
     def identity(self, handle: EngineHandle) -> str:
         return str(self.props(handle).get("build_info") or "")
 
-    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice]) -> None:
-        """On a GPU profile, the server's own log must show CUDA finding the profile's device and
-        every layer offloaded; a server that fell back to the CPU (CUDA failed to initialise,
-        -ngl ignored) is refused here, so its cells fail instead of running on the CPU."""
+    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
+        """On a GPU profile, the server's own log must show CUDA finding the profile's device,
+        every layer offloaded and the model's weights in device memory; a server that fell back
+        to the CPU (CUDA failed to initialise, -ngl ignored) is refused here, so its cells fail
+        instead of running on the CPU."""
         if not profile.gpu:
             return
         log = parse_cuda_log(log_head(self.container(handle)))
-        problems = log_problems(log, profile, profile_name) + identity_agrees(devices, log)
+        problems = engine_log_problems(self.kind, log, profile, profile_name, model_bytes) + identity_agrees(devices, log)
         if problems:
             raise EngineRefused(f"engine {self.spec.id}: {problems[0]}; refused")
 

@@ -18,6 +18,7 @@ from repro.core.files import GIB
 from repro.engines.registry import engine_class
 from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import TemplateFacts
+from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.spec.profiles import Profile
 
@@ -116,8 +117,9 @@ def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Pro
     `exclude` rules: the author's) or repro's (what the harness, engine or profile cannot carry)."""
     if profile_name not in matrix.profiles:
         return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})", "author"
-    if cell.protocol not in IMPLEMENTED_PROTOCOLS:
-        return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(IMPLEMENTED_PROTOCOLS))})", "configuration"
+    implemented = HARNESSES[cell.suite.external.harness].protocols if cell.suite.external else IMPLEMENTED_PROTOCOLS
+    if cell.protocol not in implemented:
+        return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(implemented))})", "configuration"
     if not cell.engine.serves(profile.engine_variant):
         return f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}", "configuration"
     size_gb = cell.model.file_size / GIB

@@ -31,14 +31,16 @@ from repro.report.setup import TableSetup, run_setups
 from repro.report.stats import Consistency, Interval, Spread, consistency, spread, wilson
 from repro.spec.cells import exclusion_label
 from repro.spec.findings import TemplateFacts
+from repro.spec.harnesses import HarnessPin
 from repro.spec.matrix import Protocol
+from repro.suites.registry import kind_of
 
 SAFETY_CATEGORY = "injection"
 LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8): reported by level
 LADDER_LEVELS = range(9)
 PROTOCOL_ORDER: tuple[str, ...] = get_args(Protocol)
 # Short protocol names for row labels (the key names the protocol each stands for).
-PROTOCOL_SHORT = {"json_schema": "schema", "native_tools": "native", "react": "ReAct", "json_prompt": "repair"}
+PROTOCOL_SHORT = {"json_schema": "schema", "native_tools": "native", "react": "ReAct", "json_prompt": "repair", "json_object": "object"}
 
 
 class ProtocolTotals(BaseModel):
@@ -178,6 +180,11 @@ class TableRow(BaseModel):
     execution: Execution | None = None  # threads, slots, prompt cache (None: an older bundle, 1 slot, no cache)
     chat_template: RowTemplate | None = None  # what the model was shown the task through
     hardware: RowHardware | None = None  # the GPU it ran on (GPU profiles; None on CPU)
+    harness: HarnessPin | None = None  # the harness that scored it and its pin (None: a results.json of an older repro)
+    engine_kind: str | None = None  # llama.cpp or ollama (None: an older results.json)
+    engine_names: list[str] = []  # every name of its engine build: identity, label, build commit, bN
+    engine_variant: str | None = None  # the image variant the profile ran: cpu or cuda
+    file_size: int | None = None  # the GGUF's bytes, as the matrix pins them
 
     @property
     def exact(self) -> bool:
@@ -373,6 +380,8 @@ class ValidCell(BaseModel):
     run_id: str
     record: CellRecord
     template: TemplateFacts | None = None  # the run's record of the model's chat template (format 5)
+    harness: HarnessPin | None = None  # the harness that scored it, as its suite kind pins it
+    variant: str | None = None  # the engine variant of the run's profile
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
 
@@ -479,13 +488,27 @@ def model_labels(rows: list[TableRow]) -> dict[str, str]:
 def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
     cells = []
     bundle = BundleReader(run_dir)
-    templates = bundle.run().chat_templates
+    run = bundle.run()
     for cell in verdict.cells:
         if cell.verdict == "VALID":
             record, results, transcripts = bundle.cell(cell.cell_id), bundle.results(cell.cell_id), bundle.transcripts(cell.cell_id)
-            template = templates.get(record.cell.model.id)
-            cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, template=template))
+            template = run.chat_templates.get(record.cell.model.id)
+            harness = kind_of(record.cell.suite).harness_pin(record.cell.suite, run.source)
+            variant = run.profile_settings.engine_variant
+            cells.append(
+                ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, template=template, harness=harness, variant=variant)
+            )
     return cells
+
+
+def engine_names(record: CellRecord) -> list[str]:
+    """Every name a source may give the cell's engine build: its identity, its label, and for a
+    source build its commit and build number."""
+    engine = record.cell.engine
+    names = [engine.expected_identity(), record.engine_identity.reported if record.engine_identity else "", engine.label]
+    if engine.build is not None:
+        names += [engine.build.build_commit, f"b{engine.build.build_number}"]
+    return list(dict.fromkeys(name for name in names if name))
 
 
 def row_key(record: CellRecord) -> tuple[str, ...]:
@@ -567,6 +590,11 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         execution=first.execution,
         chat_template=RowTemplate.of(cells[0].template, first),
         hardware=RowHardware.of(first),
+        harness=cells[0].harness,
+        engine_kind=spec.engine.kind,
+        engine_names=engine_names(first),
+        engine_variant=cells[0].variant,
+        file_size=spec.model.file_size,
     )
 
 

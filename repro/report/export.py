@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptEntry
 from repro.bundle.layout import MANIFEST, BundleReader, find_runs, safe_id
 from repro.bundle.records import CellRecord, RunRecord
-from repro.check.verdict import CellVerdict, check_run
+from repro.check.verdict import CellVerdict, Verdict, check_run
 from repro.core.errors import BadInput
 from repro.core.files import MAX_MANIFEST_BYTES, read_regular, sha256_bytes
 from repro.core.yamlsource import require_file_target, require_folder
@@ -31,7 +31,6 @@ from repro.report.setup import signature_state
 from repro.spec.matrix import load_matrix
 from repro.suites.registry import kind_of
 
-Verdict = Literal["VALID", "INVALID", "EXCLUDED"]
 EXTENSION = ".eval"
 SCENARIOS = "scenarios.jsonl"
 

@@ -28,7 +28,7 @@ METADATA = {
 }
 
 
-PROTOCOL_COLOURS = {"json_schema": "#4c72b0", "native_tools": "#dd8452", "react": "#55a868", "json_prompt": "#8172b3"}
+PROTOCOL_COLOURS = {"json_schema": "#4c72b0", "native_tools": "#dd8452", "react": "#55a868", "json_prompt": "#8172b3", "json_object": "#937860"}
 OTHER_COLOUR = "#937860"
 
 

@@ -100,6 +100,12 @@ class Grid(BaseModel):
     protocols: list[str]
     scenarios: list[str]
     cells: dict[str, dict[str, GridCell]]  # scenario -> protocol -> its outcome
+    categories: dict[str, list[str]] = {}  # category -> its scenarios: the grid's sections, so 160 scenarios stay readable
+
+    def passed(self, category: str, protocol: str) -> str:
+        """ "passed of scenarios" of a category under a protocol (every attempt passed counts)."""
+        outcomes = [self.cells[s][protocol] for s in self.categories[category] if protocol in self.cells[s]]
+        return f"{sum(all(c.passed) and bool(c.passed) for c in outcomes)} of {len(outcomes)}"
 
 
 def environment() -> jinja2.Environment:
@@ -174,15 +180,18 @@ def grids(tables: PaperTables, views: list[RowView]) -> list[Grid]:
         first = members[0].row
         protocols = [p for p in tables.protocols if any(m.row.protocol == p for m in members)]
         cells: dict[str, dict[str, GridCell]] = {}
+        categories: dict[str, set[str]] = {}
         for member in members:
             for scenario in member.scenarios:
+                categories.setdefault(scenario.category, set()).add(scenario.id)
                 cells.setdefault(scenario.id, {})[member.row.protocol] = GridCell(
                     row_anchor=member.anchor,
                     passed=[a.passed for a in scenario.attempts],
                     failure_types=[a.failure_type or "" for a in scenario.attempts if not a.passed],
                 )
         title = f"{first.model_label} / {first.suite} / {first.engine}" + (f" / {first.run}" if first.run else "")
-        found.append(Grid(title=title, protocols=protocols, scenarios=sorted(cells), cells=cells))
+        sections = {category: sorted(ids) for category, ids in sorted(categories.items())}
+        found.append(Grid(title=title, protocols=protocols, scenarios=sorted(cells), cells=cells, categories=sections))
     return found
 
 

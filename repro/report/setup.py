@@ -10,7 +10,6 @@ inspect` puts the same facts into each log's metadata.
 from __future__ import annotations
 
 import stat
-from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -23,8 +22,6 @@ from repro.check.verdict import RunVerdict
 from repro.core.errors import BadInput
 from repro.report.coverage import Coverage
 
-VERDICTS = ("VALID", "EXCLUDED", "INVALID")
-
 
 class RunSetup(BaseModel):
     run_id: str
@@ -35,12 +32,11 @@ class RunSetup(BaseModel):
     tree_clean: bool
     repro_version: str
     date: str | None  # when the run finished (else started), UTC
-    verdicts: dict[str, int]  # VALID / EXCLUDED / INVALID cell counts of repro check
+    verdicts: dict[str, int]  # VALID / EXCLUDED / INVALID (/ UNCHECKED, when any) cell counts of repro check
     signature: str  # "signed by X (verified)", "signature present, not verified here", "not signed"
 
     @classmethod
     def of(cls, verdict: RunVerdict, record: RunRecord, signer: str | None = None) -> RunSetup:
-        counts = Counter(str(cell.verdict) for cell in verdict.cells)
         return cls(
             run_id=record.run_id,
             matrix=record.matrix.name,
@@ -50,7 +46,7 @@ class RunSetup(BaseModel):
             tree_clean=record.source.tree_clean,
             repro_version=record.source.repro_version,
             date=record.finished_at or record.started_at,
-            verdicts={name: counts.get(name, 0) for name in VERDICTS},
+            verdicts=verdict.counts,
             signature=signature_state(Path(verdict.run_dir), signer),
         )
 

@@ -22,14 +22,25 @@ Everything here is written with `math.comb` and exact integers: no SciPy.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
 from repro.report.stats import mcnemar_p
 from repro.spec.tolerance import Tolerance
 
-Test = Literal["identical", "mcnemar", "fisher", "stated"]
+
+class Counted(Protocol):
+    """A pass count of a total: a claim's result, a table row."""
+
+    @property
+    def passed(self) -> int: ...
+
+    @property
+    def total(self) -> int: ...
+
+
+Test = Literal["identical", "exact", "mcnemar", "fisher", "stated"]
 
 
 # ---------------------------------------------------------------- exact tests
@@ -86,6 +97,7 @@ class Judgement(BaseModel):
             flips = f"; {self.pairs} paired runs, flips: {self.only_claimed} pass->fail, {self.only_rerun} fail->pass"
         test = {
             "identical": "identical outcomes",
+            "exact": "the same exact setup: " + ("identical, as promised" if self.within else "not identical, and no tolerance applies"),
             "mcnemar": f"exact McNemar p = {_p(self.p_value)} (two-sided, level {self.level:g})",
             "fisher": f"Fisher's exact p = {_p(self.p_value)} (two-sided, level {self.level:g}; counts only)",
             "stated": f"stated tolerance: within {self.passed_within}, difference {abs(self.claimed[0] - self.rerun[0])}"
@@ -133,3 +145,21 @@ def _stated(judgement: Judgement, tolerance: Tolerance) -> Judgement:
         return judgement
     within = abs(judgement.claimed[0] - judgement.rerun[0]) <= tolerance.passed_within
     return judgement.model_copy(update={"test": "stated", "within": within, "passed_within": tolerance.passed_within})
+
+
+def judge_exact(pairs: list[tuple[bool, bool]] | None, claimed: Counted, rerun: Counted, rest_same: bool) -> Judgement:
+    """The same exact setup promises identity: within only when every paired outcome (or, counts
+    only, the count) is the same and `rest_same` (transcripts, categories) holds."""
+    only_claimed = sum(a and not b for a, b in pairs) if pairs is not None else None
+    only_rerun = sum(b and not a for a, b in pairs) if pairs is not None else None
+    same = (only_claimed == 0 and only_rerun == 0) if pairs is not None else (claimed.passed, claimed.total) == (rerun.passed, rerun.total)
+    return Judgement(
+        test="exact",
+        within=same and rest_same,
+        level=0.0,
+        claimed=(claimed.passed, claimed.total),
+        rerun=(rerun.passed, rerun.total),
+        only_claimed=only_claimed,
+        only_rerun=only_rerun,
+        pairs=len(pairs) if pairs is not None else None,
+    )

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput, ReproError
 
 if TYPE_CHECKING:
@@ -284,6 +285,13 @@ def _host_cpus(client: DockerClient) -> int | None:
     from repro.engines.base import host_cpus_of as host_cpus  # the run's clamp of the CPU quota
 
     return host_cpus(client)
+
+
+def default_out_dir(run_id: str) -> Path:
+    """The harness's output folder by default: under the project's results/, which git ignores
+    (as it ignores the .env beside docker-compose.yml), so a walk by hand leaves the tree clean
+    and `matrix run` can follow it."""
+    return PROJECT_ROOT / "results" / "compose" / run_id
 
 
 def prepare_out(out_dir: Path) -> None:

@@ -13,9 +13,9 @@ scenarios in its partial folder (repro.bundle.layout), and `--resume` reruns onl
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,10 +23,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.contracts import SandboxAudit
-from repro.bundle.layout import AUTHOR_PROFILES_COPY, Bundle, BundleReader, CellWriter, find_resumable, mark_latest
+from repro.bundle.layout import AUTHOR_PROFILES_COPY, ENGINE_LOG, Bundle, BundleReader, CellWriter, find_resumable, mark_latest
 from repro.bundle.provenance import author_at_end, author_source, dirty_lines, source_at_end, source_state, system_description
 from repro.bundle.records import (
     CellRecord,
+    EarlierAttempt,
     EngineIncident,
     EngineSettings,
     Execution,
@@ -51,8 +52,8 @@ from repro.core.errors import BadInput
 from repro.core.files import scratch_dir, short_error
 from repro.core.terminal import shown
 from repro.core.yamlsource import MAX_YAML_BYTES, read_bounded
-from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of, stop_engine
-from repro.engines.gate import gate_with_retries, run_gate
+from repro.engines.base import Engine, EngineDied, EngineHandle, EngineRefused, host_cpus_of, joined_logs, stop_engine
+from repro.engines.gate import CAUSE_TEXT, gate_cause, gate_with_retries, run_gate
 from repro.engines.registry import boot_engine, engine_for
 from repro.plan.planner import Plan, select_cells, shard_cells, stored_plan
 from repro.plan.replicas import deal, replica_allowance, replica_count
@@ -71,10 +72,6 @@ from repro.suites.registry import kind_of
 EXIT_OK = 0
 EXIT_FAULT = 1  # a cell ended in an engine fault (or another error), or the latency gate excluded it
 EXIT_INTERRUPTED = 130
-# A test hook (tests/e2e/test_run.py): with this set to k, the run sends itself SIGTERM (a
-# scheduler's stop, which ends the run as Ctrl-C does) once k scenarios of a cell are kept, so a
-# test interrupts a cell at a seeded point whatever signal dispositions it was launched with.
-TEST_INTERRUPT_AFTER = "REPRO_TEST_INTERRUPT_AFTER"
 
 
 class RunOptions(BaseModel):
@@ -249,23 +246,46 @@ def gate_excluded(record: CellRecord) -> bool:
     return record.status == "excluded" and record.gate is not None and record.gate.enabled and not record.gate.passed
 
 
-def run_exit_status(run_dir: Path) -> int:
+class RunOutcome(BaseModel):
+    """How a run ended, computed once from its bundle: the exit status, the run's status, and the
+    planned cells that did not complete by cause (`gate:<cause>` for a latency gate exclusion, by
+    what the gate measured; `fault`, `excluded` by the chat template, `missing`)."""
+
+    status: int
+    run_status: str
+    causes: dict[str, int] = {}
+
+
+def run_outcome(run_dir: Path) -> RunOutcome:
     """0 when every planned cell completed without engine faults; 1 when a cell ended in an
-    engine fault or error, was excluded by the latency gate, or is missing; 130 when interrupted."""
+    engine fault or error, was excluded (by the latency gate, for the cause it measured, or by
+    the chat template), or is missing; 130 when interrupted."""
     bundle = BundleReader(run_dir)
     record = bundle.run()
+    causes = Counter(cause for cause in (cell_cause(bundle, cell_id, record.profile_settings) for cell_id in record.planned_cells) if cause)
     if record.status == "interrupted":
-        return EXIT_INTERRUPTED
-    if record.status != "complete":
-        return EXIT_FAULT
-    for cell_id in record.planned_cells:
-        try:
-            cell = bundle.cell(cell_id)
-        except BadInput:
-            return EXIT_FAULT
-        if cell.status != "done" or cell_needs_rerun(cell):
-            return EXIT_FAULT
-    return EXIT_OK
+        status = EXIT_INTERRUPTED
+    else:
+        status = EXIT_FAULT if record.status != "complete" or causes else EXIT_OK
+    return RunOutcome(status=status, run_status=record.status, causes=dict(causes))
+
+
+def cell_cause(bundle: BundleReader, cell_id: str, profile: Profile) -> str | None:
+    """Why a planned cell did not complete (None when it did); a gate that recorded no cause (an
+    older bundle) is read from its attempts."""
+    try:
+        cell = bundle.cell(cell_id)
+    except BadInput:
+        return "missing"
+    if gate_excluded(cell) and cell.gate is not None:
+        return f"gate:{cell.gate.cause or gate_cause(cell.gate, profile) or 'unknown'}"
+    if cell.status == "excluded":
+        return "excluded"
+    return "fault" if cell.status != "done" or cell_needs_rerun(cell) else None
+
+
+def run_exit_status(run_dir: Path) -> int:
+    return run_outcome(run_dir).status
 
 
 # ---------------------------------------------------------------- before anything boots
@@ -498,7 +518,8 @@ def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list
     """Run (or exclude) one cell; the group's engine afterwards, None when it could not be healed."""
     if not group.gate.passed:
         status = "error" if group.gate.engine_fault else "excluded"
-        write_failed_cell(ctx, cell, status, f"latency gate: {group.gate.reason}", handle=group.handle, gate=group.gate)
+        cause = f" ({CAUSE_TEXT[group.gate.cause]})" if group.gate.cause else ""
+        write_failed_cell(ctx, cell, status, f"latency gate{cause}: {group.gate.reason}", handle=group.handle, gate=group.gate)
         return group
     refused = boot_preflight(ctx, cell, group.handle)
     if refused is not None:
@@ -603,15 +624,21 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
     """Audit the sandbox, run the cell's harness workers while watching the engines, record the
     cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
     suite, kind = ctx.prepared.suites[cell.suite.id], kind_of(cell.suite)
-    partial = partial_of(ctx, cell, suite)
-    kept = resumed_scenarios(ctx, cell, partial)
+    partial = partial_of(ctx, cell, suite, group.handle)
+    kept, attempts, logs = resumed_scenarios(ctx, cell, partial)
     kept_ids = [one.result.id for one in kept]
-    update = {"engine_incidents": list(incidents or []), "execution": kind.execution(cell, ctx.execution), "resumed_kept": kept_ids}
+    update = {
+        "engine_incidents": list(incidents or []),
+        "execution": kind.execution(cell, ctx.execution),
+        "resumed_kept": kept_ids,
+        "earlier_attempts": attempts,
+    }
     record = base_record(ctx.prepared, cell, group.handle, group.gate).model_copy(update=update)
     engines = [engine_container(ctx.client, handle) for handle in group.handles]
     watch = watch_all(engines)
     shares = deal([i for i in suite.ids if i not in kept_ids], ctx.execution.workers)
     writer = ctx.bundle.start_cell(cell.id, partial, kept)
+    writer.carry(attempts, logs)
     out_dirs: list[Path] = []
     try:
         out_dirs += [harness_output_dir() for _ in shares]
@@ -622,7 +649,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
             sandbox = SandboxRecord(harness=harness, engine=read_back(engines[0]))
             record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
             writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
-            writer.write_text("engine.log", joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines]))
+            writer.write_text(ENGINE_LOG, engine_logs(engines))
         record = kind.collect(writer, record, out_dirs, suite, ended, kept)
         if engine_suspect(record, ended):
             with blame_engine(watch):
@@ -630,6 +657,7 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
                     require_answering(engine, health_check(ctx, cell, handle))
         return writer.finish(record.model_copy(update={"finished_at": utc_now()}))
     except KeyboardInterrupt:
+        keep_engine_log(writer, engines)
         say_kept(ctx, cell, writer, suite.ids)
         raise
     except BaseException:
@@ -640,9 +668,23 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
             shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection) -> PartialCell:
-    """What the cell's kept scenarios belong to (a kind that keeps none, an external harness,
-    leaves its partial folder without any: such a cell is rerun whole)."""
+def engine_logs(engines: list) -> str:
+    """The engines' logs as the cell keeps them: one, or each replica's under its own line."""
+    return joined_logs("replica", [e.logs(timestamps=False).decode("utf-8", errors="replace") for e in engines])
+
+
+def keep_engine_log(writer: CellWriter, engines: list) -> None:
+    """On an interrupt: the attempt's engine log, kept beside its finished scenarios as their
+    evidence (a resume refuses to keep scenarios whose attempt left no log)."""
+    if writer.kept:
+        with contextlib.suppress(Exception):  # a daemon gone: no log, so a resume reruns the cell whole
+            writer.write_text(ENGINE_LOG, engine_logs(engines))
+
+
+def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection, handle: EngineHandle) -> PartialCell:
+    """What the cell's kept scenarios belong to: the run, cell and suite, and what computed them
+    (the engine image, identity and execution settings, the GPUs). A kind that keeps none, an
+    external harness, leaves its partial folder without any: such a cell is rerun whole."""
     run = ctx.bundle.reader.run()
     return PartialCell(
         run_id=run.run_id,
@@ -653,24 +695,34 @@ def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection) -> PartialCel
         cell=cell,
         suite_sha256=suite.sha256,
         suite_ids=suite.ids,
+        engine_image_id=ctx.prepared.engines[cell.engine.id].id,
+        engine_identity=handle.identity,
+        execution=kind_of(cell.suite).execution(cell, ctx.execution),
+        gpu=handle.gpu or None,
     )
 
 
-def resumed_scenarios(ctx: RunContext, cell: Cell, partial: PartialCell) -> list[KeptScenario]:
-    """The finished scenarios an interrupted attempt at this very cell kept (verified), said in
-    one line with what is rerun; at least one scenario is always rerun, so this attempt records
-    the cell's engine, sandbox and logs."""
+def resumed_scenarios(ctx: RunContext, cell: Cell, partial: PartialCell) -> tuple[list[KeptScenario], list[EarlierAttempt], dict[str, str]]:
+    """The finished scenarios interrupted attempts at this very cell, on the same engine and
+    settings, kept (verified), the attempts they come from and their engine logs, said in one
+    line with what is rerun; at least one scenario is always rerun, so this attempt records the
+    cell's engine, sandbox and logs."""
     kept, why = ctx.bundle.kept_scenarios(cell.id, partial)
+    found = ctx.bundle.earlier_attempts(cell.id, kept) if kept else ([], {})
+    if isinstance(found, str):
+        kept, why, found = [], found, ([], {})
     if why:
         ctx.progress.note(f"rerun {shown(cell.id)} from its first scenario: the interrupted attempt's scenarios are not kept ({shown(why)})")
     kept = kept[: len(partial.suite_ids) - 1]
+    ids = {one.result.id for one in kept}
+    attempts = [one.keeping(ids) for one in found[0] if ids & set(one.finished)]
     if kept:
-        rest = [i for i in partial.suite_ids if i not in {one.result.id for one in kept}]
+        rest = [i for i in partial.suite_ids if i not in ids]
         ctx.progress.note(
             f"resume {shown(cell.id)}: {len(kept)} finished scenario(s) kept ({shown(scenario_span([one.result.id for one in kept]))}), "
             f"{len(rest)} rerun from {shown(rest[0])}"
         )
-    return kept
+    return kept, attempts, {one.engine_log: found[1].get(one.engine_log, "") for one in attempts}
 
 
 def keep_finished(writer: CellWriter, kind: SuiteKind, out_dirs: list[Path], ids: list[str]) -> None:
@@ -681,9 +733,6 @@ def keep_finished(writer: CellWriter, kind: SuiteKind, out_dirs: list[Path], ids
             if scenario.result.id in ids and scenario.result.id not in writer.kept:
                 with contextlib.suppress(BadInput):  # an id no file may be named by: not kept, rerun on --resume
                     writer.keep(scenario)
-    after = os.environ.get(TEST_INTERRUPT_AFTER, "")
-    if after.isdigit() and len(writer.kept) >= int(after):
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def say_kept(ctx: RunContext, cell: Cell, writer: CellWriter, ids: list[str]) -> None:
@@ -738,13 +787,6 @@ def watch_all(engines: list) -> containers.Watch:
             one()
 
     return watch
-
-
-def joined_logs(what: str, logs: list[str]) -> str:
-    """One log as is; several, each under a `--- worker 2 of 3 ---` line."""
-    if len(logs) == 1:
-        return logs[0]
-    return "\n".join(f"--- {what} {index} of {len(logs)} ---\n{log}" for index, log in enumerate(logs, start=1))
 
 
 def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
@@ -808,4 +850,4 @@ def summary_line(record: CellRecord) -> str:
     return f"{record.summary.passed}/{record.summary.total} passed"
 
 
-__all__ = ["RunOptions", "run_matrix", "run_exit_status", "prepare"]
+__all__ = ["RunOptions", "RunOutcome", "run_matrix", "run_outcome", "run_exit_status", "prepare"]

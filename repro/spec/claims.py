@@ -113,6 +113,7 @@ class ClaimHardware(Strict):
     description: Text = Field(description="the machine, in the source's words")
     profile: Ident | None = Field(default=None, description="the repro hardware profile, when it ran under repro")
     accelerator: str | None = Field(default=None, max_length=200, description="the GPU's name (nvidia-smi), or null on a CPU")
+    driver_version: str | None = Field(default=None, max_length=64, description="the GPU driver's version (nvidia-smi)")
     threads: int | None = Field(default=None, ge=1, le=4096, description="threads per engine")
     slots: int | None = Field(default=None, ge=1, le=64)
     cache_prompt: bool | None = None
@@ -130,6 +131,9 @@ class ClaimHarness(Strict):
     version: str | None = Field(default=None, min_length=1, max_length=100)
     commit: Commit | None = Field(default=None, description="the harness's source commit (ours: the project commit of the run)")
     archive_sha256: Sha256 | None = Field(default=None, description="the sha256 of the harness's pinned source archive or wheel")
+    tree_digest: Sha256 | None = Field(
+        default=None, description="ours: the sha256 of the harness tree that ran (a run records it); compared in place of the commit when stated"
+    )
 
 
 class ClaimTemplate(Strict):
@@ -215,7 +219,9 @@ class Claim(Strict):
     id: Ident
     model: Ident = Field(description="a key of models")
     setup: Ident = Field(description="a key of setups")
-    protocol: Ident = Field(description="repro's protocol names (json_schema, native_tools, react, json_prompt) or the harness's own (json_object)")
+    protocol: Ident = Field(
+        description="repro's matrix protocol names: json_schema, native_tools, react, json_prompt (our harness), json_object (the Tholos runner's JSON mode)"
+    )
     suite: Ident = Field(description="a key of suites")
     chat_template: ClaimTemplate | None = None
     result: ClaimResult

@@ -13,6 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.contracts import GateAttempt
 from repro.core.files import GIB
 
+# What a failed latency gate measured (repro.engines.gate `gate_cause`): an engine slower than the
+# profile allows on a quiet machine, a machine busy with other work, a model whose reply to the
+# probe was not a valid step (a rerun does not change it), an engine that failed, a probe that did.
+GateCause = Literal["too_slow", "busy", "invalid_reply", "engine_fault", "probe_failed"]
+
 SANDBOX_UID = 10001  # the user every harness and probe container runs as
 SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 
@@ -36,6 +41,7 @@ class GateResult(BaseModel):
     median_tokens_per_second: float | None = None
     total_seconds: float | None = None
     earlier: list[str] = []  # the reasons of earlier measurements that failed (the gate was retried)
+    cause: GateCause | None = None  # what a failed gate measured (None: it passed, or an older bundle)
 
 
 class MountInfo(BaseModel):

@@ -25,7 +25,14 @@ class HarnessFacts(BaseModel):
     tasks_from: Literal["code", "source"] = "code"  # its tasks: in its wheel (path), or in the suite's own source
     engine_cache_prompt: bool = False  # its requests carry no cache_prompt, so the engine's default (llama.cpp: on) applies
     fixed_decoding: dict[str, float] = {}  # decoding fields it sends itself, which a matrix must agree with
+    carried_archives: dict[str, str] = {}  # sha256 -> licence, of the known archives a bundle carries (no public address serves them; the licence lets it)
+    protocol_modes: dict[str, str] = {}  # matrix protocol -> the harness's own mode for it (the one place the names are mapped; its adapter passes it)
 
+
+# The matrix protocols `tholos bench` runs, each as its own `--json-mode`: a json_schema
+# response_format (its default, the published T4 and CPU llama.cpp rows), or a json_object one (its
+# JSON mode, the published Ollama rows).
+THOLOS_JSON_MODES = {"json_schema": "schema", "json_object": "object"}
 
 HARNESSES: dict[str, HarnessFacts] = {
     "toolcallbench": HarnessFacts(
@@ -40,11 +47,26 @@ HARNESSES: dict[str, HarnessFacts] = {
         implementation="repro.suites.external.tholos:Tholos",
         known_wheels={},
         known_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files (tholos-runner-src.tar.gz)"},
+        carried_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "Apache-2.0"},
         tasks_from="source",
         engine_cache_prompt=True,
         fixed_decoding={"temperature": 0.0, "max_tokens": 512},
         engine_kinds=frozenset({"llama.cpp", "scripted"}),  # scripted: its reference claim (docs/external-suites.md)
-        protocols=frozenset({"json_schema"}),
-        request_kind="its own requests: one JSON object per step under a json_schema response_format",
+        protocols=frozenset(THOLOS_JSON_MODES),
+        protocol_modes=THOLOS_JSON_MODES,
+        request_kind="its own requests: one JSON object per step under a json_schema (or, its JSON mode, a json_object) response_format",
     ),
 }
+
+
+class HarnessPin(BaseModel):
+    """The harness that scored a row, and what pins its code: ours by the project commit and the
+    sha256 of the harness tree (the code that ran in the harness image: what the verdict
+    compares; the commit also covers the orchestrator and the docs); an external one by its
+    pinned wheel's version and sha256, or its source archive's sha256."""
+
+    name: str  # "repro", or the matrix's external.harness
+    version: str | None = None
+    commit: str | None = None
+    tree_digest: str | None = None
+    archive_sha256: str | None = None

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFun
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
-from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
+from repro.core.yamlsource import YamlDocument, format_problem, load_yaml_document, pydantic_problems
 from repro.spec.harnesses import HARNESSES, HarnessFacts
 from repro.spec.profiles import Profiles, load_profiles
 
@@ -30,7 +30,8 @@ DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 PARAMETER_COUNT = re.compile(r"^\d+(\.\d+)?[KMBT]$")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
-Protocol = Literal["json_schema", "native_tools", "react", "json_prompt"]
+# json_object: an external harness's JSON mode (the Tholos runner's), not our harness's
+Protocol = Literal["json_schema", "native_tools", "react", "json_prompt", "json_object"]
 Variant = Literal["cpu", "cuda"]
 
 
@@ -299,6 +300,13 @@ class ExternalSuite(Strict):
         return self.source.describe()
 
     @property
+    def carried(self) -> bool:
+        """Whether a bundle carries this pin's bytes (`inputs/`): a source archive no public address
+        serves (a wheel is on PyPI, a git pin names its repository) whose licence lets a bundle carry
+        it (repro.spec.harnesses `carried_archives`)."""
+        return self.archive is not None and self.sha256 in HARNESSES[self.harness].carried_archives
+
+    @property
     def source(self) -> EngineSource:
         """A source pin as the engine sources' kind (repro.sources fetches it); wheels have none."""
         if self.wheel is not None:
@@ -439,11 +447,11 @@ def root_problems(root: Path) -> list[tuple[tuple, str]]:
 # ---------------------------------------------------------------- loading
 
 
-def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False) -> LoadedMatrix:
-    """Load and validate a matrix file; raise BadInput with one line per problem. An `embedded`
-    copy (a bundle's matrix.yaml) is read without following links, and the files it names are
-    not looked for: only its plan is recomputed from it."""
-    document = load_yaml_document(path, follow_links=not embedded)
+def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False, document: YamlDocument | None = None) -> LoadedMatrix:
+    """Load and validate a matrix file (or its `document`, already read); raise BadInput with one
+    line per problem. An `embedded` copy (a bundle's matrix.yaml) is read without following links,
+    and the files it names are not looked for: only its plan is recomputed from it."""
+    document = document or load_yaml_document(path, follow_links=not embedded)
     try:
         matrix = Matrix.model_validate(document.data)
     except ValidationError as error:
@@ -463,15 +471,16 @@ def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embe
 
 def load_matrix_and_profiles(path: str | Path) -> tuple[LoadedMatrix, Profiles]:
     """A matrix with the profiles it may name (`matrix_profiles`)."""
-    profiles = matrix_profiles(path)
-    return load_matrix(path, set(profiles.profiles)), profiles
+    document = load_yaml_document(path)  # read once: a matrix of thousands of models takes a second to read
+    profiles = matrix_profiles(path, document)
+    return load_matrix(path, set(profiles.profiles), document=document), profiles
 
 
-def matrix_profiles(path: str | Path) -> Profiles:
-    """The profiles a matrix may name: the project's, and those of its own profiles file
-    (`profiles_file`) when it has one; a name in both is refused."""
+def matrix_profiles(path: str | Path, document: YamlDocument | None = None) -> Profiles:
+    """The profiles a matrix (or its `document`, already read) may name: the project's, and those
+    of its own profiles file (`profiles_file`) when it has one; a name in both is refused."""
     profiles = load_profiles()
-    document = load_yaml_document(path)
+    document = document or load_yaml_document(path)
     data = document.data if isinstance(document.data, dict) else {}
     named, paths_from = data.get("profiles_file"), data.get("paths_from", "project")
     if not isinstance(named, str) or paths_from not in ("project", "matrix"):

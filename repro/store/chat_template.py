@@ -23,7 +23,9 @@ facts are recorded in run.json with the template's text, so `repro check` re-der
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +96,14 @@ def template_facts(model: ModelSpec, gguf: Path) -> TemplateFacts:
 
 
 def derive_facts(text: str, source: TemplateSource, eog_tokens: list[str], special_tokens: list[str]) -> TemplateFacts:
-    """Render `text` with probe conversations and read off what it carries."""
+    """Render `text` with probe conversations and read off what it carries (once per command for
+    the same template and tokens: a matrix naming one model a thousand times renders it once)."""
+    return facts_of(text, source, tuple(sorted(set(eog_tokens))), tuple(special_tokens))
+
+
+@lru_cache(maxsize=256)
+def facts_of(text: str, source: TemplateSource, eog_tokens: tuple[str, ...], special_tokens: tuple[str, ...]) -> TemplateFacts:
+    """derive_facts of hashable arguments, remembered (TemplateFacts is frozen)."""
     tools = renders(text, tools=True)
     calls = renders(text, calls=True)
     turn_end = end_of_turn(text, special_tokens)
@@ -106,7 +115,7 @@ def derive_facts(text: str, source: TemplateSource, eog_tokens: list[str], speci
         renders_tools=tools[0],
         renders_tool_calls=calls[0],
         end_of_turn=turn_end[0],
-        eog_tokens=sorted(set(eog_tokens)),
+        eog_tokens=list(eog_tokens),
         render_error=error,
     )
 
@@ -157,7 +166,7 @@ def renders(text: str, *, tools: bool = False, calls: bool = False) -> tuple[boo
         return False, f"{type(error).__name__}: {error}"[:300]
 
 
-def end_of_turn(text: str, special_tokens: list[str]) -> tuple[str | None, str | None]:
+def end_of_turn(text: str, special_tokens: Sequence[str]) -> tuple[str | None, str | None]:
     """The special token the template writes right after an assistant's reply (the longest one
     that starts what follows the reply), or None; and the render error, if any."""
     messages: list[dict[str, Any]] = [

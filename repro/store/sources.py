@@ -86,7 +86,7 @@ def fetch_source(source: EngineSource, *, log: Log = lambda line: None, verify_c
     local = _project_archive(source.archive) if source.archive else None
     mirrored = None if local is not None else from_mirror(source.sha256, log)
     if local is not None or mirrored is not None:
-        return _admit(local or mirrored or Path(), source, copy=True)
+        return admit(local or mirrored or Path(), source, copy=True)
     with tempfile.TemporaryDirectory(prefix="source-", dir=work_parent) as work:
         if source.pypi:
             fetched = _fetch_pypi_sdist(source.pypi, Path(work), log)
@@ -94,15 +94,16 @@ def fetch_source(source: EngineSource, *, log: Log = lambda line: None, verify_c
             fetched = _fetch_git(source.git.url, source.git.commit, Path(work), log)
         else:
             raise BadInput(f"source archive {source.archive} not found in the project, nor by its sha256 in a mirror ({MIRROR_ENV})")
-        return _admit(fetched, source)
+        return admit(fetched, source)
 
 
-def _admit(path: Path, source: EngineSource, copy: bool = False) -> Path:
+def admit(path: Path, source: EngineSource, copy: bool = False) -> Path:
     """Check the bytes against the pin, then move (or copy) them into the cache."""
     actual = sha256_file(path)
     if actual != source.sha256:
         raise ReproError(f"source {source.describe()} sha256 mismatch: expected {source.sha256}, got {actual}")
     target = sources_dir() / f"{source.sha256}{archive_extension(path.name)}"
+    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     if copy:
         shutil.copyfile(path, partial)

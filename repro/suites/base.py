@@ -33,12 +33,13 @@ from pathlib import Path
 
 from harness.contracts import ProgressEvent
 from repro.bundle.layout import Bundle, BundleReader, CellWriter
-from repro.bundle.records import CellRecord, Execution, KeptScenario
+from repro.bundle.records import CellRecord, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind
 from repro.core.errors import BadInput
 from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
+from repro.spec.harnesses import HarnessPin
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
@@ -54,6 +55,13 @@ class SuiteKind(ABC):
 
     name: str  # the registry's key: "scenarios", or the matrix's `external.harness`
     check_rules: str | None = None  # a lazy "module:object" (rules, ran) -> rules; None: the check's own rules
+
+    def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
+        """The harness that scores this kind's cells, and what pins its code: ours by the run's
+        commit and harness tree digest (`source`, the run record's; None: not known)."""
+        if source is None:
+            return HarnessPin(name="repro")
+        return HarnessPin(name="repro", version=source.repro_version, commit=source.commit, tree_digest=source.harness_digest)
 
     @abstractmethod
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:

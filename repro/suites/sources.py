@@ -26,8 +26,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from repro.core.archives import ArchiveLimits, extract_checked
 from repro.core.config import cache_dir
-from repro.core.errors import BadInput, ReproError
+from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, atomic_write, sha256_file
 from repro.core.yamlsource import read_bounded
 from repro.spec.matrix import EngineSource, Suite
@@ -69,27 +70,9 @@ def fetch_suite(source: EngineSource, log: Log = lambda line: None) -> Path:
 
 
 def unpack(archive: Path, target: Path) -> None:
-    """Extract a tar archive's regular files and folders into `target`, refusing anything else."""
-    try:
-        with tarfile.open(archive) as tar:
-            members = tar.getmembers()
-            refuse_unsafe(archive, members)
-            tar.extractall(target, members=members, filter="data")
-    except (tarfile.TarError, OSError) as error:
-        raise ReproError(f"{archive.name}: cannot unpack ({error})") from None
-
-
-def refuse_unsafe(archive: Path, members: list[tarfile.TarInfo]) -> None:
-    if len(members) > MAX_FILES:
-        raise ReproError(f"{archive.name}: {len(members)} entries (at most {MAX_FILES})")
-    if sum(m.size for m in members) > MAX_BYTES:
-        raise ReproError(f"{archive.name}: more than {MAX_BYTES // 1024**2} MB unpacked")
-    for member in members:
-        parts = Path(member.name).parts
-        if not (member.isfile() or member.isdir()):
-            raise ReproError(f"{archive.name}: {member.name} is not a regular file or folder (links are refused)")
-        if member.name.startswith("/") or ".." in parts:
-            raise ReproError(f"{archive.name}: {member.name} leaves the archive")
+    """Extract a tar archive's regular files and folders into `target`, refusing anything else
+    (repro.core.archives)."""
+    extract_checked(archive, target, ArchiveLimits(files=MAX_FILES, total_bytes=MAX_BYTES, member_bytes=MAX_BYTES))
 
 
 def pack_folder(folder: Path, out: Path) -> str:

@@ -28,7 +28,8 @@ import yaml
 
 from repro.__main__ import main
 from repro.bundle.layout import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
-from repro.bundle.records import CellSummary
+from repro.bundle.layout import read_transcripts as transcript_lines
+from repro.bundle.records import CellSummary, EarlierAttempt, KeptScenario, PartialCell, RunRecord
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.errors import BadInput
@@ -597,6 +598,77 @@ def forge_every_scenario_resumed(run: Path) -> list[str]:
     return [cell.name]
 
 
+def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) -> list[str]:
+    """Make `cell` a genuine resumed cell, as the runner records one: its first `kept` scenarios
+    kept from an interrupted first attempt (its partial record on the cell's engine and settings,
+    the digest of each scenario it finished, its engine log a file of the cell) and the harness
+    time of the scenarios it reran; `partial_update` changes the attempt's record (a forgery)."""
+    record, run_record = read_json(cell / CELL_FILE), RunRecord.model_validate(read_json(run / RUN_FILE))
+    results, transcripts = read_results(cell), {line.id: line for line in transcript_lines(cell)}
+    ids = [result.id for result in results[:kept]]
+    partial = PartialCell(
+        run_id=run_record.run_id,
+        matrix_sha256=run_record.matrix.sha256,
+        profile=run_record.profile,
+        commit=run_record.source.commit,
+        harness_digest=run_record.source.harness_digest,
+        cell=record["cell"],
+        suite_sha256=record["suite_sha256"],
+        suite_ids=record["suite_ids"],
+        engine_image_id=record["engine_image"]["id"],
+        engine_identity=record["engine_identity"]["reported"],
+        execution=record["execution"],
+    )
+    partial = PartialCell.model_validate({**partial.model_dump(mode="json"), **partial_update})
+    finished = {result.id: KeptScenario.digest(result, transcripts[result.id]) for result in results[:kept]}
+    attempt = EarlierAttempt(partial=partial, finished=finished, engine_log="attempt-1.engine.log")
+    (cell / attempt.engine_log).write_text((cell / "engine.log").read_text())
+    rerun = sum(result.seconds for result in results[kept:])
+
+    def change(data: dict) -> None:
+        data.update(harness_seconds=rerun, resumed_kept=ids, earlier_attempts=[attempt.model_dump(mode="json")])
+        data["files"][attempt.engine_log] = ""  # rehash fills it in
+
+    change(record)
+    write_json(cell / CELL_FILE, record)
+    return ids
+
+
+def forge_kept_without_an_attempt(run: Path) -> list[str]:
+    """30h. A resumed cell's harness time set to its last scenario's, every other scenario named
+    as kept, and no earlier attempt ever ran."""
+    cell = target(run)
+    rows = read_rows(cell)
+    edit_cell(cell, lambda record: record.update(harness_seconds=rows[-1]["seconds"], resumed_kept=[row["id"] for row in rows[:-1]]))
+    return [cell.name]
+
+
+def forge_kept_on_another_engine_image(run: Path) -> list[str]:
+    """30i. The kept scenarios' attempt ran another engine image than the cell records."""
+    cell = target(run)
+    resume_evidence(run, cell, 2, engine_image_id="sha256:" + "9" * 64)
+    return [cell.name]
+
+
+def forge_kept_at_another_thread_count(run: Path) -> list[str]:
+    """30j. The kept scenarios' attempt ran at another thread count (its log says so too)."""
+    cell = target(run)
+    record = read_json(cell / CELL_FILE)
+    resume_evidence(run, cell, 2, execution={**record["execution"], "threads": 8})
+    log = cell / "attempt-1.engine.log"
+    log.write_text(re.sub(r"n_threads = \d+", "n_threads = 8", log.read_text()))
+    return [cell.name]
+
+
+def forge_kept_scenario_changed(run: Path) -> list[str]:
+    """30k. A kept scenario's result changed after its attempt recorded its digest (its seconds
+    halved: nothing else in the bundle would notice)."""
+    cell = target(run)
+    resume_evidence(run, cell, 2)
+    edit_rows(cell, lambda rows: [{**row, "seconds": row["seconds"] / 2} if index == 0 else row for index, row in enumerate(rows)])
+    return [cell.name]
+
+
 # ---------------------------------------------------------------- gates (items 5 and 8)
 
 
@@ -822,6 +894,10 @@ FORGERIES = [
     case(forge_negative_boot, "bounds", "30e-negative-boot-seconds"),
     case(forge_seconds_beyond_harness, "bounds", "30f-scenarios-longer-than-the-harness"),
     case(forge_every_scenario_resumed, "bounds", "30g-every-scenario-marked-resumed"),
+    case(forge_kept_without_an_attempt, "resumed", "30h-kept-without-an-earlier-attempt"),
+    case(forge_kept_on_another_engine_image, "resumed", "30i-kept-on-another-engine-image"),
+    case(forge_kept_at_another_thread_count, "resumed", "30j-kept-at-another-thread-count"),
+    case(forge_kept_scenario_changed, "resumed", "30k-kept-scenario-digest-differs"),
     case(forge_suite_weakened, "suite-at-commit", "31-embedded-suite-not-the-commits"),
     case(forge_profile_relaxed, "profile-at-commit", "32-profile-not-the-commits"),
     case(forge_matrix_not_the_commits, "matrix-at-commit", "32b-matrix-not-the-commits"),
@@ -950,16 +1026,16 @@ def test_rehash_alone_keeps_the_bundle_valid(tmp_path: Path) -> None:
 
 
 def test_a_resumed_cell_is_timed_by_the_scenarios_it_reran(tmp_path: Path) -> None:
-    """A resumed cell's harness ran only what the interrupted attempt had not finished: the kept
-    scenarios' seconds are not held against it (the e2e resume found this rule calling it INVALID)."""
+    """A genuine resumed cell: its harness ran only what the interrupted attempt had not finished
+    (the kept scenarios' seconds are not held against it, which the e2e resume found), and its kept
+    scenarios come with the attempt that finished them: VALID."""
     run = write_bundle(tmp_path / "run1")
     cell = target(run)
-    rows = read_rows(cell)
-    rerun = rows[-1]["seconds"]
-    edit_cell(cell, lambda record: record.update(harness_seconds=rerun, resumed_kept=[row["id"] for row in rows[:-1]]))
+    kept = resume_evidence(run, cell, 2)
     rehash(run)
     verdict = check_run(run, Redactor(CANARY))
     assert {c.verdict for c in verdict.cells} == {"VALID"}, [c.reasons for c in verdict.cells]
+    assert read_json(cell / CELL_FILE)["resumed_kept"] == kept and len(kept) == 2
 
 
 @pytest.mark.parametrize("version", [99, 2, 3])

@@ -185,3 +185,11 @@ def test_from_results_refuses_a_bad_source_in_one_line(tmp_path, capsys):
     assert main(["claims", "from-results", str(published), "--citation", "x", "--url", "ftp://x", "--out", str(tmp_path / "c.yaml")]) == 2
     assert "--url: String should match pattern" in capsys.readouterr().err
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_from_results_without_a_url_or_path_is_one_line(tmp_path, capsys):
+    """A rule across options (a source names a url or a path) has no option of its own to name."""
+    published = ROOT / "paper" / "published" / "smoke-repeats-cpu.json"
+    assert main(["claims", "from-results", str(published), "--citation", "x", "--out", str(tmp_path / "c.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and "url, or path" in err and "internal error" not in err

@@ -64,3 +64,23 @@ def test_report_opens_in_headless_chromium(collected, tmp_path):
     assert console == []
     dom = dump_dom(report.as_uri(), tmp_path / "profile").stdout
     assert 'id="summary-table"' in dom and tables.rows[0].label in dom and dom.count("<svg") == 3
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
+def test_a_160_scenario_report_stays_readable(tmp_path):
+    """A bundle of 160 scenarios synthesised from the published smoke cell (benchmarks/
+    bookkeeping_scale.py): the grid is one section per category with its passed count, the
+    Markdown table a row per setting with a column per category, and chromium opens the report."""
+    from benchmarks.bookkeeping_scale import synthesise
+    from repro.report.paper import render
+
+    run_dir = synthesise(160, tmp_path / "synth")
+    tables, cells = collect_with_cells([run_dir], Redactor(CANARY))
+    render(tables, tmp_path / "tables")
+    table_lines = [line for line in (tmp_path / "tables" / "results.md").read_text().splitlines() if line.startswith("|")]
+    assert max(len(line) for line in table_lines) < 400
+    report = render_report(tables, tmp_path / "site", cells)
+    dom = dump_dom(report.as_uri(), tmp_path / "profile").stdout
+    sections = re.findall(r'<tr class="category"><th>([a-z_]+) \((\d+)\)</th>', dom)
+    assert len(sections) == 7 and sum(int(n) for _, n in sections) == 160
+    assert dom.count('href="#row-1-') >= 160

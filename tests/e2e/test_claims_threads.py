@@ -1,7 +1,8 @@
 """verify --claims on real nondeterminism: the same cell published at one thread per engine and
 rerun at two gives other transcripts (llama.cpp sums in another order), so verify says
-CONSISTENT or DIFFERENT with the exact McNemar figures and names the threads, never
-REPRODUCED; a rerun at one thread again says REPRODUCED.
+CONSISTENT ON ANOTHER SETUP (exit 1) naming the threads, and with `--accept profile,threads`
+CONSISTENT or DIFFERENT with the exact McNemar figures, never REPRODUCED; a rerun at one thread
+again says REPRODUCED.
 
 SmolLM2-135M on llama.cpp b11434, one scenario per workspace category (14), gate off (at one
 thread its 64-token gate reply is cut mid-string; the gate is not what this test is about). Three
@@ -47,9 +48,9 @@ def run(project: Path, home: Path, out: str, *args: str) -> Path:
     return run_dir
 
 
-def verify(project: Path, home: Path, run_dir: Path, claims: Path) -> tuple[int, str, dict]:
-    shown = run_repro(project, home, "verify", str(run_dir), "--claims", str(claims))
-    as_json = run_repro(project, home, "verify", str(run_dir), "--claims", str(claims), "--json")
+def verify(project: Path, home: Path, run_dir: Path, claims: Path, *extra: str) -> tuple[int, str, dict]:
+    shown = run_repro(project, home, "verify", str(run_dir), "--claims", str(claims), *extra)
+    as_json = run_repro(project, home, "verify", str(run_dir), "--claims", str(claims), "--json", *extra)
     assert as_json.returncode == shown.returncode, as_json.stderr
     return shown.returncode, shown.stdout, json.loads(as_json.stdout)
 
@@ -74,6 +75,10 @@ def test_another_thread_count_is_consistent_or_different_never_reproduced(projec
 
     two = run(project, canary_home, "results/two-threads", "--profile", "cpu")
     code, text, report = verify(project, canary_home, two, claims)
+    (claim,) = report["verdicts"]
+    assert claim["verdict"] in ("CONSISTENT ON ANOTHER SETUP", "DIFFERENT") and code == 1, text  # another thread count, not accepted
+    assert claim["setup"] == "differs: profile, threads", text
+    code, text, report = verify(project, canary_home, two, claims, "--accept", "profile,threads")
     (claim,) = report["verdicts"]
     assert claim["verdict"] in ("CONSISTENT", "DIFFERENT"), text
     assert code == (0 if claim["verdict"] == "CONSISTENT" else 1)

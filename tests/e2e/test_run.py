@@ -171,32 +171,64 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
     assert "2 of 2 rows reproduced" in verified.stdout
 
 
-def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same_transcripts(e2e_run, snapshot, canary_home):
-    """The runner's test hook (REPRO_TEST_INTERRUPT_AFTER) stops the run once 3 scenarios of the
+def stop_after_kept(proc: subprocess.Popen, partial: Path, count: int, timeout: float = 1200) -> None:
+    """Watch the cell's partial folder from outside the run and send `repro matrix run` SIGTERM (a
+    scheduler's cancel) once `count` of its scenarios are kept; the run may keep one more before
+    the signal lands, which the caller reads back from the folder."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list((partial / "kept").glob("*.json"))) >= count:
+            proc.send_signal(signal.SIGTERM)
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the run ended or stalled before {count} scenarios of its cell were kept")
+
+
+def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same_transcripts(e2e_run, snapshot, canary_home, tmp_path):
+    """The test stops the run from outside (SIGTERM to `repro matrix run`) once 3 scenarios of the
     first cell are kept: the partial cell keeps them (no cell.json), check calls the run INVALID,
-    and --resume reruns the other 4 on a freshly booted engine into the uninterrupted run's cell,
-    transcripts byte for byte."""
+    and --resume reruns the others on a freshly booted engine into the uninterrupted run's cell,
+    transcripts byte for byte, with the interrupted attempt's record and engine log kept as evidence."""
     cell_id = _first_cell(snapshot, canary_home)
     out = "results/resume-after-3"
     args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out, "--only", cell_id]
-    env = repro_env(snapshot, canary_home) | {"REPRO_TEST_INTERRUPT_AFTER": "3"}
-    proc = subprocess.run(repro_command(*args), cwd=snapshot, env=env, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 130, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "3 of 7 finished scenario(s) kept" in proc.stdout
-    run_dir = snapshot / out / (snapshot / out / "LATEST").read_text().strip()
-    partial = run_dir / "cells" / f".{cell_id}.partial"
-    assert len(list((partial / "kept").glob("*.json"))) == 3 and not (partial / "cell.json").exists()
+    log = tmp_path / "interrupted.log"
+    with log.open("w") as sink:
+        proc = popen(repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=sink, stderr=subprocess.STDOUT, text=True)
+        try:
+            run_root = snapshot / out
+            deadline = time.monotonic() + 600
+            while not (run_root / "LATEST").is_file() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            partial = run_root / (run_root / "LATEST").read_text().strip() / "cells" / f".{cell_id}.partial"
+            stop_after_kept(proc, partial, 3)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    output = log.read_text()
+    assert proc.returncode == 130, output[-3000:]
+    kept = len(list((partial / "kept").glob("*.json")))
+    assert 3 <= kept < 7 and f"{kept} of 7 finished scenario(s) kept" in output, output[-3000:]
+    run_dir = partial.parent.parent
+    assert (partial / "engine.log").is_file() and not (partial / "cell.json").exists()
     assert not (run_dir / "cells" / cell_id).exists()
     check = run_repro(snapshot, canary_home, "check", str(run_dir))
     assert check.returncode == 1 and f"cells/.{cell_id}.partial: a partial cell" in check.stdout
 
     resumed = run_repro(snapshot, canary_home, *args, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert "3 finished scenario(s) kept" in resumed.stdout and "4 rerun from" in resumed.stdout, resumed.stdout
+    assert f"{kept} finished scenario(s) kept" in resumed.stdout and f"{7 - kept} rerun from" in resumed.stdout, resumed.stdout
     assert not partial.exists()
+    cell_dir = run_dir / "cells" / cell_id
+    record = load_cell(cell_dir)
+    assert len(record.resumed_kept) == kept and len(record.earlier_attempts) == 1
+    attempt = record.earlier_attempts[0]
+    assert sorted(attempt.finished) == sorted(record.resumed_kept) and (cell_dir / attempt.engine_log).is_file()
+    assert attempt.engine_identity == record.engine_identity.reported and attempt.engine_image_id == record.engine_image.id
     baseline = cells_of(e2e_run)[cell_id]
-    assert outcome(run_dir / "cells" / cell_id) == outcome(baseline)
-    assert (run_dir / "cells" / cell_id / "transcripts.jsonl").read_bytes() == (baseline / "transcripts.jsonl").read_bytes()
+    assert outcome(cell_dir) == outcome(baseline)
+    assert (cell_dir / "transcripts.jsonl").read_bytes() == (baseline / "transcripts.jsonl").read_bytes()
     final = run_repro(snapshot, canary_home, "check", str(run_dir))
     assert final.returncode == 0, final.stdout[-3000:]
 

@@ -166,3 +166,51 @@ def test_an_archive_is_found_in_a_mirror_by_sha256_whatever_its_name(tmp_path: P
         fetch_source(EngineSource(archive="not-here.tar", sha256=sha))
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
     assert sha256_file(fetch_source(EngineSource(archive="not-here.tar", sha256=sha))) == sha
+
+
+# ---------------------------------------------------------------- the runner's JSON mode (json_object)
+
+
+def test_the_adapter_passes_the_runners_own_json_mode_flag_for_the_cells_protocol() -> None:
+    from repro.spec.profiles import load_profiles
+    from repro.suites.external.tholos import Tholos
+
+    client = ["--base-url", "http://127.0.0.1:8080", "--model", "m"]
+    for protocol, mode in (("json_schema", "schema"), ("json_object", "object")):
+        argv = Tholos().task_argv(runner_cell(["ask-001"], protocol), client, ["ask-001"], load_profiles().get("cpu"))
+        assert argv[argv.index("--json-mode") + 1] == mode
+
+
+def test_the_runners_json_mode_runs_and_checks_as_json_object_and_is_held_to_it(tholos_sources, tmp_path: Path) -> None:
+    code_root, scenarios = tholos_sources
+    out = tmp_path / "out"
+    out.mkdir()
+    with ScriptedEngine(scenarios, record=tmp_path / "requests.jsonl") as engine:
+        run_driver(code_root, scenarios, out, FIDELITY_IDS, engine.base_url, extra=("--json-mode", "object"))
+    sent = bodies(tmp_path / "requests.jsonl")
+    assert sent and all(body["response_format"] == {"type": "json_object"} for body in sent)
+    record = collect_cell(tmp_path / "run", runner_cell(FIDELITY_IDS, "json_object"), [out])
+    assert record.status == "done", record.reason
+    ev = evidence(tmp_path / "run", record)
+    assert [problem for rule in RECOMPUTING for problem in rule(ev)] == []
+    assert {r.protocol_stats.protocol for r in ev.bundle.results(record.cell.id) if r.protocol_stats} == {"json_object"}
+    as_schema = evidence(tmp_path / "run", record.model_copy(update={"cell": record.cell.model_copy(update={"protocol": "json_schema"})}))
+    as_schema.cell_id = record.cell.id
+    assert any("no json_schema response_format" in p for p in external_check.rule_rechecked(as_schema))
+
+
+def test_a_matrix_may_run_the_runner_in_both_modes_and_our_harness_is_left_out_of_json_object(tmp_path: Path) -> None:
+    from repro.plan.planner import make_plan
+    from repro.spec.profiles import load_profiles
+
+    text = MATRIX.read_text()
+    path = MATRIX.parent / f".test-{tmp_path.name}.yaml"
+    path.write_text(text.replace("protocols: [json_schema]", "protocols: [json_schema, json_object]", 1))
+    try:
+        plan = make_plan(load_matrix(path), "cpu", load_profiles().get("cpu"))
+    finally:
+        path.unlink()
+    ran = {(c.protocol, c.suite.id) for c in plan.cells}
+    assert ran == {("json_schema", "tholos-bench"), ("json_schema", "tholos-runner"), ("json_object", "tholos-runner")}
+    (excluded,) = [c for c in plan.excluded if c.protocol == "json_object"]
+    assert excluded.suite.id == "tholos-bench"

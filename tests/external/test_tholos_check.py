@@ -5,18 +5,20 @@ a raw result is tampered with, even with every hash made to agree."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from harness.scripted_engine import ScriptedEngine
-from repro.bundle.layout import Bundle
+from repro.bundle.layout import INPUTS_DIR, Bundle
 from repro.bundle.provenance import SourceState, SystemDescription
 from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
 from repro.bundle.redact import Redactor
-from repro.check.verdict import check_run
+from repro.check.verdict import CellVerdict, check_run
 from repro.core.files import sha256_bytes
 from repro.engines.gate import GateResult
 from repro.plan.planner import make_plan
 from repro.spec.profiles import load_profiles
+from repro.store.sources import MIRROR_ENV
 from repro.suites.registry import kind_of
 from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import rehash
@@ -120,3 +122,54 @@ def loaded_ids(scenarios: Path) -> list[str]:
 
     suite = next(s for s in loaded().matrix.suites if s.external is not None)
     return select(suite).ids
+
+
+def rewrite_input(run_dir: Path, data: bytes | None) -> None:
+    """The carried archive replaced by `data` (None: removed), the manifest made to agree."""
+    (carried,) = (run_dir / INPUTS_DIR).iterdir()
+    if data is None:
+        shutil.rmtree(run_dir / INPUTS_DIR)
+    else:
+        carried.write_bytes(data)
+    Bundle(run_dir, Redactor(CANARY)).write_manifest()
+
+
+def test_a_bundle_carries_the_runner_archive_and_checks_from_it_with_nothing_fetched(tholos_sources, tmp_path: Path, monkeypatch, capsys) -> None:
+    """VALID from the carried copy with an empty cache and no mirror; INVALID when the copy is other
+    bytes (every hash agreeing); UNCHECKED, exit 3, with neither copy nor cache, never INVALID."""
+    from repro.__main__ import main
+    from repro.report.aggregate import collect
+
+    code_root, scenarios = tholos_sources
+    out = tmp_path / "out"
+    out.mkdir()
+    with ScriptedEngine(scenarios) as engine:
+        run_driver(code_root, scenarios, out, loaded_ids(scenarios), engine.base_url)
+    run_dir = write_tholos_bundle(tmp_path / "run", out)
+    pin = loaded().matrix.suites[1].external
+    assert pin is not None and pin.carried
+    assert sha256_bytes((run_dir / INPUTS_DIR / f"{pin.sha256}.tar.gz").read_bytes()) == pin.sha256  # the archive, carried as it is
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+
+    def checked(run: Path) -> CellVerdict:
+        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / f"empty-cache-{run.parent.name}"))  # a fresh machine: nothing fetched
+        (verdict,) = check_run(run, Redactor(CANARY)).cells
+        return verdict
+
+    assert checked(run_dir).verdict == "VALID", checked(run_dir).reasons
+
+    wrong = shutil.copytree(run_dir, tmp_path / "wrong" / run_dir.name)
+    rewrite_input(wrong, b"\x1f\x8b" + b"0" * 100)
+    verdict = checked(wrong)
+    assert verdict.verdict == "INVALID" and {p.rule for p in verdict.problems} >= {"carried-inputs"}, verdict.reasons
+
+    bare = shutil.copytree(run_dir, tmp_path / "bare" / run_dir.name)
+    rewrite_input(bare, None)
+    verdict = checked(bare)
+    assert verdict.verdict == "UNCHECKED" and not verdict.problems, verdict.reasons
+    assert "REPRO_SOURCE_MIRROR=DIR repro check" in verdict.reasons[0]
+    assert main(["check", str(bare)]) == 3
+    assert "1 UNCHECKED" in capsys.readouterr().out
+    tables = collect([bare])
+    assert not tables.rows and [(e.verdict, e.cell_id) for e in tables.exclusions] == [("UNCHECKED", verdict.cell_id)]
+    assert tables.setup.runs[0].verdicts == {"VALID": 0, "EXCLUDED": 0, "INVALID": 0, "UNCHECKED": 1}

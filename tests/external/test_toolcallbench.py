@@ -141,7 +141,7 @@ def test_a_tampered_raw_result_is_caught(tmp_path: Path, tcb_python: Path) -> No
     from repro.suites.external.toolcallbench import ToolCallBench  # the normalised side rewritten to agree
 
     raw, index = external_check.raw_evidence(ev)
-    normalised = ToolCallBench().normalise(raw, index, record.suite_ids)
+    normalised = ToolCallBench().normalise(raw, index, record.suite_ids, record.cell.protocol)
     (ev.cell_dir / "scenarios.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in normalised.results))
     (ev.cell_dir / "transcripts.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in normalised.transcripts))
     rehash(ev.cell_dir, ["scenarios.jsonl", "transcripts.jsonl"])

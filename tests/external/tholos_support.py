@@ -36,10 +36,10 @@ def runner_suite(ids: list[str] | None = None) -> Suite:
     return suite.model_copy(update={"ids": ids}) if ids is not None else suite
 
 
-def runner_cell(ids: list[str] | None = None) -> Cell:
+def runner_cell(ids: list[str] | None = None, protocol: str = "json_schema") -> Cell:
     matrix = loaded()
     suites = [runner_suite(ids)]
-    matrix = matrix.model_copy(update={"matrix": matrix.matrix.model_copy(update={"suites": suites})})
+    matrix = matrix.model_copy(update={"matrix": matrix.matrix.model_copy(update={"suites": suites, "protocols": [protocol]})})
     return make_plan(matrix, "cpu", load_profiles().get("cpu")).cells[0]
 
 
@@ -74,8 +74,11 @@ def runner_path(code_root: Path) -> str:
     return str(runner_root(code_root))
 
 
-def run_driver(code_root: Path, scenarios: Path, out: Path, ids: list[str], base_url: str, model: str = "scripted") -> subprocess.CompletedProcess:
-    """repro's driver on the host (no container), as the image runs it."""
+def run_driver(
+    code_root: Path, scenarios: Path, out: Path, ids: list[str], base_url: str, model: str = "scripted", extra: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """repro's driver on the host (no container), as the image runs it (`extra`: more of its arguments,
+    as the adapter's command line adds them)."""
     command = [
         sys.executable,
         str(DRIVER),
@@ -89,6 +92,7 @@ def run_driver(code_root: Path, scenarios: Path, out: Path, ids: list[str], base
         base_url + "/v1",
         "--model",
         model,
+        *extra,
     ]
     env = dict(os.environ, PYTHONPATH=runner_path(code_root))
     return subprocess.run(command, cwd=out, env=env, capture_output=True, text=True, timeout=600, check=True)

@@ -9,11 +9,22 @@ from pathlib import Path
 
 import pytest
 
+from repro.bundle.layout import Bundle
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.doctor.machine import driver_finding, nvidia_hook_finding
 from repro.engines.base import EngineRefused, check_devices, replica_devices
-from repro.engines.gpu import GpuError, device_problems, identity_agrees, log_problems, parse_cuda_log, parse_query_gpu, with_mig
+from repro.engines.gpu import (
+    GpuError,
+    device_problems,
+    engine_log_problems,
+    identity_agrees,
+    log_problems,
+    parse_cuda_log,
+    parse_query_gpu,
+    weights_problems,
+    with_mig,
+)
 from repro.engines.llamacpp import DEVICE_CHOSEN, server_args
 from repro.plan.replicas import capacity, replica_allowance
 from repro.spec.findings import GpuDevice
@@ -123,10 +134,90 @@ def verdicts(run: Path) -> dict[str, tuple[str, list[str]]]:
     return {cell.cell_id: (cell.verdict, cell.reasons) for cell in check_run(run, Redactor(CANARY)).cells}
 
 
+def t4_log(cell) -> str:
+    """t4-cuda.log with the cell's model's weights in device memory (96 % of its GGUF: the file
+    also holds the vocabulary and metadata)."""
+    return fixture("t4-cuda.log").replace("92.16 MiB", f"{cell.model.file_size * 0.96 / 2**20:.2f} MiB")
+
+
 def test_check_is_valid_for_a_gpu_cell_with_its_evidence(tmp_path):
-    run = write_bundle(tmp_path / "t4-ok", profile_name="gpu-t4", engine_log=fixture("t4-cuda.log"), gpu=t4_devices())
+    run = write_bundle(tmp_path / "t4-ok", profile_name="gpu-t4", engine_log=t4_log, gpu=t4_devices())
     found = verdicts(run)
     assert found and all(verdict == "VALID" for verdict, _ in found.values()), found
+
+
+def test_the_weights_in_device_memory_are_read_and_held_against_the_gguf():
+    log = parse_cuda_log(fixture("t4-cuda.log"))
+    assert log.weights_mib == {0: 92.16}
+    smollm, qwen = (model.file_size for model in SMOKE.models[:2])
+    assert weights_problems(log, smollm) == []
+    assert weights_problems(log, qwen) == [
+        f"the engine holds 92.2 MiB of weights in device memory, the GGUF is {qwen / 2**20:.1f} MiB: not this model's weights on the GPU"
+    ]
+    no_buffer = parse_cuda_log(fixture("t4-cuda.log").replace("CUDA0 model buffer size", "CPU_Mapped model buffer size"))
+    assert engine_log_problems("llama.cpp", no_buffer, T4, "gpu-t4", smollm) == [
+        "the engine log shows no model weights in device memory (CUDA0 model buffer size = X MiB)"
+    ]
+
+
+def test_check_refuses_a_buffer_far_smaller_than_the_gguf(tmp_path):
+    """Every layer "offloaded" (printed from the requested -ngl), but the CUDA buffer holds a fifth
+    of Qwen's GGUF: its cell is INVALID, SmolLM2's (whose weights the buffer holds) VALID."""
+    run = write_bundle(tmp_path / "t4-small-buffer", profile_name="gpu-t4", engine_log=fixture("t4-cuda.log"), gpu=t4_devices())
+    found = {cell_id.split("__")[0]: result for cell_id, result in verdicts(run).items()}
+    assert found["smollm2-135m-instruct-q4_1"][0] == "VALID", found
+    verdict, reasons = found["qwen2.5-coder-0.5b-instruct-q4_k_m"]
+    assert verdict == "INVALID" and any("not this model's weights on the GPU" in reason for reason in reasons), reasons
+
+
+def two_replicas(run: Path) -> None:
+    """Record the bundle's cells as served by two engine replicas (one harness worker each)."""
+    for cell_dir in (run / "cells").iterdir():
+        record = json.loads((cell_dir / "cell.json").read_text())
+        record["execution"].update(replicas=2, workers=2)
+        (cell_dir / "cell.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    Bundle(run, Redactor(CANARY)).write_manifest()
+
+
+@pytest.mark.parametrize("second", ["t4", "none"])
+def test_every_replica_shows_its_own_cuda_evidence(tmp_path, second):
+    """engine.log holds one log per replica; the second replica's without CUDA lines fails the rule
+    even though the first one's show them."""
+
+    def joined(cell) -> str:
+        other = t4_log(cell) if second == "t4" else "srv  llama_server: initializing ...\n"
+        return f"--- replica 1 of 2 ---\n{t4_log(cell)}llama threadpool init, n_threads = 4\n--- replica 2 of 2 ---\n{other}"
+
+    run = write_bundle(tmp_path / f"two-{second}", profile_name="gpu-t4", engine_log=joined, gpu=t4_devices())
+    two_replicas(run)
+    for verdict, reasons in verdicts(run).values():
+        if second == "t4":
+            assert verdict == "VALID", reasons
+        else:
+            assert verdict == "INVALID" and reasons == [
+                "replica 2 of 2: the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4"
+            ], reasons
+
+
+def test_a_log_for_fewer_replicas_than_the_cell_ran_is_refused(tmp_path):
+    run = write_bundle(tmp_path / "two-one-log", profile_name="gpu-t4", engine_log=t4_log, gpu=t4_devices())
+    two_replicas(run)
+    for verdict, reasons in verdicts(run).values():
+        assert verdict == "INVALID" and any("holds 1 engine log(s), the cell ran 2 replica(s)" in reason for reason in reasons), reasons
+
+
+def test_an_ollama_log_proves_its_device_from_its_own_lines():
+    smollm = SMOKE.models[0].file_size
+    log = parse_cuda_log(fixture("ollama-t4.log"))
+    assert [(c.library, c.name, c.compute_capability) for c in log.compute] == [("cuda", "Tesla T4", "7.5")]
+    assert engine_log_problems("ollama", log, T4, "gpu-t4", smollm) == [] and identity_agrees(t4_devices(), log) == []
+    assert engine_log_problems("ollama", parse_cuda_log(fixture("ollama-cpu.log")), T4, "gpu-t4", smollm) == [
+        "the engine log shows no CUDA device (Ollama's inference compute line): it served on the CPU, not on a Tesla T4"
+    ]
+    l4 = parse_cuda_log(fixture("ollama-t4.log").replace('name="Tesla T4"', 'name="NVIDIA L4"'))
+    assert engine_log_problems("ollama", l4, T4, "gpu-t4", smollm) == ["Ollama's device NVIDIA L4: the name is not 'Tesla T4'"]
+    small = parse_cuda_log(fixture("ollama-t4.log"))
+    assert "not this model's weights on the GPU" in engine_log_problems("ollama", small, T4, "gpu-t4", SMOKE.models[1].file_size)[0]
 
 
 def test_check_refuses_a_cpu_fallback_labelled_t4(tmp_path):
@@ -271,24 +362,30 @@ def test_the_gguf_header_gives_the_models_shape(tmp_path):
 # ---------------------------------------------------------------- verify
 
 
-def test_verify_never_matches_rows_of_different_accelerators():
+def test_verify_never_reproduces_a_row_on_another_accelerator_or_driver():
+    """A gpu-l4 rerun of a gpu-t4 row, or the same GPU on another driver, is another setup."""
     from repro.report.aggregate import RowHardware
-    from repro.report.verify import compare, load_published
+    from repro.report.claims_verify import Rerun, claims_from_rerun, published_row, verify_claims
+    from repro.report.verify import load_published
+    from repro.spec.claims import LoadedClaims, Source
+    from repro.spec.harnesses import HarnessPin
 
     published = load_published(Path(__file__).resolve().parents[2] / "paper" / "published" / "smoke-cpu.json")
     row = published.rows[0]
-    t4 = row.model_copy(update={"profile": "gpu-t4", "hardware": RowHardware(accelerator="Tesla T4", compute_capability="7.5", driver_version="535.183.01")})
-    l4 = row.model_copy(update={"profile": "gpu-l4", "hardware": RowHardware(accelerator="NVIDIA L4", compute_capability="8.9", driver_version="535.183.01")})
-
-    def tables(*rows):
-        return published.model_copy(update={"rows": list(rows)})
-
-    [missing, extra] = compare(tables(t4), tables(l4))
-    assert (missing.status, extra.status) == ("missing", "extra")
-    assert "Tesla T4" in missing.differences[0] and "NVIDIA L4" in extra.differences[0]
+    t4 = row.model_copy(
+        update={"engine_variant": "cuda", "hardware": RowHardware(accelerator="Tesla T4", compute_capability="7.5", driver_version="535.183.01")}
+    )
+    l4 = t4.model_copy(update={"hardware": RowHardware(accelerator="NVIDIA L4", compute_capability="8.9", driver_version="535.183.01")})
     newer_driver = t4.model_copy(update={"hardware": t4.hardware.model_copy(update={"driver_version": "550.90.07"})})
-    assert [c.status for c in compare(tables(t4), tables(newer_driver))] == ["missing", "extra"]
-    [same] = compare(tables(t4), tables(t4))
-    assert same.status == "reproduced"
-    [cpu] = compare(tables(row), tables(row))
-    assert cpu.status == "reproduced"  # CPU rows (no hardware recorded) match as before
+
+    def verdict(claimed, rerun):
+        source = Source(citation="t", path="paper/published/smoke-cpu.json", date="2026-12-03")
+        claims = claims_from_rerun(Rerun(rows=[published_row(claimed, HarnessPin(name="repro"), "llama.cpp")]), source)
+        report = verify_claims(
+            LoadedClaims(path=Path("x"), sha256="0", claims=claims), Rerun(rows=[published_row(rerun, HarnessPin(name="repro"), "llama.cpp")])
+        )
+        return report.verdicts[0]
+
+    assert verdict(t4, l4).verdict == "REPRODUCED ON ANOTHER SETUP" and verdict(t4, l4).setup == "differs: hardware"
+    assert verdict(t4, newer_driver).setup == "differs: hardware"
+    assert verdict(t4, t4).verdict == "REPRODUCED" and verdict(row, row).verdict == "REPRODUCED"

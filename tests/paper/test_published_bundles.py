@@ -16,7 +16,6 @@ import pytest
 from repro.__main__ import main
 from repro.check.verdict import check_run
 from repro.store.sources import MIRROR_ENV
-from tests.external.tholos_support import PEERS
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "paper" / "published"
@@ -37,10 +36,9 @@ def test_there_is_a_published_bundle() -> None:
 @pytest.mark.parametrize("archive", BUNDLES, ids=[p.name for p in BUNDLES])
 def test_a_published_bundle_checks_and_renders_its_published_numbers(archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = unpack(archive, tmp_path / "bundle")
-    if archive.name.startswith("tholos-"):  # the runner's code is never in a bundle: check re-executes it from the cache or a mirror
-        if not (PEERS / "tholos-runner").is_dir():
-            pytest.skip(f"the Tholos runner's archive is not at {PEERS} (set REPRO_TEST_PEERS)")
-        monkeypatch.setenv(MIRROR_ENV, str(PEERS / "tholos-runner"))
+    if archive.name.startswith("tholos-"):  # the bundle carries the runner's archive: a fresh machine, nothing fetched, no mirror
+        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty-cache"))
+        monkeypatch.delenv(MIRROR_ENV, raising=False)
     verdict = check_run(run_dir)
     assert not verdict.run_problems, verdict.run_problems
     assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [(c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"]

@@ -107,3 +107,66 @@ def test_a_bad_replicas_count_is_bad_input(tmp_path, capsys, replicas):
 def test_setup_script_goes_on_after_an_incomplete_run():
     up = (Path(ROOT) / "scripts" / "up").read_text()
     assert "|| RUN_STATUS=$?" in up and "grep '^run incomplete'" in up
+
+
+# ---------------------------------------------------------------- the cause a gate measured
+
+
+def cut_off(*, fast: bool = True) -> GateResult:
+    """SmolLM2 at one thread: every probe reply a JSON step cut off mid-string (0 of 3 valid)."""
+    tps = PROFILE.gate.min_tokens_per_second * (4 if fast else 0.3)
+    attempts = [GateAttempt(seconds=1.0, tokens_per_second=tps, valid_step=False, problem="unterminated string") for _ in range(3)]
+    gate = GateResult(passed=False, reason="only 0 of 3 attempts passed", attempts=attempts)
+    return gate.model_copy(update={"attempts": [a.model_copy(update={"ok": False}) for a in attempts]})
+
+
+@pytest.mark.parametrize(
+    ("gate", "cause"),
+    [
+        (measured(fast=False), "too_slow"),
+        (cut_off(), "invalid_reply"),
+        (cut_off(fast=False), "invalid_reply"),  # slow too, but a faster machine would not make it valid
+        (GateResult(passed=False, reason="engine fault: x", engine_fault=True), "engine_fault"),
+        (measured(fast=True), None),
+    ],
+)
+def test_a_failed_gate_records_the_cause_it_measured(gate, cause):
+    assert gate_module.gate_cause(gate, PROFILE) == cause
+
+
+def test_an_invalid_reply_is_not_retried_and_keeps_its_cause(gate_runs):
+    queue, pauses = gate_runs
+    queue += [cut_off(fast=False).model_copy(update={"cause": "invalid_reply"})]
+    gate = retry(queue, [])
+    assert gate.cause == "invalid_reply" and pauses == []
+
+
+def test_a_slow_gate_on_a_busy_machine_is_told_from_a_slow_engine(monkeypatch):
+    slow = measured(fast=False).model_copy(update={"cause": "too_slow"})
+    hog = busy.ProcessUse(name="stress", pid=1, cores=1.9)
+    for busiest, cause in (([hog], "busy"), ([], "too_slow")):
+        monkeypatch.setattr(gate_module, "pause_and_look", lambda seconds, found=busiest: busy.MachineLoad(load_1min=1.0, cores=2, busiest=found))
+        queue = [slow for _ in range(gate_module.GATE_RETRIES + 1)]
+        assert retry(queue, []).cause == cause
+
+
+@pytest.mark.parametrize(
+    ("cause", "said", "quiet"),
+    [
+        ("invalid_reply", "excluded by the latency gate (the model's reply to the gate's probe was not a valid step (a rerun does not change that))", False),
+        ("busy", "excluded by the latency gate (the machine was busy with other work then)", True),
+        ("too_slow", "excluded by the latency gate (the engine was slower than the profile allows on a quiet machine)", True),
+    ],
+)
+def test_the_exit_line_names_the_cause_the_gate_measured(tmp_path, monkeypatch, capsys, cause, said, quiet):
+    """The run's outcome is computed once (run_outcome): its exit status and the closing line's causes."""
+    run_dir = write_bundle(tmp_path / "run1")
+    gate = (cut_off() if cause == "invalid_reply" else measured(fast=False)).model_copy(update={"cause": cause})
+    rewrite_cell(run_dir, first_cell(run_dir), status="excluded", reason="latency gate: x", gate=gate)
+    outcome = run_module.run_outcome(run_dir)
+    assert outcome.status == 1 and outcome.causes == {f"gate:{cause}": 1}
+    monkeypatch.setattr(run_module, "run_matrix", lambda options, progress: run_dir)
+    assert main(["matrix", "run", str(ROOT / "matrix" / "smoke.yaml"), "--profile", "cpu", "--out", str(tmp_path / "out"), "--shard", "1/1"]) == 1
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"1 cell(s) {said}" in line and ("when the machine is quiet" in line) == quiet
+    assert "too slow or busy" not in line

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle.layout import KEPT_DIR, PARTIAL_FILE, Bundle, BundleReader
-from repro.bundle.records import CellRecord, KeptScenario, PartialCell
+from repro.bundle.layout import ENGINE_LOG, KEPT_DIR, PARTIAL_FILE, Bundle, BundleReader
+from repro.bundle.records import CellRecord, Execution, KeptScenario, PartialCell
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.containers.lifecycle import Exit
@@ -154,3 +154,49 @@ def test_check_calls_a_partial_cell_left_in_a_bundle_invalid(tmp_path):
     reasons = [r for c in verdict.cells for r in c.reasons] + [p.text for p in verdict.run_problems]
     assert verdict.cells and all(c.verdict == "INVALID" for c in verdict.cells)
     assert any(f"cells/.{name}.partial: a partial cell" in r for r in reasons)
+
+
+def test_an_interrupted_attempt_is_carried_as_evidence_into_the_resumed_cell(tmp_path):
+    """The interrupted attempt's partial record (engine image, identity, execution), the digest of
+    each scenario it finished and its engine log go into the resumed cell (cell.json
+    `earlier_attempts`, `attempt-1.engine.log` a file of the cell); without its engine log nothing
+    is kept; on another engine image nothing is kept."""
+    cell, suite = cell_and_suite()
+    bundle = Bundle(tmp_path / "run", Redactor())
+    header = partial_for(cell, suite, engine_image_id="sha256:" + "2" * 64, engine_identity="b1", execution=Execution(threads=2))
+    writer = bundle.start_cell(cell.id, header)
+    for scenario_id in IDS[:2]:
+        writer.keep(kept(scenario_id))
+    found, _ = bundle.kept_scenarios(cell.id, header)
+    assert isinstance(bundle.earlier_attempts(cell.id, found), str)  # no engine log: nothing kept
+    writer.write_text(ENGINE_LOG, "llama threadpool init, n_threads = 2\n")  # what the runner keeps on an interrupt
+    attempts, logs = bundle.earlier_attempts(cell.id, found)
+    assert [(a.engine_log, sorted(a.finished), a.partial.engine_identity) for a in attempts] == [("attempt-1.engine.log", IDS[:2], "b1")]
+    assert attempts[0].finished == {k.result.id: k.sha256 for k in found} and logs == {"attempt-1.engine.log": "llama threadpool init, n_threads = 2\n"}
+    other = partial_for(cell, suite, engine_image_id="sha256:" + "9" * 64, engine_identity="b1", execution=Execution(threads=2))
+    assert bundle.kept_scenarios(cell.id, other) == ([], "it was started for another matrix, profile, commit, cell or suite")
+
+    resumed = bundle.start_cell(cell.id, header, found[:1])  # a second attempt keeps the first scenario
+    resumed.carry([attempts[0].keeping({IDS[0]})], logs)
+    record = resumed.finish(CellRecord(cell=cell, status="done", resumed_kept=IDS[:1], earlier_attempts=[attempts[0].keeping({IDS[0]})]))
+    final = bundle.cell_dir(cell.id)
+    assert sorted(p.name for p in final.iterdir()) == ["attempt-1.engine.log", "cell.json"] and "attempt-1.engine.log" in record.files
+    assert record.earlier_attempts[0].finished == {IDS[0]: found[0].sha256}
+
+
+def test_a_second_interrupt_carries_the_first_attempts_record(tmp_path):
+    cell, suite = cell_and_suite()
+    bundle = Bundle(tmp_path / "run", Redactor())
+    header = partial_for(cell, suite, engine_image_id="i", engine_identity="b1", execution=Execution(threads=2))
+    first = bundle.start_cell(cell.id, header)
+    first.keep(kept(IDS[0]))
+    first.write_text(ENGINE_LOG, "first\n")
+    attempts, logs = bundle.earlier_attempts(cell.id, [kept(IDS[0])])
+    second = bundle.start_cell(cell.id, header, [kept(IDS[0])])
+    second.carry(attempts, logs)
+    second.keep(kept(IDS[1]))
+    second.write_text(ENGINE_LOG, "second\n")
+    found, why = bundle.kept_scenarios(cell.id, header)
+    again, logs = bundle.earlier_attempts(cell.id, found)
+    assert why is None and [(a.engine_log, sorted(a.finished)) for a in again] == [("attempt-1.engine.log", [IDS[0]]), ("attempt-2.engine.log", [IDS[1]])]
+    assert logs == {"attempt-1.engine.log": "first\n", "attempt-2.engine.log": "second\n"}

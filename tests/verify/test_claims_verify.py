@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.report.claims_verify import claims_from_rerun, load_rerun, verify_claims
+from repro.report.claims_verify import Options, claims_from_rerun, load_rerun, verify_claims
 from repro.spec.claims import ClaimsFile, Source, dump_claims, load_claims
 from tests.fixtures.synthetic import write_bundle
 
@@ -57,8 +57,15 @@ def test_a_run_against_its_own_claims_is_reproduced(rerun_dir, own_claims, tmp_p
     assert "2 REPRODUCED, 0 CONSISTENT, 0 DIFFERENT, 0 NOT RERUN of 2 claims" in capsys.readouterr().out
 
 
+def not_exact(data):
+    """The claim's setups leave out the threads: no identity is promised, the tolerance applies."""
+    for setup in data["setups"].values():
+        setup["hardware"].pop("threads")
+
+
 def test_a_differing_transcript_is_never_reproduced(rerun_dir, own_claims, tmp_path):
     def change(data):
+        not_exact(data)
         data["claims"][0]["result"]["scenarios"]["notes-002"]["transcripts"] = ["0" * 64]
 
     first = verdicts(rerun_dir, write(tmp_path, edited(own_claims, change)))[own_claims.claims[0].id]
@@ -75,10 +82,13 @@ def test_flips_are_tested_and_named_with_the_input_that_differs(rerun_dir, own_c
         claim["result"]["by_category"]["notes"]["passed"] += 1
         data["setups"][claim["setup"]]["hardware"]["threads"] = 1
 
-    first = verdicts(rerun_dir, write(tmp_path, edited(own_claims, change)))[own_claims.claims[0].id]
-    assert first.verdict == "CONSISTENT"  # one flip: p = 1
+    path = write(tmp_path, edited(own_claims, change))
+    first = verdicts(rerun_dir, path)[own_claims.claims[0].id]
+    assert first.verdict == "CONSISTENT ON ANOTHER SETUP"  # one flip: p = 1, but not the claim's threads
     assert first.judgement is not None and (first.judgement.only_claimed, first.judgement.only_rerun) == (1, 0)
     assert [d.describe() for d in first.differences] == ["threads per engine differs: 1 claimed, 2 rerun"]
+    accepted = verify_claims(load_claims(path), load_rerun([rerun_dir]), Options(accept=frozenset({"threads"}))).verdicts[0]
+    assert accepted.verdict == "CONSISTENT" and accepted.setup == "accepted: threads"
     assert "scenario notes-002 repeat 1: pass claimed, fail rerun" in first.notes
     assert any(note.startswith("category notes:") for note in first.notes)
 
@@ -90,6 +100,7 @@ def test_a_stated_tolerance_of_zero_makes_one_flip_different(rerun_dir, own_clai
         claim["result"]["passed"] += 1
         claim["result"].pop("by_category")
         claim["tolerance"] = {"passed_within": 0, "reason": "the paper promises identical counts"}
+        not_exact(data)
 
     path = write(tmp_path, edited(own_claims, change))
     first = verdicts(rerun_dir, path)[own_claims.claims[0].id]
@@ -100,6 +111,7 @@ def test_a_stated_tolerance_of_zero_makes_one_flip_different(rerun_dir, own_clai
 
 def test_counts_only_are_compared_by_fishers_exact_test(rerun_dir, own_claims, tmp_path):
     def change(data):
+        not_exact(data)
         for claim in data["claims"]:
             claim["result"] = {"passed": 3, "total": 3}
 

@@ -16,17 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
-from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario
+from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
 from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
-from repro.spec.harnesses import HARNESSES, HarnessFacts
+from repro.spec.harnesses import HARNESSES, HarnessFacts, HarnessPin
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
 from repro.suites.base import Log, SuiteKind
+from repro.suites.external.carried import carry_code
 from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, WHEEL_DIR, Normalised, RawFile, RawIndex, pin_inputs, raw_name
 from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
 from repro.suites.scenarios import ScenarioSuites
@@ -46,6 +47,14 @@ class Adapter(SuiteKind):
     def facts(self) -> HarnessFacts:
         """What the matrix validation knows of this harness (repro.spec.harnesses)."""
         return HARNESSES[self.name]
+
+    def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
+        """Its pinned release: the wheel's version and sha256, or the source archive's sha256."""
+        external = suite.external
+        if external is None:
+            raise BadInput(f"suite {suite.id} names no external harness")
+        version = external.wheel.split("==", 1)[1] if external.wheel else None
+        return HarnessPin(name=self.name, version=version, archive_sha256=external.sha256)
 
     @property
     def known_wheels(self) -> dict[str, str]:
@@ -77,12 +86,14 @@ class Adapter(SuiteKind):
         """The raw outputs a worker wrote, relative to its output folder, sorted."""
 
     @abstractmethod
-    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str]) -> Normalised:
-        """The cell's records recomputed from its raw outputs (BadInput when they are not whole)."""
+    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
+        """The cell's records recomputed from its raw outputs, run under the cell's matrix protocol
+        (BadInput when they are not whole)."""
 
     @abstractmethod
-    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
-        """The harness's own checks re-executed where its code allows: one line per disagreement."""
+    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
+        """The harness's own checks re-executed where its code allows, and its requests held to the
+        cell's matrix protocol: one line per disagreement."""
 
     @abstractmethod
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
@@ -126,14 +137,16 @@ class Adapter(SuiteKind):
 
     def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
         """The suite's wheel and lock, byte for byte: `repro check` recomputes the selection, reads the
-        tasks and re-executes the checks from them."""
+        tasks and re-executes the checks from them; a source archive the bundle carries (its pin says
+        so) goes into inputs/ (a git pin is fetched by `repro suites fetch`)."""
         assert suite.external is not None
         target = suite_folder(bundle.dir, suite.id)
         if self.tasks_from == "source":  # its scenario files, as our suites embed theirs
             ScenarioSuites().embed(bundle, suite, selection)
-        if suite.external.wheel is not None:  # a source-pinned harness's code is named by its sha256, never embedded
+        if suite.external.wheel is not None:
             wheel = verified_wheel(suite.external)
             write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
+        carry_code(bundle, suite.external)  # a source archive no public address serves: carried in inputs/
         write_in(bundle.dir, target / LOCK_COPY, lock_file(suite.external).read_bytes())
 
     def execution(self, cell: Cell, execution: Execution) -> Execution:
@@ -164,7 +177,7 @@ class Adapter(SuiteKind):
             return record.model_copy(update={"status": "error", "reason": f"harness did not finish within {failed.seconds:.0f}s (stopped)"})
         try:
             raw, index = self.keep_raw(writer, record.cell, out_dirs)
-            normalised = self.normalise(raw, index, selection.ids)
+            normalised = self.normalise(raw, index, selection.ids, record.cell.protocol)
         except (BadInput, ValueError, UnicodeError) as error:
             code = next((e.code for e in ended if e.code != 0), 0)
             tail = next((e.log_tail[-600:] for e in ended if e.code != 0), "")

@@ -15,8 +15,9 @@ from repro.bundle.records import CellRecord
 from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
+from repro.suites.external.carried import harness_code
 from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawIndex
-from repro.suites.external.wheels import code_root, unpacked_wheel
+from repro.suites.external.wheels import unpacked_wheel
 
 
 class CellFiles(Protocol):
@@ -60,11 +61,12 @@ def embedded_wheel(ev: CellFiles) -> Path:
 
 def wheel_root(ev: CellFiles) -> Path:
     """The harness's code: the embedded wheel unpacked, or a source-pinned harness's archive from
-    the cache or a mirror (its sha256 verified when fetched; never embedded in a bundle)."""
+    the cache, a mirror or the copy the bundle carries (its sha256 verified; NotAtHand when none
+    holds it: repro.suites.external.carried)."""
     suite = ev.record.cell.suite
     assert suite.external is not None
     if suite.external.wheel is None:
-        return code_root(suite.external)
+        return harness_code(ev.bundle, suite.external)
     return unpacked_wheel(embedded_wheel(ev), suite.external.sha256)
 
 

@@ -89,25 +89,25 @@ class Tholos(Adapter):
         if named.get("--api", "openai") != "openai":
             raise BadInput(f"cell {cell.id}: tholos bench talks to an OpenAI-compatible server; engine {cell.engine.id} serves another API")
         base_url = named["--base-url"].rstrip("/").removesuffix("/v1") + "/v1"
-        return ["--out", "/out", "--scenarios", SCENARIO_MOUNT, "--ids", ",".join(ids), "--base-url", base_url, "--model", named["--model"]]
+        mode = ["--json-mode", self.facts.protocol_modes[cell.protocol]]  # the runner's own flag for the cell's protocol
+        return ["--out", "/out", "--scenarios", SCENARIO_MOUNT, "--ids", ",".join(ids), "--base-url", base_url, "--model", named["--model"], *mode]
 
     def raw_paths(self, out_dir: Path) -> list[str]:
         return walk_raw(out_dir, MAX_RAW_FILES, "tholos bench")
 
-    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str]) -> Normalised:
+    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
         workers = read_workers(raw, index)
         results = {r.id: (r, w) for w in workers for r in w.results}
         if sorted(results) != sorted(ids) or len(results) != sum(len(w.results) for w in workers):
             raise BadInput(f"the runner's results hold {', '.join(sorted(results)) or 'none'}, the cell ran {', '.join(ids)}")
         ordered = [results[i] for i in ids]
         return Normalised(
-            results=[scenario_result(r, expectations(w, r), [q for q in w.requests if q.id == r.id]) for r, w in ordered],
+            results=[scenario_result(r, expectations(w, r), [q for q in w.requests if q.id == r.id], protocol) for r, w in ordered],
             transcripts=[TranscriptLine(id=r.id, transcript=transcript(r)) for r, _ in ordered],
         )
 
-    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
-
-        return recheck_workers(read_workers(raw, index), wheel_root)
+    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
+        return recheck_workers(read_workers(raw, index), wheel_root, self.facts.protocol_modes.get(protocol, protocol))
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
 
@@ -160,7 +160,7 @@ def json_lines(data: bytes, name: str, model: type[Row]) -> list[Row]:
 # ---------------------------------------------------------------- our records
 
 
-def scenario_result(result: RunnerResult, expect: list[dict[str, Any]], requests: list[Request]) -> ScenarioResult:
+def scenario_result(result: RunnerResult, expect: list[dict[str, Any]], requests: list[Request], protocol: str) -> ScenarioResult:
     """A runner's result as one line of scenarios.jsonl: its verdict as it gave it, its failed
     assertions as our failed checks, its run error mapped to ours (docs/diagnosis.md), and how
     its requests went (protocol_stats, over every request, retries included)."""
@@ -186,18 +186,18 @@ def scenario_result(result: RunnerResult, expect: list[dict[str, Any]], requests
         tokens_out=result.tokens.out,
         engine_timings=[],
         invalid_steps=result.invalid_json_count,
-        protocol_stats=protocol_stats(result, requests),
+        protocol_stats=protocol_stats(result, requests, protocol),
     )
 
 
-def protocol_stats(result: RunnerResult, requests: list[Request]) -> ProtocolStats:
+def protocol_stats(result: RunnerResult, requests: list[Request], protocol: str) -> ProtocolStats:
     """The engine's answers the runner got, and how many of them became a valid step (an
     assistant message with a tool: the runner keeps only valid steps' tools)."""
     answered = [r for r in requests if r.status == 200 and r.answer is not None]
     valid = sum(1 for m in result.messages if m.get("role") == "assistant" and parse_step(m).get("tool"))
     truncated = sum(1 for r in answered if finish_reason(r.answer or "") == "length")
     return ProtocolStats(
-        protocol="json_schema",
+        protocol=protocol,
         model_turns=len(answered),
         valid_calls=valid,
         invalid_turns=max(0, len(answered) - valid),

@@ -4,8 +4,8 @@ Two kinds of evidence, per scenario:
 
 - **The record alone** (no runner code): pass means no failed assertion, and each failed one is
   an assertion of the scenario file; the steps are the assistant messages; every request the
-  runner sent carries its fixed decoding (temperature 0, max_tokens 512, a json_schema
-  response_format, no thinking) and its messages are the run's messages before that step (a retry:
+  runner sent carries its fixed decoding (temperature 0, max_tokens 512, no thinking) and the
+  response_format of the cell's `--json-mode` (json_schema, or json_object in its JSON mode) and its messages are the run's messages before that step (a retry:
   those plus one `Invalid step` message), in order, one first attempt per step; the tokens are the
   sum of the engine's usage over the steps' requests; the invalid count is at most two per retry;
   the category is the scenario file's.
@@ -33,7 +33,17 @@ from typing import Any
 from harness.strict_json import loads_strict
 from repro.core.errors import BadInput
 from repro.suites.external.base import RawIndex, raw_name
-from repro.suites.external.tholos_raw import CONSOLE, RUNNER_ERRORS, RUNNER_MAX_TOKENS, RUNNER_TEMPERATURE, Request, RunnerResult, Worker, expectations
+from repro.suites.external.tholos_raw import (
+    CONSOLE,
+    RESPONSE_FORMATS,
+    RUNNER_ERRORS,
+    RUNNER_MAX_TOKENS,
+    RUNNER_TEMPERATURE,
+    Request,
+    RunnerResult,
+    Worker,
+    expectations,
+)
 from repro.suites.external.wheels import import_harness
 
 PACKAGE = "tholos"
@@ -58,7 +68,11 @@ def load(code_root: Path) -> dict[str, ModuleType]:
     )
 
 
-def recheck_workers(workers: list[Worker], code_root: Path) -> list[str]:
+def recheck_workers(workers: list[Worker], code_root: Path, mode: str) -> list[str]:
+    """Every scenario of every worker held to its record and re-scored; `mode` is the runner's
+    `--json-mode` the cell's protocol names."""
+    if mode not in RESPONSE_FORMATS:
+        return [f"the runner's --json-mode {mode[:40]!r} is not one repro runs ({', '.join(RESPONSE_FORMATS)})"]
     runner = load(code_root)
     problems: list[str] = []
     for worker in workers:
@@ -70,7 +84,7 @@ def recheck_workers(workers: list[Worker], code_root: Path) -> list[str]:
         observed = {o.id: o for o in worker.observed}
         for result in worker.results:
             requests = [r for r in worker.requests if r.id == result.id]
-            found = record_problems(result, requests, worker) + database_problems(runner, result, worker, observed.get(result.id))
+            found = record_problems(result, requests, worker, RESPONSE_FORMATS[mode]) + database_problems(runner, result, worker, observed.get(result.id))
             problems += [f"{result.id}: {p}" for p in found]
     return problems[:SHOWN] + ([f"{len(problems) - SHOWN} more"] if len(problems) > SHOWN else [])
 
@@ -78,7 +92,7 @@ def recheck_workers(workers: list[Worker], code_root: Path) -> list[str]:
 # ---------------------------------------------------------------- the record alone
 
 
-def record_problems(result: RunnerResult, requests: list[Request], worker: Worker) -> list[str]:
+def record_problems(result: RunnerResult, requests: list[Request], worker: Worker, response_format: str) -> list[str]:
     expect = expectations(worker, result)
     problems = []
     if result.passed != (not result.failed_assertions):
@@ -90,11 +104,12 @@ def record_problems(result: RunnerResult, requests: list[Request], worker: Worke
         problems.append(f"steps is {result.steps}, the messages hold {len(assistant)} step(s)")
     if [m.get("role") for m in result.messages[:2]] != ["system", "user"]:
         problems.append("the messages do not start with the system prompt and the trigger")
-    return problems + request_problems(result, requests, assistant)
+    return problems + request_problems(result, requests, assistant, response_format)
 
 
-def request_problems(result: RunnerResult, requests: list[Request], assistant: list[int]) -> list[str]:
-    """Every request carries the runner's decoding, and its messages are the run's before that step."""
+def request_problems(result: RunnerResult, requests: list[Request], assistant: list[int], response_format: str) -> list[str]:
+    """Every request carries the runner's decoding and `response_format`, and its messages are the
+    run's before that step."""
     bodies: list[dict[str, Any] | None] = []
     for request in requests:
         if request.body is None:
@@ -105,7 +120,7 @@ def request_problems(result: RunnerResult, requests: list[Request], assistant: l
         except ValueError:
             return [f"request {request.n} is not JSON"]
         bodies.append(body if isinstance(body, dict) else {})
-    problems = [f"request {r.n}: {p}" for r, b in zip(requests, bodies, strict=True) if b is not None for p in decoding_problems(b)][:2]
+    problems = [f"request {r.n}: {p}" for r, b in zip(requests, bodies, strict=True) if b is not None for p in decoding_problems(b, response_format)][:2]
     first, retries, usage_in, usage_out = 0, 0, 0, 0
     for request, body in zip(requests, bodies, strict=True):
         if body is None:
@@ -132,11 +147,11 @@ def request_problems(result: RunnerResult, requests: list[Request], assistant: l
     return problems
 
 
-def decoding_problems(body: dict[str, Any]) -> list[str]:
+def decoding_problems(body: dict[str, Any], response_format: str) -> list[str]:
     wanted = {"temperature": RUNNER_TEMPERATURE, "max_tokens": RUNNER_MAX_TOKENS, "chat_template_kwargs": {"enable_thinking": False}}
     problems = [f"{key} is {body.get(key)!r}, the runner sends {value!r}" for key, value in wanted.items() if body.get(key) != value]
-    if (body.get("response_format") or {}).get("type") != "json_schema":
-        problems.append("no json_schema response_format")
+    if (body.get("response_format") or {}).get("type") != response_format:
+        problems.append(f"no {response_format} response_format")
     return problems + (["it carries cache_prompt, which the runner never sends"] if "cache_prompt" in body else [])
 
 

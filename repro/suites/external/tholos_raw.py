@@ -18,6 +18,11 @@ RUNNER_TEMPERATURE = 0.0  # tholos.bench.runner.bench sets both itself; a matrix
 RUNNER_MAX_TOKENS = 512
 
 
+# The response_format each of its `--json-mode`s sends (tholos.model: "none" sends none; repro runs
+# the two a matrix protocol names, repro.spec.harnesses THOLOS_JSON_MODES).
+RESPONSE_FORMATS = {"schema": "json_schema", "object": "json_object"}
+
+
 CONSOLE = "console.txt"
 
 

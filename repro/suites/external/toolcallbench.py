@@ -117,7 +117,7 @@ class ToolCallBench(Adapter):
     def raw_paths(self, out_dir: Path) -> list[str]:
         return walk_raw(out_dir, MAX_RAW_FILES, "ToolCallBench")
 
-    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str]) -> Normalised:
+    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
         workers = read_workers(raw, index)
         runs = {run.task_id: run for worker in workers for run in worker.runs}
         if sorted(runs) != sorted(ids) or len(runs) != sum(len(w.runs) for w in workers):
@@ -127,8 +127,8 @@ class ToolCallBench(Adapter):
             results=[scenario_result(run) for run in ordered], transcripts=[TranscriptLine(id=run.task_id, transcript=transcript(run)) for run in ordered]
         )
 
-    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
-
+    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
+        """Its checks re-executed (its one protocol, native_tools, is what its backend sends: the matrix cannot name another)."""
         return recheck_workers(read_workers(raw, index), wheel_root)
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:

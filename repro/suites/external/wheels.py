@@ -8,8 +8,9 @@ once into `<cache>/external/unpacked/<sha256>/` (regular files only, no name out
 which is where its tasks are read from; a run never downloads. A harness pinned by a source
 archive instead (`archive` or `git`, with its sha256: Tholos-Bench's runner) is fetched as engine
 sources are (repro.sources: the cache, a mirror, then git) and unpacked once into the suite cache
-(repro.suite_sources), where its image build and `repro check` read it; the lock then holds only
-the wheels it installs.
+(repro.suite_sources), where its image build and `repro check` read it (or, when neither holds it,
+from the copy a bundle carries: repro.suites.external.carried); the lock then holds only the wheels
+it installs.
 """
 
 from __future__ import annotations
@@ -102,17 +103,15 @@ def fetch_code(external: ExternalSuite, log: Log = lambda line: None) -> Path:
     return fetch_suite(external.source, log=log)
 
 
-def code_root(external: ExternalSuite) -> Path:
-    """The unpacked, verified archive of a source-pinned harness, from the cache or a mirror
-    (never downloaded here: BadInput naming the command when it is not fetched)."""
+def fetched_code(external: ExternalSuite) -> Path | None:
+    """The unpacked, verified archive of a source-pinned harness, from the cache or a mirror (never
+    downloaded here); None when neither holds it (a bundle may carry it: repro.suites.external.carried)."""
     from repro.store.sources import from_mirror
     from repro.suites.sources import unpacked
 
     found = unpacked(external.source)
     if found is None and from_mirror(external.sha256) is not None:
         found = fetch_code(external)
-    if found is None:
-        raise BadInput(f"{external.pin} (sha256 {external.sha256[:12]}) is not fetched; run: repro suites fetch MATRIX (or set REPRO_SOURCE_MIRROR)")
     return found
 
 

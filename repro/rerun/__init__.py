@@ -1,0 +1,7 @@
+"""Rerun a bundle: `repro rerun BUNDLE` (the reviewer's one command).
+
+- `archive`: the bundle as given, or its `.tar.gz` unpacked safely under `--out`.
+- `preflight`: the same-setup table, input by input, the bundle's beside this machine's.
+- `session`: check the bundle, rebuild its matrix, profile and suites, plan its cells.
+- `verdict`: the rerun against the bundle, row by row (`verdict_of`), and its report.
+"""

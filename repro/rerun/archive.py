@@ -1,0 +1,72 @@
+"""The bundle to rerun: a run folder as given, or a `.tar.gz` unpacked safely under `--out`.
+
+An archive is untrusted: it is unpacked by `repro.core.archives` (regular files and folders
+only; no link, device, FIFO, absolute or `..` name; bounded member count, member size and total
+size; a truncated or corrupt archive in one line) into a fresh hidden folder under `--out`, and
+renamed into place only when every member unpacked; a refused archive leaves nothing behind. It
+must hold exactly one run folder (a `run.json` beside `matrix.yaml`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from repro.core.archives import ArchiveLimits, extract_checked
+from repro.core.errors import BadInput
+from repro.core.files import MAX_JSONL_BYTES
+from repro.core.terminal import shown
+
+BUNDLE_LIMITS = ArchiveLimits(files=20_000, total_bytes=2 * 1024**3, member_bytes=MAX_JSONL_BYTES)
+MAX_ARCHIVE_BYTES = 1024**3  # the compressed archive itself
+UNPACKED = "bundle"  # OUT/bundle/<run id>/: the unpacked bundle, beside the rerun's own results
+
+
+def bundle_folder(given: Path, out: Path) -> Path:
+    """The run folder to rerun: `given` itself when it is one, else its archive unpacked into
+    OUT/bundle/ (once: an archive already unpacked there is reused when its names match)."""
+    if given.is_symlink():
+        raise BadInput(f"{shown(given)}: a link; give the bundle's folder or archive itself")
+    if given.is_dir():
+        return require_run_folder(given)
+    if not given.is_file():
+        raise BadInput(f"{shown(given)}: no such bundle (a run folder, or its .tar.gz)")
+    if given.stat().st_size > MAX_ARCHIVE_BYTES:
+        raise BadInput(f"{shown(given)}: more than {MAX_ARCHIVE_BYTES // 1024**2} MB; not a bundle this command unpacks")
+    return unpack_bundle(given, out / UNPACKED)
+
+
+def require_run_folder(folder: Path) -> Path:
+    """A bundle's run folder: run.json and matrix.yaml, both regular files."""
+    missing = missing_file(folder)
+    if missing:
+        raise BadInput(f"{shown(folder)}: not a bundle (no {missing}); give a run folder written by repro matrix run, or its .tar.gz")
+    return folder
+
+
+def missing_file(folder: Path) -> str | None:
+    """The first of run.json and matrix.yaml that is not a regular file in `folder`."""
+    return next((name for name in ("run.json", "matrix.yaml") if (folder / name).is_symlink() or not (folder / name).is_file()), None)
+
+
+def unpack_bundle(archive: Path, into: Path) -> Path:
+    """Unpack into a hidden work folder under `into`, check it holds one run folder, move it in."""
+    into.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".unpack-", dir=into))
+    try:
+        names = extract_checked(archive, work, BUNDLE_LIMITS, BadInput)
+        tops = sorted({PurePosixPath(name).parts[0] for name in names if PurePosixPath(name).parts})
+        if len(tops) != 1 or missing_file(work / tops[0]):
+            raise BadInput(f"{shown(archive)}: not a bundle archive (one run folder with run.json and matrix.yaml at its top; found {len(tops)} entries)")
+        run_dir = work / tops[0]
+        target = into / tops[0]
+        if target.exists():
+            shutil.rmtree(target)  # an earlier unpacking of it: this one is fresh and complete
+        run_dir.rename(target)
+        return target
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            into.rmdir()  # only when empty: a refused archive leaves no folder behind

@@ -1,0 +1,198 @@
+"""`repro rerun BUNDLE`: from someone's bundle to what the rerun needs, before anything is fetched.
+
+`prepare_rerun` opens the bundle (repro.rerun.archive), checks it (`repro check`'s own
+`check_run`, and its signature when asked): an INVALID bundle is refused with its reasons. It then
+rebuilds the matrix the bundle ran from what the bundle embeds (`source_matrix`), plans the
+bundle's cells on the profile (its VALID cells, and its EXCLUDED cells, which the plan excludes
+again with the reason or runs again when only the latency gate had excluded them; `--only`
+narrows) and lays this machine's setup beside the bundle's (repro.rerun.preflight). Nothing is
+fetched, built or booted here: the command does that next with the functions `models fetch`,
+`suites fetch`, `images build` and `matrix run` use.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from repro.bundle.layout import BundleReader, write_in
+from repro.bundle.provenance import source_state, system_description
+from repro.bundle.records import RunRecord
+from repro.bundle.signers import require_signed
+from repro.check.verdict import RunVerdict, check_run
+from repro.core.config import PROJECT_ROOT, cache_dir
+from repro.core.errors import BadInput
+from repro.core.files import sha256_file
+from repro.core.terminal import shown
+from repro.plan.planner import Plan, stored_plan
+from repro.rerun.archive import bundle_folder
+from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups, machine_setup, refuse_unservable
+from repro.spec.cells import Cell
+from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
+from repro.store.models import is_stored
+from repro.suites.registry import kind_of
+
+RERUNS = Path("results") / "reruns"  # the default --out: OUT/<bundle run id>/ (results/ is ignored)
+
+
+class RerunOptions(BaseModel):
+    bundle: Path
+    out: Path | None = None
+    profile: str | None = None
+    only: list[str] = []
+    allowed_signers: Path | None = None
+    source: Path | None = None  # the author's repository (repro check --source)
+
+
+class RerunPlan(BaseModel):
+    """What the rerun will do, decided before anything is fetched or booted."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_dir: Path
+    record: RunRecord
+    check: RunVerdict
+    out: Path
+    matrix: Path
+    loaded: LoadedMatrix
+    profile: str
+    plan: Plan
+    cells: list[Cell]
+    again_excluded: dict[str, str] = {}  # bundle cells the plan excludes on this profile: why
+    setup: list[SetupRow]
+
+
+def default_out(given: Path) -> Path:
+    """results/reruns/<the bundle's name without .tar.gz>/."""
+    return RERUNS / given.name.removesuffix(".tar.gz").removesuffix(".tgz")
+
+
+def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> RerunPlan:
+    out = options.out or default_out(options.bundle)
+    run_dir = bundle_folder(options.bundle, out)
+    check = checked(run_dir, options.allowed_signers, author_repo)
+    reader = BundleReader(run_dir)
+    record = reader.run()
+    matrix = source_matrix(reader, record, out)
+    loaded, profiles = load_matrix_and_profiles(matrix)
+    profile_name = options.profile or record.profile
+    profile = profiles.get(profile_name)
+    system = system_description()
+    refuse_unservable(profile_name, profile, system)
+    plan = stored_plan(loaded, profile_name, profile)[0]
+    cells, again = bundle_cells(plan, check, options.only)
+    refuse_unfetchable(loaded, cells)
+    here = machine_setup(source_state(), system, profile_name, profile, cells, suite_hashes(loaded, cells))
+    setup = compare_setups(bundle_setup(record, [reader.cell(c.id) for c in cells if reader.has_cell(c.id)]), here)
+    return RerunPlan(
+        run_dir=run_dir,
+        record=record,
+        check=check,
+        out=out,
+        matrix=matrix,
+        loaded=loaded,
+        profile=profile_name,
+        plan=plan,
+        cells=cells,
+        again_excluded=again,
+        setup=setup,
+    )
+
+
+def checked(run_dir: Path, allowed_signers: Path | None, author_repo: Path | None) -> RunVerdict:
+    """`repro check` on the bundle: INVALID (or unsigned, when a signer is required) is refused."""
+    if allowed_signers is not None:
+        require_signed([run_dir], allowed_signers)
+    verdict = check_run(run_dir, author_repo=author_repo)
+    if verdict.failed:
+        reasons = [f"{p.rule}: {p.text}" for p in verdict.run_problems] + [f"{c.cell_id}: {r}" for c in verdict.invalid for r in c.reasons]
+        first = f"{shown(run_dir.name)}: the bundle is INVALID ({len(verdict.invalid)} cell(s), {len(verdict.run_problems)} run problem(s)); nothing is rerun"
+        raise BadInput(first, lines=[first, *(f"  {shown(line)}" for line in reasons[:20])])
+    return verdict
+
+
+def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[Cell], dict[str, str]]:
+    """The bundle's VALID and EXCLUDED cells (or `--only` of them) that the plan runs here, and
+    those it excludes again, with the reason."""
+    held = {c.cell_id: c.verdict for c in check.cells if c.verdict in ("VALID", "EXCLUDED")}
+    unknown = sorted(set(only) - set(held))
+    if unknown:
+        raise BadInput(f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: {shown(', '.join(sorted(held))[:300])})")
+    wanted = set(only) or {cid for cid, verdict in held.items() if verdict == "VALID" or not only}
+    cells = [c for c in plan.cells if c.id in wanted]
+    again = {c.id: c.excluded or "excluded" for c in plan.excluded if c.id in wanted}
+    missing = sorted(wanted - {c.id for c in cells} - set(again))
+    if missing:
+        raise BadInput(f"cell {shown(missing[0])} of the bundle is not in the plan recomputed from its matrix on this profile")
+    if not cells:
+        raise BadInput("nothing to rerun: every asked-for cell is excluded on this profile" + "".join(f"; {shown(k)}: {shown(v)}" for k, v in again.items()))
+    return cells, again
+
+
+def source_matrix(reader: BundleReader, record: RunRecord, out: Path) -> Path:
+    """The matrix to run: the project's own file when it is byte for byte the bundle's, else the
+    bundle's copy; an author's matrix (paths_from: matrix) with its profiles file and scenario
+    folders rebuilt from the bundle beside it, outside the project tree."""
+    if record.author is None:
+        own = PROJECT_ROOT / record.matrix.path
+        if own.is_file() and not own.is_symlink() and sha256_file(own) == record.matrix.sha256:
+            return Path(os.path.relpath(own))
+        return copy_matrix(reader, out / "source" / "matrix.yaml")
+    folder = author_folder(out, record.run_id)
+    matrix = copy_matrix(reader, folder / record.author.matrix.path)
+    if record.author.profiles_file is not None:
+        write_in(folder, folder / record.author.profiles_file.path, reader.author_profiles())
+    embedded = load_matrix(reader.matrix_path(), embedded=True)
+    for suite in embedded.matrix.suites:
+        if suite.source is None and suite.external is None:
+            copy_suite(reader.suite_dir(suite.id), folder / suite.path, folder)
+    return matrix
+
+
+def author_folder(out: Path, run_id: str) -> Path:
+    """Where an author's files are rebuilt: OUT/source, or the cache when OUT is in the project
+    (a paths_from: matrix matrix must lie outside it); emptied first."""
+    inside = out.resolve() == PROJECT_ROOT or PROJECT_ROOT in out.resolve().parents
+    folder = (cache_dir() / "reruns" / run_id if inside else out.resolve()) / "source"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def copy_matrix(reader: BundleReader, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_in(target.parent, target, reader.matrix_path().read_bytes())
+    return target
+
+
+def copy_suite(embedded: Path, scenarios: Path, folder: Path) -> None:
+    """A suite's embedded scenario files into its scenario folder, its fixtures beside it."""
+    for part, target in (("scenarios", scenarios), ("fixtures", scenarios.parent / "fixtures")):
+        for path in sorted((embedded / part).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                write_in(folder, target / path.relative_to(embedded / part), path.read_bytes())
+
+
+def suite_hashes(loaded: LoadedMatrix, cells: list[Cell]) -> dict[str, str | None]:
+    """Each planned suite's sha256 as selected here (None when its files are not fetched yet)."""
+    hashes: dict[str, str | None] = {}
+    for cell in cells:
+        try:
+            hashes[cell.suite.id] = kind_of(cell.suite).select(cell.suite, loaded.suite_root(cell.suite)).sha256
+        except BadInput:
+            hashes[cell.suite.id] = None
+    return hashes
+
+
+def refuse_unfetchable(loaded: LoadedMatrix, cells: list[Cell]) -> None:
+    """A model not in the store whose every source is a local path that is not here: one line."""
+    for model in {c.model.id: c.model for c in cells}.values():
+        if is_stored(model) or any(s.path is None for s in model.sources):
+            continue
+        if not any((loaded.root / str(s.path)).is_file() for s in model.sources):
+            raise BadInput(
+                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this machine; put it in the store (repro models fetch from a copy)"
+            )

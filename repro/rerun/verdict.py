@@ -1,0 +1,85 @@
+"""The rerun's verdict against the bundle it reran: the bundle's rows for the cells the rerun
+planned, stated as claims and verified as every claim is (repro.report.claims_verify, through the
+one comparison of inputs, repro.report.pins), with the setup table of both sides' records beside
+it (repro.rerun.preflight) and the exit code of the verify.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from repro.bundle.layout import BundleReader
+from repro.report.aggregate import collect_with_cells
+from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options, load_rerun, published_claims, verify_claims
+from repro.report.verify import first_step_finder
+from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups
+from repro.spec.claims import LoadedClaims
+
+
+class RerunVerdict(BaseModel):
+    bundle: str
+    reruns: list[str]
+    report: ClaimsReport
+    setup: list[SetupRow]
+
+    @property
+    def rows(self) -> list[ClaimVerdict]:
+        return self.report.verdicts
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.rows and self.report.passed() else 1
+
+    def closing_line(self) -> str:
+        said = ", ".join(f"{n} {name}" for name, n in self.report.counts().items() if n) or "no row to compare"
+        refused = sorted({d.name for row in self.rows for d in row.differences if not d.accepted})
+        accept = f"; differs from the bundle in: {', '.join(refused)} (accept by name with --accept {','.join(refused)})" if refused else ""
+        return f"rerun of {self.bundle}: {said} of {len(self.rows)} rows{accept}; exit {self.exit_code}"
+
+    def markdown(self) -> str:
+        lines = [f"# Rerun of {self.bundle}", "", f"Reruns: {', '.join(self.reruns)}", ""]
+        lines += ["| row | verdict | setup | published | rerun | transcripts |", "|---|---|---|---|---|---|"]
+        lines += [f"| {_cell(v.about)} | {v.verdict} | {_cell(v.setup)} | {v.claimed} | {v.rerun or '-'} | {_cell(_identity(v))} |" for v in self.rows]
+        lines += ["", "## Setup, input by input", "", "| input | bundle | rerun | |", "|---|---|---|---|"]
+        lines += [
+            f"| {_cell(r.input)} | {_cell(r.bundle)} | {_cell(r.here)} | {'same' if r.same else 'not known' if r.same is None else 'differs'} |"
+            for r in self.setup
+        ]
+        reasons = [
+            f"- {_cell(v.about)}: {_cell(line)}" for v in self.rows for line in v.reasons + [d.describe() for d in v.differences] + ([v.rule] if v.rule else [])
+        ]
+        lines += ["", "## What each verdict rests on", "", *reasons] if reasons else []
+        return "\n".join([*lines, "", self.closing_line(), ""])
+
+
+def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> RerunVerdict:
+    """The rerun folders against the published bundle: its rows for the cells the rerun planned."""
+    loaded, keys = published_claims(published)
+    asked = {cell_id for path in rerun for cell_id in BundleReader(path).run().planned_cells}
+    cells = collect_with_cells([published])[1]
+    wanted = {claim for claim, key in keys.items() if asked & {c.record.cell.id for c in cells.get(key, [])}}
+    claims = loaded.claims.model_copy(update={"claims": [c for c in loaded.claims.claims if c.id in wanted]})
+    options = Options(accept=accept, where=first_step_finder(published, rerun, keys))
+    report = verify_claims(LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun), options)
+    reruns = [BundleReader(p).run().run_id for p in rerun]
+    return RerunVerdict(bundle=BundleReader(published).run().run_id, reruns=reruns, report=report, setup=setup_rows(published, rerun[0]))
+
+
+def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:
+    """Each side's setup from its own records, for the cells the rerun planned."""
+    asked = BundleReader(rerun).run().planned_cells
+    sides = []
+    for path in (published, rerun):
+        reader = BundleReader(path)
+        sides.append(bundle_setup(reader.run(), [reader.cell(cell_id) for cell_id in asked if reader.has_cell(cell_id)]))
+    return compare_setups(sides[0], sides[1])
+
+
+def _identity(verdict: ClaimVerdict) -> str:
+    return verdict.transcripts.summary() if verdict.transcripts else "-"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,87 @@
+"""`repro rerun` up to the point where it would fetch, build and boot, on the real published
+smoke bundle: a tampered bundle is refused before anything starts; the same-setup table names the
+commit and harness of a bundle recorded at another repro commit before anything starts; the
+verdict of a bundle against itself is REPRODUCED with identical transcripts. No Docker."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from repro.__main__ import main
+from repro.commands import rerun as rerun_command
+from repro.rerun.archive import bundle_folder
+from repro.rerun.preflight import Setup, compare_setups, differences
+from repro.rerun.verdict import verdict_of
+from tests.rerun.conftest import SMOKE
+
+ONE_CELL = "smollm2-135m-instruct-q4_1__llamacpp-b11434__json_schema__workspace-smoke__r1"
+
+
+class Booted(Exception):
+    """What a test raises in place of fetching, building or booting."""
+
+
+def no_start(*args: object, **kwargs: object) -> None:
+    raise Booted
+
+
+def one_cell(run_dir: Path) -> str:
+    """The published bundle's VALID workspace cell of SmolLM2 under the JSON schema (its id carries a hash)."""
+    ids = [p.name for p in (run_dir / "cells").iterdir() if p.name.startswith(ONE_CELL)]
+    assert ids, sorted(p.name for p in (run_dir / "cells").iterdir())
+    return ids[0]
+
+
+def test_a_tampered_bundle_is_refused_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
+    monkeypatch.setattr(rerun_command, "run_cells", no_start)
+    run_dir = bundle_folder(SMOKE, tmp_path / "unpacked")
+    results = run_dir / "cells" / one_cell(run_dir) / "scenarios.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    rows[0]["passed"] = not rows[0]["passed"]
+    results.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with tarfile.open(tmp_path / "tampered.tar.gz", "w:gz") as tar:
+        tar.add(run_dir, arcname=run_dir.name)
+    assert main(["rerun", str(tmp_path / "tampered.tar.gz"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "INVALID" in err and "nothing is rerun" in err
+
+
+def test_the_preflight_names_the_commit_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published bundle was recorded at commit c52a229, not this one: the table says so first."""
+    monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
+    cell = one_cell(bundle_folder(SMOKE, tmp_path / "peek"))
+    with pytest.raises(Booted):
+        rerun_command.rerun(SMOKE, None, [cell], tmp_path / "out", False, [], None, None)
+    out = capsys.readouterr().out
+    assert "same setup?" in out and f"RUN  {cell}" in out
+    assert "named    repro commit: c52a229" in out
+    assert "threads per engine: 2 | 2" in out
+
+
+def test_another_harness_tree_and_threads_are_named_and_counted() -> None:
+    bundle = Setup(commit="a" * 40, harness="1" * 64, version="0.1.0", profile="cpu", threads=2, hardware="cpu x")
+    here = bundle.model_copy(update={"commit": "b" * 40, "harness": "2" * 64, "threads": 1})
+    rows = compare_setups(bundle, here)
+    assert [r.input for r in differences(rows)] == ["harness tree digest", "threads per engine"]
+    assert [r.input for r in differences(rows, frozenset({"threads"}))] == ["harness tree digest"]
+    assert [r.input for r in rows if r.same is False] == ["repro commit", "harness tree digest", "threads per engine"]
+
+
+def test_a_bundle_against_itself_is_reproduced_with_identical_transcripts(tmp_path: Path) -> None:
+    run_dir = bundle_folder(SMOKE, tmp_path / "out")
+    verdict = verdict_of(run_dir, [run_dir], frozenset())
+    assert verdict.rows and {row.verdict for row in verdict.rows} == {"REPRODUCED"}
+    assert all(row.transcripts and row.transcripts.identical == row.transcripts.compared > 0 for row in verdict.rows)
+    assert {row.setup for row in verdict.rows} == {"same"}
+    assert verdict.exit_code == 0 and "differs from the bundle" not in verdict.closing_line()
+    assert "| REPRODUCED | same |" in verdict.markdown()
+
+
+def test_an_unknown_accept_name_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rerun", str(SMOKE), "--accept", "threads,colour"]) == 2
+    assert "--accept colour: not an input name" in capsys.readouterr().err

@@ -1,0 +1,172 @@
+"""Verdicts that mean what they say (synthetic bundles): a claim is about its setup, the same
+exact setup promises identity, counts compare only the same scenarios, and `--published` and
+`--claims` reach one verdict through one comparison of inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from repro.__main__ import main
+from repro.bundle.redact import Redactor
+from repro.report.aggregate import collect
+from repro.report.claims_verify import Options, claims_from_rerun, load_rerun, verify_claims
+from repro.report.paper import render
+from repro.report.pins import ACCEPTABLE, same_build
+from repro.spec.claims import load_claims
+from tests.fixtures.synthetic import CANARY, write_bundle
+from tests.verify.test_claims_verify import SOURCE, edited, write
+
+
+@pytest.fixture(scope="module")
+def rerun_dir(tmp_path_factory) -> Path:
+    return write_bundle(tmp_path_factory.mktemp("rerun") / "run1")
+
+
+@pytest.fixture(scope="module")
+def own(rerun_dir):
+    return claims_from_rerun(load_rerun([rerun_dir]), SOURCE)
+
+
+def first_verdict(rerun_dir, path, **options):
+    return verify_claims(load_claims(path), load_rerun([rerun_dir]), Options(**options)).verdicts[0]
+
+
+def setup_of(data):
+    return data["setups"][data["claims"][0]["setup"]]
+
+
+# Each pinned input a claim may state, set to something the rerun did not run, with its --accept name.
+DIFFERENT_SETUPS = {
+    "engine kind": (lambda d: setup_of(d)["engine"].update(kind="ollama"), "engine"),
+    "engine build": (lambda d: setup_of(d)["engine"].update(build="fdf5818"), "engine-build"),
+    "engine variant": (lambda d: setup_of(d)["engine"].update(variant="cuda"), "engine-variant"),
+    "quant": (lambda d: d["models"][d["claims"][0]["model"]].update(quant="Q8_0"), "quant"),
+    "temperature": (lambda d: setup_of(d)["decoding"].update(temperature=0.7), "temperature"),
+    "context": (lambda d: setup_of(d)["decoding"].update(context=16384), "context"),
+    "tokens per step": (lambda d: setup_of(d)["decoding"].update(max_tokens=512), "max-tokens"),
+    "harness version": (lambda d: setup_of(d)["harness"].update(version="9.9.9"), "harness"),
+    "harness tree": (lambda d: setup_of(d)["harness"].update(tree_digest="ab" * 32), "harness"),
+    "accelerator": (lambda d: setup_of(d)["hardware"].update(accelerator="Tesla T4"), "hardware"),
+    "threads": (lambda d: setup_of(d)["hardware"].update(threads=1), "threads"),
+    "chat template": (lambda d: d["claims"][0].update(chat_template={"source": "pinned", "sha256": "cd" * 32}), "chat-template"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(DIFFERENT_SETUPS))
+def test_a_different_setup_is_never_plain_reproduced(rerun_dir, own, tmp_path, capsys, what):
+    change, name = DIFFERENT_SETUPS[what]
+    path = write(tmp_path, edited(own, change))
+    verdict = first_verdict(rerun_dir, path)
+    assert verdict.verdict == "REPRODUCED ON ANOTHER SETUP" and verdict.setup == f"differs: {name}"
+    assert main(["verify", str(rerun_dir), "--claims", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "REPRODUCED ON ANOTHER SETUP" in out and "differs:" in out
+    accepted = first_verdict(rerun_dir, path, accept=frozenset({name}))
+    assert accepted.verdict == "REPRODUCED" and accepted.setup == f"accepted: {name}"
+    assert main(["verify", str(rerun_dir), "--claims", str(path), "--accept", name, "--allow-partial"]) == 0
+    assert "(accepted by --accept)" in capsys.readouterr().out
+
+
+def test_an_unknown_accept_name_is_bad_input(rerun_dir, own, tmp_path, capsys):
+    assert main(["verify", str(rerun_dir), "--claims", str(write(tmp_path, own)), "--accept", "threads,gpu"]) == 2
+    assert "--accept gpu: not an input name" in capsys.readouterr().err
+    assert {"hardware", "threads", "engine-build"} <= set(ACCEPTABLE)
+
+
+def test_a_short_and_a_full_commit_of_one_build_agree():
+    assert same_build("fdf5818", "fdf5818a2b3c4d5e6f708192a3b4c5d6e7f80912")
+    assert same_build("B11434", "b11434")
+    assert not same_build("fdf5818", "fdf5819a2b3c4d5e6f708192a3b4c5d6e7f80912")
+    assert not same_build("b1", "b11434")  # a prefix that is no commit hash names nothing
+
+
+def test_on_the_same_exact_setup_a_raised_count_is_different(rerun_dir, own, tmp_path):
+    """The exact CPU setup promises identity: counts only, 1 of 3 raised to 3 of 3 (Fisher would
+    say p = 0.4) is DIFFERENT, and the verdict names the rule it used."""
+
+    def change(data):
+        claim = data["claims"][1]
+        claim["result"] = {"passed": 3, "total": 3}
+
+    found = {v.claim: v for v in verify_claims(load_claims(write(tmp_path, edited(own, change))), load_rerun([rerun_dir])).verdicts}
+    raised = found[own.claims[1].id]
+    assert (own.claims[1].result.passed, raised.verdict) == (1, "DIFFERENT")
+    assert raised.judgement is not None and raised.judgement.test == "exact" and raised.rule and raised.rule.startswith("identity")
+    assert found[own.claims[0].id].verdict == "REPRODUCED"
+
+
+def test_equal_counts_on_the_same_exact_setup_are_reproduced(rerun_dir, own, tmp_path):
+    def change(data):
+        for claim in data["claims"]:
+            result = claim["result"]
+            claim["result"] = {"passed": result["passed"], "total": result["total"]}
+
+    verdict = first_verdict(rerun_dir, write(tmp_path, edited(own, change)))
+    assert verdict.verdict == "REPRODUCED" and verdict.judgement is not None and verdict.judgement.test == "exact"
+
+
+@pytest.mark.parametrize(
+    ("claimed", "reason"),
+    [
+        ({"passed": 137, "total": 160}, "the claim counts 160 scenarios, the rerun ran 3"),
+        ({"passed": 3, "total": 160, "tolerance": {"passed_within": 1, "reason": "r"}}, "the claim counts 160 scenarios, the rerun ran 3"),
+        ({"sha256": "ef" * 32}, "has sha256 efefefefefef, the rerun's"),
+    ],
+)
+def test_counts_over_another_scenario_set_are_not_rerun(rerun_dir, own, tmp_path, claimed, reason):
+    def change(data):
+        claim = data["claims"][0]
+        suite = data["suites"][claim["suite"]]
+        if "sha256" in claimed:
+            suite["sha256"] = claimed["sha256"]
+            return
+        data["suites"]["the-whole-suite"] = {**suite, "scenarios": claimed["total"]}
+        claim["suite"] = "the-whole-suite"
+        claim["result"] = {"passed": claimed["passed"], "total": claimed["total"]}
+        if "tolerance" in claimed:
+            claim["tolerance"] = claimed["tolerance"]
+
+    verdict = first_verdict(rerun_dir, write(tmp_path, edited(own, change)))
+    assert verdict.verdict == "NOT RERUN" and reason in verdict.reasons[0]
+
+
+def test_a_claim_without_its_suite_count_still_compares_only_the_same_total(rerun_dir, own, tmp_path):
+    def change(data):
+        claim = data["claims"][0]
+        data["suites"][claim["suite"]].pop("scenarios")
+        claim["result"] = {"passed": 2, "total": 3 * 160}
+
+    verdict = first_verdict(rerun_dir, write(tmp_path, edited(own, change)))
+    assert verdict.verdict == "NOT RERUN" and "the claim counts 480 scenario runs, the rerun ran 3" in verdict.reasons[0]
+
+
+def test_published_and_claims_reach_the_same_verdicts(rerun_dir, tmp_path, capsys):
+    """One verify: the published rows, given as a results.json, as the bundle, or as the claims
+    file `repro claims from-results` writes, answer the same verdicts for the same rerun."""
+    render(collect([rerun_dir], Redactor(CANARY)), tmp_path / "paper")
+    results_json = tmp_path / "paper" / "results.json"
+    claims = tmp_path / "claims.yaml"
+    assert main(["claims", "from-results", str(rerun_dir), "--out", str(claims), "--citation", "c", "--url", "https://example.org/x"]) == 0
+    capsys.readouterr()
+    answers = {}
+    for name, args in {"claims": ["--claims", str(claims)], "json": ["--published", str(results_json)], "bundle": ["--published", str(rerun_dir)]}.items():
+        assert main(["verify", str(rerun_dir), *args, "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        answers[name] = [(v["verdict"], v["setup"], v["rerun_row"]) for v in report["verdicts"]]
+    assert answers["claims"] == answers["json"] == answers["bundle"]
+    assert {verdict for verdict, _, _ in answers["json"]} == {"REPRODUCED"}
+
+
+def test_a_published_row_on_another_thread_count_is_named_and_fails(rerun_dir, tmp_path, capsys):
+    render(collect([rerun_dir], Redactor(CANARY)), tmp_path / "paper")
+    path = tmp_path / "paper" / "results.json"
+    data = json.loads(path.read_text())
+    data["rows"][0]["execution"]["threads"] = 1
+    path.write_text(json.dumps(data))
+    assert main(["verify", str(rerun_dir), "--published", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "REPRODUCED ON ANOTHER SETUP" in out and "threads per engine differs: 1 claimed, 2 rerun" in out
+    assert main(["verify", str(rerun_dir), "--published", str(path), "--accept", "threads"]) == 0
