@@ -50,5 +50,5 @@ class ScriptedEngine(LlamaCppEngine):
         mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
         return create_kwargs(settings, image, scripted_argv(self.port), name=name, mounts=mounts, working_dir="/tmp")
 
-    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice]) -> None:
+    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
         return None  # it computes nothing on any device
