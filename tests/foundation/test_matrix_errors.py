@@ -51,7 +51,7 @@ BAD_CASES = [
     (
         "unknown-protocol",
         variant("protocols: [json_schema, native_tools, react, json_prompt]", "protocols: [xml_tags]"),
-        "{line} protocols[0]: input should be 'json_schema', 'native_tools', 'react' or 'json_prompt'",
+        "{line} protocols[0]: input should be 'json_schema', 'native_tools', 'react', 'json_prompt' or 'json_object'",
     ),
     ("unknown-kind", variant("kind: llama.cpp", "kind: vllm"), "{line} engines[0].kind: input should be 'llama.cpp', 'ollama' or 'scripted'"),
     (
