@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Discriminator, SerializerFunctionWrapHandler, Tag, TypeAdapter, model_serializer
 
 # The closed set of failure types, in precedence order: a failed scenario gets the first type
-# whose rule applies (harness.diagnosis decides; docs/diagnosis.md states every rule).
+# whose rule applies (harness.scoring.diagnosis decides; docs/diagnosis.md states every rule).
 FailureType = Literal[
     # configuration: never a model failure
     "engine_unreachable",
@@ -400,7 +400,7 @@ class GateProbeResult(ProbeResult):
     median_tokens_per_second: float | None = None
 
 
-# The escapes a sandbox audit tries from inside a harness container (harness.audit runs them).
+# The escapes a sandbox audit tries from inside a harness container (harness.probe.audit runs them).
 AUDIT_ITEMS: tuple[str, ...] = (
     "dns",
     "tcp_outside",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.policy import Step, Turn
+from harness.agent.policy import Step, Turn
 from harness.protocols.base import ChatPolicy, probe_turn
 from harness.protocols.json_prompt import JsonPromptPolicy
 from harness.protocols.json_schema import JsonSchemaPolicy

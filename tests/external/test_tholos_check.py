@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.scripted_engine import ScriptedEngine
+from harness.testing.scripted_engine import ScriptedEngine
 from repro.bundle.layout import Bundle
 from repro.bundle.provenance import SourceState, SystemDescription
 from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now

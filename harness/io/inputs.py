@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-from harness.strict_json import StrictJSONError, loads_strict
+from harness.io.strict_json import StrictJSONError, loads_strict
 
 MAX_SCENARIO_BYTES = 1024**2  # one scenario file; the project's largest is about 4 KB
 MAX_RECORDS_BYTES = 256 * 1024**2  # a cell's scenarios.jsonl or transcripts.jsonl, as repro's bundle bound
