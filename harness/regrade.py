@@ -60,11 +60,28 @@ from harness.contracts import (
     TriggerEntry,
 )
 from harness.io.inputs import MAX_RECORDS_BYTES, open_text
-from harness.model.scenario import Scenario, load_scenarios
+from harness.model.fixtures import FIXTURES_ENV
+from harness.model.scenario import Scenario, ScenarioError, load_scenarios
 from harness.model.workspace import Workspace
 from harness.protocols import PROTOCOLS, make_policy
 from harness.runner import build_transcript, run_scenario, verdict
 from harness.scoring.checks import CheckContext, evaluate_all
+
+# What the host may import: the re-grade, and the scenario loading and fixture folder it needs.
+__all__ = [
+    "FIXTURES_ENV",
+    "Regrade",
+    "RegradeReport",
+    "Replay",
+    "ScenarioError",
+    "TranscriptError",
+    "command",
+    "load_scenarios",
+    "parse_transcript",
+    "regrade",
+    "regrade_all",
+    "regrade_files",
+]
 
 MAX_TRANSCRIPT_CHARS = 4_000_000  # a 50-step transcript of a real run is well under 1 MB
 MAX_NESTING = 32

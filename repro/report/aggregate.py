@@ -19,7 +19,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
-from harness.scoring.lab_codes import lab_counts
+from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
 from repro.bundle.layout import BundleReader, find_runs, merge_problems
 from repro.bundle.records import CellRecord, CellSummary, Execution

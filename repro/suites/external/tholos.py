@@ -41,7 +41,7 @@ from harness.contracts import (
     TranscriptLine,
     TriggerEntry,
 )
-from harness.io.strict_json import loads_strict
+from harness.io import loads_strict
 from repro.core.errors import BadInput
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter, Normalised, RawIndex
