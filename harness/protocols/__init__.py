@@ -19,6 +19,8 @@ from harness.protocols.json_schema import JsonSchemaPolicy
 from harness.protocols.native_tools import NativeToolsPolicy
 from harness.protocols.react import ReactPolicy
 
+__all__ = ["PROTOCOLS", "ChatPolicy", "JsonPromptPolicy", "JsonSchemaPolicy", "NativeToolsPolicy", "ReactPolicy", "make_policy", "probe_turn", "round_trip"]
+
 PROTOCOLS: dict[str, type[ChatPolicy]] = {
     "json_schema": JsonSchemaPolicy,
     "native_tools": NativeToolsPolicy,

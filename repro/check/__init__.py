@@ -7,3 +7,9 @@
   project's files at the run's commit, the engine's log against its record, chat templates, an
   external harness's raw outputs).
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "commit",
+    "verdict",
+]
