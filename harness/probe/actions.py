@@ -155,6 +155,8 @@ def action_ollama_version(args: argparse.Namespace) -> tuple[OllamaVersionResult
 
 
 def sha256_of(path: Path) -> str:
+    """The file's sha256: the harness's own copy of ``repro.core.files.sha256_file``, since the
+    harness never imports repro."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(CHUNK):
