@@ -48,7 +48,7 @@ def regular_file(path: Path, limit: int, *, follow_links: bool = False) -> os.st
     except OSError as error:
         raise BadInput(f"{path}: cannot read ({error.strerror or error})") from None
     if stat.S_ISLNK(info.st_mode):
-        raise BadInput(f"{path}: a link (links are not followed)")
+        raise BadInput(f"{path}: not a regular file (a link: links are not followed)")
     if stat.S_ISDIR(info.st_mode):
         raise BadInput(f"{path}: a folder, not a file")
     if not stat.S_ISREG(info.st_mode):

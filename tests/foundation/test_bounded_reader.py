@@ -25,7 +25,7 @@ def test_a_link_is_refused_unless_asked(tmp_path):
     target.write_bytes(b"secret")
     link = tmp_path / "link.txt"
     link.symlink_to(target)
-    with pytest.raises(BadInput, match=r"link\.txt: a link \(links are not followed\)$"):
+    with pytest.raises(BadInput, match=r"link\.txt: not a regular file \(a link: links are not followed\)$"):
         read_regular(link, 100)
     with pytest.raises(BadInput, match="a link"):
         open_regular(link, 100)
