@@ -17,24 +17,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness.agent.policy import Policy, PolicyReply, ScriptedPolicy, Step, Turn
+    from harness.clients.errors import EngineError
     from harness.contracts import ScenarioResult
-    from harness.errors import EngineError
-    from harness.policy import Policy, PolicyReply, ScriptedPolicy, Step, Turn
+    from harness.model.scenario import Scenario, ScenarioError, load_scenario, load_scenarios
     from harness.runner import replay_scenario, run_scenario
-    from harness.scenario import Scenario, ScenarioError, load_scenario, load_scenarios
 
 _EXPORTS = {
-    "EngineError": "harness.errors",
-    "Policy": "harness.policy",
-    "PolicyReply": "harness.policy",
+    "EngineError": "harness.clients.errors",
+    "Policy": "harness.agent.policy",
+    "PolicyReply": "harness.agent.policy",
     "ScenarioResult": "harness.contracts",
-    "Scenario": "harness.scenario",
-    "ScenarioError": "harness.scenario",
-    "ScriptedPolicy": "harness.policy",
-    "Step": "harness.policy",
-    "Turn": "harness.policy",
-    "load_scenario": "harness.scenario",
-    "load_scenarios": "harness.scenario",
+    "Scenario": "harness.model.scenario",
+    "ScenarioError": "harness.model.scenario",
+    "ScriptedPolicy": "harness.agent.policy",
+    "Step": "harness.agent.policy",
+    "Turn": "harness.agent.policy",
+    "load_scenario": "harness.model.scenario",
+    "load_scenarios": "harness.model.scenario",
     "replay_scenario": "harness.runner",
     "run_scenario": "harness.runner",
 }

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_FAILED, EXIT_OK, ScenarioResult, TranscriptLine
-from harness.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, require_output_file
+from harness.io.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, require_output_file
+from harness.model.scenario import Scenario, ScenarioError, load_scenarios
 from harness.protocols import PROTOCOLS
-from harness.results import progress_event, progress_line, summary_lines
-from harness.scenario import Scenario, ScenarioError, load_scenarios
-from harness.scripted_engine import FAULTS, serve_command
+from harness.scoring.results import progress_event, progress_line, summary_lines
+from harness.testing.scripted_engine import FAULTS, serve_command
 
 OUTPUT_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT}
 
@@ -186,16 +186,16 @@ def _select(args: argparse.Namespace) -> list[Scenario]:
 
 def _client(args: argparse.Namespace) -> Any:
     if args.api == "ollama":
-        from harness.ollama_client import OllamaClient
+        from harness.clients.ollama import OllamaClient
 
         return OllamaClient(args.base_url, args.model, timeout=args.timeout)
-    from harness.client import OpenAIClient
+    from harness.clients.openai_compat import OpenAIClient
 
     return OpenAIClient(args.base_url, args.model, timeout=args.timeout, cache_prompt=args.cache_prompt)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.errors import EngineError
+    from harness.clients.errors import EngineError
     from harness.protocols import make_policy
     from harness.runner import run_scenario
 
@@ -251,7 +251,7 @@ def _probe(argv: list[str]) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != "harness.probe":
             raise
-        return _fail("error: the probe command is not available (harness/probe.py is missing)")
+        return _fail("error: the probe command is not available (harness/probe/actions.py is missing)")
     return int(probe.main(argv) or 0)
 
 
@@ -345,7 +345,7 @@ class _atomic_lines:
 
 
 def _check_outputs(*paths: Path | None) -> None:
-    """Every output target checked before any work (harness/inputs.py), and no two the same."""
+    """Every output target checked before any work (harness/io/inputs.py), and no two the same."""
     given = [path for path in paths if path is not None]
     for path in given:
         require_output_file(path)

@@ -12,23 +12,20 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, SerializerFunctionWrapHandler, Tag, TypeAdapter, model_serializer
 
-# The closed set of failure types, in precedence order: a failed scenario gets the first type
-# whose rule applies (harness.diagnosis decides; docs/diagnosis.md states every rule).
-FailureType = Literal[
-    # configuration: never a model failure
-    "engine_unreachable",
-    "model_not_loaded",
-    "context_overflow",
-    # engine: never a model failure
-    "engine_error",
-    # protocol: the run ended on a reply that was not a valid step
+# The closed set of failure types, in precedence order, each listed once under its layer: a failed
+# scenario gets the first type whose rule applies (harness.scoring.diagnosis decides;
+# docs/diagnosis.md states every rule).
+ConfigurationFailure = Literal["engine_unreachable", "model_not_loaded", "context_overflow"]  # never a model failure
+EngineFailure = Literal["engine_error"]  # never a model failure
+ProtocolFailure = Literal[  # the run ended on a reply that was not a valid step
     "degenerate",
     "empty_reply",
     "invalid_syntax",
     "text_tool_call",
     "unknown_tool",
     "invalid_arguments",
-    # behaviour
+]
+BehaviourFailure = Literal[
     "forbidden_tool",
     "no_tool_attempt",
     "wrong_tool",
@@ -38,31 +35,16 @@ FailureType = Literal[
     "missing_required_tool",
     "ignored_tool_result",
     "hallucinated_result",
-    # outcome
-    "wrong_outcome",
 ]
+OutcomeFailure = Literal["wrong_outcome"]
+FailureType = Literal[ConfigurationFailure, EngineFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure]
 FailureLayer = Literal["configuration", "engine", "protocol", "behaviour", "outcome"]
 FAILURE_TYPES: tuple[FailureType, ...] = get_args(FailureType)
 FAILURE_LAYERS: tuple[FailureLayer, ...] = get_args(FailureLayer)
 FAILURE_LAYER: dict[str, FailureLayer] = {
-    **dict.fromkeys(("engine_unreachable", "model_not_loaded", "context_overflow"), "configuration"),
-    "engine_error": "engine",
-    **dict.fromkeys(("degenerate", "empty_reply", "invalid_syntax", "text_tool_call", "unknown_tool", "invalid_arguments"), "protocol"),
-    **dict.fromkeys(
-        (
-            "forbidden_tool",
-            "no_tool_attempt",
-            "wrong_tool",
-            "stuck",
-            "step_limit",
-            "timeout",
-            "missing_required_tool",
-            "ignored_tool_result",
-            "hallucinated_result",
-        ),
-        "behaviour",
-    ),
-    "wrong_outcome": "outcome",
+    failure: layer
+    for layer, group in zip(FAILURE_LAYERS, (ConfigurationFailure, EngineFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure), strict=True)
+    for failure in get_args(group)
 }
 # Failures of the setup or the engine, never of the model: such a result has engine_fault true.
 NOT_MODEL_LAYERS: frozenset[FailureLayer] = frozenset({"configuration", "engine"})
@@ -400,7 +382,7 @@ class GateProbeResult(ProbeResult):
     median_tokens_per_second: float | None = None
 
 
-# The escapes a sandbox audit tries from inside a harness container (harness.audit runs them).
+# The escapes a sandbox audit tries from inside a harness container (harness.probe.audit runs them).
 AUDIT_ITEMS: tuple[str, ...] = (
     "dns",
     "tcp_outside",

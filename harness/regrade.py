@@ -41,8 +41,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.checks import CheckContext, evaluate_all
-from harness.client import ChatReply, ToolCall
+from harness.agent.loop import ENGINE_STOPS, INVALID_REPLY, run_agent
+from harness.agent.policy import ModelCall, PolicyReply, Step, Turn
+from harness.clients.errors import EngineError, engine_failure
+from harness.clients.openai_compat import ChatReply, ToolCall
 from harness.contracts import (
     ENTRY,
     EndEntry,
@@ -57,14 +59,29 @@ from harness.contracts import (
     TranscriptLine,
     TriggerEntry,
 )
-from harness.errors import EngineError, engine_failure
-from harness.inputs import MAX_RECORDS_BYTES, open_text
-from harness.loop import ENGINE_STOPS, INVALID_REPLY, run_agent
-from harness.policy import ModelCall, PolicyReply, Step, Turn
+from harness.io.inputs import MAX_RECORDS_BYTES, open_text
+from harness.model.fixtures import FIXTURES_ENV
+from harness.model.scenario import Scenario, ScenarioError, load_scenarios
+from harness.model.workspace import Workspace
 from harness.protocols import PROTOCOLS, make_policy
 from harness.runner import build_transcript, run_scenario, verdict
-from harness.scenario import Scenario, load_scenarios
-from harness.workspace import Workspace
+from harness.scoring.checks import CheckContext, evaluate_all
+
+# What the host may import: the re-grade, and the scenario loading and fixture folder it needs.
+__all__ = [
+    "FIXTURES_ENV",
+    "Regrade",
+    "RegradeReport",
+    "Replay",
+    "ScenarioError",
+    "TranscriptError",
+    "command",
+    "load_scenarios",
+    "parse_transcript",
+    "regrade",
+    "regrade_all",
+    "regrade_files",
+]
 
 MAX_TRANSCRIPT_CHARS = 4_000_000  # a 50-step transcript of a real run is well under 1 MB
 MAX_NESTING = 32
@@ -559,7 +576,7 @@ def read_records(path: Path, model: type[BaseModel], problems: list[str]) -> lis
     ``InputError`` (a missing, unreadable, non-regular or oversized file) is left to the caller:
     that is bad input."""
     records = []
-    with open_text(path, MAX_RECORDS_BYTES) as handle:  # a regular file within its bound (harness/inputs.py)
+    with open_text(path, MAX_RECORDS_BYTES) as handle:  # a regular file within its bound (harness/io/inputs.py)
         number = 0
         while line := handle.readline(MAX_LINE_CHARS + 1):
             number += 1

@@ -1,6 +1,6 @@
 """``run_scenario``: one scenario, one policy, one ``ScenarioResult``.
 
-The run's transcript, the scenario and the failed checks go to ``harness.diagnosis``, which
+The run's transcript, the scenario and the failed checks go to ``harness.scoring.diagnosis``, which
 decides ``passed``, the failure (type, step, evidence), ``engine_fault`` and the partial credit
 (``verdict``); ``harness.regrade`` scores a replayed run through the same function.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.checks import CheckContext, evaluate_all
+from harness.agent.loop import AgentRun, run_agent
+from harness.agent.policy import ModelCall, Policy, ScriptedPolicy
 from harness.contracts import (
     EndEntry,
     FailedCheck,
@@ -24,11 +25,10 @@ from harness.contracts import (
     TranscriptEntry,
     TriggerEntry,
 )
-from harness.diagnosis import diagnose, partial_credit
-from harness.loop import AgentRun, run_agent
-from harness.policy import ModelCall, Policy, ScriptedPolicy
-from harness.scenario import Scenario
-from harness.workspace import Workspace
+from harness.model.scenario import Scenario
+from harness.model.workspace import Workspace
+from harness.scoring.checks import CheckContext, evaluate_all
+from harness.scoring.diagnosis import diagnose, partial_credit
 
 
 def run_scenario(scenario: Scenario, policy: Policy, *, transcript: bool = True, timeout: float | None = None) -> ScenarioResult:

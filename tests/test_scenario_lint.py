@@ -3,7 +3,7 @@
 Per file: id equals the file stem, category equals the folder, the reference replays to a
 pass, category rules (approval, ask, injection, conflict), no placeholder names or em dashes,
 fixtures on .test hosts and under 4 KB, max_steps covers the reference, and the scenario is
-not passable by doing nothing (see harness/lint_agents.py). Across files: unique ids, each
+not passable by doing nothing (see harness/lint/agents.py). Across files: unique ids, each
 template used at most three times, approval answers balanced. ``python -m harness lint
 --scenarios scenarios`` runs the same rules.
 """

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.policy import Step, Turn
+from harness.agent.policy import Step, Turn
 from harness.protocols.base import ChatPolicy, probe_turn
 from harness.protocols.json_prompt import JsonPromptPolicy
 from harness.protocols.json_schema import JsonSchemaPolicy
 from harness.protocols.native_tools import NativeToolsPolicy
 from harness.protocols.react import ReactPolicy
+
+__all__ = ["PROTOCOLS", "ChatPolicy", "JsonPromptPolicy", "JsonSchemaPolicy", "NativeToolsPolicy", "ReactPolicy", "make_policy", "probe_turn", "round_trip"]
 
 PROTOCOLS: dict[str, type[ChatPolicy]] = {
     "json_schema": JsonSchemaPolicy,

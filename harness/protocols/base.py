@@ -7,7 +7,7 @@ model request becomes one ``ModelCall``; an invalid reply gets ``retries`` re-pr
 default), then the turn is invalid (the run ends as ``invalid_reply``).
 
 Every invalid reply is classified: its problem is a ``Reject``, a one-line string that also
-carries a code (``REJECT_CODES``, the protocol failure types of harness.diagnosis) and the tool
+carries a code (``REJECT_CODES``, the protocol failure types of harness.scoring.diagnosis) and the tool
 the reply tried to call when one can be read. A reply the engine cut at the token limit
 (``finish_reason: length``) is flagged ``truncated`` beside its code: the code still says what
 the model wrote. The codes, decided in this order:
@@ -33,10 +33,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.policy import HistoryItem, ModelCall, PolicyReply, Step, TableView, Turn
-from harness.prompts import render_result, tool_lines, workspace_overview
-from harness.schema_check import first_error
-from harness.strict_json import dumps_compact
+from harness.agent.policy import HistoryItem, ModelCall, PolicyReply, Step, TableView, Turn
+from harness.agent.prompts import render_result, tool_lines, workspace_overview
+from harness.io.schema_check import first_error
+from harness.io.strict_json import dumps_compact
 from harness.tools import CELL_SCHEMA, TOOL_SPECS
 
 FULL_RESULTS_KEPT = 4  # older results are shortened to keep small contexts small
@@ -336,7 +336,7 @@ PROBE_TASK = "Call finish with the summary 'ready'."
 
 def probe_turn(task: str = PROBE_TASK, tools: Iterable[str] = ("finish",)) -> Turn:
     """A minimal one-step turn, for latency gates and smoke tests."""
-    from harness.scenario import AgentSpec
+    from harness.model.scenario import AgentSpec
 
     agent = AgentSpec(name="Probe", role="You answer health checks.", tools=list(tools))
     return Turn(

@@ -33,10 +33,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.policy import ModelCall, Step, Turn
+from harness.agent.policy import ModelCall, Step, Turn
+from harness.io.strict_json import StrictJSONError, loads_strict
 from harness.protocols.base import ChatPolicy, Parsed, Reject, no_call
 from harness.protocols.json_schema import STEP_FORMAT, build_messages, json_retry_messages, step_from_value, step_schema
-from harness.strict_json import StrictJSONError, loads_strict
 
 PROTOCOL = "json_prompt"
 REPAIRS = ("code_fence", "surrounding_text", "single_quotes", "unquoted_keys", "python_literals", "trailing_commas")

@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.policy import ModelCall, Step, TableView, Turn
+from harness.agent.policy import ModelCall, Step, TableView, Turn
+from harness.io.schema_check import first_error
+from harness.io.strict_json import StrictJSONError, dumps_compact, loads_strict
 from harness.protocols.base import (
     THOUGHT_MAX_CHARS,
     TRUNCATED,
@@ -32,8 +34,6 @@ from harness.protocols.base import (
     step_dict,
     system_prompt,
 )
-from harness.schema_check import first_error
-from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
 
 __all__ = [
     "TRUNCATED",

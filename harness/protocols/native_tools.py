@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.client import ToolCall
-from harness.policy import HistoryItem, ModelCall, Step, Turn
+from harness.agent.policy import HistoryItem, ModelCall, Step, Turn
+from harness.clients.openai_compat import ToolCall
+from harness.io.strict_json import StrictJSONError, dumps_compact, loads_strict
 from harness.protocols.base import ChatPolicy, Parsed, Reject, args_schema, check_call, next_step_line, no_call, result_texts, system_prompt
-from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
 from harness.tools import TOOL_SPECS
 
 PROTOCOL = "native_tools"

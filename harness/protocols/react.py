@@ -43,9 +43,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.policy import HistoryItem, ModelCall, Step, Turn
+from harness.agent.policy import HistoryItem, ModelCall, Step, Turn
+from harness.io.strict_json import StrictJSONError, dumps_compact, loads_strict
 from harness.protocols.base import ChatPolicy, Parsed, Reject, check_call, next_step_line, no_call, result_texts, system_prompt
-from harness.strict_json import StrictJSONError, dumps_compact, loads_strict
 
 PROTOCOL = "react"
 STOP = ["Observation:", "\nObservation"]

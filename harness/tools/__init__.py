@@ -10,10 +10,20 @@
   ``tool_target``.
 
 This module re-exports the context and the specs, which depend on nothing above them, so that
-harness.scenario can read the specs. ``execute`` acts on a Workspace, which is built from a
+harness.model.scenario can read the specs. ``execute`` acts on a Workspace, which is built from a
 scenario: import it from ``harness.tools.dispatch``.
 """
 
+from harness.model.tool_specs import (
+    CELL_SCHEMA,
+    FILE_TOOLS,
+    LOOKUP_TOOLS,
+    TOOL_SPECS,
+    WEATHER_TOOLS,
+    WEB_TOOLS,
+    WRITE_TOOLS,
+    ToolSpec,
+)
 from harness.tools.context import (
     CONFLICT,
     DENIED,
@@ -25,16 +35,6 @@ from harness.tools.context import (
     ToolContext,
     ToolFailure,
     ToolOutcome,
-)
-from harness.tools.specs import (
-    CELL_SCHEMA,
-    FILE_TOOLS,
-    LOOKUP_TOOLS,
-    TOOL_SPECS,
-    WEATHER_TOOLS,
-    WEB_TOOLS,
-    WRITE_TOOLS,
-    ToolSpec,
 )
 
 __all__ = [

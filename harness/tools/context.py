@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.fixtures import FileTree, WeatherSet, WebSet, World
+from harness.model.fixtures import FileTree, WeatherSet, WebSet, World
 
 if TYPE_CHECKING:
-    from harness.scenario import Respond
-    from harness.workspace import Workspace
+    from harness.model.scenario import Respond
+    from harness.model.workspace import Workspace
 
 OK, ERROR, CONFLICT, REFUSED, WAITING, FINISHED = "ok", "error", "conflict", "refused", "waiting", "finished"
 DENIED = "refused: a rule denies"  # how a refusal by a deny rule starts (the diagnosis reads it)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.schema_check import first_error
+from harness.io.schema_check import first_error
+from harness.model.tool_specs import TOOL_SPECS
+from harness.model.values import as_text
+from harness.model.workspace import Approval
 from harness.tools import files, weather, web, workspace
 from harness.tools.context import DENIED, REFUSED, WAITING, Handler, ToolContext, ToolFailure, ToolOutcome
 from harness.tools.pages import FetchRefused, host_of
-from harness.tools.specs import TOOL_SPECS
-from harness.values import as_text
-from harness.workspace import Approval
 
 HANDLERS: dict[str, Handler] = {**workspace.HANDLERS, **files.HANDLERS, **weather.HANDLERS, **web.HANDLERS}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from harness.fixtures import FileNode, FileTree
+from harness.model.fixtures import FileNode, FileTree
 from harness.tools.context import OK, REFUSED, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, file_tree, world_of
 
 MAX_PATH_CHARS = 300

@@ -11,7 +11,7 @@ import difflib
 import unicodedata
 from typing import Any
 
-from harness.fixtures import City, WeatherSet
+from harness.model.fixtures import City, WeatherSet
 from harness.tools.context import OK, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, weather_set
 
 MAX_CITY_CHARS = 100

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urldefrag, urljoin
 
-from harness.fixtures import page_key
+from harness.model.fixtures import page_key
 from harness.tools.context import OK, REFUSED, Browser, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, web_set
 from harness.tools.pages import UNTRUSTED_NOTE, FetchRefused, PageNotFound, collapse_whitespace, fetch, host_of, is_test_host, page_links, reduce_html
 

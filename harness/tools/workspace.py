@@ -1,5 +1,5 @@
 """The workspace tools: tables, notes, search, tasks, questions to the owner, memories,
-follow-ups and finish, acting on the run's Workspace (harness/workspace.py).
+follow-ups and finish, acting on the run's Workspace (harness/model/workspace.py).
 
 Reads are marked per agent: an update of a row, or a replace of a note, that the agent has
 not read (or that changed since it read it) is a conflict, not an error, and the result carries
@@ -11,13 +11,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from harness.clock import iso
-from harness.query import QueryError, parse_query
-from harness.scenario import OWNER
-from harness.strict_json import dumps_compact
+from harness.io.strict_json import dumps_compact
+from harness.model.clock import iso
+from harness.model.query import QueryError, parse_query
+from harness.model.scenario import OWNER
+from harness.model.values import as_text, contains_text
+from harness.model.workspace import FollowUp, Memory, Question, Row, Table, Task
 from harness.tools.context import CONFLICT, FINISHED, OK, WAITING, Handler, ToolContext, ToolFailure, ToolOutcome
-from harness.values import as_text, contains_text
-from harness.workspace import FollowUp, Memory, Question, Row, Table, Task
 
 DEFAULT_READ_LIMIT = 10
 READ_BUDGET_CHARS = 3000

@@ -8,3 +8,15 @@
 - `provenance`: the project tree's state and the machine's description;
 - `signing`, `attestation`, `signers`: the SSH signature, the in-toto attestation, who signed.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "attestation",
+    "evidence",
+    "layout",
+    "provenance",
+    "records",
+    "redact",
+    "signers",
+    "signing",
+]

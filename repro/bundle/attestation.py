@@ -25,9 +25,9 @@ from typing import Any
 
 from repro import __version__
 from repro.bundle.layout import ATTESTATION, MANIFEST, BundleReader
-from repro.bundle.signing import NAMESPACE, SignatureError, manifest_entries, read_bounded, sha256_of
+from repro.bundle.signing import NAMESPACE, SignatureError, manifest_entries
 from repro.core.errors import BadInput
-from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, atomic_write
+from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, atomic_write, read_regular, sha256_file
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -44,7 +44,7 @@ def statement(run_dir: Path) -> dict[str, Any]:
     """The in-toto Statement v1 for a bundle whose files match its manifest."""
     entries = manifest_entries(run_dir)
     subjects = [{"name": name, "digest": {"sha256": digest}} for digest, name in entries]
-    subjects.append({"name": MANIFEST, "digest": {"sha256": sha256_of(run_dir / MANIFEST)}})
+    subjects.append({"name": MANIFEST, "digest": {"sha256": sha256_file(run_dir / MANIFEST)}})
     return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE, "predicate": provenance(run_dir)}
 
 
@@ -122,7 +122,7 @@ def _ed25519_private_key(key: Path) -> Any:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_ssh_private_key
 
-    data = read_bounded(key, 64 * 1024) if key.is_file() else None
+    data = read_regular(key, 64 * 1024, follow_links=True) if key.is_file() else None
     if data is None:
         raise BadInput(f"{key}: no such key file (a DSSE attestation needs the private key file, not ssh-agent)")
     for load in (load_ssh_private_key, load_pem_private_key):
@@ -151,7 +151,7 @@ def verify_attestation(run_dir: Path, allowed_signers: Path) -> str:
     if not path.is_file() or path.is_symlink():
         raise SignatureError(f"{run_dir}: no attestation ({ATTESTATION}); sign it with repro sign")
     try:
-        envelope = Envelope.from_dict(json.loads(read_bounded(path, MAX_ATTESTATION_BYTES)))
+        envelope = Envelope.from_dict(json.loads(read_regular(path, MAX_ATTESTATION_BYTES)))
         accepted = envelope.verify(list(principals.values()), 1)
     except VerificationError as error:
         raise SignatureError(f"{path}: signed by no ed25519 key that {allowed_signers} allows ({str(error)[:160]})") from None
@@ -175,7 +175,7 @@ def _check_statement(run_dir: Path, payload_type: str, payload: bytes) -> None:
     if kind != (STATEMENT_TYPE, PREDICATE_TYPE):
         raise SignatureError(f"{run_dir / ATTESTATION}: a {kind[0]} with a {kind[1]} predicate, not a repro provenance statement")
     try:
-        now = {name: digest for digest, name in manifest_entries(run_dir)} | {MANIFEST: sha256_of(run_dir / MANIFEST)}
+        now = {name: digest for digest, name in manifest_entries(run_dir)} | {MANIFEST: sha256_file(run_dir / MANIFEST)}
     except BadInput as error:
         raise SignatureError(f"{run_dir}: the bundle does not match its manifest ({error})") from None
     if subjects != now:
@@ -192,7 +192,7 @@ def allowed_keys(allowed_signers: Path) -> dict[str, Any]:
     if not allowed_signers.is_file():
         raise BadInput(f"{allowed_signers}: no such allowed_signers file")
     keys: dict[str, Any] = {}
-    for line in read_bounded(allowed_signers, MAX_ALLOWED_SIGNERS_BYTES).decode("utf-8", "replace").splitlines():
+    for line in read_regular(allowed_signers, MAX_ALLOWED_SIGNERS_BYTES, follow_links=True).decode("utf-8", "replace").splitlines():
         parsed = _signer_line(line)
         if parsed is None:
             continue

@@ -16,7 +16,7 @@ rest, and the complete cell holds neither. `repro check` calls a partial folder 
 INVALID (`BundleReader.partial_cells`).
 
 A bundle may come from someone else: everything outside this module reads one through a
-`BundleReader`, whose every read is bounded (repro.files' MAX_*_BYTES), never follows a link and
+`BundleReader`, whose every read is bounded (repro.core.files' MAX_*_BYTES), never follows a link and
 checks each id before it names a path; anything but regular files and folders (a symlink, a
 device, a dot-entry) is reported, never read.
 """

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
-from harness.inputs import MAX_SCENARIO_BYTES
+from harness.io import MAX_SCENARIO_BYTES
 from repro.core.config import PROJECT_ROOT, cache_dir
 from repro.core.errors import BadInput
 

@@ -20,7 +20,6 @@ Every failure is one line: `BadInput` (exit 2) for a missing or strange file or 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -31,7 +30,7 @@ from typing import IO
 
 from repro.bundle.layout import ATTESTATION, MANIFEST, SIGNATURE
 from repro.core.errors import BadInput, ReproError
-from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, MAX_MANIFEST_BYTES, atomic_write
+from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, MAX_MANIFEST_BYTES, atomic_write, read_regular, sha256_file
 
 NAMESPACE = "repro-bundle"
 MAX_SIGNATURE_BYTES = 64 * 1024  # an ed25519 signature is about 300 bytes, RSA-4096 about 900
@@ -77,7 +76,7 @@ def manifest_entries(run_dir: Path, manifest: Path | None = None) -> list[tuple[
     now; BadInput for a line that is not an entry, a signature listed, or a file that differs."""
     manifest = manifest or _bundle_file(run_dir, MANIFEST)
     entries = []
-    for number, line in enumerate(read_bounded(manifest, MAX_MANIFEST_BYTES).decode("utf-8", "replace").splitlines(), start=1):
+    for number, line in enumerate(read_regular(manifest, MAX_MANIFEST_BYTES).decode("utf-8", "replace").splitlines(), start=1):
         match = MANIFEST_LINE.match(line)
         if not match:
             raise BadInput(f"{manifest}:{number}: not a manifest line (sha256, two spaces, a path)")
@@ -85,7 +84,7 @@ def manifest_entries(run_dir: Path, manifest: Path | None = None) -> list[tuple[
         if name in (SIGNATURE, ATTESTATION):
             raise BadInput(f"{manifest}:{number}: the manifest lists {name}, which signs the manifest itself")
         path = _bundle_file(run_dir, name)
-        if sha256_of(path) != digest:
+        if sha256_file(path) != digest:
             raise BadInput(f"{run_dir}: {name} does not match {MANIFEST}; run repro check before signing")
         entries.append((digest, name))
     return entries
@@ -103,7 +102,7 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
     if not exists_plain(run_dir / SIGNATURE):
         raise SignatureError(f"{run_dir}: not signed (no {SIGNATURE}); sign it with repro sign")
     signature = _bundle_file(run_dir, SIGNATURE)
-    read_bounded(signature, MAX_SIGNATURE_BYTES)
+    read_regular(signature, MAX_SIGNATURE_BYTES)
     principals = _find_principals(signature, allowed)
     reasons = []
     for principal in principals:
@@ -119,7 +118,7 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
 
 def _allowed_signers(path: Path) -> str:
     require_allowed_signers(path)
-    read_bounded(path, MAX_ALLOWED_SIGNERS_BYTES)
+    read_regular(path, MAX_ALLOWED_SIGNERS_BYTES, follow_links=True)
     return str(path.absolute())
 
 
@@ -175,28 +174,6 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 def exists_plain(path: Path) -> bool:
     return _lstat(path) is not None
-
-
-def read_bounded(path: Path, limit: int) -> bytes:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read: {error.strerror or error}") from None
-    if len(data) > limit:
-        raise BadInput(f"{path}: larger than {limit} bytes")
-    return data
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                digest.update(chunk)
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read: {error.strerror or error}") from None
-    return digest.hexdigest()
 
 
 def _ssh_keygen() -> str:

@@ -8,3 +8,9 @@
   templates, an external harness's raw outputs, a GPU cell's evidence, a resumed cell's kept
   scenarios tied to the attempts that finished them).
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "commit",
+    "verdict",
+]

@@ -239,7 +239,7 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
 def bundle_fixtures(folder: Path) -> Iterator[None]:
     """The harness reads fixtures from the bundle's copy while re-grading, never from a folder
     the host's HARNESS_FIXTURES names."""
-    from harness.fixtures import FIXTURES_ENV
+    from harness.regrade import FIXTURES_ENV
 
     before = os.environ.get(FIXTURES_ENV)
     os.environ[FIXTURES_ENV] = str(folder)
@@ -257,8 +257,7 @@ def rule_regraded(ev: CellEvidence) -> list[str]:
     the recorded step (call, thought), validity and reject code; the first prompt is rebuilt from
     the embedded scenario; and the steps, executed again against the embedded scenario
     (harness.regrade), give the recorded tool results, outcome, failure and score."""
-    from harness.regrade import Replay, regrade_all
-    from harness.scenario import ScenarioError, load_scenarios
+    from harness.regrade import Replay, ScenarioError, load_scenarios, regrade_all
 
     cell = ev.record.cell
     copy = ev.suite_dir

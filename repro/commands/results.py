@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from harness.lab_codes import lab_code
+from harness.scoring import lab_code
 from repro.bundle.layout import BundleReader, find_runs
 from repro.bundle.layout import merge as merge_bundles
 from repro.commands.vocabulary import Typer

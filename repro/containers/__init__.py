@@ -6,3 +6,12 @@
 - `audit`: what a container with exact settings can do from inside (the sandbox audit);
 - `cleanup`: leftover containers removed by label.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "audit",
+    "cleanup",
+    "client",
+    "lifecycle",
+    "sandbox",
+]

@@ -9,3 +9,15 @@
 - `templating`: the jinja2 environment (tables, job files);
 - `registry`: lazy `"module:object"` entries (engine kinds, suite kinds).
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "busy",
+    "config",
+    "errors",
+    "files",
+    "registry",
+    "templating",
+    "terminal",
+    "yamlsource",
+]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from repro.core.errors import BadInput
-from repro.core.files import MAX_JSON_BYTES
+from repro.core.files import MAX_JSON_BYTES, read_regular
 
 Location = tuple[Any, ...]
 
@@ -46,28 +45,9 @@ INT_TAG = "tag:yaml.org,2002:int"
 
 
 def read_bounded(path: str | Path, limit: int, *, follow_links: bool = True) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; anything else is one BadInput line."""
-    path = Path(path)
-    try:
-        info = path.stat() if follow_links else path.lstat()
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read ({error.strerror or error})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise BadInput(f"{path}: a folder, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise BadInput(f"{path}: not a regular file")
-    if info.st_size > limit:
-        raise BadInput(f"{path}: {info.st_size} bytes, over the limit of {limit} bytes")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read ({error.strerror or error})") from None
-    if len(data) > limit:  # it grew while we looked
-        raise BadInput(f"{path}: over the limit of {limit} bytes")
-    return data
+    """The bytes of a regular file of at most `limit` bytes (repro.core.files.read_regular; links
+    followed unless `follow_links` is False); anything else is one BadInput line."""
+    return read_regular(Path(path), limit, follow_links=follow_links)
 
 
 def decode_text(path: str | Path, data: bytes) -> str:

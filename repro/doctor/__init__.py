@@ -4,3 +4,9 @@
 - `probe`: with a matrix, layer by layer: images, models, each engine booted sealed, one round
   trip per protocol.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "machine",
+    "probe",
+]

@@ -7,3 +7,11 @@
 - `gate`: the latency gate run against a booted engine (its verdict, `GateResult`, is a record in
   repro.spec.findings).
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "base",
+    "gate",
+    "gpu",
+    "registry",
+]

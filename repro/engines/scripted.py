@@ -1,7 +1,7 @@
 """The scripted engine (`kind: scripted`): `python -m harness scripted-engine`, sealed like any engine.
 
 It stands in for a model where a claim needs none: it answers each request with the next
-reference step of the scenario the request belongs to (harness.scripted_engine), in the wire
+reference step of the scenario the request belongs to (harness.testing.scripted_engine), in the wire
 format the request asks for (our protocols, and Tholos-Bench's runner's own step). Its "model"
 is the scenario archive it plays, pinned by sha256 like any GGUF and mounted read-only where a
 GGUF would be; it runs in the run's own harness image (so `repro check`'s harness-image rule

@@ -4,3 +4,9 @@
   `--only` and `--shard` selection;
 - `replicas`: how many engine replicas fit a machine, and scenarios dealt among workers.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "planner",
+    "replicas",
+]

@@ -11,3 +11,16 @@ comparisons between runs.
 Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
 level imports nothing.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "aggregate",
+    "claims_verify",
+    "compare",
+    "coverage",
+    "export",
+    "figures",
+    "html",
+    "paper",
+    "verify",
+]

@@ -19,7 +19,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
-from harness.lab_codes import lab_counts
+from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
 from repro.bundle.layout import BundleReader, find_runs, merge_problems
 from repro.bundle.records import CellRecord, CellSummary, Execution
@@ -222,7 +222,7 @@ class TableRow(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def lab_codes(self) -> dict[str, int]:
-        """Failed scenarios per Local Agent Bench reason code (harness.lab_codes), beside ours."""
+        """Failed scenarios per Local Agent Bench reason code (harness.scoring.lab_codes), beside ours."""
         return lab_counts(self.failure_types)
 
     @property

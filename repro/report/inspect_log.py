@@ -56,7 +56,7 @@ from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall, ToolCallError
 
 from harness.contracts import FAILURE_LAYER, ScenarioResult, TranscriptEntry, TriggerEntry
-from harness.lab_codes import lab_code
+from harness.scoring import lab_code
 from repro.bundle.records import CellRecord
 from repro.report.aggregate import transcript_sha256
 from repro.report.export import CellLog

@@ -5,3 +5,10 @@
 - `progress`: the console display fed by the harness's progress lines;
 - `compose`: one cell by hand through docker-compose (the same create arguments; not clean-room).
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "compose",
+    "progress",
+    "runner",
+]

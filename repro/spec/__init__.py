@@ -9,3 +9,14 @@
   `TemplateFacts`, `SuiteSelection`): defined here so the bundle's schema
   (repro.bundle.records) depends on spec and core alone.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "cells",
+    "claims",
+    "findings",
+    "harnesses",
+    "matrix",
+    "profiles",
+    "tolerance",
+]

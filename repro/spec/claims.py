@@ -104,7 +104,9 @@ class ClaimModel(Strict):
 
 
 class ClaimEngine(Strict):
-    kind: Literal["llama.cpp", "ollama", "scripted"] = Field(description="scripted: harness.scripted_engine, playing the reference steps pinned as its model")
+    kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
+        description="scripted: harness.testing.scripted_engine, playing the reference steps pinned as its model"
+    )
     build: str | None = Field(default=None, min_length=1, max_length=200, description="the build or version as the source names it (fdf5818, b11434)")
     variant: Literal["cpu", "cuda"] | None = None
 

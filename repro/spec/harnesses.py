@@ -1,7 +1,9 @@
 """The external harnesses a matrix may name, as facts: which pinned releases each one's adapter
 was written for, which protocols its cells may carry, how it talks to the engine, and where its
 implementation lives (a lazy `"module:object"` entry, repro.core.registry). Nothing here runs:
-matrix validation reads these facts and imports no adapter (repro.suites.external holds them)."""
+matrix validation reads these facts and imports no adapter (repro.suites.external holds them).
+`HARNESSES` is the one table of the releases each adapter knows (wheels and source archives, by
+sha256): the adapters read it through their facts."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ HARNESSES: dict[str, HarnessFacts] = {
         name="tholos",
         implementation="repro.suites.external.tholos:Tholos",
         known_wheels={},
+        # the archive this adapter was written for: the files `tholos bench` needs, tholos 0.1.2 (its
+        # results format, its scoring and its summary are read as that version writes them)
         known_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files (tholos-runner-src.tar.gz)"},
         carried_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "Apache-2.0"},
         tasks_from="source",

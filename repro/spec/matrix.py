@@ -200,13 +200,13 @@ class BuildSpec(Strict):
         return self.dockerfile if variant == "cpu" else self.cuda_dockerfile
 
 
-SCRIPTED_IDENTITY = "scripted-engine"  # the build_info harness.scripted_engine's /props reports
+SCRIPTED_IDENTITY = "scripted-engine"  # the build_info harness.testing.scripted_engine's /props reports
 
 
 class EngineSpec(Strict):
     id: Ident
     kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
-        description="scripted: the harness's scripted engine (harness.scripted_engine), which plays the reference steps of the scenario archive pinned as its model; it runs in the run's harness image"
+        description="scripted: the harness's scripted engine (harness.testing.scripted_engine), which plays the reference steps of the scenario archive pinned as its model; it runs in the run's harness image"
     )
     label: str = Field(min_length=1, description="human label, e.g. b11434")
     image: ImageReference | None = Field(default=None, description="registry image pinned by digest")

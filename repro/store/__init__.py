@@ -5,3 +5,15 @@
 - `sources`: engine and suite sources (a PyPI sdist, a git commit, a tar archive) by sha256;
 - `images`, `bootstrap`: images built from pinned inputs under a content key; the offline base.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "bootstrap",
+    "chat_template",
+    "cuda_toolkit",
+    "describe",
+    "gguf",
+    "images",
+    "models",
+    "sources",
+]

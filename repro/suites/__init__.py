@@ -9,3 +9,10 @@ their outputs become our records.
 
 Nothing outside this package asks which kind a suite is.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "base",
+    "registry",
+    "sources",
+]

@@ -45,7 +45,7 @@ from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
 
 SCENARIO_MOUNT = "/scenarios"  # the suite's folder, read-only, in every cell's container
-FIXTURES_MOUNT = "/fixtures"  # the shared fixtures beside it (harness.fixtures reads them there)
+FIXTURES_MOUNT = "/fixtures"  # the shared fixtures beside it (harness.model.fixtures reads them there)
 Log = Callable[[str], None]
 
 

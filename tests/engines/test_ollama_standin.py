@@ -1,6 +1,6 @@
 """Ollama contract tests against a STAND-IN server (tests/engines/ollama_standin.py), not Ollama.
 
-Ollama cannot be installed on this machine; these tests exercise harness/ollama_client.py, the
+Ollama cannot be installed on this machine; these tests exercise harness/clients/ollama.py, the
 probe's ollama-version / ollama-load / ollama-show / gate actions and repro's Ollama container
 specification over loopback, against the documented API. docs/engines.md says so too.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from harness import probe
-from harness.client import ChatReply
+from harness.clients.errors import EngineError
+from harness.clients.ollama import OllamaClient, format_from_response_format
+from harness.clients.openai_compat import ChatReply
 from harness.contracts import GateProbeResult
-from harness.errors import EngineError
-from harness.ollama_client import OllamaClient, format_from_response_format
 from harness.protocols.json_schema import probe_turn, response_format, round_trip, step_schema
 from repro.engines.gate import from_probe
 from repro.engines.ollama import OllamaEngine, model_parameters, ollama_model_name, template_for

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scripted_engine import ScriptedEngine
+from harness.testing.scripted_engine import ScriptedEngine
 from repro.check import external as external_check
 from repro.core.errors import BadInput
 from repro.spec.matrix import ExternalSuite, load_matrix

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from harness.scripted_engine import ScriptedEngine
+from harness.testing.scripted_engine import ScriptedEngine
 from repro.bundle.layout import INPUTS_DIR, Bundle
 from repro.bundle.provenance import SourceState, SystemDescription
 from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import ScenarioError
-from harness.scripted_engine import ScriptedEngine, runner_errors, scenarios_in_archive
+from harness.model.scenario import ScenarioError
+from harness.testing.scripted_engine import ScriptedEngine, runner_errors, scenarios_in_archive
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import make_plan
 from repro.spec.matrix import EngineSpec, load_matrix

@@ -2,7 +2,7 @@
 a harness container sealed as a cell's is, joined to an engine container's namespace, its raw
 outputs collected, normalised and checked as a run does) and `tholos bench` run directly (a
 subprocess of the unpacked archive from the cache, outside repro), against the same scripted
-OpenAI-compatible server of the project's own (harness.scripted_engine: loopback only, bounded),
+OpenAI-compatible server of the project's own (harness.testing.scripted_engine: loopback only, bounded),
 on scenarios of six categories (an approval, an interference, a web fixture among them): the
 request bodies are identical byte for byte, and so are the results.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scripted_engine import ScriptedEngine
+from harness.testing.scripted_engine import ScriptedEngine
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings, read_back
 from repro.engines.base import client_argv

@@ -1,7 +1,7 @@
 """Helpers for the Tholos tests: the runner's archive and the Tholos-Bench scenario archive filled
 into the suite cache from a local mirror by sha256 (never copied into the project), the runner run
 directly (a subprocess of the unpacked archive), repro's driver run on the host, and one scripted
-OpenAI-compatible server of the project's own (harness.scripted_engine) that both talk to."""
+OpenAI-compatible server of the project's own (harness.testing.scripted_engine) that both talk to."""
 
 from __future__ import annotations
 

@@ -192,7 +192,7 @@ def test_the_run_progress_escapes_what_came_from_input():
 
 
 def test_the_host_identity_scan_of_a_suite_skips_a_huge_sparse_file(tmp_path):
-    from harness.inputs import MAX_SCENARIO_BYTES
+    from harness.io.inputs import MAX_SCENARIO_BYTES
     from repro.bundle.redact import suite_data_homes
 
     suite = tmp_path / "suites" / "s" / "scenarios" / "notes"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness.policy import ScriptedPolicy, Step
-from harness.scenario import Scenario
+from harness.agent.policy import ScriptedPolicy, Step
+from harness.model.scenario import Scenario
+from harness.model.workspace import Workspace
 from harness.tools import ToolContext
-from harness.workspace import Workspace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 THOLOS_DIR = (REPO_ROOT / ".." / "shared" / "peers" / "tholos-bench" / "scenarios").resolve()

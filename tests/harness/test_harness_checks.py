@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks_model import CHECK_TYPES
+from harness.model.checks_model import CHECK_TYPES
 from harness.runner import run_scenario
 
 RULES = [{"agent": "*", "tool": "web_fetch", "match": "*", "decision": "ask"}]

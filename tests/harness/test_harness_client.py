@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from harness.client import EngineError, OpenAIClient
+from harness.clients.openai_compat import EngineError, OpenAIClient
 
 BODY = {
     "choices": [{"message": {"role": "assistant", "content": '{"a": 1}'}, "finish_reason": "stop"}],

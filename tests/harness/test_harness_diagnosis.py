@@ -15,7 +15,10 @@ import httpx
 import pytest
 
 import harness
-from harness.client import ChatReply, OpenAIClient, ToolCall
+from harness.agent.policy import ModelCall, Policy, PolicyReply, ScriptedPolicy, Step, Turn
+from harness.clients.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded, engine_failure
+from harness.clients.ollama import OllamaClient
+from harness.clients.openai_compat import ChatReply, OpenAIClient, ToolCall
 from harness.contracts import (
     FAILURE_LAYER,
     FAILURE_LAYERS,
@@ -27,15 +30,12 @@ from harness.contracts import (
     TranscriptEntry,
     TriggerEntry,
 )
-from harness.diagnosis import RULES, _figure_key, diagnose, partial_credit
-from harness.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded, engine_failure
-from harness.ollama_client import OllamaClient
-from harness.policy import ModelCall, Policy, PolicyReply, ScriptedPolicy, Step, Turn
+from harness.model.scenario import Scenario
 from harness.protocols import make_policy
 from harness.protocols.base import REJECT_CODES
 from harness.regrade import regrade
 from harness.runner import replay_scenario, run_scenario
-from harness.scenario import Scenario
+from harness.scoring.diagnosis import RULES, _figure_key, diagnose, partial_credit
 from tests.fixtures.transcripts import end_of, entries_of
 
 READ = ("table_read", {"table": "beds", "query": None, "limit": None})

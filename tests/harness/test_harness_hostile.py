@@ -17,8 +17,8 @@ import pytest
 
 from harness import cli
 from harness.cli import main
-from harness.inputs import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_RECORDS_BYTES, MAX_SCENARIO_BYTES, InputError, open_regular
-from harness.strict_json import StrictJSONError, loads_strict
+from harness.io.inputs import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_RECORDS_BYTES, MAX_SCENARIO_BYTES, InputError, open_regular
+from harness.io.strict_json import StrictJSONError, loads_strict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO_ROOT / "scenarios" / "table_create"

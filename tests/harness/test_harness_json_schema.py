@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.client import ChatReply
+from harness.agent.policy import TableView
+from harness.clients.openai_compat import ChatReply
 from harness.contracts import InvalidEntry, PromptEntry
-from harness.policy import TableView
+from harness.io.schema_check import schema_errors
 from harness.protocols.json_schema import (
     JsonSchemaPolicy,
     build_messages,
@@ -21,7 +22,6 @@ from harness.protocols.json_schema import (
     step_schema,
 )
 from harness.runner import run_scenario
-from harness.schema_check import schema_errors
 from tests.fixtures.transcripts import entries_of
 
 
@@ -164,7 +164,7 @@ def test_round_trip_helper_for_probes() -> None:
 
 
 def test_every_tholos_reference_is_valid_under_the_step_schema(tholos_dir) -> None:
-    from harness.scenario import load_scenarios
+    from harness.model.scenario import load_scenarios
 
     failures = []
     for scenario in load_scenarios(tholos_dir):

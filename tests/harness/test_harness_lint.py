@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from harness.lint import lint_path
-from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS
+from harness.lint.agents import FINISH_NOW, PLAUSIBLE_WRITERS
 from harness.runner import run_scenario
 
 ROW_CHECK = {"type": "row", "table": "beds", "where": {"bed": "B1"}, "has": {"state": "wet"}}

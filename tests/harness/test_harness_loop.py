@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from harness.agent.loop import ALREADY_KNOWN
+from harness.agent.policy import ModelCall, PolicyReply, Step, Turn
+from harness.clients.errors import EngineError
 from harness.contracts import InvalidEntry, RecordedReply, StepEntry
-from harness.errors import EngineError
-from harness.loop import ALREADY_KNOWN
-from harness.policy import ModelCall, PolicyReply, Step, Turn
 from harness.runner import run_scenario
 from tests.fixtures.transcripts import end_of, entries_of
 

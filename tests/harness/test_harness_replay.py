@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.model.scenario import load_scenarios
 from harness.runner import replay_scenario
-from harness.scenario import load_scenarios
 
 
 def test_all_160_tholos_references_pass(tholos_dir: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.scenario import ScenarioError, load_scenario, load_scenarios
+from harness.model.scenario import ScenarioError, load_scenario, load_scenarios
 
 
 @pytest.fixture

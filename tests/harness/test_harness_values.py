@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.query import QueryError, parse_query
-from harness.values import contains_word, matches
+from harness.model.query import QueryError, parse_query
+from harness.model.values import contains_word, matches
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from harness.checks import contains_term
+from harness.agent.policy import ScriptedPolicy
 from harness.contracts import StepEntry
 from harness.lint import lint_file
-from harness.lint_agents import RANDOM_CALLERS, RandomCaller
-from harness.policy import ScriptedPolicy
+from harness.lint.agents import RANDOM_CALLERS, RandomCaller
+from harness.model.scenario import Scenario, ScenarioError, load_scenario, load_scenarios
 from harness.runner import replay_scenario, run_scenario
-from harness.scenario import Scenario, ScenarioError, load_scenario, load_scenarios
+from harness.scoring.checks import contains_term
 
 REPO = Path(__file__).resolve().parents[2]
 CONTEXT = {"scenario_path": str(REPO / "scenarios" / "x" / "x.json")}

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness.scenario import Scenario, ScenarioError, load_scenario
+from harness.model.scenario import Scenario, ScenarioError, load_scenario
+from harness.model.workspace import Workspace
 from harness.tools import ToolContext
 from harness.tools.dispatch import execute
-from harness.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER_TOOLS = [

@@ -8,9 +8,9 @@ import json
 import httpx
 import pytest
 
-from harness.client import ChatReply, ToolCall
-from harness.ollama_client import OllamaClient, ollama_messages
-from harness.policy import Step, TableView
+from harness.agent.policy import Step, TableView
+from harness.clients.ollama import OllamaClient, ollama_messages
+from harness.clients.openai_compat import ChatReply, ToolCall
 from harness.protocols import make_policy
 from harness.protocols.base import probe_turn
 from harness.protocols.json_prompt import RepairError, parse_prompted_step, read_json_object
@@ -177,7 +177,7 @@ def test_native_refuses_invalid_calls(content, calls, problem):
 
 
 def test_native_history_uses_the_harness_call_ids():
-    from harness.policy import HistoryItem
+    from harness.agent.policy import HistoryItem
 
     turn = probe_turn(tools=["note_read", "finish"])
     turn.history.append(HistoryItem(Step("note_read", {"title": "Log"}), "ok", {"text": "hi"}))

@@ -13,7 +13,7 @@ import pytest
 
 from harness.cli import main
 from harness.protocols import PROTOCOLS
-from harness.scripted_engine import ScriptedEngine
+from harness.testing.scripted_engine import ScriptedEngine
 
 REPO = Path(__file__).resolve().parents[2]
 OURS = REPO / "scenarios"

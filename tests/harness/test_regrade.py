@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from harness.agent.policy import ModelCall, PolicyReply, Step, Turn
+from harness.clients.errors import engine_failure
 from harness.contracts import ScenarioResult, StepEntry, TranscriptLine, transcript_data
-from harness.errors import engine_failure
-from harness.policy import ModelCall, PolicyReply, Step, Turn
+from harness.model.scenario import Scenario, load_scenarios
 from harness.regrade import MAX_NESTING, MAX_TRANSCRIPT_CHARS, Regrade, regrade, regrade_all
 from harness.runner import replay_scenario, run_scenario
-from harness.scenario import Scenario, load_scenarios
 from tests.fixtures.transcripts import end_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

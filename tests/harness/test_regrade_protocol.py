@@ -7,8 +7,8 @@ import json
 import pytest
 
 from harness.contracts import transcript_data
+from harness.model.scenario import load_scenarios
 from harness.regrade import Replay, regrade
-from harness.scenario import load_scenarios
 from tests.fixtures.synthetic import ROOT, played
 
 

@@ -1,4 +1,4 @@
-"""The harness's own JSON Schema validator (harness.schema_check) agrees with `jsonschema` on the
+"""The harness's own JSON Schema validator (harness.io.schema_check) agrees with `jsonschema` on the
 schemas the harness builds, for valid instances (every reference step of the suite) and for
 invalid ones made from them (a key dropped, an extra key, a wrong type, a wrong tool)."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from harness.io.schema_check import schema_errors
+from harness.model.scenario import load_scenarios
 from harness.protocols.json_schema import step_schema
-from harness.scenario import load_scenarios
-from harness.schema_check import schema_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = load_scenarios(ROOT / "scenarios")

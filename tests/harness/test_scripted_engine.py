@@ -10,14 +10,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.agent.policy import PolicyReply, Step
 from harness.cli import main
-from harness.client import OpenAIClient
+from harness.clients.openai_compat import OpenAIClient
 from harness.contracts import InvalidEntry, StepEntry
-from harness.policy import PolicyReply, Step
+from harness.model.scenario import Scenario, load_scenarios
 from harness.protocols import PROTOCOLS, make_policy
 from harness.runner import run_scenario
-from harness.scenario import Scenario, load_scenarios
-from harness.scripted_engine import FAULTS, ScriptedEngine
+from harness.testing.scripted_engine import FAULTS, ScriptedEngine
 from tests.fixtures.transcripts import end_of, entries_of
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from harness.agent.loop import AgentRun, run_agent
+from harness.agent.policy import ModelCall, Policy, PolicyReply, ScriptedPolicy, Step, Turn
 from harness.contracts import ENTRY, EndEntry, ExternalStepEntry, RecordedReply, TriggerEntry, transcript_data
-from harness.loop import AgentRun, run_agent
-from harness.policy import ModelCall, Policy, PolicyReply, ScriptedPolicy, Step, Turn
+from harness.model.scenario import Scenario, load_scenarios
+from harness.model.workspace import Workspace
 from harness.runner import build_transcript
-from harness.scenario import Scenario, load_scenarios
-from harness.workspace import Workspace
 from tests.fixtures.synthetic import ROOT
 
 

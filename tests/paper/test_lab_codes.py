@@ -7,7 +7,7 @@ import csv
 import json
 
 from harness.contracts import FAILURE_TYPES
-from harness.lab_codes import LAB_CODE, LAB_CODES, lab_code, lab_counts
+from harness.scoring.lab_codes import LAB_CODE, LAB_CODES, lab_code, lab_counts
 from repro.__main__ import main
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect

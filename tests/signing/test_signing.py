@@ -96,7 +96,7 @@ def test_unsigned_and_garbage_signatures(tmp_path, keys, run_dir) -> None:
     with pytest.raises(SignatureError):
         verify_signature(run_dir, allowed)
     (run_dir / SIGNATURE).write_bytes(b"x" * 100_000)
-    with pytest.raises(BadInput, match="larger than"):
+    with pytest.raises(BadInput, match="over the limit of"):
         verify_signature(run_dir, allowed)
 
 

@@ -10,9 +10,21 @@ raw outputs become our ScenarioResult lines, which of its checks `repro check` r
 (repro.check.external), and its own report.
 
 - `base`: `Adapter`, the raw files and their index;
+- `raw`: an external cell's raw outputs named in the cell (`raw.<path>`), and where a bundle keeps
+  the suite's wheel and lock;
 - `evidence`: a bundle's embedded wheel and lock, and a cell's raw outputs, verified;
 - `wheels`, `image`: the pinned wheels fetched and verified on the host, and the sealed image;
-- `toolcallbench`, `toolcallbench_check`: ToolCallBench's adapter and its re-executed checks.
+- `toolcallbench`, `toolcallbench_check`, `toolcallbench_raw`: ToolCallBench's adapter, its
+  re-executed checks, and what its run leaves in its output folder;
+- `tholos`, `tholos_check`, `tholos_raw`: the same three for Tholos-Bench's own runner
+  (`tholos bench`), pinned by its source archive.
 
 docs/external-suites.md says how to add another harness; ToolCallBench is the worked example.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "base",
+    "evidence",
+    "raw",
+]

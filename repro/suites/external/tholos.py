@@ -41,7 +41,7 @@ from harness.contracts import (
     TranscriptLine,
     TriggerEntry,
 )
-from harness.strict_json import loads_strict
+from harness.io import loads_strict
 from repro.core.errors import BadInput
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter, Normalised, RawIndex
@@ -56,9 +56,6 @@ if TYPE_CHECKING:
     from repro.spec.profiles import Profile
     from repro.suites.scenarios import SuiteSelection
 
-# The archive this adapter was written for: the files `tholos bench` needs, tholos 0.1.2 (its
-# results format, its scoring and its summary are read as that version writes them).
-KNOWN_ARCHIVES = {"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files (tholos-runner-src.tar.gz)"}
 RESULTS = "results.jsonl"
 REQUESTS = "requests.jsonl"
 OBSERVED = "observed.jsonl"

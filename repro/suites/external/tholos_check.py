@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.strict_json import loads_strict
+from harness.io import loads_strict
 from repro.core.errors import BadInput
 from repro.suites.external.base import RawIndex, raw_name
 from repro.suites.external.tholos_raw import (

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.contracts import FailureType
-from harness.strict_json import loads_strict
+from harness.io import loads_strict
 from repro.core.errors import BadInput
 
 RUNNER_TEMPERATURE = 0.0  # tholos.bench.runner.bench sets both itself; a matrix must agree

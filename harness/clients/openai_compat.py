@@ -25,7 +25,7 @@ from typing import Any, Self
 
 import httpx
 
-from harness.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded
+from harness.clients.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded
 
 __all__ = ["ChatReply", "EngineError", "OpenAIClient", "ToolCall"]
 

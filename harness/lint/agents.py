@@ -10,7 +10,7 @@
 
 Scenario writers can use them directly::
 
-    from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS
+    from harness.lint.agents import FINISH_NOW, PLAUSIBLE_WRITERS
     from harness.runner import run_scenario
     result = run_scenario(scenario, FINISH_NOW.policy(scenario))
 """
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.policy import PolicyReply, ScriptedPolicy, Step, Turn
-from harness.scenario import Scenario
-from harness.strict_json import dumps_compact
+from harness.agent.policy import PolicyReply, ScriptedPolicy, Step, Turn
+from harness.io.strict_json import dumps_compact
+from harness.model.scenario import Scenario
 from harness.tools import TOOL_SPECS
 
 FINISH = Step("finish", {"summary": "Done."})
@@ -123,7 +123,7 @@ RANDOM_MAX_CALLS = 3
 
 
 def random_args(schema: dict[str, Any], rng: random.Random) -> Any:
-    """A value valid for one argument schema of harness.tools.specs, drawn with ``rng``."""
+    """A value valid for one argument schema of harness.model.tool_specs, drawn with ``rng``."""
     if "enum" in schema:
         return rng.choice(schema["enum"])
     kinds = schema.get("type", "string")

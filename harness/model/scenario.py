@@ -23,10 +23,10 @@ from pydantic import (
     model_validator,
 )
 
-from harness.checks_model import CHECK_TYPES, Check
-from harness.fixtures import FixtureError, World, find_fixtures_root, load_tree, load_weather, load_web
-from harness.inputs import MAX_SCENARIO_BYTES, InputError, parse_json, read_text
-from harness.tools.specs import FILE_TOOLS, TOOL_SPECS, WEATHER_TOOLS, WEB_TOOLS
+from harness.io.inputs import MAX_SCENARIO_BYTES, InputError, parse_json, read_text
+from harness.model.checks_model import CHECK_TYPES, Check
+from harness.model.fixtures import FixtureError, World, find_fixtures_root, load_tree, load_weather, load_web
+from harness.model.tool_specs import FILE_TOOLS, TOOL_SPECS, WEATHER_TOOLS, WEB_TOOLS
 
 Cell = StrictBool | StrictInt | StrictFloat | StrictStr | None
 OWNER = "you"
@@ -78,7 +78,7 @@ class RuleSpec(Strict):
 
 
 class WorldSpec(Strict):
-    """The shared fixture sets a scenario uses (see harness/fixtures.py), loaded when it validates."""
+    """The shared fixture sets a scenario uses (see harness/model/fixtures.py), loaded when it validates."""
 
     files: str | None = None  # fixtures/files/<files>, shown as /home/<files>
     cwd: str = ""  # the agent's starting folder, relative to the tree

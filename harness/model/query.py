@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.values import as_decimal, as_text, contains_text, contains_word
+from harness.model.values import as_decimal, as_text, contains_text, contains_word
 
 _CONDITION_START = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w\-]*)\s*(!=|>=|<=|=|:|>|<)")
 

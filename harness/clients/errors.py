@@ -1,7 +1,7 @@
 """Errors shared across the harness.
 
 An ``EngineError`` names the failure type it stands for (``failure``): the client raises the
-subclass that fits what the engine answered (``harness.client`` decides; docs/diagnosis.md
+subclass that fits what the engine answered (``harness.clients.openai_compat`` decides; docs/diagnosis.md
 states the rules), the run loop ends the run with that name as its ``stop``, and the diagnosis
 reports it. None of them is ever a model failure.
 """

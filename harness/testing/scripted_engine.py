@@ -12,7 +12,7 @@ How a request is answered:
   content); ``stop`` holding ``Observation:``: react (Thought / Action / Action Input text);
   anything else: json_prompt (the step as JSON content).
 - **Scenario**, from the prompt: the first user message is the scenario's trigger text (as
-  ``harness.prompts.render_trigger`` writes it) and the system message starts with
+  ``harness.agent.prompts.render_trigger`` writes it) and the system message starts with
   ``You are <agent>.``. Scenarios that share both (the same task with a different scripted owner
   answer) are told apart by their tool results: each candidate's reference is replayed once at
   load time, and the candidate whose latest results appear in the request's messages is played.
@@ -58,14 +58,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from harness.inputs import MAX_SCENARIO_BYTES
-from harness.loop import run_agent
-from harness.policy import ScriptedPolicy, Step
-from harness.prompts import render_trigger
+from harness.agent.loop import run_agent
+from harness.agent.policy import ScriptedPolicy, Step
+from harness.agent.prompts import render_trigger
+from harness.io.inputs import MAX_SCENARIO_BYTES
+from harness.io.strict_json import dumps_compact
+from harness.model.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScenarioError, ScheduleTrigger, TaskTrigger, load_scenarios, parse_scenario
+from harness.model.workspace import Workspace
 from harness.protocols.base import PROBE_TASK
-from harness.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScenarioError, ScheduleTrigger, TaskTrigger, load_scenarios, parse_scenario
-from harness.strict_json import dumps_compact
-from harness.workspace import Workspace
 
 FAULTS: dict[str, str] = {
     "text_call": "the call written as prose (native_tools: as JSON text in the content, no tool_calls)",

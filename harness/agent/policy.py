@@ -2,11 +2,11 @@
 
 A policy gets a ``Turn`` (what the agent can see) and returns a ``PolicyReply``: a ``Step``, or
 an ``invalid`` reason when the model's reply could not be turned into a valid step. A policy
-raises ``harness.errors.EngineError`` when the engine itself fails.
+raises ``harness.clients.errors.EngineError`` when the engine itself fails.
 
 Implementations: ``ScriptedPolicy`` (a fixed list of steps, e.g. a scenario's ``reference``),
 ``harness.protocols.json_schema.JsonSchemaPolicy`` (a model over a chat client), and the
-scripted agents in ``harness.lint_agents``.
+scripted agents in ``harness.lint.agents``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harness.scenario import AgentSpec
+from harness.model.scenario import AgentSpec
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from harness.policy import HistoryItem, Turn
-from harness.scenario import (
+from harness.agent.policy import HistoryItem, Turn
+from harness.io.strict_json import dumps_compact
+from harness.model.scenario import (
     FollowUpTrigger,
     MessageTrigger,
     ScheduleTrigger,
     TaskTrigger,
 )
-from harness.strict_json import dumps_compact
 from harness.tools import TOOL_SPECS
 
 

@@ -2,7 +2,7 @@
 
 An integer too long for Python to convert and nesting too deep for its parser are errors of the
 same kind (``StrictJSONError``), never a ``ValueError`` or ``RecursionError`` from inside; files
-add tighter bounds (``max_int_digits``, ``max_depth``: harness/inputs.py).
+add tighter bounds (``max_int_digits``, ``max_depth``: harness/io/inputs.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The check (``expect``) models. Evaluation lives in harness/checks.py."""
+"""The check (``expect``) models. Evaluation lives in harness/scoring/checks.py."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.strict_json import dumps_compact
+from harness.io.strict_json import dumps_compact
 
 RESULT_LIMIT_CHARS = 3200
 _STRING_CAPS = (2400, 1200, 600, 300, 150, 80)

@@ -14,7 +14,7 @@ order, by layer (docs/diagnosis.md states each rule in full):
 
 configuration (never a model failure; ``engine_fault`` true)
     engine_unreachable, model_not_loaded, context_overflow: the run's stop, as the client
-    classified the engine's answer (``harness.client.engine_error_for``).
+    classified the engine's answer (``harness.clients.openai_compat.engine_error_for``).
 engine (never a model failure; ``engine_fault`` true)
     engine_error: any other engine failure (transport, HTTP error, a request timeout before the
     scenario's budget, an unreadable reply).
@@ -49,8 +49,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from harness import checks_model as cm
-from harness.checks import contains_term
+from harness.agent.loop import ENGINE_STOPS, INVALID_REPLY
 from harness.contracts import (
     FAILURE_LAYER,
     FAILURE_TYPES,
@@ -66,11 +65,12 @@ from harness.contracts import (
     TranscriptEntry,
     TriggerEntry,
 )
-from harness.loop import ENGINE_STOPS, INVALID_REPLY
-from harness.scenario import Scenario
-from harness.strict_json import dumps_compact
+from harness.io.strict_json import dumps_compact
+from harness.model import checks_model as cm
+from harness.model.scenario import Scenario
+from harness.model.values import as_text, matches
+from harness.scoring.checks import contains_term
 from harness.tools import DENIED, LOOKUP_TOOLS, OK, REFUSED, WRITE_TOOLS
-from harness.values import as_text, matches
 
 FAILURE_PRECEDENCE: tuple[FailureType, ...] = FAILURE_TYPES
 ALWAYS_FAIL = ENGINE_STOPS | {"timeout"}

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness import checks_model as cm
-from harness.loop import AgentRun
-from harness.strict_json import dumps_compact
-from harness.values import contains_text, contains_word, matches
-from harness.workspace import Workspace
+from harness.agent.loop import AgentRun
+from harness.io.strict_json import dumps_compact
+from harness.model import checks_model as cm
+from harness.model.values import contains_text, contains_word, matches
+from harness.model.workspace import Workspace
 
 FOLLOW_UP_TOLERANCE_SECONDS = 1
 ANSWER_LIMIT_CHARS = 4000

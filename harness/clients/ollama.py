@@ -1,4 +1,4 @@
-"""An Ollama chat client (``POST /api/chat``) with the same reply shape as ``harness.client``.
+"""An Ollama chat client (``POST /api/chat``) with the same reply shape as ``harness.clients.openai_compat``.
 
 Requests are non-streaming (``stream: false``); sampling goes inside ``options``
 (``temperature``, ``seed``, ``num_predict``, ``num_ctx``); a JSON schema constrains the reply
@@ -6,7 +6,7 @@ through ``format``. Each reply records Ollama's own counters (``prompt_eval_coun
 ``eval_count`` and their durations in nanoseconds) and the same figures under llama.cpp's timing
 names (``predicted_per_second`` ...), so gates and results read one shape for both engines.
 Transport errors, timeouts, HTTP error statuses and unreadable replies raise ``EngineError`` (the
-subclass ``harness.client.engine_error_for`` picks, as for llama.cpp).
+subclass ``harness.clients.openai_compat.engine_error_for`` picks, as for llama.cpp).
 Stdlib and httpx only.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from harness.client import ChatReply, HttpClient, engine_error_for, read_tool_call, snippet
-from harness.errors import EngineError
+from harness.clients.errors import EngineError
+from harness.clients.openai_compat import ChatReply, HttpClient, engine_error_for, read_tool_call, snippet
 
 __all__ = ["ChatReply", "EngineError", "OllamaClient", "ollama_timings", "format_from_response_format"]
 

@@ -7,8 +7,8 @@ JSON read from files has no integer thousands of digits long and no deep nesting
 below). An output is checked before the work starts: a device, FIFO, folder or link in its place
 is refused, since an atomic rename would replace it.
 
-The harness never imports repro: these are its own copies of the bounds repro reads bundles with
-(``repro/bundle/layout.py`` ``read_regular``, ``repro/core/yamlsource.py`` ``read_bounded``), the same values.
+The harness never imports repro, so this is its own copy of repro's one bounded reader
+(``repro.core.files.read_regular``) and of the bounds repro reads bundles with, the same values.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-from harness.strict_json import StrictJSONError, loads_strict
+from harness.io.strict_json import StrictJSONError, loads_strict
 
 MAX_SCENARIO_BYTES = 1024**2  # one scenario file; the project's largest is about 4 KB
 MAX_RECORDS_BYTES = 256 * 1024**2  # a cell's scenarios.jsonl or transcripts.jsonl, as repro's bundle bound

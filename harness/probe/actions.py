@@ -11,7 +11,7 @@ Actions:
   ollama-show     ``POST /api/show`` (what the created model really has)
   gate            latency gate: a warm-up, then k one-step tool round trips with the real
                   protocol; pass when at least r are valid steps within the thresholds
-  audit           sandbox audit: try every escape from inside (harness.audit), record each
+  audit           sandbox audit: try every escape from inside (harness.probe.audit), record each
 
 Each action writes its result model (``harness.contracts``: ``ReadyResult``, ``PropsResult``, ...)
 as one JSON object to ``--out`` atomically. Exit status (``harness.contracts``): ``EXIT_OK`` the
@@ -53,7 +53,7 @@ from harness.contracts import (
 )
 
 if TYPE_CHECKING:
-    from harness.client import HttpClient
+    from harness.clients.openai_compat import HttpClient
 
 CHUNK = 1024 * 1024
 
@@ -155,6 +155,8 @@ def action_ollama_version(args: argparse.Namespace) -> tuple[OllamaVersionResult
 
 
 def sha256_of(path: Path) -> str:
+    """The file's sha256: the harness's own copy of ``repro.core.files.sha256_file``, since the
+    harness never imports repro."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(CHUNK):
@@ -310,18 +312,18 @@ def attempt_problems(attempt: GateAttempt, *, max_seconds: float, min_tps: float
 
 def _gate_client(args: argparse.Namespace) -> HttpClient:
     if args.api == "ollama":
-        from harness.ollama_client import OllamaClient
+        from harness.clients.ollama import OllamaClient
 
         return OllamaClient(args.base_url, args.model, timeout=args.request_timeout, num_ctx=args.num_ctx)
-    from harness.client import OpenAIClient
+    from harness.clients.openai_compat import OpenAIClient
 
     return OpenAIClient(args.base_url, args.model, timeout=args.request_timeout)
 
 
 def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
     """One step with the cell's protocol (no retry); engine failures become an error entry."""
-    from harness.errors import EngineError, EngineTimeout
-    from harness.policy import Step
+    from harness.agent.policy import Step
+    from harness.clients.errors import EngineError, EngineTimeout
     from harness.protocols import round_trip
 
     try:
@@ -442,7 +444,7 @@ def add_audit_parser(actions: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def action_audit(args: argparse.Namespace) -> tuple[AuditResult, int]:
-    from harness.audit import AuditOptions, run_audit
+    from harness.probe.audit import AuditOptions, run_audit
 
     options = AuditOptions(
         output_dir=args.output_dir,

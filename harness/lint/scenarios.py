@@ -13,10 +13,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.contracts import ScenarioResult
-from harness.inputs import MAX_SCENARIO_BYTES, InputError, read_text
-from harness.lint_agents import FINISH_NOW, PLAUSIBLE_WRITERS, RANDOM_CALLERS
+from harness.io.inputs import MAX_SCENARIO_BYTES, InputError, read_text
+from harness.lint.agents import FINISH_NOW, PLAUSIBLE_WRITERS, RANDOM_CALLERS
+from harness.model.scenario import Scenario, ScenarioError, parse_scenario, scenario_files
 from harness.runner import replay_scenario, run_scenario
-from harness.scenario import Scenario, ScenarioError, parse_scenario, scenario_files
 
 NOTHING_TO_DO = "nothing_to_do"
 LADDER = re.compile(r"ladder-([0-8])")

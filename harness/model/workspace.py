@@ -12,10 +12,10 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
-from harness.clock import PinnedClock
-from harness.fixtures import World
-from harness.scenario import OWNER, AgentSpec, RuleSpec, WorkspaceSpec
-from harness.values import matches
+from harness.model.clock import PinnedClock
+from harness.model.fixtures import World
+from harness.model.scenario import OWNER, AgentSpec, RuleSpec, WorkspaceSpec
+from harness.model.values import matches
 
 Decision = str  # "allow" | "ask" | "deny"
 DECISION_RANK = {"deny": 3, "ask": 2, "allow": 1}

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.inputs import InputError, read_regular
+from harness.io.inputs import InputError, read_regular
 
 FIXTURES_ENV = "HARNESS_FIXTURES"
 SET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")

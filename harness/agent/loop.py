@@ -21,15 +21,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.clock import human
-from harness.compact import compact
-from harness.errors import ENGINE_FAILURES, EngineError, EngineTimeout
-from harness.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
-from harness.prompts import render_trigger
-from harness.scenario import Scenario
+from harness.agent.compact import compact
+from harness.agent.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
+from harness.agent.prompts import render_trigger
+from harness.clients.errors import ENGINE_FAILURES, EngineError, EngineTimeout
+from harness.model.clock import human
+from harness.model.scenario import Scenario
+from harness.model.workspace import Workspace
 from harness.tools import FINISHED, OK, WAITING, ToolContext, ToolOutcome
 from harness.tools.dispatch import execute, tool_target
-from harness.workspace import Workspace
 
 REPEAT = "repeat"
 STUCK_AFTER = 3
