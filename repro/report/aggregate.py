@@ -185,6 +185,7 @@ class TableRow(BaseModel):
     engine_names: list[str] = []  # every name of its engine build: identity, label, build commit, bN
     engine_variant: str | None = None  # the image variant the profile ran: cpu or cuda
     file_size: int | None = None  # the GGUF's bytes, as the matrix pins them
+    cpu_model: str | None = None  # the host's CPU, as the run recorded it (on a CPU, its kernels can change the sums)
 
     @property
     def exact(self) -> bool:
@@ -382,6 +383,7 @@ class ValidCell(BaseModel):
     template: TemplateFacts | None = None  # the run's record of the model's chat template (format 5)
     harness: HarnessPin | None = None  # the harness that scored it, as its suite kind pins it
     variant: str | None = None  # the engine variant of the run's profile
+    cpu_model: str | None = None  # the run's host CPU
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
 
@@ -494,10 +496,8 @@ def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
             record, results, transcripts = bundle.cell(cell.cell_id), bundle.results(cell.cell_id), bundle.transcripts(cell.cell_id)
             template = run.chat_templates.get(record.cell.model.id)
             harness = kind_of(record.cell.suite).harness_pin(record.cell.suite, run.source)
-            variant = run.profile_settings.engine_variant
-            cells.append(
-                ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, template=template, harness=harness, variant=variant)
-            )
+            facts = {"template": template, "harness": harness, "variant": run.profile_settings.engine_variant, "cpu_model": run.system.cpu_model}
+            cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, **facts))
     return cells
 
 
@@ -595,6 +595,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         engine_names=engine_names(first),
         engine_variant=cells[0].variant,
         file_size=spec.model.file_size,
+        cpu_model=cells[0].cpu_model,
     )
 
 

@@ -34,7 +34,7 @@ ACCEPTABLE: dict[str, str] = {
     "max-tokens": "the tokens per step",
     "context": "the context size",
     "profile": "the repro hardware profile",
-    "hardware": "the accelerator (a GPU by name, or none)",
+    "hardware": "the accelerator (a GPU by name and driver, or none) and the host CPU",
     "threads": "the threads per engine",
     "slots": "the parallel sequences per engine",
     "prompt-cache": "the engine's prompt cache",
@@ -69,6 +69,7 @@ class Pins(BaseModel):
     accelerator: str | None = None
     accelerator_stated: bool = False  # "accelerator: null" (a CPU) is a statement; absence is not
     driver_version: str | None = None  # the GPU driver
+    cpu_model: str | None = None  # the host CPU (its kernels can change a CPU engine's sums)
     threads: int | None = None
     slots: int | None = None
     cache_prompt: bool | None = None
@@ -113,6 +114,7 @@ def plain_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:
         ("context", "context", "context"),
         ("profile", "hardware profile", "profile"),
         ("hardware", "GPU driver", "driver_version"),
+        ("hardware", "CPU", "cpu_model"),
         ("threads", "threads per engine", "threads"),
         ("slots", "engine slots", "slots"),
         ("prompt-cache", "prompt cache", "cache_prompt"),

@@ -116,6 +116,7 @@ class ClaimHardware(Strict):
     profile: Ident | None = Field(default=None, description="the repro hardware profile, when it ran under repro")
     accelerator: str | None = Field(default=None, max_length=200, description="the GPU's name (nvidia-smi), or null on a CPU")
     driver_version: str | None = Field(default=None, max_length=64, description="the GPU driver's version (nvidia-smi)")
+    cpu_model: str | None = Field(default=None, max_length=200, description="the host CPU's model name (/proc/cpuinfo)")
     threads: int | None = Field(default=None, ge=1, le=4096, description="threads per engine")
     slots: int | None = Field(default=None, ge=1, le=64)
     cache_prompt: bool | None = None

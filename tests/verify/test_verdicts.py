@@ -51,6 +51,7 @@ DIFFERENT_SETUPS = {
     "harness tree": (lambda d: setup_of(d)["harness"].update(tree_digest="ab" * 32), "harness"),
     "accelerator": (lambda d: setup_of(d)["hardware"].update(accelerator="Tesla T4"), "hardware"),
     "threads": (lambda d: setup_of(d)["hardware"].update(threads=1), "threads"),
+    "cpu": (lambda d: setup_of(d)["hardware"].update(cpu_model="Another CPU 9000"), "hardware"),
     "chat template": (lambda d: d["claims"][0].update(chat_template={"source": "pinned", "sha256": "cd" * 32}), "chat-template"),
 }
 
