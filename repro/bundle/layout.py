@@ -392,26 +392,41 @@ def suite_folder(run_dir: Path, suite_id: str) -> Path:
     return run_dir / SUITES_DIR / safe_id(suite_id, "suite id")
 
 
+FileStamp = tuple[int, int, int, int] | None
+
+
+def file_stamp(path: Path) -> FileStamp:
+    """A file's identity, (device, inode, size, modification time), without following a link; None
+    when there is none."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 class ParsedLines:
     """The parsed lines of the JSON Lines files of the most recent `size` cells read (None: of every
-    cell), or why a file does not read: the rules of a check and the tables after it parse each
-    file once. What is kept is what was read first, so what is rendered is what was checked."""
+    cell), or why a file does not read, each with the file's identity (device, inode, size,
+    modification time) when it was read: the rules of a check and the tables after it parse each
+    file once, and a file changed since is read again."""
 
     def __init__(self, size: int | None) -> None:
         self.size = size
-        self.cells: dict[str, dict[str, list[ScenarioResult] | list[TranscriptLine] | BadInput]] = {}
+        self.cells: dict[str, dict[str, tuple[FileStamp, list[ScenarioResult] | list[TranscriptLine] | BadInput]]] = {}
 
     def read(self, cell_dir: Path, name: str, model: type[Line]) -> list[Line]:
         cell = self.cells.pop(cell_dir.name, {})
         self.cells[cell_dir.name] = cell  # the most recent last
         while self.size is not None and len(self.cells) > self.size:
             del self.cells[next(iter(self.cells))]
-        if name not in cell:
+        stamp = file_stamp(cell_dir / name)
+        if name not in cell or cell[name][0] != stamp:
             try:
-                cell[name] = _read_lines(cell_dir / name, model)
+                cell[name] = (stamp, _read_lines(cell_dir / name, model))
             except BadInput as error:
-                cell[name] = error
-        found = cell[name]
+                cell[name] = (stamp, error)
+        found = cell[name][1]
         if isinstance(found, BadInput):
             raise BadInput(str(found))
         return list(found)  # type: ignore[arg-type]
@@ -420,9 +435,9 @@ class ParsedLines:
 class BundleReader:
     """Reads one run's bundle, which may come from anyone: every read is bounded, refuses a link
     (the cells folder, a cell's folder or the file itself) and checks each id before it names a path.
-    A cell's scenarios.jsonl and transcripts.jsonl are parsed once per reader: it keeps the
-    parsed lines of its `remember` most recent cells (None: of every cell, for a command that
-    holds them all anyway, as `paper render` does).
+    A cell's scenarios.jsonl and transcripts.jsonl are parsed once per reader (again only when the
+    file changed): it keeps the parsed lines of its `remember` most recent cells (None: of every
+    cell, for a command that holds them all anyway, as `paper render` does).
 
     Two listings of cells, not to be confused:
     - `cell_ids()`: the cells the run planned (run.json's planned_cells, once each, in order) whose
