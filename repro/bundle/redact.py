@@ -60,6 +60,9 @@ def _home_like(separator: str) -> re.Pattern:
 
 
 HOME_LIKE = {form: _home_like(separator) for form, separator in SEPARATORS.items()}
+# Every home-like path (HOME_LIKE) holds one of these; a path is read up to HOME_SPAN characters.
+HOME_LITERALS = ("home", "Users", "root")
+HOME_SPAN = 4096
 ENCODED_SEPARATOR = re.compile(r"\\/|\\u002[fF]|%2[fF]")
 HOME_ROOT = re.compile(r"/(?:home|Users)/[^/]+|/root")
 
@@ -74,7 +77,10 @@ def home_root(path: str) -> str:
 
 def data_homes(text: str) -> frozenset[str]:
     """The home folders that `text` (a scenario, a fixture) names as data: a fictional user's
-    project is not the host's identity when the pinned suite itself holds it."""
+    project is not the host's identity when the pinned suite itself holds it. A text without a
+    literal every home-like path holds names none (most scenario files: no pattern runs)."""
+    if not any(literal in text for literal in HOME_LITERALS):
+        return frozenset()
     return frozenset(home_root(match.group(0)) for pattern in HOME_LIKE.values() for match in pattern.finditer(text))
 
 
@@ -215,11 +221,6 @@ class TextScan:
         `span` characters past the chunk it starts in."""
         for start, end, chunk_end in self._windows(literals, span, False):
             yield from (match for match in pattern.finditer(self.text, start, end) if match.start() < chunk_end)
-
-
-# Every home-like path (HOME_LIKE) holds one of these; a path is read up to HOME_SPAN characters.
-HOME_LITERALS = ("home", "Users", "root")
-HOME_SPAN = 4096
 
 
 def path_pattern(path: str, form: str, *, beneath: bool = False) -> re.Pattern:
