@@ -89,8 +89,8 @@ def report_for_published(results: list[Path], published: Path, options: Options,
         for run_dir, signer in require_signed([published], require_signature):
             Console(stderr=True).print(f"published bundle signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
     published_side = collect_with_cells([published]) if published.is_dir() else None  # each bundle is checked once
+    loaded, published_keys = published_claims(published, published_side)  # the published side's bad input first
     rerun_side = collect_with_cells(results)
-    loaded, published_keys = published_claims(published, published_side)
     if published_side is not None:
         options = options.model_copy(update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)})
     return verify_claims(loaded, load_rerun(results, rerun_side), options)

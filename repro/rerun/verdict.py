@@ -56,10 +56,10 @@ class RerunVerdict(BaseModel):
 
 def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> RerunVerdict:
     """The rerun folders against the published bundle: its rows for the cells the rerun planned."""
-    published_side, rerun_side = collect_with_cells([published]), collect_with_cells(rerun)  # each bundle checked once
+    published_side = collect_with_cells([published])  # each bundle is checked once
     loaded, keys = published_claims(published, published_side)
     asked = {cell_id for path in rerun for cell_id in BundleReader(path).run().planned_cells}
-    cells = published_side[1]
+    rerun_side, cells = collect_with_cells(rerun), published_side[1]
     wanted = {claim for claim, key in keys.items() if asked & {c.record.cell.id for c in cells.get(key, [])}}
     claims = loaded.claims.model_copy(update={"claims": [c for c in loaded.claims.claims if c.id in wanted]})
     options = Options(accept=accept, where=first_step_finder(cells, rerun_side[1], keys))
