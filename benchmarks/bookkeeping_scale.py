@@ -13,11 +13,12 @@ own suite would be; the cell id, plan, suite sha256, summary, harness seconds (t
 scaled by N / 7), every file's hash and the manifest are recomputed by the real bundle writer, so
 `repro check` says VALID and re-grades every scenario from its transcript.
 
-For each size: the bundle's size on disk, then wall seconds, milliseconds per scenario and peak
+For each size: the bundle's size on disk (and the synthesis's own peak memory), then wall seconds, milliseconds per scenario and peak
 memory (the child's maximum resident set, from wait4) of `repro check`, `repro paper render`,
 `repro verify --published` (against the bundle's own results.json), `repro claims from-results`
 and `repro verify --claims`, `repro results merge` (the bundle as shard 1 of 1), and
-`repro export inspect` when inspect_ai is installed.
+`repro export inspect` when inspect_ai is installed; after each, the machine's load averages
+(1, 5 and 15 minutes), since the figures are only as quiet as the machine was.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -181,10 +183,15 @@ def measure(count: int, keep: Path | None) -> None:
         scratch = keep / str(count) if keep else Path(folder)
         started = time.monotonic()
         run_dir = synthesise(count, scratch)
-        print(f"{count} scenarios: synthesised in {time.monotonic() - started:.1f} s, {folder_bytes(run_dir) / 1e6:.1f} MB on disk", flush=True)
+        built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"{count} scenarios: synthesised in {time.monotonic() - started:.1f} s ({built:.0f} MB peak so far), {folder_bytes(run_dir) / 1e6:.1f} MB on disk",
+            flush=True,
+        )
         for name, argv in commands(run_dir, scratch / "out").items():
             seconds, peak, status = timed(*argv)
-            print(f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  exit {status}", flush=True)
+            load = "/".join(f"{figure:.1f}" for figure in os.getloadavg())
+            print(f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  exit {status}  load {load}", flush=True)
 
 
 if __name__ == "__main__":

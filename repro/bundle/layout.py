@@ -70,6 +70,8 @@ INPUTS_DIR = "inputs"  # inputs/<sha256>.<ext>: an external input the bundle car
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (run.json author.profiles_file), byte for byte
 CELL_FILE = "cell.json"
+SCENARIOS_FILE = "scenarios.jsonl"  # a cell's results, one ScenarioResult a line
+TRANSCRIPTS_FILE = "transcripts.jsonl"  # a cell's transcripts, one TranscriptLine a line
 PARTIAL_FILE = "partial.json"  # in cells/.<id>.partial/: what its kept scenarios belong to
 KEPT_DIR = "kept"  # in cells/.<id>.partial/: one <scenario-id>.json per finished scenario
 ATTEMPTS_FILE = "attempts.json"  # in cells/.<id>.partial/: the earlier attempts whose scenarios it keeps
@@ -363,12 +365,12 @@ def load_cell(cell_dir: Path) -> CellRecord:
 
 def read_results(cell_dir: Path) -> list[ScenarioResult]:
     """scenarios.jsonl of a cell, each line a ScenarioResult (BadInput on any bad line)."""
-    return _read_lines(cell_dir / "scenarios.jsonl", ScenarioResult)
+    return _read_lines(cell_dir / SCENARIOS_FILE, ScenarioResult)
 
 
 def read_transcripts(cell_dir: Path) -> list[TranscriptLine]:
     """transcripts.jsonl of a cell, each line a TranscriptLine (BadInput on any bad line)."""
-    return _read_lines(cell_dir / "transcripts.jsonl", TranscriptLine)
+    return _read_lines(cell_dir / TRANSCRIPTS_FILE, TranscriptLine)
 
 
 def _read_lines(path: Path, model: type[Line]) -> list[Line]:
@@ -429,9 +431,52 @@ def suite_folder(run_dir: Path, suite_id: str) -> Path:
     return run_dir / SUITES_DIR / safe_id(suite_id, "suite id")
 
 
+FileStamp = tuple[int, int, int, int] | None
+
+
+def file_stamp(path: Path) -> FileStamp:
+    """A file's identity, (device, inode, size, modification time), without following a link; None
+    when there is none."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+class ParsedLines:
+    """The parsed lines of the JSON Lines files of the most recent `size` cells read (None: of every
+    cell), or why a file does not read, each with the file's identity (device, inode, size,
+    modification time) when it was read: the rules of a check and the tables after it parse each
+    file once, and a file changed since is read again."""
+
+    def __init__(self, size: int | None) -> None:
+        self.size = size
+        self.cells: dict[str, dict[str, tuple[FileStamp, list[ScenarioResult] | list[TranscriptLine] | BadInput]]] = {}
+
+    def read(self, cell_dir: Path, name: str, model: type[Line]) -> list[Line]:
+        cell = self.cells.pop(cell_dir.name, {})
+        self.cells[cell_dir.name] = cell  # the most recent last
+        while self.size is not None and len(self.cells) > self.size:
+            del self.cells[next(iter(self.cells))]
+        stamp = file_stamp(cell_dir / name)
+        if name not in cell or cell[name][0] != stamp:
+            try:
+                cell[name] = (stamp, _read_lines(cell_dir / name, model))
+            except BadInput as error:
+                cell[name] = (stamp, error)
+        found = cell[name][1]
+        if isinstance(found, BadInput):
+            raise BadInput(str(found))
+        return list(found)  # type: ignore[arg-type]
+
+
 class BundleReader:
     """Reads one run's bundle, which may come from anyone: every read is bounded, refuses a link
     (the cells folder, a cell's folder or the file itself) and checks each id before it names a path.
+    A cell's scenarios.jsonl and transcripts.jsonl are parsed once per reader (again only when the
+    file changed): it keeps the parsed lines of its `remember` most recent cells (None: of every
+    cell, for a command that holds them all anyway, as `paper render` does).
 
     Two listings of cells, not to be confused:
     - `cell_ids()`: the cells the run planned (run.json's planned_cells, once each, in order) whose
@@ -440,8 +485,9 @@ class BundleReader:
       not: what `repro check` holds to the plan (`stray_cells()`: those the run neither planned
       nor excluded)."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, remember: int | None = 1) -> None:
         self.dir = run_dir
+        self.parsed = ParsedLines(remember)
 
     def run(self) -> RunRecord:
         return load_run(self.dir)
@@ -495,10 +541,12 @@ class BundleReader:
         return cell_problems(self.cell_dir(cell_id))
 
     def results(self, cell_id: str) -> list[ScenarioResult]:
-        return read_results(self.cell_dir(cell_id))
+        """scenarios.jsonl of the cell (parsed once per reader, see ParsedLines)."""
+        return self.parsed.read(self.cell_dir(cell_id), SCENARIOS_FILE, ScenarioResult)
 
     def transcripts(self, cell_id: str) -> list[TranscriptLine]:
-        return read_transcripts(self.cell_dir(cell_id))
+        """transcripts.jsonl of the cell (parsed once per reader, see ParsedLines)."""
+        return self.parsed.read(self.cell_dir(cell_id), TRANSCRIPTS_FILE, TranscriptLine)
 
     def has_file(self, cell_id: str, name: str) -> bool:
         """Whether the cell holds `name` as a regular file (not a link)."""

@@ -60,6 +60,9 @@ def _home_like(separator: str) -> re.Pattern:
 
 
 HOME_LIKE = {form: _home_like(separator) for form, separator in SEPARATORS.items()}
+# Every home-like path (HOME_LIKE) holds one of these; a path is read up to HOME_SPAN characters.
+HOME_LITERALS = ("home", "Users", "root")
+HOME_SPAN = 4096
 ENCODED_SEPARATOR = re.compile(r"\\/|\\u002[fF]|%2[fF]")
 HOME_ROOT = re.compile(r"/(?:home|Users)/[^/]+|/root")
 
@@ -74,7 +77,10 @@ def home_root(path: str) -> str:
 
 def data_homes(text: str) -> frozenset[str]:
     """The home folders that `text` (a scenario, a fixture) names as data: a fictional user's
-    project is not the host's identity when the pinned suite itself holds it."""
+    project is not the host's identity when the pinned suite itself holds it. A text without a
+    literal every home-like path holds names none (most scenario files: no pattern runs)."""
+    if not any(literal in text for literal in HOME_LITERALS):
+        return frozenset()
     return frozenset(home_root(match.group(0)) for pattern in HOME_LIKE.values() for match in pattern.finditer(text))
 
 
@@ -190,8 +196,10 @@ class TextScan:
     def _holds(self, literal: str, start: int, end: int, fold: bool) -> bool:
         if not fold:
             return self.text.find(literal, start, end) >= 0
+        if not literal.isascii():
+            return True  # the pattern decides
         if self._folded is None:
-            self._folded = self.text.lower()
+            self._folded = folded(self.text)
         return self._folded.find(literal, start, end) >= 0  # `literal` folded by _windows
 
     def _windows(self, literals: tuple[str, ...], span: int, fold: bool) -> Iterator[tuple[int, int, int]]:
@@ -213,11 +221,6 @@ class TextScan:
         `span` characters past the chunk it starts in."""
         for start, end, chunk_end in self._windows(literals, span, False):
             yield from (match for match in pattern.finditer(self.text, start, end) if match.start() < chunk_end)
-
-
-# Every home-like path (HOME_LIKE) holds one of these; a path is read up to HOME_SPAN characters.
-HOME_LITERALS = ("home", "Users", "root")
-HOME_SPAN = 4096
 
 
 def path_pattern(path: str, form: str, *, beneath: bool = False) -> re.Pattern:
@@ -254,10 +257,15 @@ class Redactor:
         return rules
 
     def text(self, value: str) -> str:
+        """`value` with every host path, user and host name replaced by its label. A rule's pattern
+        runs only over a text that holds its literal (every match does: PathRule, the word itself),
+        so a large cell file costs a C-speed search per rule where it names nothing of the host."""
         for rule in self._paths:
-            value = rule.pattern.sub(rule.label, value)
-        for pattern, label, _ in self._words:
-            value = pattern.sub(label, value)
+            if holds(value, rule.needle, rule.fold):
+                value = rule.pattern.sub(rule.label, value)
+        for pattern, label, word in self._words:
+            if holds(value, word, True):
+                value = pattern.sub(label, value)
         return value
 
     def leaks(self, value: str, data: frozenset[str] = frozenset(), *, any_home: bool = True) -> list[str]:
@@ -273,6 +281,21 @@ class Redactor:
             matches = [match.group(0) for match in scan.finditer(pattern, HOME_LITERALS, HOME_SPAN)]
             found += [f"host path {path[:60]}{_in_form(form)}" for path in matches if home_root(path) not in data]
         return list(dict.fromkeys(found))
+
+
+def holds(text: str, literal: str, fold: bool) -> bool:
+    """Whether `text` holds `literal`; with `fold`, as a case-insensitive pattern could find it
+    (always, for a literal that is not ASCII: the pattern decides)."""
+    if not fold:
+        return literal in text
+    return not literal.isascii() or literal.lower() in folded(text)
+
+
+def folded(text: str) -> str:
+    """`text` lower-cased, with the two letters re.IGNORECASE takes for an ASCII one that lower()
+    leaves alone (dotless i, long s) made that letter: an ASCII literal a case-insensitive pattern
+    matches in `text` is in this."""
+    return text.lower().replace("\u0131", "i").replace("\u017f", "s")
 
 
 def _in_form(form: str) -> str:

@@ -102,8 +102,10 @@ class RunVerdict(BaseModel):
 # ---------------------------------------------------------------- checking
 
 
-def check_run(run_dir: Path, redactor: Redactor | None = None, author_repo: Path | None = None) -> RunVerdict:
-    bundle = BundleReader(run_dir)
+def check_run(run_dir: Path, redactor: Redactor | None = None, author_repo: Path | None = None, bundle: BundleReader | None = None) -> RunVerdict:
+    """The run's verdict, read through `bundle` when given (a caller that goes on to read the
+    cells, as `paper render` does, reads what was checked, parsed once)."""
+    bundle = bundle or BundleReader(run_dir)
     run = bundle.run()
     rules = rules_for(run, run_dir)
     plan = RecomputedPlan.of(run, bundle) if run.format_version >= 3 else None

@@ -11,7 +11,7 @@ from repro.bundle.signers import require_signed
 from repro.commands.vocabulary import Typer
 from repro.core.terminal import shown
 from repro.report.aggregate import collect_with_cells
-from repro.report.figures import write_figures
+from repro.report.figures import render_figures, write_figures
 from repro.report.html import render_report
 from repro.report.paper import render as render_tables
 
@@ -36,9 +36,10 @@ def render(
             Console().print(f"signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
             signers[str(run_dir)] = signer
     tables, cells = collect_with_cells(results, signers=signers)
-    figures = write_figures(tables, out)
+    rendered = render_figures(tables)  # drawn once, for the files and for report.html
+    figures = write_figures(tables, out, rendered)
     names = list(dict.fromkeys(path.stem for path in figures))
-    written = figures + render_tables(tables, out, names) + [render_report(tables, out, cells)]
+    written = figures + render_tables(tables, out, names) + [render_report(tables, out, cells, rendered)]
     console = Console()
     console.print(f"{len(tables.rows)} table rows from VALID cells, {len(tables.exclusions)} exclusions")
     for path in written:

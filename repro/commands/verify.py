@@ -80,6 +80,7 @@ def report_for_claims(results: list[Path], claims_path: Path, options: Options) 
 def report_for_published(results: list[Path], published: Path, options: Options, require_signature: Path | None) -> ClaimsReport:
     """The published rows stated as claims (repro.report.claims_verify.claims_from_rerun) and
     verified as any claims are: one verdict, one comparison of inputs, whichever way is asked."""
+    from repro.report.aggregate import collect_with_cells
     from repro.report.claims_verify import load_rerun, published_claims, verify_claims
 
     if require_signature is not None:
@@ -87,10 +88,12 @@ def report_for_published(results: list[Path], published: Path, options: Options,
             raise BadInput(f"{published}: --require-signature needs the published bundle (a results.json carries no signature)")
         for run_dir, signer in require_signed([published], require_signature):
             Console(stderr=True).print(f"published bundle signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
-    loaded, published_keys = published_claims(published)
-    if published.is_dir():
-        options = options.model_copy(update={"where": first_step_finder(published, results, published_keys)})
-    return verify_claims(loaded, load_rerun(results), options)
+    published_side = collect_with_cells([published]) if published.is_dir() else None  # each bundle is checked once
+    loaded, published_keys = published_claims(published, published_side)  # the published side's bad input first
+    rerun_side = collect_with_cells(results)
+    if published_side is not None:
+        options = options.model_copy(update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)})
+    return verify_claims(loaded, load_rerun(results, rerun_side), options)
 
 
 def show_report(report: ClaimsReport, as_json: bool) -> None:

@@ -182,12 +182,14 @@ class YamlDocument:
         return self.lines.get(loc, 1)
 
 
-def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_links: bool = True) -> YamlDocument:
-    """A YAML file whose top level is a mapping, read within the bounds above, with the line of every key."""
+def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_links: bool = True, values: int = MAX_NODES) -> YamlDocument:
+    """A YAML file whose top level is a mapping, read within the bounds above (`limit` bytes and
+    `values` values instead of the defaults, for a kind of file that needs more), with the line of
+    every key."""
     path = Path(path)
     raw = read_bounded(path, limit, follow_links=follow_links)
     text = decode_text(path, raw)
-    node = _compose(path, text)
+    node = _compose(path, text, values)
     if node is None:
         raise BadInput(f"{path}:1 the file is empty")
     document = YamlDocument(path=path, raw=raw, data=_construct(path, node))
@@ -199,10 +201,10 @@ def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_
     return document
 
 
-def _compose(path: Path, text: str) -> yaml.Node | None:
+def _compose(path: Path, text: str, values: int) -> yaml.Node | None:
     """The node graph of a single document, refused when too deep, too large or recursive."""
     try:
-        _check_events(path, text)
+        _check_events(path, text, values)
         loader = Loader(text)
         try:
             node = loader.get_single_node()
@@ -214,11 +216,11 @@ def _compose(path: Path, text: str) -> yaml.Node | None:
     except yaml.YAMLError as error:
         raise BadInput(f"{path}: YAML error: {' '.join(str(error).split())}") from None
     if node is not None:
-        _check_expansion(path, node)
+        _check_expansion(path, node, values)
     return node
 
 
-def _check_events(path: Path, text: str) -> None:
+def _check_events(path: Path, text: str, values: int) -> None:
     """Refuse deep nesting and huge documents from the event stream, before any node is built."""
     depth = count = 0
     for event in yaml.parse(text, Loader=Loader):
@@ -229,8 +231,8 @@ def _check_events(path: Path, text: str) -> None:
                 raise BadInput(f"{path}:{_event_line(event)} nested deeper than {MAX_DEPTH} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
-        if count > MAX_NODES:
-            raise BadInput(f"{path}:{_event_line(event)} more than {MAX_NODES} values")
+        if count > values:
+            raise BadInput(f"{path}:{_event_line(event)} more than {values} values")
 
 
 def _event_line(event: yaml.Event) -> int | str:
@@ -238,7 +240,7 @@ def _event_line(event: yaml.Event) -> int | str:
     return event.start_mark.line + 1 if event.start_mark is not None else "?"
 
 
-def _check_expansion(path: Path, root: yaml.Node) -> None:
+def _check_expansion(path: Path, root: yaml.Node, values: int) -> None:
     """Measure the document as aliases expand it (each node once): refuse bombs, cycles, deep chains, huge integers."""
     sizes: dict[int, int] = {}
     depths: dict[int, int] = {}
@@ -249,7 +251,7 @@ def _check_expansion(path: Path, root: yaml.Node) -> None:
         key = id(node)
         if measured:
             ancestors.discard(key)
-            _record_size(path, node, sizes, depths)
+            _record_size(path, node, sizes, depths, values)
             continue
         if key in sizes:
             continue
@@ -263,13 +265,13 @@ def _check_expansion(path: Path, root: yaml.Node) -> None:
                 stack.append((child, False))
 
 
-def _record_size(path: Path, node: yaml.Node, sizes: dict[int, int], depths: dict[int, int]) -> None:
+def _record_size(path: Path, node: yaml.Node, sizes: dict[int, int], depths: dict[int, int], values: int) -> None:
     children = _node_children(node)
     sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
     depths[id(node)] = 1 + max((depths[id(child)] for child in children), default=0)
     line = node.start_mark.line + 1
-    if sizes[id(node)] > MAX_NODES:
-        raise BadInput(f"{path}:{line} more than {MAX_NODES} values once aliases are expanded (an alias bomb?)")
+    if sizes[id(node)] > values:
+        raise BadInput(f"{path}:{line} more than {values} values once aliases are expanded (an alias bomb?)")
     if depths[id(node)] > MAX_DEPTH:
         raise BadInput(f"{path}:{line} nested deeper than {MAX_DEPTH} levels once aliases are expanded")
 

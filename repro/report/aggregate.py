@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, PrivateAttr, computed_field
 
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
 from harness.scoring import lab_counts
@@ -386,14 +386,45 @@ class ValidCell(BaseModel):
     cpu_model: str | None = None  # the run's host CPU
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
+    _index: TranscriptIndex | None = PrivateAttr(default=None)
 
     def transcript(self, scenario_id: str) -> list[TranscriptEntry] | None:
         """A scenario's transcript: from transcripts.jsonl, else from its result line."""
-        for line in self.transcripts:
-            if line.id == scenario_id:
-                return line.transcript
-        result = next((r for r in self.results if r.id == scenario_id), None)
-        return result.transcript if result else None
+        return self.index().transcript(scenario_id)
+
+    def transcript_sha256(self, scenario_id: str) -> str:
+        """transcript_sha256 of the scenario's transcript, computed once per cell and scenario."""
+        return self.index().sha256(scenario_id)
+
+    def index(self) -> TranscriptIndex:
+        """The cell's transcripts by scenario id (built on first use; rebuilt if the lists change)."""
+        if self._index is None or not self._index.indexes(self.results, self.transcripts):
+            self._index = TranscriptIndex(self.results, self.transcripts)
+        return self._index
+
+
+class TranscriptIndex:
+    """A cell's transcripts by scenario id, as ValidCell.transcript finds them: the first line of
+    transcripts.jsonl with the id, else the first result line's own; and their sha256, each once."""
+
+    def __init__(self, results: list[ScenarioResult], lines: list[TranscriptLine]) -> None:
+        self.sources = (results, lines)
+        self.found: dict[str, list[TranscriptEntry] | None] = {}
+        for result in results:
+            self.found.setdefault(result.id, result.transcript)
+        self.found.update({line.id: line.transcript for line in reversed(lines)})  # the first line with an id wins
+        self.digests: dict[str, str] = {}
+
+    def indexes(self, results: list[ScenarioResult], lines: list[TranscriptLine]) -> bool:
+        return self.sources[0] is results and self.sources[1] is lines
+
+    def transcript(self, scenario_id: str) -> list[TranscriptEntry] | None:
+        return self.found.get(scenario_id)
+
+    def sha256(self, scenario_id: str) -> str:
+        if scenario_id not in self.digests:
+            self.digests[scenario_id] = transcript_sha256(self.found.get(scenario_id))
+        return self.digests[scenario_id]
 
 
 def canonical_json(value: object) -> str:
@@ -429,10 +460,11 @@ def collect_with_cells(
     for path in paths:
         refuse_broken_merge(path)
         for run_dir in find_runs(path):
-            verdict = check_run(run_dir, redactor)
+            bundle = BundleReader(run_dir, remember=None)  # the VALID cells are kept whole anyway
+            verdict = check_run(run_dir, redactor, bundle=bundle)
             verdicts.append(verdict)
             runs.append(verdict.run_id)
-            valid += valid_cells(run_dir, verdict)
+            valid += valid_cells(bundle, verdict)
             exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons, kind=c.kind) for c in verdict.cells if c.verdict != "VALID"]
     grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
     rows = with_labels([row for row, _ in grouped])
@@ -487,9 +519,9 @@ def model_labels(rows: list[TableRow]) -> dict[str, str]:
     return {r.model_sha256: short(r) if len(plain[short(r)]) == 1 else with_quant(r) if len(quant[with_quant(r)]) == 1 else r.model for r in rows}
 
 
-def valid_cells(run_dir: Path, verdict: RunVerdict) -> list[ValidCell]:
+def valid_cells(bundle: BundleReader, verdict: RunVerdict) -> list[ValidCell]:
+    """The verdict's VALID cells, read through the reader that checked them."""
     cells = []
-    bundle = BundleReader(run_dir)
     run = bundle.run()
     for cell in verdict.cells:
         if cell.verdict == "VALID":
@@ -557,7 +589,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
     for cell in cells:
         for result in cell.results:
             scenarios.setdefault(result.id, []).append(result.passed)
-            transcripts.setdefault(result.id, []).append(transcript_sha256(cell.transcript(result.id)))
+            transcripts.setdefault(result.id, []).append(cell.transcript_sha256(result.id))
     spec = first.cell
     return TableRow(
         model=spec.model.id,

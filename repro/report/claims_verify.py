@@ -35,7 +35,7 @@ from repro.bundle.records import RunRecord
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file
 from repro.plan.planner import Cell, make_plan
-from repro.report.aggregate import PaperTables, TableRow, collect_with_cells
+from repro.report.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
 from repro.report.pins import InputDifference, Pins, TemplatePin, differences, exactness
 from repro.report.tolerance import Judgement, judge_counts, judge_exact, judge_paired
 from repro.report.verify import TranscriptIdentity, load_published
@@ -114,9 +114,13 @@ class Rerun(BaseModel):
     runs: list[str] = []
 
 
-def load_rerun(paths: list[Path]) -> Rerun:
-    """The VALID rows of the rerun (as `repro paper render` builds them), each with its facts."""
-    tables, cells = collect_with_cells(paths)
+Collected = tuple[PaperTables, dict[str, list[ValidCell]]]  # what collect_with_cells gives
+
+
+def load_rerun(paths: list[Path], collected: Collected | None = None) -> Rerun:
+    """The VALID rows of the rerun (as `repro paper render` builds them), each with its facts;
+    `collected` is collect_with_cells(paths) when the caller has it already (each bundle checked once)."""
+    tables, cells = collected or collect_with_cells(paths)
     records: dict[str, RunRecord] = {}
     planned: list[Cell] = []
     for path in paths:
@@ -138,11 +142,11 @@ def load_rerun(paths: list[Path]) -> Rerun:
     return Rerun(rows=rows, planned=planned, reasons=_no_row_reasons(tables), runs=tables.runs)
 
 
-def published_claims(path: Path) -> tuple[LoadedClaims, dict[str, str]]:
+def published_claims(path: Path, collected: Collected | None = None) -> tuple[LoadedClaims, dict[str, str]]:
     """Published numbers (a results.json, or the published bundle) stated as claims, the way `repro
     claims from-results` states them, and each claim's published row key: `--published` is
-    verified as any claims file is."""
-    side = load_rerun([path]) if path.is_dir() else load_published_rows(path)
+    verified as any claims file is (`collected`: the bundle's collect_with_cells, when at hand)."""
+    side = load_rerun([path], collected) if path.is_dir() else load_published_rows(path)
     today = datetime.datetime.now(datetime.UTC).date()
     source = Source.model_construct(citation=f"the published numbers {path.name}", path=str(path), url=None, date=today, revision=None)
     claims = claims_from_rerun(side, source)

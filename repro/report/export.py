@@ -83,9 +83,11 @@ def refuse_into_bundle(out: Path, runs: list[Path]) -> None:
 
 
 def cell_logs(run_dir: Path, include: set[str]) -> Iterator[CellLog]:
-    """The run's cells of the included verdicts, judged by `repro check`, with what their logs hold."""
-    verdict = check_run(run_dir)
+    """The run's cells of the included verdicts, judged by `repro check`, with what their logs hold
+    (read through the reader that checked them: the last cell checked is parsed once, and one cell
+    at a time is held)."""
     bundle = BundleReader(run_dir)
+    verdict = check_run(run_dir, bundle=bundle)
     run = bundle.run()
     manifest = sha256_bytes(read_regular(run_dir / MANIFEST, MAX_MANIFEST_BYTES)) if (run_dir / MANIFEST).is_file() else None
     signature = signature_state(run_dir)

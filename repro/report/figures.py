@@ -180,7 +180,7 @@ CAPTIONS = {
 }
 
 
-def render_figures(tables: PaperTables) -> dict[str, dict[Format, bytes]]:
+def render_figures(tables: PaperTables) -> Rendered:
     """Each figure's bytes per format; nothing when there are no rows."""
     import matplotlib
 
@@ -196,9 +196,14 @@ def render_figures(tables: PaperTables) -> dict[str, dict[Format, bytes]]:
     return rendered
 
 
-def write_figures(tables: PaperTables, out_dir: Path) -> list[Path]:
+Rendered = dict[str, dict[Format, bytes]]  # each figure's bytes per format (render_figures)
+
+
+def write_figures(tables: PaperTables, out_dir: Path, rendered: Rendered | None = None) -> list[Path]:
+    """figures/NAME.svg and .pdf in `out_dir`: `rendered` when given (drawn once for the files and
+    report.html), else drawn here."""
     written = []
-    for name, formats in render_figures(tables).items():
+    for name, formats in (render_figures(tables) if rendered is None else rendered).items():
         for fmt, data in formats.items():
             path = out_dir / "figures" / f"{name}.{fmt}"
             atomic_write(path, data)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 from pydantic import BaseModel
@@ -27,6 +28,9 @@ from repro.report.aggregate import PROTOCOL_SHORT, PaperTables, TableRow, ValidC
 from repro.report.export import log_path
 from repro.report.paper import TEMPLATES
 from repro.report.turns import Turn, transcript_turns
+
+if TYPE_CHECKING:
+    from repro.report.figures import Rendered
 
 REPORT = "report.html"
 INSPECT_DIR = "inspect"  # where report.html looks for `repro export inspect` logs, beside itself
@@ -127,8 +131,6 @@ def inline_svg(data: bytes) -> str:
 
 
 def attempt(cell: ValidCell, result: ScenarioResult) -> Attempt:
-    from repro.report.aggregate import transcript_sha256
-
     transcript = cell.transcript(result.id)
     turns = transcript_turns(transcript or [], result.failure_step)
     return Attempt(
@@ -141,7 +143,7 @@ def attempt(cell: ValidCell, result: ScenarioResult) -> Attempt:
         failed_checks=[check.type for check in result.failed_checks],
         checks_total=result.checks_total,
         partial_score=result.partial_score,
-        transcript_sha256=transcript_sha256(transcript),
+        transcript_sha256=cell.transcript_sha256(result.id),
         turns=turns[:MAX_TURNS],
         turns_left_out=max(len(turns) - MAX_TURNS, 0),
     )
@@ -195,10 +197,12 @@ def grids(tables: PaperTables, views: list[RowView]) -> list[Grid]:
     return found
 
 
-def render_report(tables: PaperTables, out_dir: Path, cells: dict[str, list[ValidCell]] | None = None) -> Path:
+def render_report(tables: PaperTables, out_dir: Path, cells: dict[str, list[ValidCell]] | None = None, rendered: Rendered | None = None) -> Path:
+    """report.html in `out_dir`, its figures inlined from `rendered` when given (else drawn here)."""
     from repro.report.figures import render_figures
 
-    figures = {name: inline_svg(formats["svg"]) for name, formats in render_figures(tables).items()}
+    drawn = render_figures(tables) if rendered is None else rendered
+    figures = {name: inline_svg(formats["svg"]) for name, formats in drawn.items()}
     views = row_views(tables, cells or {}, out_dir)
     html = environment().get_template("report.html.j2").render(t=tables, figures=figures, views=views, grids=grids(tables, views), inspect_dir=INSPECT_DIR)
     path = out_dir / REPORT

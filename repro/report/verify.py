@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from harness.contracts import ExternalStepEntry, StepEntry, TranscriptEntry
 from repro.core.errors import BadInput
 from repro.core.yamlsource import read_model_bounded
-from repro.report.aggregate import PaperTables, ValidCell, collect_with_cells
+from repro.report.aggregate import PaperTables, ValidCell
 
 Cells = dict[str, list[ValidCell]]
 
@@ -34,13 +34,6 @@ class TranscriptIdentity(BaseModel):
             return "transcripts not recorded on both sides"
         unrecorded = f", {self.unrecorded} not recorded" if self.unrecorded else ""
         return f"identical transcripts {self.identical} of {self.compared}{unrecorded}"
-
-
-def load_side(path: Path) -> tuple[PaperTables, Cells]:
-    """A results.json (numbers only) or a bundle or results folder (numbers and transcripts)."""
-    if path.is_dir():
-        return collect_with_cells([path])
-    return load_published(path), {}
 
 
 def load_published(path: Path) -> PaperTables:
@@ -83,9 +76,9 @@ def _entry_name(entry: TranscriptEntry, index: int) -> str:
     return f"entry {index + 1} ({entry.kind})"
 
 
-def first_step_finder(published: Path, results: list[Path], published_keys: dict[str, str]) -> Callable[[str, str, str, int], str | None]:
-    """With both bundles at hand: where a differing transcript first parts from the published one."""
-    published_cells, rerun_cells = load_side(published)[1], collect_with_cells(results)[1]
+def first_step_finder(published_cells: Cells, rerun_cells: Cells, published_keys: dict[str, str]) -> Callable[[str, str, str, int], str | None]:
+    """With both bundles at hand (their cells by row key, from collect_with_cells): where a
+    differing transcript first parts from the published one."""
 
     def where(claim: str, rerun_key: str, scenario: str, repeat: int) -> str | None:
         before, after = published_cells.get(published_keys.get(claim, ""), []), rerun_cells.get(rerun_key, [])

@@ -56,13 +56,14 @@ class RerunVerdict(BaseModel):
 
 def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> RerunVerdict:
     """The rerun folders against the published bundle: its rows for the cells the rerun planned."""
-    loaded, keys = published_claims(published)
+    published_side = collect_with_cells([published])  # each bundle is checked once
+    loaded, keys = published_claims(published, published_side)
     asked = {cell_id for path in rerun for cell_id in BundleReader(path).run().planned_cells}
-    cells = collect_with_cells([published])[1]
+    rerun_side, cells = collect_with_cells(rerun), published_side[1]
     wanted = {claim for claim, key in keys.items() if asked & {c.record.cell.id for c in cells.get(key, [])}}
     claims = loaded.claims.model_copy(update={"claims": [c for c in loaded.claims.claims if c.id in wanted]})
-    options = Options(accept=accept, where=first_step_finder(published, rerun, keys))
-    report = verify_claims(LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun), options)
+    options = Options(accept=accept, where=first_step_finder(cells, rerun_side[1], keys))
+    report = verify_claims(LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun, rerun_side), options)
     reruns = [BundleReader(p).run().run_id for p in rerun]
     return RerunVerdict(bundle=BundleReader(published).run().run_id, reruns=reruns, report=report, setup=setup_rows(published, rerun[0]))
 

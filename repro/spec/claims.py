@@ -34,6 +34,11 @@ from repro.spec.tolerance import Tolerance
 FORMAT = 1
 MAX_CLAIMS = 1000
 MAX_SCENARIOS = 10_000  # per claim: a suite far larger than any published one
+# A claims file's own bounds, above the YAML defaults (1 MiB, 100,000 values): one claim of
+# MAX_SCENARIOS scenarios as `repro claims from-results` states them (about 150 bytes and 11 values
+# a scenario, 2 more values a repeat) reads back, with up to about ten repeats.
+MAX_CLAIMS_FILE_BYTES = 8 * 1024 * 1024
+MAX_CLAIMS_FILE_VALUES = 300_000
 MAX_REPEATS = 100
 MAX_CATEGORIES = 200
 MAX_COUNT = 1_000_000
@@ -264,7 +269,7 @@ class LoadedClaims(BaseModel):
 
 def load_claims(path: str | Path) -> LoadedClaims:
     """Load and validate a claims file; raise BadInput with one `FILE:LINE field: reason` line per problem."""
-    document = load_yaml_document(path)
+    document = load_yaml_document(path, MAX_CLAIMS_FILE_BYTES, values=MAX_CLAIMS_FILE_VALUES)
     try:
         claims = ClaimsFile.model_validate(document.data)
     except ValidationError as error:

@@ -61,3 +61,33 @@ def test_a_record_line_over_its_bound_is_refused_before_it_is_read_whole(tmp_pat
     path.write_bytes(lines[0] + b'{"id": "' + b"x" * (bundle_module.MAX_RECORD_LINE_BYTES + 1) + b'"}\n')
     with pytest.raises(BadInput, match=r"transcripts.jsonl:2: a line of more than \d+ bytes"):
         bundle.transcripts(cell_id)
+
+
+def test_each_cell_file_is_parsed_once_per_reader_and_again_when_it_changes(tmp_path, monkeypatch):
+    """The rules of a check and the tables after it share a reader: a cell's scenarios.jsonl and
+    transcripts.jsonl are parsed once (its `remember` most recent cells kept), again when the file
+    changed since, and a file that does not read is refused each time it is asked for."""
+    run_dir = write_bundle(tmp_path / "run")
+    parsed: list[str] = []
+    real = bundle_module.record_lines
+    monkeypatch.setattr(bundle_module, "record_lines", lambda path: parsed.append(f"{path.parent.name}/{path.name}") or real(path))
+    bundle = BundleReader(run_dir)
+    first, second = bundle.cell_ids()[:2]
+    assert bundle.results(first) == bundle.results(first) and bundle.transcripts(first) == bundle.transcripts(first)
+    assert parsed == [f"{first}/scenarios.jsonl", f"{first}/transcripts.jsonl"]
+    bundle.results(second)
+    bundle.results(first)  # the reader remembers one cell by default: the first was forgotten
+    assert parsed[2:] == [f"{second}/scenarios.jsonl", f"{first}/scenarios.jsonl"]
+
+    everything = BundleReader(run_dir, remember=None)
+    parsed.clear()
+    for cell_id in (first, second, first, second):
+        everything.results(cell_id)
+    assert parsed == [f"{first}/scenarios.jsonl", f"{second}/scenarios.jsonl"]
+
+    path = everything.cell_dir(first) / "scenarios.jsonl"
+    path.write_bytes(path.read_bytes() + b"not json\n")
+    for _ in range(2):
+        with pytest.raises(BadInput, match="not JSON"):
+            everything.results(first)
+    assert parsed[2:] == [f"{first}/scenarios.jsonl"]  # read again once it changed, then remembered as unreadable

@@ -193,3 +193,30 @@ def test_from_results_without_a_url_or_path_is_one_line(tmp_path, capsys):
     assert main(["claims", "from-results", str(published), "--citation", "x", "--out", str(tmp_path / "c.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [err.strip()] and "url, or path" in err and "internal error" not in err
+
+
+def a_claim_of(scenarios: int, repeats: int = 1) -> str:
+    """MINIMAL with one claim of `scenarios` scenarios, each with its outcomes and transcript
+    sha256s per repeat, written as `repro claims from-results` writes them (block style)."""
+    lines = [f"        s{number:05d}-with-a-longer-id-as-suites-spell-them:" for number in range(scenarios)]
+    outcome = "\n          passed:\n" + "          - true\n" * repeats + "          transcripts:\n" + f"          - {'a' * 64}\n" * repeats
+    total = scenarios * repeats
+    result = f"result:\n      passed: {total}\n      total: {total}\n      scenarios:\n" + "".join(line + outcome for line in lines)
+    text = MINIMAL.replace("s: {id: s, scenarios: 160}", f"s: {{id: s, scenarios: {scenarios}}}")
+    return text.replace("result: {passed: 137, total: 160, by_category: {injection: {passed: 10, total: 12}}}", result)
+
+
+def test_a_claim_of_the_most_scenarios_a_claim_may_state_reads_back(tmp_path):
+    """A claim of MAX_SCENARIOS scenarios with three repeats is over the YAML defaults (1 MiB,
+    100,000 values): a claims file has bounds of its own, sized for it (the bookkeeping benchmark's
+    10,000-scenario claims file was refused before)."""
+    from repro.spec.claims import MAX_CLAIMS_FILE_BYTES, MAX_SCENARIOS
+
+    text = a_claim_of(MAX_SCENARIOS, repeats=3)
+    assert 1024 * 1024 < len(text) < MAX_CLAIMS_FILE_BYTES
+    loaded = load_claims(write(tmp_path, text))
+    assert len(loaded.claims.claims[0].result.scenarios or {}) == MAX_SCENARIOS
+    with pytest.raises(BadInput, match="over the limit of"):
+        load_claims(write(tmp_path, text + "#" * MAX_CLAIMS_FILE_BYTES))
+    with pytest.raises(BadInput, match="more than 300000 values"):
+        load_claims(write(tmp_path, "format: 1\nmany: [" + "1, " * 300_001 + "1]\n"))

@@ -221,3 +221,38 @@ def test_a_leak_in_a_large_text_is_found(redactor):
     has the time a 200 MB transcripts file takes to check)."""
     text = "/srv/canary-project/x " + "y" * (20 * 1024 * 1024)
     assert redactor.leaks(text) == ["the host's <PROJECT_ROOT> path"]
+
+
+def every_pattern_run(redactor: Redactor, text: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What Redactor.text gave before it looked for each rule's literal first: every pattern, run."""
+    with monkeypatch.context() as patched:
+        patched.setattr(redact, "holds", lambda text, literal, fold: True)
+        return redactor.text(text)
+
+
+LOOKALIKES = [
+    url_encoded("/srv/canary-project/x").replace("canary", "CANARY"),  # a URL-encoded path in another case
+    url_encoded("/srv/canary-project/x").replace("c", "C").replace("s", "\u017f"),  # long s: re.IGNORECASE takes it for an s
+    "by CANARYU\u017fER at CANARYHOST",  # long s in a word
+    "by canaryuser, on canaryhost.lab.example.org, in /root/.cache/repro/x and /srv/canary-project",
+    "nothing of this host here",
+]
+
+
+@pytest.mark.parametrize("text", [*(case[1] for case in FORMS), *(case[1] for case in NOT_PATHS), *LOOKALIKES])
+def test_looking_for_each_literal_first_redacts_what_every_pattern_did(redactor, monkeypatch, text):
+    """Redaction runs a rule's pattern only over a text that holds the rule's literal (large cell
+    files cost a literal search per rule): the text it gives is the one every pattern gave."""
+    assert redactor.text(text) == every_pattern_run(redactor, text, monkeypatch)
+    assert redactor.text(text * 3) == every_pattern_run(redactor, text * 3, monkeypatch)
+
+
+def test_letters_that_fold_unlike_lower_are_still_found(monkeypatch):
+    """re.IGNORECASE takes a dotless i for an i and a long s for an s, which lower() leaves as they
+    are; a literal that is not ASCII may fold in other ways, so its pattern always runs."""
+    redactor = Redactor(replace(IDENTITY, user="mira", project_root="/srv/mira-studies"))
+    for text in ("by M\u0131RA today", url_encoded("/srv/m\u0131ra-\u017ftudies/x"), "by MIRA"):
+        assert "mira" not in redactor.text(text).lower().replace("\u0131", "i")
+        assert redactor.text(text) == every_pattern_run(redactor, text, monkeypatch)
+    beyond = Redactor(replace(IDENTITY, user="J\u00f6rg\u0130"))
+    assert beyond.text("by J\u00d6RG\u0130 today") == every_pattern_run(beyond, "by J\u00d6RG\u0130 today", monkeypatch) == "by <USER> today"
