@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import re
+import io
 import tarfile
 import threading
 import time
@@ -61,7 +62,7 @@ from typing import Any
 from harness.agent.loop import run_agent
 from harness.agent.policy import ScriptedPolicy, Step
 from harness.agent.prompts import render_trigger
-from harness.io.inputs import MAX_SCENARIO_BYTES
+from harness.io.inputs import MAX_SCENARIO_BYTES, read_regular
 from harness.io.strict_json import dumps_compact
 from harness.model.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScenarioError, ScheduleTrigger, TaskTrigger, load_scenarios, parse_scenario
 from harness.model.workspace import Workspace
@@ -87,6 +88,7 @@ RUNNER_RESULT = re.compile(r"^<tool_response>\n(.*)\n</tool_response>$", re.DOTA
 MAX_RECORD_BYTES = 64 * 1024**2
 MAX_BODY_BYTES = 16 * 1024**2
 MAX_ARCHIVE_MEMBERS = 10_000
+MAX_ARCHIVE_BYTES = 64 * 1024**2  # a scenario archive (Tholos-Bench's 160 files: about 0.6 MB)
 
 
 class ScriptError(ValueError):
@@ -362,16 +364,25 @@ class ScriptedEngine:
 
 
 def scenarios_at(path: Path) -> list[Scenario]:
-    """The scenarios of a file or folder, or of a tar archive's ``*.json`` members."""
-    if path.is_file() and tarfile.is_tarfile(path):
-        return scenarios_in_archive(path)
-    return load_scenarios(path)
+    """The scenarios of a ``.json`` file or a folder, or of a tar archive's ``*.json`` members
+    (any other file: read within MAX_ARCHIVE_BYTES, a regular file only, and refused unless it is
+    a tar archive that holds at least one scenario)."""
+    if path.is_dir() or path.suffix == ".json":
+        return load_scenarios(path)
+    scenarios = scenarios_in_archive(path, read_regular(path, MAX_ARCHIVE_BYTES))
+    if not scenarios:
+        raise ScenarioError(f"{path}: no scenario (a .json file, a folder, or a tar archive of *.json members)")
+    return scenarios
 
 
-def scenarios_in_archive(path: Path) -> list[Scenario]:
+def scenarios_in_archive(path: Path, data: bytes) -> list[Scenario]:
     """Each regular ``*.json`` member of a tar archive as a scenario, bounded; links refused."""
     scenarios: list[Scenario] = []
-    with tarfile.open(path) as archive:
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(data))
+    except tarfile.TarError:
+        raise ScenarioError(f"{path}: not a tar archive of scenarios") from None
+    with archive:
         for number, member in enumerate(archive):
             if number >= MAX_ARCHIVE_MEMBERS:
                 raise ScenarioError(f"{path.name}: more than {MAX_ARCHIVE_MEMBERS} members")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.model.scenario import ScenarioError
-from harness.testing.scripted_engine import ScriptedEngine, runner_errors, scenarios_in_archive
+from harness.testing.scripted_engine import ScriptedEngine, runner_errors, scenarios_at
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import make_plan
 from repro.spec.matrix import EngineSpec, load_matrix
@@ -74,11 +74,11 @@ def test_the_archive_is_read_bounded_and_links_are_refused(tmp_path: Path) -> No
     link = tarfile.TarInfo("scenarios/a.json")
     link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
     with pytest.raises(ScenarioError, match="not a regular file"):
-        scenarios_in_archive(archive_with(tmp_path, link))
+        scenarios_at(archive_with(tmp_path, link))
     big = tarfile.TarInfo("scenarios/b.json")
     big.size = 2 * 1024**2
     with pytest.raises(ScenarioError, match="over"):
-        scenarios_in_archive(archive_with(tmp_path, big, b" " * big.size))
+        scenarios_at(archive_with(tmp_path, big, b" " * big.size))
 
 
 def test_the_matrix_plans_the_runner_and_our_harness_against_the_scripted_engine() -> None:
