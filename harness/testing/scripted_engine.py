@@ -47,9 +47,9 @@ How a request is answered:
 
 from __future__ import annotations
 
+import io
 import json
 import re
-import io
 import tarfile
 import threading
 import time
