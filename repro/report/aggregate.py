@@ -517,9 +517,9 @@ def row_key(record: CellRecord) -> tuple[str, ...]:
     the Tholos runner and our harness load the same scenario files, and are two rows)."""
     cell = record.cell
     identity = record.engine_identity.reported if record.engine_identity else None
-    external = cell.suite.external
+    pin = kind_of(cell.suite).harness_pin(cell.suite, None)
     return (
-        f"{external.harness}:{external.sha256}" if external else "repro",
+        f"{pin.name}:{pin.archive_sha256}" if pin.archive_sha256 else pin.name,
         cell.model.sha256,
         cell.model.quant,
         cell.engine.id,

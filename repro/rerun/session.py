@@ -147,7 +147,7 @@ def source_matrix(reader: BundleReader, record: RunRecord, out: Path) -> Path:
         write_in(folder, folder / record.author.profiles_file.path, reader.author_profiles())
     embedded = load_matrix(reader.matrix_path(), embedded=True)
     for suite in embedded.matrix.suites:
-        if suite.source is None and suite.external is None:
+        if kind_of(suite).author_files(suite):
             copy_suite(reader.suite_dir(suite.id), folder / suite.path, folder)
     return matrix
 

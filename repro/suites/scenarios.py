@@ -162,6 +162,9 @@ class ScenarioSuites(SuiteKind):
 
     name = "scenarios"
 
+    def author_files(self, suite: Suite) -> bool:
+        return suite.source is None
+
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
         return select_scenarios(suite, PROJECT_ROOT if root is None else root)
 
