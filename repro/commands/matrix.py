@@ -24,7 +24,8 @@ from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profile
 from repro.spec.profiles import Profile, is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
-    from repro.run.runner import RunOptions, RunOutcome
+    from repro.run.context import RunOptions
+    from repro.run.outcome import RunOutcome
 
 app = Typer(help="Validate, plan and run matrix files; print the matrix format's JSON Schema.", no_args_is_help=True)
 console = Console()
@@ -193,8 +194,10 @@ def run(
     130 interrupted (`--resume` continues, and reruns cells that ended in engine faults)."""
     from repro.bundle.layout import DiskFull
     from repro.plan.planner import parse_shard
+    from repro.run.context import RunOptions
+    from repro.run.outcome import run_outcome
     from repro.run.progress import RunProgress
-    from repro.run.runner import RunOptions, run_matrix, run_outcome
+    from repro.run.runner import run_matrix
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
