@@ -21,7 +21,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from repro.bundle.evidence import AbsentCell, CellEvidence, CellRule, RecomputedPlan, Rules, RunEvidence
-from repro.bundle.layout import CELLS_DIR, BundleReader
+from repro.bundle.layout.names import CELLS_DIR
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor  # suite_data_homes: read within bounds, once per check
 from repro.check.bounds import finite, rule_bounds, seconds_problem

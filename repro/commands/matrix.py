@@ -192,7 +192,7 @@ def run(
     Exit codes: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
     fault (or another error) or was excluded by the latency gate; 2 bad input (a dirty tree too);
     130 interrupted (`--resume` continues, and reruns cells that ended in engine faults)."""
-    from repro.bundle.layout import DiskFull
+    from repro.bundle.layout.writer import DiskFull
     from repro.plan.planner import parse_shard
     from repro.run.context import RunOptions
     from repro.run.outcome import run_outcome
@@ -277,7 +277,7 @@ def parse_replicas(text: str) -> int | None:
 
 def first_disk_full(error: BaseException) -> BaseException:
     """The first full-disk error of a run: the cell it stopped, not run.json written after it."""
-    from repro.bundle.layout import DiskFull
+    from repro.bundle.layout.writer import DiskFull
 
     first, cause = error, error.__context__
     while cause is not None:
@@ -287,7 +287,7 @@ def first_disk_full(error: BaseException) -> BaseException:
 
 
 def print_run_summary(run_dir: Path) -> None:
-    from repro.bundle.layout import BundleReader
+    from repro.bundle.layout.reader import BundleReader
 
     bundle = BundleReader(run_dir)
     record = bundle.run()

@@ -21,7 +21,9 @@ from pydantic import BaseModel, computed_field
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
 from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
-from repro.bundle.layout import BundleReader, find_runs, merge_problems
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.merge import merge_problems
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, CellSummary, Execution
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from repro.bundle.layout import BundleReader, write_in
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import write_in
 from repro.bundle.provenance import source_state, system_description
 from repro.bundle.records import RunRecord
 from repro.bundle.signers import require_signed

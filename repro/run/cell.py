@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.contracts import SandboxAudit
-from repro.bundle.layout import ENGINE_LOG, CellWriter
+from repro.bundle.layout.names import ENGINE_LOG
+from repro.bundle.layout.writer import CellWriter
 from repro.bundle.records import (
     CellRecord,
     EngineIncident,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from repro.bundle.layout import Bundle
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import (
     Execution,
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.core.errors import BadInput
 from repro.engines.gate import gate_cause
 from repro.run.resume import cell_needs_rerun, gate_excluded

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from repro.bundle.layout import CellWriter
+from repro.bundle.layout.writer import CellWriter
 from repro.bundle.records import (
     CellRecord,
     EarlierAttempt,

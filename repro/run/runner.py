@@ -17,7 +17,9 @@ import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
-from repro.bundle.layout import AUTHOR_PROFILES_COPY, Bundle, find_resumable, mark_latest
+from repro.bundle.layout.discovery import find_resumable
+from repro.bundle.layout.names import AUTHOR_PROFILES_COPY
+from repro.bundle.layout.writer import Bundle, mark_latest
 from repro.bundle.provenance import author_at_end, author_source, dirty_lines, source_at_end, source_state, system_description
 from repro.bundle.records import (
     MatrixInfo,

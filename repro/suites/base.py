@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.contracts import ProgressEvent
-from repro.bundle.layout import Bundle, BundleReader, CellWriter
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle, CellWriter
 from repro.bundle.records import CellRecord, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind

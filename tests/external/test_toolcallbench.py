@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from repro.bundle.layout import BundleReader, load_cell, read_results, read_transcripts
+from repro.bundle.layout.loading import load_cell, read_results, read_transcripts
+from repro.bundle.layout.reader import BundleReader
 from repro.check.verdict import CHECK_TOOLS
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file

@@ -15,7 +15,8 @@ import repro.run.outcome as outcome_module
 import repro.run.resume as resume_module
 import repro.run.runner as run_module
 from repro.__main__ import main
-from repro.bundle.layout import Bundle, load_cell, load_run
+from repro.bundle.layout.loading import load_cell, load_run
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord, CellSummary, EngineFault, utc_now
 from repro.bundle.redact import Redactor
 from repro.engines.base import EngineDied, EngineHandle

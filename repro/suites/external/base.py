@@ -15,7 +15,9 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
+from repro.bundle.layout.names import suite_folder
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle, CellWriter, write_in
 from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.core.errors import BadInput

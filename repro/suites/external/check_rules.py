@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.bundle.layout import CELLS_DIR, INPUTS_DIR
+from repro.bundle.layout.names import CELLS_DIR, INPUTS_DIR
 from repro.core.errors import BadInput, NotAtHand, ReproError
 from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES

@@ -10,7 +10,8 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from repro.bundle.layout import SUITES_DIR, BundleReader
+from repro.bundle.layout.names import SUITES_DIR
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord
 from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
