@@ -3,8 +3,8 @@
 Read top to bottom: `run_matrix` prepares everything that can be checked before an engine boots,
 opens (or resumes) the bundle, then runs one group at a time (repro.run.group). A group boots its
 engine once, gates it, and runs each cell's harness (repro.run.cell) in its own sealed container
-joined to the engine's network namespace; results are read from the harness's output files (as untrusted input), never
-from stdout. A dirty project tree is refused before anything starts (unless --allow-dirty, which
+joined to the engine's network namespace; results are read from the harness's output files (as
+untrusted input), never from stdout. A dirty project tree is refused before anything starts (unless --allow-dirty, which
 marks the run not clean-room from the start). Every container is removed on the way out; an
 interrupted run leaves no container and no half cell: the cell in progress keeps its finished
 scenarios in its partial folder (repro.bundle.layout), and `--resume` reruns only the rest
