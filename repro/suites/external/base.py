@@ -52,9 +52,7 @@ class Adapter(SuiteKind):
 
     def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
         """Its pinned release: the wheel's version and sha256, or the source archive's sha256."""
-        external = suite.external
-        if external is None:
-            raise BadInput(f"suite {suite.id} names no external harness")
+        external = external_of(suite)
         version = external.wheel.split("==", 1)[1] if external.wheel else None
         return HarnessPin(name=self.name, version=version, archive_sha256=external.sha256)
 
