@@ -40,7 +40,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.bundle.layout import Bundle, BundleReader  # noqa: E402
+from repro.bundle.layout.reader import BundleReader  # noqa: E402
+from repro.bundle.layout.writer import Bundle  # noqa: E402
 from repro.bundle.provenance import author_source  # noqa: E402
 from repro.bundle.records import CellRecord, CellSummary, MatrixInfo, RunRecord  # noqa: E402
 from repro.bundle.redact import Redactor  # noqa: E402

@@ -12,7 +12,7 @@ undisturbed baseline, then:
   d  the Docker daemon stopped 5 s into the harness and started again, then --resume
   e  the results folder (a tmpfs) filled up 5 s into the harness; space freed, then --resume
   f  a harness output that is a link to a host file, and one of 10 GiB (sparse): checked where
-     the run reads harness output (repro.bundle.layout.read_results / read_transcripts), no engine
+     the run reads harness output (repro.bundle.layout.loading.read_results / read_transcripts), no engine
 
 and prints: fault | survived | containers leaked | half-written files | resume reproduced
 transcripts | seconds. "Containers leaked": containers labelled with a run of this benchmark
@@ -46,7 +46,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.bundle.layout import BundleReader, load_cell, read_results, read_transcripts  # noqa: E402
+from repro.bundle.layout.loading import load_cell, read_results, read_transcripts  # noqa: E402
+from repro.bundle.layout.reader import BundleReader  # noqa: E402
 from repro.core.errors import BadInput  # noqa: E402
 from tests.e2e.conftest import commit_snapshot, e2e_matrix, make_snapshot  # noqa: E402
 from tests.e2e.test_engine_kill import TINY_SUITE  # noqa: E402

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.bundle.layout import BundleReader  # noqa: E402
+from repro.bundle.layout.reader import BundleReader  # noqa: E402
 from repro.bundle.records import CellRecord  # noqa: E402
 
 RUN_ID = f"direct-{os.getpid()}"

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.contracts import ScenarioResult  # noqa: E402
-from repro.bundle.layout import BundleReader  # noqa: E402
+from repro.bundle.layout.reader import BundleReader  # noqa: E402
 from repro.bundle.records import CellRecord  # noqa: E402
 from repro.report.aggregate import transcript_sha256  # noqa: E402
 from tests.e2e.conftest import e2e_matrix, make_snapshot  # noqa: E402

@@ -1,8 +1,10 @@
 """The result bundle: its schema, how it is written and read, and who vouches for it.
 
 - `records`: `RunRecord`, `CellRecord` and their parts (the schema; spec and core only);
-- `layout`: the folder layout, atomic redacted writes (`Bundle`, `CellWriter`), `BundleReader`
-  (every read of a bundle: bounded, no link followed, ids checked), manifest, resume, merge;
+- `layout`: the bundle on disk, one job per module: its names, atomic redacted writes
+  (`writer`: `Bundle`, `CellWriter`), bounded parsing (`loading`), integrity (`integrity`: the
+  manifest, each cell's files), `reader.BundleReader` (every read of a bundle: bounded, no link
+  followed, ids checked), finding runs (`discovery`), merging shards (`merge`);
 - `evidence`: a bundle as the check rules read it (`RunEvidence`, `CellEvidence`, the recomputed plan);
 - `redact`: host paths, user and host name out of every byte; the bundle lint;
 - `provenance`: the project tree's state and the machine's description;

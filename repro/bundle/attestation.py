@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from repro import __version__
-from repro.bundle.layout import ATTESTATION, MANIFEST, BundleReader
+from repro.bundle.layout.names import ATTESTATION, MANIFEST
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.signing import NAMESPACE, SignatureError, manifest_entries
 from repro.core.errors import BadInput
 from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, atomic_write, read_regular, sha256_file

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from repro.bundle.layout import MATRIX_COPY, BundleReader
+from repro.bundle.layout.names import MATRIX_COPY
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput

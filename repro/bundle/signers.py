@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from repro.bundle.attestation import verify_attestation
-from repro.bundle.layout import ATTESTATION, SIGNATURE, find_runs
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.names import ATTESTATION, SIGNATURE
 from repro.bundle.signing import SignatureError, exists_plain, require_allowed_signers, verify_signature
 
 

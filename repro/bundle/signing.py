@@ -28,7 +28,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from repro.bundle.layout import ATTESTATION, MANIFEST, SIGNATURE
+from repro.bundle.layout.names import ATTESTATION, MANIFEST, SIGNATURE
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import MAX_ALLOWED_SIGNERS_BYTES, MAX_MANIFEST_BYTES, atomic_write, read_regular, sha256_file
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.contracts import SandboxAudit
 from repro.bundle.evidence import CellEvidence
-from repro.bundle.layout import CELLS_DIR, SUITES_DIR
+from repro.bundle.layout.names import CELLS_DIR, SUITES_DIR
 from repro.bundle.records import CellSummary, Execution
 from repro.bundle.redact import find_leaks, suite_data_homes  # suite_data_homes: read within bounds, once per check
 from repro.check.cross import engine_log_threads

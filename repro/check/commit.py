@@ -35,7 +35,7 @@ from repro.core.errors import BadInput
 from repro.core.yamlsource import MAX_YAML_BYTES
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profiles, load_profiles
-from repro.suites.registry import select
+from repro.suites.registry import kind_of, select
 
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence, RunEvidence
@@ -133,7 +133,7 @@ def rule_suite_at_commit(ev: CellEvidence) -> list[str]:
     """The cell's suite, selected from the project's files at the commit, gives its sha256."""
     commit, suite = at_commit(ev), ev.record.cell.suite
     author = ev.run.author
-    if author is not None and suite.source is None and suite.external is None:
+    if author is not None and kind_of(suite).author_files(suite):
         return author_suite_problems(ev, author)
     if commit is None or suite.source is not None:
         return []

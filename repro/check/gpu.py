@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from repro.bundle.layout import ENGINE_LOG
+from repro.bundle.layout.names import ENGINE_LOG
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
 from repro.engines.base import split_logs

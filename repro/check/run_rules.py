@@ -7,7 +7,7 @@ import re
 from collections import Counter
 
 from repro.bundle.evidence import RunEvidence
-from repro.bundle.layout import CELLS_DIR, MATRIX_COPY, safe_id
+from repro.bundle.layout.names import CELLS_DIR, MATRIX_COPY, safe_id
 from repro.core.errors import BadInput
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -21,19 +21,26 @@ from typing import Literal
 from pydantic import BaseModel
 
 from repro.bundle.evidence import AbsentCell, CellEvidence, CellRule, RecomputedPlan, Rules, RunEvidence
-from repro.bundle.layout import CELLS_DIR, BundleReader
+from repro.bundle.layout.names import CELLS_DIR
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor  # suite_data_homes: read within bounds, once per check
+from repro.check.bounds import finite, rule_bounds, seconds_problem
+from repro.check.cell_rules import MODEL_OUTPUT_FILES
 from repro.check.commit import author_notes, commit_notes
 from repro.check.formats import rules_for
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.registry import load_object
 from repro.spec.cells import ExclusionKind, exclusion_label, kind_from_text
+from repro.suites.base import CheckTools
 from repro.suites.registry import kind_of
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED", "UNCHECKED"]
 VERDICTS: tuple[Verdict, ...] = ("VALID", "EXCLUDED", "INVALID", "UNCHECKED")  # the order counts are said in
 Scope = Literal["run", "cell"]
+CHECK_TOOLS = CheckTools(
+    bounds=rule_bounds, finite=finite, seconds_problem=seconds_problem, model_output_files=MODEL_OUTPUT_FILES
+)  # what a kind's rules borrow
 
 
 class Problem(BaseModel):
@@ -170,7 +177,7 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
     chosen = dict(rules.every_cell) | (rules.ran_cell if record.status == "done" else {})
     kind_rules = kind_of(record.cell.suite).check_rules  # a kind with rules of its own (an external harness's raw outputs)
     if kind_rules is not None:
-        chosen = load_object(kind_rules)(chosen, ran=record.status == "done")
+        chosen = load_object(kind_rules)(chosen, ran=record.status == "done", tools=CHECK_TOOLS)
     found, unchecked = applied(chosen, evidence)
     return verdict_of(run, cell_id, problems + found, record, unchecked)
 

@@ -14,6 +14,7 @@ __all__ = [
     "matrix",
     "models",
     "paper",
+    "rerun",
     "results",
     "scale",
     "sign",

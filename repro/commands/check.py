@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from repro.bundle.layout import find_runs, latest_run, merge_problems
+from repro.bundle.layout.discovery import find_runs, latest_run
+from repro.bundle.layout.merge import merge_problems
 from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.errors import BadInput

@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from repro.bundle.layout import BundleReader, find_runs
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.reader import BundleReader
 from repro.commands.vocabulary import Typer
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, atomic_write

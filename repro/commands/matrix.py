@@ -24,7 +24,8 @@ from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profile
 from repro.spec.profiles import Profile, is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
-    from repro.run.runner import RunOptions, RunOutcome
+    from repro.run.context import RunOptions
+    from repro.run.outcome import RunOutcome
 
 app = Typer(help="Validate, plan and run matrix files; print the matrix format's JSON Schema.", no_args_is_help=True)
 console = Console()
@@ -191,10 +192,12 @@ def run(
     Exit codes: 0 every planned cell completed without engine faults; 1 a cell ended in an engine
     fault (or another error) or was excluded by the latency gate; 2 bad input (a dirty tree too);
     130 interrupted (`--resume` continues, and reruns cells that ended in engine faults)."""
-    from repro.bundle.layout import DiskFull
+    from repro.bundle.layout.writer import DiskFull
     from repro.plan.planner import parse_shard
+    from repro.run.context import RunOptions
+    from repro.run.outcome import run_outcome
     from repro.run.progress import RunProgress
-    from repro.run.runner import RunOptions, run_matrix, run_outcome
+    from repro.run.runner import run_matrix
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
@@ -274,7 +277,7 @@ def parse_replicas(text: str) -> int | None:
 
 def first_disk_full(error: BaseException) -> BaseException:
     """The first full-disk error of a run: the cell it stopped, not run.json written after it."""
-    from repro.bundle.layout import DiskFull
+    from repro.bundle.layout.writer import DiskFull
 
     first, cause = error, error.__context__
     while cause is not None:
@@ -284,7 +287,7 @@ def first_disk_full(error: BaseException) -> BaseException:
 
 
 def print_run_summary(run_dir: Path) -> None:
-    from repro.bundle.layout import BundleReader
+    from repro.bundle.layout.reader import BundleReader
 
     bundle = BundleReader(run_dir)
     record = bundle.run()

@@ -90,10 +90,11 @@ def fetch_and_build(prepared: RerunPlan) -> None:
 
 def run_cells(prepared: RerunPlan, resume: bool) -> Path:
     """`matrix run` of exactly the bundle's cells, with its progress display, then `check`."""
-    from repro.bundle.layout import DiskFull
+    from repro.bundle.layout.writer import DiskFull
     from repro.check.verdict import check_run
+    from repro.run.context import RunOptions
     from repro.run.progress import RunProgress
-    from repro.run.runner import RunOptions, run_matrix
+    from repro.run.runner import run_matrix
 
     options = RunOptions(matrix=prepared.matrix, profile=prepared.profile, out=prepared.out, resume=resume, only=[c.id for c in prepared.cells])
     try:

@@ -12,8 +12,9 @@ import typer
 from rich.console import Console
 
 from harness.scoring import lab_code
-from repro.bundle.layout import BundleReader, find_runs
-from repro.bundle.layout import merge as merge_bundles
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.merge import merge as merge_bundles
+from repro.bundle.layout.reader import BundleReader
 from repro.commands.vocabulary import Typer
 from repro.core.files import atomic_write
 from repro.core.terminal import shown

@@ -12,6 +12,7 @@
 
 # The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
 __all__ = [
+    "archives",
     "busy",
     "config",
     "errors",

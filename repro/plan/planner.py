@@ -18,7 +18,6 @@ from repro.core.files import GIB
 from repro.engines.registry import engine_class
 from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import TemplateFacts
-from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.spec.profiles import Profile
 
@@ -117,7 +116,7 @@ def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Pro
     `exclude` rules: the author's) or repro's (what the harness, engine or profile cannot carry)."""
     if profile_name not in matrix.profiles:
         return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})", "author"
-    implemented = HARNESSES[cell.suite.external.harness].protocols if cell.suite.external else IMPLEMENTED_PROTOCOLS
+    implemented = cell.suite.protocols(IMPLEMENTED_PROTOCOLS)
     if cell.protocol not in implemented:
         return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(implemented))})", "configuration"
     if not cell.engine.serves(profile.engine_variant):

@@ -22,5 +22,6 @@ __all__ = [
     "figures",
     "html",
     "paper",
+    "pins",
     "verify",
 ]

@@ -21,7 +21,9 @@ from pydantic import BaseModel, PrivateAttr, computed_field
 from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
 from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
-from repro.bundle.layout import BundleReader, find_runs, merge_problems
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.merge import merge_problems
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, CellSummary, Execution
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
@@ -549,9 +551,9 @@ def row_key(record: CellRecord) -> tuple[str, ...]:
     the Tholos runner and our harness load the same scenario files, and are two rows)."""
     cell = record.cell
     identity = record.engine_identity.reported if record.engine_identity else None
-    external = cell.suite.external
+    pin = kind_of(cell.suite).harness_pin(cell.suite, None)
     return (
-        f"{external.harness}:{external.sha256}" if external else "repro",
+        f"{pin.name}:{pin.archive_sha256}" if pin.archive_sha256 else pin.name,
         cell.model.sha256,
         cell.model.quant,
         cell.engine.id,

@@ -30,7 +30,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle.layout import MANIFEST, BundleReader, find_runs
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.names import MANIFEST
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import RunRecord
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file

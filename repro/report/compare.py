@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle.layout import RUN_FILE
+from repro.bundle.layout.names import RUN_FILE
 from repro.core.errors import BadInput
 from repro.report.aggregate import PaperTables, TableRow, collect
 from repro.report.stats import Interval, Verdict, mcnemar, newcombe

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, computed_field
 
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.check.verdict import AbsentCell, RunVerdict
 from repro.core.errors import BadInput
 

@@ -19,7 +19,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptEntry
-from repro.bundle.layout import MANIFEST, BundleReader, find_runs, safe_id
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.names import MANIFEST, safe_id
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.check.verdict import CellVerdict, Verdict, check_run
 from repro.core.errors import BadInput

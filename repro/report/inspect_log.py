@@ -61,6 +61,7 @@ from repro.bundle.records import CellRecord
 from repro.report.aggregate import transcript_sha256
 from repro.report.export import CellLog
 from repro.report.turns import Turn, external_turns, final_answer, transcript_turns
+from repro.suites.registry import kind_of
 
 __all__ = ["INSPECT_VERSION", "eval_log", "write_log"]
 PASS, FAIL = "C", "I"  # inspect_ai's CORRECT and INCORRECT
@@ -130,8 +131,7 @@ def solver(cell: CellLog) -> str:
     """Who played the scenarios: our harness under its protocol, or the external suite's own."""
     if cell.spec is None:
         return "unknown"
-    suite = cell.spec.suite
-    return suite.external.harness if suite.external is not None else f"repro-harness/{cell.spec.protocol}"
+    return kind_of(cell.spec.suite).solver(cell.spec.suite, cell.spec.protocol)
 
 
 def protocol(cell: CellLog) -> str:
@@ -220,8 +220,7 @@ def provenance(cell: CellLog) -> dict[str, Any]:
 
 def suite_version(record: CellRecord) -> str | None:
     """An external suite's pinned wheel (name==version); ours is versioned by its sha256 alone."""
-    external = record.cell.suite.external
-    return external.wheel if external is not None else None
+    return kind_of(record.cell.suite).release(record.cell.suite)
 
 
 def results(cell: CellLog) -> EvalResults:

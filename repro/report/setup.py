@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.provenance import SystemDescription
 from repro.bundle.records import RunRecord
 from repro.bundle.signing import ATTESTATION, SIGNATURE

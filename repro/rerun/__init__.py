@@ -5,3 +5,10 @@
 - `session`: check the bundle, rebuild its matrix, profile and suites, plan its cells.
 - `verdict`: the rerun against the bundle, row by row (`verdict_of`), and its report.
 """
+
+# The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
+__all__ = [
+    "preflight",
+    "session",
+    "verdict",
+]

@@ -24,8 +24,9 @@ from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.spec.cells import Cell
-from repro.spec.matrix import EngineSpec, ExternalSuite, Variant
+from repro.spec.matrix import EngineSpec, Suite, Variant
 from repro.spec.profiles import Profile
+from repro.suites.registry import kind_of
 
 
 class Setup(BaseModel):
@@ -75,7 +76,7 @@ def bundle_setup(record: RunRecord, cells: list[CellRecord]) -> Setup:
     return Setup(
         **source_part(record.source, record.system, record.profile, record.profile_settings),
         engines={c.cell.engine.id: recorded_engine(c.engine_image) for c in ran if c.engine_image},
-        externals={c.cell.suite.id: external_pin(c.cell.suite.external) for c in cells if c.cell.suite.external},
+        externals=code_pins([c.cell.suite for c in cells]),
         suites={c.cell.suite.id: c.suite_sha256 for c in ran},
     )
 
@@ -85,7 +86,7 @@ def machine_setup(source: SourceState, system: SystemDescription, profile: str, 
     return Setup(
         **source_part(source, system, profile, settings),
         engines={c.engine.id: planned_engine(c.engine, settings.engine_variant) for c in cells},
-        externals={c.suite.id: external_pin(c.suite.external) for c in cells if c.suite.external},
+        externals=code_pins([c.suite for c in cells]),
         suites=suites,
     )
 
@@ -113,8 +114,9 @@ def engine_label(source: str, build_info: str, dockerfile_sha256: str) -> str:
     return f"{source}, build_info {build_info}, Dockerfile {dockerfile_sha256[:12]}"
 
 
-def external_pin(external: ExternalSuite | None) -> str:
-    return "" if external is None else external.model_dump_json(exclude_none=True)
+def code_pins(suites: list[Suite]) -> dict[str, str]:
+    """Each suite's harness pinned apart from the commit (an external harness's pin), by suite id."""
+    return {suite.id: pin for suite in suites if (pin := kind_of(suite).code_pin(suite)) is not None}
 
 
 def hardware_label(system: SystemDescription) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from repro.bundle.layout import BundleReader, write_in
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import write_in
 from repro.bundle.provenance import source_state, system_description
 from repro.bundle.records import RunRecord
 from repro.bundle.signers import require_signed
@@ -147,7 +148,7 @@ def source_matrix(reader: BundleReader, record: RunRecord, out: Path) -> Path:
         write_in(folder, folder / record.author.profiles_file.path, reader.author_profiles())
     embedded = load_matrix(reader.matrix_path(), embedded=True)
     for suite in embedded.matrix.suites:
-        if suite.source is None and suite.external is None:
+        if kind_of(suite).author_files(suite):
             copy_suite(reader.suite_dir(suite.id), folder / suite.path, folder)
     return matrix
 

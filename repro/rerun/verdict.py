@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.report.aggregate import collect_with_cells
 from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options, load_rerun, published_claims, verify_claims
 from repro.report.verify import first_step_finder

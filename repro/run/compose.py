@@ -88,7 +88,7 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerCli
 
 def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient | None = None) -> ComposeCell:
     """A cell of a result bundle, with the image ids it recorded (they must be present here)."""
-    from repro.bundle.layout import BundleReader
+    from repro.bundle.layout.reader import BundleReader
     from repro.store.images import ImageRef
     from repro.store.models import model_path
     from repro.suites.registry import select

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -328,6 +329,11 @@ class Suite(Strict):
         default=None,
         description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): a third party checks the suite without the project",
     )
+
+    def protocols(self, ours: Collection[str]) -> Collection[str]:
+        """The protocols the suite's harness implements: an external harness's (its facts), else
+        `ours` (our harness's, which the plan states)."""
+        return HARNESSES[self.external.harness].protocols if self.external is not None else ours
 
     @model_serializer(mode="wrap")
     def _without_unset_external(self, handler: SerializerFunctionWrapHandler) -> dict:

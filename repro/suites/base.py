@@ -30,9 +30,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from harness.contracts import ProgressEvent
-from repro.bundle.layout import Bundle, BundleReader, CellWriter
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle, CellWriter
 from repro.bundle.records import CellRecord, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind
@@ -49,12 +51,22 @@ FIXTURES_MOUNT = "/fixtures"  # the shared fixtures beside it (harness.model.fix
 Log = Callable[[str], None]
 
 
+class CheckTools(NamedTuple):
+    """What a kind's check rules borrow from the check (repro.check sits above the suites, so it
+    passes them in: repro.check.verdict.CHECK_TOOLS)."""
+
+    bounds: Callable[..., list[str]]  # repro.check.bounds.rule_bounds(ev, per_result=, what=)
+    finite: Callable[[Any], bool]
+    seconds_problem: Callable[[str, float | None], list[str]]
+    model_output_files: frozenset[str]  # the cell files that record the model's output
+
+
 class SuiteKind(ABC):
     """One kind of suite. Implementations hold no state between calls: a run, a check and a report
     may each make their own instance."""
 
     name: str  # the registry's key: "scenarios", or the matrix's `external.harness`
-    check_rules: str | None = None  # a lazy "module:object" (rules, ran) -> rules; None: the check's own rules
+    check_rules: str | None = None  # a lazy "module:object" (rules, ran, tools: CheckTools) -> rules; None: the check's own rules
 
     def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
         """The harness that scores this kind's cells, and what pins its code: ours by the run's
@@ -62,6 +74,26 @@ class SuiteKind(ABC):
         if source is None:
             return HarnessPin(name="repro")
         return HarnessPin(name="repro", version=source.repro_version, commit=source.commit, tree_digest=source.harness_digest)
+
+    def solver(self, suite: Suite, protocol: str) -> str:
+        """Who plays the tasks, as an exported log names it: our harness under the cell's protocol."""
+        return f"repro-harness/{protocol}"
+
+    def release(self, suite: Suite) -> str | None:
+        """The pinned release a report names beside the suite (name==version); None: ours is
+        versioned by its sha256 alone."""
+        return None
+
+    def code_pin(self, suite: Suite) -> str | None:
+        """What pins the harness's code apart from the project's commit, as a rerun compares it with
+        this machine's; None: ours is pinned by the commit."""
+        return None
+
+    def author_files(self, suite: Suite) -> bool:
+        """Whether the suite's files are the matrix's own, beside it (an author's matrix under
+        `paths_from: matrix`: the author's tree at its commit holds them); not for a suite pinned by
+        an archive or run by another harness."""
+        return False
 
     @abstractmethod
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:

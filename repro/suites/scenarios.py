@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle.layout import Bundle, CellWriter, read_results, read_transcripts, record_lines, suite_folder, write_in
+from repro.bundle.layout.loading import read_results, read_transcripts, record_lines
+from repro.bundle.layout.names import suite_folder
+from repro.bundle.layout.writer import Bundle, CellWriter, write_in
 from repro.bundle.records import CellRecord, CellSummary, KeptScenario
 from repro.containers import lifecycle as containers
 from repro.core.config import PROJECT_ROOT
@@ -150,7 +152,7 @@ def finished_scenarios(out_dir: Path) -> list[KeptScenario]:
 
 def whole_lines(out_dir: Path, name: str) -> list[bytes]:
     """The newline-ended lines of the harness's file in progress for `name` (none when there is
-    not exactly one), each within the bundle's bounds (repro.bundle.layout.record_lines)."""
+    not exactly one), each within the bundle's bounds (repro.bundle.layout.loading.record_lines)."""
     found = [p for p in out_dir.glob(f".{name}.*.tmp") if not p.is_symlink()]
     if len(found) != 1:
         return []
@@ -161,6 +163,9 @@ class ScenarioSuites(SuiteKind):
     """Our own suites: scenario files run by our harness (harness/) in the harness image."""
 
     name = "scenarios"
+
+    def author_files(self, suite: Suite) -> bool:
+        return suite.source is None
 
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
         return select_scenarios(suite, PROJECT_ROOT if root is None else root)

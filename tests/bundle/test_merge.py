@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import merge, merge_problems
+from repro.bundle.layout.merge import merge, merge_problems
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.core.errors import BadInput
@@ -60,7 +60,7 @@ def sharded(run_dir: Path, shard: str, cells: list[str]) -> Path:
     """A synthetic bundle relabelled as one shard holding `cells` (hashes recomputed)."""
     import json
 
-    from repro.bundle.layout import Bundle
+    from repro.bundle.layout.writer import Bundle
 
     write_bundle(run_dir)
     record = json.loads((run_dir / "run.json").read_text())

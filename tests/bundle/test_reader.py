@@ -1,4 +1,4 @@
-"""repro.bundle.layout.BundleReader: the one reader of a bundle (bounded, no link followed, ids checked)."""
+"""repro.bundle.layout.reader.BundleReader: the one reader of a bundle (bounded, no link followed, ids checked)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from repro.bundle import layout as bundle_module
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout import loading as loading_module
+from repro.bundle.layout.reader import BundleReader
 from repro.core.errors import BadInput
 from tests.fixtures.synthetic import write_bundle
 
@@ -56,9 +56,9 @@ def test_a_record_line_over_its_bound_is_refused_before_it_is_read_whole(tmp_pat
     cell_id = bundle.cell_ids()[0]
     path = bundle.cell_dir(cell_id) / "transcripts.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
-    monkeypatch.setattr(bundle_module, "MAX_RECORD_LINE_BYTES", max(len(line) for line in lines) + 10)
+    monkeypatch.setattr(loading_module, "MAX_RECORD_LINE_BYTES", max(len(line) for line in lines) + 10)
     assert len(bundle.transcripts(cell_id)) == len(lines)
-    path.write_bytes(lines[0] + b'{"id": "' + b"x" * (bundle_module.MAX_RECORD_LINE_BYTES + 1) + b'"}\n')
+    path.write_bytes(lines[0] + b'{"id": "' + b"x" * (loading_module.MAX_RECORD_LINE_BYTES + 1) + b'"}\n')
     with pytest.raises(BadInput, match=r"transcripts.jsonl:2: a line of more than \d+ bytes"):
         bundle.transcripts(cell_id)
 
@@ -69,8 +69,8 @@ def test_each_cell_file_is_parsed_once_per_reader_and_again_when_it_changes(tmp_
     changed since, and a file that does not read is refused each time it is asked for."""
     run_dir = write_bundle(tmp_path / "run")
     parsed: list[str] = []
-    real = bundle_module.record_lines
-    monkeypatch.setattr(bundle_module, "record_lines", lambda path: parsed.append(f"{path.parent.name}/{path.name}") or real(path))
+    real = loading_module.record_lines
+    monkeypatch.setattr(loading_module, "record_lines", lambda path: parsed.append(f"{path.parent.name}/{path.name}") or real(path))
     bundle = BundleReader(run_dir)
     first, second = bundle.cell_ids()[:2]
     assert bundle.results(first) == bundle.results(first) and bundle.transcripts(first) == bundle.transcripts(first)

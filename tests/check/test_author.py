@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from repro.__main__ import main
-from repro.bundle.layout import AUTHOR_PROFILES_COPY, RUN_FILE
+from repro.bundle.layout.names import AUTHOR_PROFILES_COPY, RUN_FILE
 from repro.bundle.provenance import author_source
 from repro.bundle.records import AuthorSource
 from repro.bundle.redact import Redactor

@@ -75,7 +75,7 @@ def test_cli_exit_codes(tmp_path, capsys):
 def test_relaxed_sandbox_is_invalid(tmp_path):
     import json as _json
 
-    from repro.bundle.layout import MANIFEST
+    from repro.bundle.layout.names import MANIFEST
     from repro.core.files import sha256_file
 
     run = write_bundle(tmp_path / "run1")

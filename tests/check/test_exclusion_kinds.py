@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.bundle.layout import Bundle
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run

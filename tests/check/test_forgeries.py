@@ -27,8 +27,10 @@ import pytest
 import yaml
 
 from repro.__main__ import main
-from repro.bundle.layout import CELL_FILE, MATRIX_COPY, RUN_FILE, Bundle, read_results
-from repro.bundle.layout import read_transcripts as transcript_lines
+from repro.bundle.layout.loading import read_results
+from repro.bundle.layout.loading import read_transcripts as transcript_lines
+from repro.bundle.layout.names import CELL_FILE, MATRIX_COPY, RUN_FILE
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellSummary, EarlierAttempt, KeptScenario, PartialCell, RunRecord
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
@@ -53,7 +55,7 @@ def read_json(path: Path) -> dict:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")  # as repro.bundle.layout.to_json
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")  # as repro.bundle.layout.writer.to_json
 
 
 def cell_dirs(run: Path) -> list[Path]:

@@ -13,7 +13,8 @@ from functools import cache
 from pathlib import Path
 
 from harness.contracts import EndEntry, ProtocolStats, ScenarioResult, StepEntry, StepTiming, TranscriptEntry, TranscriptLine, TriggerEntry
-from repro.bundle.layout import Bundle, load_cell, load_run
+from repro.bundle.layout.loading import load_cell, load_run
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord, CellSummary, EngineSettings, IdentityCheck, RunRecord
 from repro.bundle.redact import Redactor
 from repro.plan.planner import make_plan

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import load_cell
+from repro.bundle.layout.loading import load_cell
 from tests.e2e.conftest import e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
 from tests.e2e.test_run import cells_of, outcome, repro_containers
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import load_cell, read_regular
+from repro.bundle.layout.loading import load_cell
+from repro.core.files import read_regular
 from tests.e2e.conftest import e2e_matrix, make_snapshot, run_repro
 from tests.e2e.test_run import cells_of, outcome, repro_containers
 

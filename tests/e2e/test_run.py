@@ -12,7 +12,7 @@ import docker
 import pytest
 
 from harness.contracts import InvalidEntry, RecordedReply, StepEntry, TranscriptEntry
-from repro.bundle.layout import load_cell, read_results, read_transcripts
+from repro.bundle.layout.loading import load_cell, read_results, read_transcripts
 from tests.e2e.conftest import CANARY_HOST, CANARY_USER, e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
 from tests.fixtures.signals import popen
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import load_cell
+from repro.bundle.layout.loading import load_cell
 from repro.store.chat_template import served_sha256
 from tests.e2e.conftest import E2E_MATRIX, make_snapshot, run_repro, smoke_parts
 

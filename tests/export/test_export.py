@@ -15,7 +15,7 @@ import pytest
 
 from harness.contracts import FAILURE_LAYER
 from repro.__main__ import main
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.check.verdict import check_run
 from repro.report.export import log_path
 from tests.export.conftest import TOOLCALLBENCH

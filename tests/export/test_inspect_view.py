@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.report.export import log_path
 from tests.fixtures.browser import CHROMIUM, SKIP_REASON, page_text_when
 from tests.fixtures.signals import popen

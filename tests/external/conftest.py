@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import Bundle
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord
 from repro.bundle.redact import Redactor
 from repro.core.config import PROJECT_ROOT

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.testing.scripted_engine import ScriptedEngine
-from repro.check import external as external_check
+from repro.check.verdict import CHECK_TOOLS
 from repro.core.errors import BadInput
 from repro.spec.matrix import ExternalSuite, load_matrix
+from repro.suites.external import check_rules as external_check
 from repro.suites.external.tholos import RESULTS
 from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import RECOMPUTING, evidence
@@ -53,7 +54,7 @@ def test_raw_outputs_normalise_and_the_runners_scoring_re_executes(tholos_source
     assert record.status == "done", record.reason
     ev = evidence(tmp_path / "run", record)
     assert [problem for rule in RECOMPUTING for problem in rule(ev)] == []
-    assert external_check.rule_task_bounds(ev) == []
+    assert external_check.rule_task_bounds(ev, CHECK_TOOLS) == []
     assert (ev.cell_dir / "raw.results.jsonl").read_bytes() == (out / RESULTS).read_bytes()  # byte for byte
     results = {r.id: r for r in ev.bundle.results(record.cell.id)}
     assert all(r.passed for r in results.values()) == (fault is None)

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 from harness.testing.scripted_engine import ScriptedEngine
-from repro.bundle.layout import INPUTS_DIR, Bundle
+from repro.bundle.layout.names import INPUTS_DIR
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.provenance import SourceState, SystemDescription
 from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
 from repro.bundle.redact import Redactor

@@ -21,8 +21,9 @@ from harness.testing.scripted_engine import ScriptedEngine
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings, read_back
 from repro.engines.base import client_argv
-from repro.run.runner import SCENARIO_MOUNT, harness_output_dir
+from repro.run.cell import harness_output_dir
 from repro.spec.profiles import load_profiles
+from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import adapter_of
 from repro.suites.registry import kind_of
 from tests.external.conftest import collect_cell

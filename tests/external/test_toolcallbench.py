@@ -12,11 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from repro.bundle.layout import BundleReader, load_cell, read_results, read_transcripts
-from repro.check import external as external_check
+from repro.bundle.layout.loading import load_cell, read_results, read_transcripts
+from repro.bundle.layout.reader import BundleReader
+from repro.check.verdict import CHECK_TOOLS
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file
 from repro.spec.matrix import Suite, load_matrix
+from repro.suites.external import check_rules as external_check
 from repro.suites.external.raw import RAW_INDEX
 from repro.suites.external.toolcallbench import FAILURE_MAP
 from repro.suites.registry import select
@@ -89,7 +91,7 @@ def test_raw_outputs_normalise_and_toolcallbench_checks_re_execute(tmp_path: Pat
     assert record.status == "done", record.reason
     ev = evidence(tmp_path / "run", record)
     assert [problem for rule in RECOMPUTING for problem in rule(ev)] == []
-    assert external_check.rule_task_bounds(ev) == []
+    assert external_check.rule_task_bounds(ev, CHECK_TOOLS) == []
     cell_files = sorted(p.name for p in ev.cell_dir.iterdir())
     assert RAW_DB in cell_files and RAW_INDEX in cell_files and "raw.results__reports__repro.md" in cell_files
     assert (ev.cell_dir / RAW_DB).read_bytes() == (out / "results" / "results.sqlite").read_bytes()  # byte for byte

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from repro.bundle.layout import Bundle
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import (
     EngineSettings,
     Execution,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import Bundle, load_cell, read_results
+from repro.bundle.layout.loading import load_cell, read_results
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.redact import Redactor
 from tests.e2e.conftest import make_snapshot, run_repro
 from tests.external.test_toolcallbench import RAW_DB, rehash

@@ -13,7 +13,7 @@ import pytest
 
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import container_name, harness_kwargs, harness_settings, read_back
-from repro.run.runner import harness_output_dir
+from repro.run.cell import harness_output_dir
 from repro.suites.registry import kind_of
 from tests.external.conftest import ALL_TASKS, collect_cell, run_direct, tcb_cell, tcb_suite
 from tests.external.test_toolcallbench import RECOMPUTING, evidence, outcomes

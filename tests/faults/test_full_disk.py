@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import Bundle, DiskFull, cell_problems
+from repro.bundle.layout.integrity import cell_problems
+from repro.bundle.layout.writer import Bundle, DiskFull
 from repro.bundle.redact import Redactor
 from tests.e2e.conftest import e2e_matrix, make_snapshot, repro_command, repro_env, run_repro
 from tests.e2e.test_engine_kill import TINY_SUITE, harness_running, run_dir_of

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from repro.bundle.layout import read_results, read_transcripts
+from repro.bundle.layout.loading import read_results, read_transcripts
 from repro.core.errors import BadInput
 
 

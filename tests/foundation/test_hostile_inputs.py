@@ -16,7 +16,7 @@ import pytest
 from harness.contracts import GateAttempt
 from harness.probe import judge
 from repro.__main__ import main
-from repro.bundle.layout import load_cell, load_run
+from repro.bundle.layout.loading import load_cell, load_run
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
 from repro.core.yamlsource import MAX_SCALAR_CHARS, parse_json_bounded

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import Bundle
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.doctor.machine import driver_finding, nvidia_hook_finding

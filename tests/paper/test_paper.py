@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from repro.bundle.layout import load_cell
+from repro.bundle.layout.loading import load_cell
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
 from repro.report.paper import render

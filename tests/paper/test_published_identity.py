@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.spec.matrix import load_matrix
 from repro.store.images import harness_source_digest
 from repro.suites.base import fixtures_beside

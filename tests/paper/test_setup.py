@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.bundle.layout import Bundle, BundleReader, load_run
+from repro.bundle.layout.loading import load_run
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import RunRecord
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run

@@ -5,7 +5,7 @@ transcripts.jsonl with the id, else the result line's own transcript; its sha256
 from __future__ import annotations
 
 from harness.contracts import TranscriptLine
-from repro.bundle.layout import BundleReader
+from repro.bundle.layout.reader import BundleReader
 from repro.report.aggregate import ValidCell, transcript_sha256
 from tests.fixtures.synthetic import played, write_bundle
 

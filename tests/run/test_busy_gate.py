@@ -11,6 +11,8 @@ import pytest
 
 import repro.core.busy as busy
 import repro.engines.gate as gate_module
+import repro.run.outcome as outcome_module
+import repro.run.resume as resume_module
 import repro.run.runner as run_module
 from harness.contracts import GateAttempt
 from repro.__main__ import main
@@ -75,8 +77,8 @@ def test_resume_gates_again_a_cell_the_gate_excluded(tmp_path):
     slow, template = ctx.prepared.cells[:2]
     ctx.bundle.start_cell(slow.id).finish(CellRecord(cell=slow, status="excluded", reason="latency gate: slow", gate=measured(fast=False)))
     ctx.bundle.start_cell(template.id).finish(CellRecord(cell=template, status="excluded", reason="template", gate=measured(fast=True)))
-    assert not run_module.cell_is_kept(ctx, slow.id)
-    assert run_module.cell_is_kept(ctx, template.id)  # excluded by the engine's template: a rerun changes nothing
+    assert not resume_module.cell_is_kept(ctx, slow.id)
+    assert resume_module.cell_is_kept(ctx, template.id)  # excluded by the engine's template: a rerun changes nothing
     assert f"gate again {slow.id}" in output.getvalue()
 
 
@@ -163,7 +165,7 @@ def test_the_exit_line_names_the_cause_the_gate_measured(tmp_path, monkeypatch, 
     run_dir = write_bundle(tmp_path / "run1")
     gate = (cut_off() if cause == "invalid_reply" else measured(fast=False)).model_copy(update={"cause": cause})
     rewrite_cell(run_dir, first_cell(run_dir), status="excluded", reason="latency gate: x", gate=gate)
-    outcome = run_module.run_outcome(run_dir)
+    outcome = outcome_module.run_outcome(run_dir)
     assert outcome.status == 1 and outcome.causes == {f"gate:{cause}": 1}
     monkeypatch.setattr(run_module, "run_matrix", lambda options, progress: run_dir)
     assert main(["matrix", "run", str(ROOT / "matrix" / "smoke.yaml"), "--profile", "cpu", "--out", str(tmp_path / "out"), "--shard", "1/1"]) == 1

@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+import repro.run.context as context_module
+import repro.run.group as group_module
+import repro.run.outcome as outcome_module
+import repro.run.resume as resume_module
 import repro.run.runner as run_module
 from repro.__main__ import main
-from repro.bundle.layout import Bundle, load_cell, load_run
+from repro.bundle.layout.loading import load_cell, load_run
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord, CellSummary, EngineFault, utc_now
 from repro.bundle.redact import Redactor
 from repro.engines.base import EngineDied, EngineHandle
@@ -47,7 +52,7 @@ def first_cell(run_dir: Path) -> str:
 
 
 def test_clean_complete_run_exits_0(tmp_path):
-    assert run_module.run_exit_status(write_bundle(tmp_path / "run1")) == 0
+    assert outcome_module.run_exit_status(write_bundle(tmp_path / "run1")) == 0
 
 
 @pytest.mark.parametrize(
@@ -60,7 +65,7 @@ def test_clean_complete_run_exits_0(tmp_path):
 def test_engine_fault_or_gate_exclusion_exits_1(tmp_path, update):
     run_dir = write_bundle(tmp_path / "run1")
     rewrite_cell(run_dir, first_cell(run_dir), **update)
-    assert run_module.run_exit_status(run_dir) == 1
+    assert outcome_module.run_exit_status(run_dir) == 1
 
 
 def test_done_cell_with_engine_fault_scenarios_exits_1(tmp_path):
@@ -68,7 +73,7 @@ def test_done_cell_with_engine_fault_scenarios_exits_1(tmp_path):
     rows = [result("notes-001", "notes", False, "engine_error", engine_fault=True)]
     summary = load_cell(run_dir / "cells" / first_cell(run_dir)).summary.model_copy(update={"engine_faults": 1})
     rewrite_cell(run_dir, first_cell(run_dir), rows=rows, summary=summary)
-    assert run_module.run_exit_status(run_dir) == 1
+    assert outcome_module.run_exit_status(run_dir) == 1
 
 
 def test_missing_cell_and_interrupted_run(tmp_path):
@@ -76,9 +81,9 @@ def test_missing_cell_and_interrupted_run(tmp_path):
     bundle = Bundle(run_dir, Redactor(CANARY))
     record = load_run(run_dir)
     bundle.write_run(record.model_copy(update={"planned_cells": [*record.planned_cells, "never-ran"]}))
-    assert run_module.run_exit_status(run_dir) == 1
+    assert outcome_module.run_exit_status(run_dir) == 1
     bundle.write_run(record.model_copy(update={"status": "interrupted"}))
-    assert run_module.run_exit_status(run_dir) == 130
+    assert outcome_module.run_exit_status(run_dir) == 130
 
 
 # ---------------------------------------------------------------- the command's exit status
@@ -116,11 +121,11 @@ def test_interrupt_exits_130_and_bad_input_exits_2(tmp_path, monkeypatch):
 STANDIN_FACTS = derive_facts(STANDIN_TEMPLATE, "gguf", ["<|im_end|>"], ["<|im_start|>", "<|im_end|>"])
 
 
-def prepared(tmp_path: Path) -> run_module.Prepared:
+def prepared(tmp_path: Path) -> context_module.Prepared:
     profiles = load_profiles()
     loaded = load_matrix(ROOT / "matrix" / "smoke.yaml")
     plan = make_plan(loaded, "cpu", profiles.get("cpu"))
-    return run_module.Prepared(
+    return context_module.Prepared(
         loaded=loaded,
         plan=plan,
         profile=profiles.get("cpu"),
@@ -144,14 +149,16 @@ class UnusedDocker:
     info = version = close = ping
 
 
-def context(tmp_path: Path) -> tuple[run_module.RunContext, io.StringIO]:
+def context(tmp_path: Path) -> tuple[context_module.RunContext, io.StringIO]:
     output = io.StringIO()
     progress = RunProgress(Console(file=output, width=200))
-    ctx = run_module.RunContext(client=UnusedDocker(), prepared=prepared(tmp_path), bundle=Bundle(tmp_path / "run", Redactor()), run_id="r1", progress=progress)
+    ctx = context_module.RunContext(
+        client=UnusedDocker(), prepared=prepared(tmp_path), bundle=Bundle(tmp_path / "run", Redactor()), run_id="r1", progress=progress
+    )
     return ctx, output
 
 
-def group(identity: str = "b11434-src-b0a2feb6", container_id: str = "old") -> run_module.GroupEngine:
+def group(identity: str = "b11434-src-b0a2feb6", container_id: str = "old") -> context_module.GroupEngine:
     handle = EngineHandle(
         engine_id="llamacpp",
         kind="llama.cpp",
@@ -173,14 +180,14 @@ def group(identity: str = "b11434-src-b0a2feb6", container_id: str = "old") -> r
         sandbox=SandboxSettings(),
         settings=reported_template(STANDIN_FACTS),
     )
-    return run_module.GroupEngine(handle=handle, gate=GateResult(passed=True, reason="ok"))
+    return context_module.GroupEngine(handle=handle, gate=GateResult(passed=True, reason="ok"))
 
 
 @pytest.fixture()
 def no_docker(monkeypatch):
     stopped: list[str] = []
-    monkeypatch.setattr(run_module, "stop_engine", lambda client, handle: stopped.append(handle.container_id) if handle else None)
-    monkeypatch.setattr(run_module, "wait_for_daemon", lambda client: True)
+    monkeypatch.setattr(group_module, "stop_engine", lambda client, handle: stopped.append(handle.container_id) if handle else None)
+    monkeypatch.setattr(group_module, "wait_for_daemon", lambda client: True)
     return stopped
 
 
@@ -195,9 +202,9 @@ def test_a_dead_engine_is_healed_and_the_whole_cell_rerun(tmp_path, monkeypatch,
             raise EngineLost(OOM_FAULT)
         return CellRecord(cell=cell, status="done", engine_incidents=list(incidents or []), finished_at=utc_now())
 
-    monkeypatch.setattr(run_module, "run_cell", fake_run_cell)
-    monkeypatch.setattr(run_module, "boot_and_gate", lambda ctx, cell, booted: group(container_id="new"))
-    record, healthy = run_module.run_healing(ctx, cell, group(), [])
+    monkeypatch.setattr(group_module, "run_cell", fake_run_cell)
+    monkeypatch.setattr(group_module, "boot_and_gate", lambda ctx, cell, booted: group(container_id="new"))
+    record, healthy = group_module.run_healing(ctx, cell, group(), [])
     assert calls == ["old", "new"] and healthy.handle.container_id == "new" and no_docker == ["old"]
     assert record.status == "done" and len(record.engine_incidents) == 1
     incident = record.engine_incidents[0]
@@ -221,16 +228,16 @@ def test_an_engine_that_cannot_be_healed_ends_its_group_as_engine_faults(tmp_pat
     def dying_cell(ctx, cell, group, incidents=None):
         raise EngineLost(OOM_FAULT)
 
-    monkeypatch.setattr(run_module, "boot_and_gate", fake_boot)
-    monkeypatch.setattr(run_module, "run_cell", dying_cell)
-    run_module.run_group(ctx, cells)
+    monkeypatch.setattr(group_module, "boot_and_gate", fake_boot)
+    monkeypatch.setattr(group_module, "run_cell", dying_cell)
+    group_module.run_group(ctx, cells)
     assert len(boots) == 1 + MAX_BOOTS
     records = [load_cell(ctx.bundle.cell_dir(c.id)) for c in cells]
     assert all(r.status == "error" and r.reason.startswith("engine fault") for r in records)
     first = records[0]
     assert not first.engine_incidents[0].healed and len(first.engine_incidents[0].attempts) == MAX_BOOTS
     assert "could not be booted again" in output.getvalue() and "going on with the next group" in output.getvalue()
-    assert not any(run_module.cell_is_kept(ctx, c.id) for c in cells)  # --resume reruns them
+    assert not any(resume_module.cell_is_kept(ctx, c.id) for c in cells)  # --resume reruns them
 
 
 def test_resume_keeps_clean_cells_and_reruns_engine_faults(tmp_path):
@@ -239,10 +246,10 @@ def test_resume_keeps_clean_cells_and_reruns_engine_faults(tmp_path):
     summary = CellSummary(passed=0, total=1, by_category={"notes": (0, 1)}, engine_faults=1)
     ctx.bundle.start_cell(clean.id).finish(CellRecord(cell=clean, status="done"))
     ctx.bundle.start_cell(other.id).finish(CellRecord(cell=other, status="done", summary=summary))
-    assert run_module.cell_is_kept(ctx, clean.id)
-    assert not run_module.cell_is_kept(ctx, other.id)  # done, but with engine-fault scenarios
+    assert resume_module.cell_is_kept(ctx, clean.id)
+    assert not resume_module.cell_is_kept(ctx, other.id)  # done, but with engine-fault scenarios
     ctx.bundle.start_cell(other.id).finish(CellRecord(cell=other, status="error", reason="engine fault"))
-    assert not run_module.cell_is_kept(ctx, other.id)
+    assert not resume_module.cell_is_kept(ctx, other.id)
 
 
 # ---------------------------------------------------------------- a Docker daemon restarted mid-run
@@ -285,8 +292,8 @@ def test_a_group_whose_first_boot_meets_no_daemon_ends_as_engine_faults(tmp_path
     def boot_without_daemon(ctx, cell, booted):
         raise daemon_gone()
 
-    monkeypatch.setattr(run_module, "boot_and_gate", boot_without_daemon)
-    run_module.run_group(ctx, cells)
+    monkeypatch.setattr(group_module, "boot_and_gate", boot_without_daemon)
+    group_module.run_group(ctx, cells)
     record = load_cell(ctx.bundle.cell_dir(cells[0].id))
     assert record.status == "error" and record.reason.startswith("engine: the Docker daemon did not answer")
 

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle.layout import ENGINE_LOG, KEPT_DIR, PARTIAL_FILE, Bundle, BundleReader
+from repro.bundle.layout.names import ENGINE_LOG, KEPT_DIR, PARTIAL_FILE
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord, Execution, KeptScenario, PartialCell
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run

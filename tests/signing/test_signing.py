@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.bundle.layout import MANIFEST, SIGNATURE
+from repro.bundle.layout.names import MANIFEST, SIGNATURE
 from repro.bundle.signing import NAMESPACE, SignatureError, sign_bundle, verify_signature
 from repro.core.errors import BadInput, ReproError
 
@@ -260,7 +260,7 @@ def test_check_accepts_the_attestation_alone_and_refuses_it_stale(tmp_path, keys
     """`repro check --allowed-signers` accepts either signature; an attestation by a key nobody
     allowed, or over files that changed since, is refused (exit 1)."""
     from repro.bundle.attestation import attest_bundle
-    from repro.bundle.layout import Bundle
+    from repro.bundle.layout.writer import Bundle
     from repro.bundle.redact import Redactor
     from tests.fixtures.synthetic import CANARY, write_bundle
 

@@ -7,12 +7,13 @@ sandbox and its audit, healing, bundles, check, tables. What differs is the suit
 (`base.Adapter`, one implementation of repro.suites.base.SuiteKind for all of them), and within
 it the adapter of each harness: which tasks its release holds, the container's command, how its
 raw outputs become our ScenarioResult lines, which of its checks `repro check` re-executes
-(repro.check.external), and its own report.
+(`check_rules`), and its own report.
 
 - `base`: `Adapter`, the raw files and their index;
 - `raw`: an external cell's raw outputs named in the cell (`raw.<path>`), and where a bundle keeps
   the suite's wheel and lock;
 - `evidence`: a bundle's embedded wheel and lock, and a cell's raw outputs, verified;
+- `check_rules`: the kind's `repro check` rules, in place of those that read our scenario files;
 - `wheels`, `image`: the pinned wheels fetched and verified on the host, and the sealed image;
 - `toolcallbench`, `toolcallbench_check`, `toolcallbench_raw`: ToolCallBench's adapter, its
   re-executed checks, and what its run leaves in its output folder;
@@ -25,6 +26,7 @@ docs/external-suites.md says how to add another harness; ToolCallBench is the wo
 # The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
 __all__ = [
     "base",
+    "check_rules",
     "evidence",
     "raw",
 ]

@@ -15,7 +15,9 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro.bundle.layout import Bundle, BundleReader, CellWriter, suite_folder, write_in
+from repro.bundle.layout.names import suite_folder
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle, CellWriter, write_in
 from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.core.errors import BadInput
@@ -28,7 +30,7 @@ from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
 from repro.suites.base import Log, SuiteKind
 from repro.suites.external.carried import carry_code
-from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, WHEEL_DIR, Normalised, RawFile, RawIndex, pin_inputs, raw_name
+from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, WHEEL_DIR, Normalised, RawFile, RawIndex, external_of, pin_inputs, raw_name
 from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
 from repro.suites.scenarios import ScenarioSuites
 from repro.suites.sources import fetch_suite, scenario_folder
@@ -41,7 +43,7 @@ class Adapter(SuiteKind):
 
     image_dir: str  # images/<name>/: Dockerfile, requirements.txt, the driver
     driver: str  # the driver's file name in image_dir (copied into the image)
-    check_rules = "repro.check.external:external_rules"
+    check_rules = "repro.suites.external.check_rules:external_rules"
 
     @property
     def facts(self) -> HarnessFacts:
@@ -50,11 +52,21 @@ class Adapter(SuiteKind):
 
     def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
         """Its pinned release: the wheel's version and sha256, or the source archive's sha256."""
-        external = suite.external
-        if external is None:
-            raise BadInput(f"suite {suite.id} names no external harness")
+        external = external_of(suite)
         version = external.wheel.split("==", 1)[1] if external.wheel else None
         return HarnessPin(name=self.name, version=version, archive_sha256=external.sha256)
+
+    def solver(self, suite: Suite, protocol: str) -> str:
+        """The harness itself, by its name (it plays the tasks its own way)."""
+        return self.name
+
+    def release(self, suite: Suite) -> str | None:
+        """Its pinned wheel (name==version); None for one pinned by its source archive."""
+        return external_of(suite).wheel
+
+    def code_pin(self, suite: Suite) -> str | None:
+        """The matrix's pin of the harness (its wheel or source, the sha256, the lock), as JSON."""
+        return external_of(suite).model_dump_json(exclude_none=True)
 
     @property
     def known_wheels(self) -> dict[str, str]:
@@ -104,26 +116,26 @@ class Adapter(SuiteKind):
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
         """The tasks the suite selects from its fetched, verified wheel (`root` is not used: a
         bundle's copy of the wheel is verified by its sha256 instead)."""
-        assert suite.external is not None
-        lock = lock_file(suite.external)
-        return self.selection(suite, self.tasks_folder(suite), pin_inputs(suite.external.sha256, sha256_bytes(lock.read_bytes())))
+        external = external_of(suite)
+        lock = lock_file(external)
+        return self.selection(suite, self.tasks_folder(suite), pin_inputs(external.sha256, sha256_bytes(lock.read_bytes())))
 
     def tasks_folder(self, suite: Suite) -> Path:
         """Where the suite's tasks are on this host: its fetched wheel unpacked, or (a harness that
         runs scenario files) the suite's fetched source."""
-        assert suite.external is not None
+        external = external_of(suite)
         if self.tasks_from == "source":
             return scenario_folder(suite)
-        return unpacked_wheel(verified_wheel(suite.external), suite.external.sha256)
+        return unpacked_wheel(verified_wheel(external), external.sha256)
 
     def fetch(self, suite: Suite, log: Log) -> str | None:
-        assert suite.external is not None
+        external = external_of(suite)
         if suite.source is not None:
             fetch_suite(suite.source, log=log)
-        fetch_wheels(suite.external, log=log)
-        if suite.external.wheel is None:
-            fetch_code(suite.external, log=log)
-        return f"{len(self.select(suite).ids)} tasks of {suite.external.pin} (sha256 verified)"
+        fetch_wheels(external, log=log)
+        if external.wheel is None:
+            fetch_code(external, log=log)
+        return f"{len(self.select(suite).ids)} tasks of {external.pin} (sha256 verified)"
 
     def image(self, suite: Suite, harness: ImageRef) -> ImageRef:
         from repro.suites.external.image import external_image
@@ -139,15 +151,15 @@ class Adapter(SuiteKind):
         """The suite's wheel and lock, byte for byte: `repro check` recomputes the selection, reads the
         tasks and re-executes the checks from them; a source archive the bundle carries (its pin says
         so) goes into inputs/ (a git pin is fetched by `repro suites fetch`)."""
-        assert suite.external is not None
+        external = external_of(suite)
         target = suite_folder(bundle.dir, suite.id)
         if self.tasks_from == "source":  # its scenario files, as our suites embed theirs
             ScenarioSuites().embed(bundle, suite, selection)
-        if suite.external.wheel is not None:
-            wheel = verified_wheel(suite.external)
+        if external.wheel is not None:
+            wheel = verified_wheel(external)
             write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
-        carry_code(bundle, suite.external)  # a source archive no public address serves: carried in inputs/
-        write_in(bundle.dir, target / LOCK_COPY, lock_file(suite.external).read_bytes())
+        carry_code(bundle, external)  # a source archive no public address serves: carried in inputs/
+        write_in(bundle.dir, target / LOCK_COPY, lock_file(external).read_bytes())
 
     def execution(self, cell: Cell, execution: Execution) -> Execution:
         """A harness whose requests carry no cache_prompt computes with the engine's default,
@@ -190,7 +202,7 @@ class Adapter(SuiteKind):
     def keep_raw(self, writer: CellWriter, cell: Cell, out_dirs: list[Path]) -> tuple[dict[str, bytes], RawIndex]:
         """Every raw file each worker wrote, into the cell unchanged (a file the redactor would change
         ends the cell: a raw file is never rewritten), and raw-index.json listing them."""
-        assert cell.suite.external is not None
+        external = external_of(cell.suite)
         raw: dict[str, bytes] = {}
         files = []
         for worker, out_dir in enumerate(out_dirs, start=1):
@@ -204,7 +216,6 @@ class Adapter(SuiteKind):
                 writer.files[name] = sha256_bytes(data)
                 raw[name] = data
                 files.append(RawFile(name=name, path=path, worker=worker, sha256=sha256_bytes(data), bytes=len(data)))
-        external = cell.suite.external
         index = RawIndex(harness=self.name, wheel=external.pin, wheel_sha256=external.sha256, workers=len(out_dirs), files=files)
         writer.write_text(RAW_INDEX, json.dumps(index.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         return raw, index

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repro.bundle.layout import INPUTS_DIR, Bundle, BundleReader
+from repro.bundle.layout.names import INPUTS_DIR
+from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import Bundle
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.files import MAX_CARRIED_BYTES, sha256_file
 from repro.spec.matrix import ExternalSuite

@@ -1,6 +1,6 @@
 """What a bundle holds of an external cell: its embedded wheel and lock, verified against the pin,
 and its raw outputs with their index (BadInput when they do not match). Read by the check rules
-(repro.check.external) and by the harness's own report (`Adapter.report`)."""
+(repro.suites.external.check_rules) and by the harness's own report (`Adapter.report`)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from repro.bundle.layout import SUITES_DIR, BundleReader
+from repro.bundle.layout.names import SUITES_DIR
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord
 from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
 from repro.suites.external.carried import harness_code
-from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawIndex
+from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawIndex, external_of
 from repro.suites.external.wheels import unpacked_wheel
 
 
@@ -47,15 +48,15 @@ def embedded_wheel(ev: CellFiles) -> Path:
     """The bundle's copy of the suite's wheel, verified: the matrix's pin, and the wheel the adapter
     was written for (only then is its code ever imported on this host)."""
     suite = ev.record.cell.suite
-    assert suite.external is not None
+    external = external_of(suite)
     folder = ev.suite_dir / WHEEL_DIR
     wheels = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()) if folder.is_dir() and not folder.is_symlink() else []
     if len(wheels) != 1:
         raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
     found = sha256_file(wheels[0])
-    known = HARNESSES[suite.external.harness].known_wheels.get(suite.external.wheel or "")
-    if found != suite.external.sha256 or found != known:
-        raise BadInput(f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {suite.external.sha256[:12]}")
+    known = HARNESSES[external.harness].known_wheels.get(external.wheel or "")
+    if found != external.sha256 or found != known:
+        raise BadInput(f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {external.sha256[:12]}")
     return wheels[0]
 
 
@@ -64,10 +65,10 @@ def wheel_root(ev: CellFiles) -> Path:
     the cache, a mirror or the copy the bundle carries (its sha256 verified; NotAtHand when none
     holds it: repro.suites.external.carried)."""
     suite = ev.record.cell.suite
-    assert suite.external is not None
-    if suite.external.wheel is None:
-        return harness_code(ev.bundle, suite.external)
-    return unpacked_wheel(embedded_wheel(ev), suite.external.sha256)
+    external = external_of(suite)
+    if external.wheel is None:
+        return harness_code(ev.bundle, external)
+    return unpacked_wheel(embedded_wheel(ev), external.sha256)
 
 
 def tasks_root(ev: CellFiles) -> Path:

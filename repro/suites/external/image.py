@@ -19,6 +19,7 @@ from repro.core.errors import ReproError
 from repro.core.files import sha256_bytes
 from repro.spec.matrix import Suite
 from repro.store.images import KEY_SCHEMA, BuildPlan, ImageRef, Log, build_in_context, content_key, harness_image, link_or_copy, quiet, resolve_plan
+from repro.suites.external.raw import external_of
 from repro.suites.external.wheels import fetch_wheels, lock_file
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class Adapter(Protocol):
 
 def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path = PROJECT_ROOT) -> BuildPlan:
     """How to build an external suite's image, and its content key (nothing is fetched)."""
-    assert suite.external is not None
+    external = external_of(suite)
     folder = root / adapter.image_dir
     dockerfile, driver = folder / "Dockerfile", folder / adapter.driver
     for needed in (dockerfile, driver):
@@ -44,9 +45,9 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
     buildargs = {"HARNESS_IMAGE": harness.reference}
     base_ids = {"HARNESS_IMAGE": harness.id}
     inputs = {
-        "wheel": suite.external.pin,
-        "wheel_sha256": suite.external.sha256,
-        "requirements_sha256": sha256_bytes(lock_file(suite.external, root).read_bytes()),
+        "wheel": external.pin,
+        "wheel_sha256": external.sha256,
+        "requirements_sha256": sha256_bytes(lock_file(external, root).read_bytes()),
         "driver_sha256": sha256_bytes(driver.read_bytes()),
     }
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
@@ -57,9 +58,9 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
         "repro.key": key,
         "repro.kind": "external",
         "repro.external": adapter.name,
-        "repro.source": f"pypi:{suite.external.wheel}" if suite.external.wheel else suite.external.pin,
-        "repro.external.wheel": suite.external.pin,
-        "repro.external.wheel_sha256": suite.external.sha256,
+        "repro.source": f"pypi:{external.wheel}" if external.wheel else external.pin,
+        "repro.external.wheel": external.pin,
+        "repro.external.wheel_sha256": external.sha256,
         "repro.external.requirements_sha256": inputs["requirements_sha256"],
         "repro.external.driver_sha256": inputs["driver_sha256"],
         "repro.dockerfile_sha256": dockerfile_sha,
@@ -97,14 +98,14 @@ def external_image(
 
 
 def build_external(plan: BuildPlan, suite: Suite, adapter: Adapter, client: DockerClient, log: Log) -> ImageRef:
-    assert suite.external is not None
-    wheels_dir = fetch_wheels(suite.external, log=log)
-    lock = lock_file(suite.external)
+    external = external_of(suite)
+    wheels_dir = fetch_wheels(external, log=log)
+    lock = lock_file(external)
     archive = None
-    if suite.external.wheel is None:
+    if external.wheel is None:
         from repro.store.sources import fetch_source
 
-        archive = fetch_source(suite.external.source, log=log)
+        archive = fetch_source(external.source, log=log)
 
     def fill(context: Path) -> None:
         (context / "Dockerfile").write_bytes(plan.dockerfile.read_bytes())

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.core.errors import BadInput
+from repro.spec.matrix import ExternalSuite, Suite
 
 RAW_PREFIX = "raw."  # a cell's raw outputs: raw.<path with / as __> (cell files are flat)
 
@@ -22,6 +23,13 @@ WHEEL_DIR = "wheel"  # suites/<suite-id>/wheel/<the wheel file> in a bundle
 
 
 LOCK_COPY = "requirements.txt"  # suites/<suite-id>/requirements.txt
+
+
+def external_of(suite: Suite) -> ExternalSuite:
+    """The pin of an external suite (this kind runs no other: BadInput for one that names none)."""
+    if suite.external is None:
+        raise BadInput(f"suite {suite.id} names no external harness")
+    return suite.external
 
 
 class RawFile(BaseModel):

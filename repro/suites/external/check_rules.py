@@ -1,4 +1,6 @@
-"""`repro check` of an external suite's cells: the rules that replace those reading our scenarios.
+"""`repro check` of an external suite's cells: the rules that replace those reading our scenarios
+(the kind's `check_rules` entry, repro.suites.base; what they borrow from the check, which sits
+above the suites, it passes in as `CheckTools`).
 
 Every rule of our suites applies (pins, sealed execution, sandbox and its audit, engine identity,
 gate, summary from scenarios.jsonl, the plan), except four that read our scenario files and
@@ -25,31 +27,33 @@ identity is still refused).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.bundle.layout import CELLS_DIR, INPUTS_DIR
+from repro.bundle.layout.names import CELLS_DIR, INPUTS_DIR
 from repro.core.errors import BadInput, NotAtHand, ReproError
 from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import code_problems
+from repro.suites.base import CheckTools
 from repro.suites.external.base import adapter_of
 from repro.suites.external.carried import carried_name
 from repro.suites.external.evidence import embedded_lock, embedded_wheel, raw_evidence, tasks_root, wheel_root
-from repro.suites.external.raw import LOCK_COPY, RAW_PREFIX, pin_inputs
+from repro.suites.external.raw import LOCK_COPY, RAW_PREFIX, external_of, pin_inputs
 
 if TYPE_CHECKING:
     from harness.contracts import ScenarioResult
 from repro.bundle.evidence import CellEvidence, CellRule, RunEvidence
-from repro.check.bounds import finite, rule_bounds, seconds_problem
 from repro.spec.matrix import Decoding
 
 REPLACED = ("suite-recomputed", "regraded", "bounds", "suite-at-commit")
 
 
-def external_rules(chosen: dict[str, CellRule], ran: bool) -> dict[str, CellRule]:
+def external_rules(chosen: dict[str, CellRule], ran: bool, tools: CheckTools) -> dict[str, CellRule]:
     """The rules of an external suite's cell: ours, with those that read scenario files replaced."""
-    rules = {name: rule for name, rule in chosen.items() if name not in REPLACED} | {"host-identity": rule_host_identity}
+    rules = {name: rule for name, rule in chosen.items() if name not in REPLACED} | {"host-identity": with_tools(rule_host_identity, tools)}
     if not ran:
         return rules
     return rules | {
@@ -59,8 +63,18 @@ def external_rules(chosen: dict[str, CellRule], ran: bool) -> dict[str, CellRule
         "external-normalised": rule_normalised,
         "external-rechecked": rule_rechecked,
         "external-report": rule_report,
-        "external-bounds": rule_task_bounds,
+        "external-bounds": with_tools(rule_task_bounds, tools),
     }
+
+
+def with_tools(rule: Callable[[CellEvidence, CheckTools], list[str]], tools: CheckTools) -> CellRule:
+    """A rule that borrows from the check, given what it borrows."""
+
+    def bound(ev: CellEvidence) -> list[str]:
+        return rule(ev, tools)
+
+    bound.__doc__ = rule.__doc__
+    return bound
 
 
 def guarded(rule: CellRule) -> CellRule:
@@ -110,23 +124,22 @@ def rule_carried_inputs(ev: RunEvidence) -> list[str]:
 def rule_pin(ev: CellEvidence) -> list[str]:
     """The embedded wheel and lock are the pinned ones, and the cell's image was built from them."""
     suite = ev.record.cell.suite
-    assert suite.external is not None
+    external = external_of(suite)
     problems = []
-    if suite.external.wheel is not None:
+    if external.wheel is not None:
         embedded_wheel(ev)
     else:
         problems += [
-            f"{suite.external.harness} does not read the archive with sha256 {suite.external.sha256[:12]}"
-            for _ in code_problems(HARNESSES[suite.external.harness], suite.external, 0)
+            f"{external.harness} does not read the archive with sha256 {external.sha256[:12]}" for _ in code_problems(HARNESSES[external.harness], external, 0)
         ]
     lock = embedded_lock(ev)
     lock_sha = sha256_bytes(lock)
-    if lock_sha != suite.external.requirements.sha256:
-        problems.append(f"the embedded {LOCK_COPY} has sha256 {lock_sha[:12]}, the pin is {suite.external.requirements.sha256[:12]}")
-    if suite.external.wheel is not None and f"--hash=sha256:{suite.external.sha256}" not in lock.decode(errors="replace"):
+    if lock_sha != external.requirements.sha256:
+        problems.append(f"the embedded {LOCK_COPY} has sha256 {lock_sha[:12]}, the pin is {external.requirements.sha256[:12]}")
+    if external.wheel is not None and f"--hash=sha256:{external.sha256}" not in lock.decode(errors="replace"):
         problems.append(f"the embedded {LOCK_COPY} does not pin the wheel's sha256")
     labels = ev.record.harness_image.labels if ev.record.harness_image else {}
-    wanted = {"repro.external": adapter_of(suite).name, "repro.external.wheel_sha256": suite.external.sha256, "repro.external.requirements_sha256": lock_sha}
+    wanted = {"repro.external": adapter_of(suite).name, "repro.external.wheel_sha256": external.sha256, "repro.external.requirements_sha256": lock_sha}
     problems += [f"the cell's image label {key} is {labels.get(key)!r}, expected {value!r}" for key, value in wanted.items() if labels.get(key) != value]
     return problems
 
@@ -135,9 +148,9 @@ def rule_pin(ev: CellEvidence) -> list[str]:
 def rule_suite(ev: CellEvidence) -> list[str]:
     """The task selection recomputed from the embedded wheel and lock."""
     suite = ev.record.cell.suite
-    assert suite.external is not None
+    external = external_of(suite)
     lock_sha = sha256_bytes(embedded_lock(ev))
-    selection = adapter_of(suite).selection(suite, tasks_root(ev), pin_inputs(suite.external.sha256, lock_sha))
+    selection = adapter_of(suite).selection(suite, tasks_root(ev), pin_inputs(external.sha256, lock_sha))
     problems = raw_task_problems(ev, selection.categories) if adapter_of(suite).tasks_from == "source" else []
     if selection.sha256 != ev.record.suite_sha256:
         problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection ({selection.sha256[:12]})")
@@ -171,12 +184,12 @@ def embedded_scenario(ev: CellEvidence, name: str) -> bytes | None:
 def rule_raw(ev: CellEvidence) -> list[str]:
     """raw-index.json names exactly the cell's raw files, each with its sha256, for this suite."""
     suite = ev.record.cell.suite
-    assert suite.external is not None
+    external = external_of(suite)
     _, index = raw_evidence(ev)
     workers = ev.record.execution.workers if ev.record.execution else 1
     problems = (
         []
-        if (index.harness, index.wheel, index.wheel_sha256) == (adapter_of(suite).name, suite.external.pin, suite.external.sha256)
+        if (index.harness, index.wheel, index.wheel_sha256) == (adapter_of(suite).name, external.pin, external.sha256)
         else ["raw-index.json names another harness or wheel"]
     )
     return problems + ([f"raw-index.json names {index.workers} worker(s), the cell ran {workers}"] if index.workers != workers else [])
@@ -213,27 +226,26 @@ def rule_report(ev: CellEvidence) -> list[str]:
     return [f"{name} is not the report its raw outputs render" for name, data in rendered.items() if raw.get(name) != data]
 
 
-def task_bounds(result: ScenarioResult, transcript: list, decoding: Decoding) -> list[str]:
+def task_bounds(tools: CheckTools, result: ScenarioResult, transcript: list, decoding: Decoding) -> list[str]:
     """An external task's own numbers: its seconds and its token counts finite."""
-    problems = seconds_problem(f"task {result.id[:60]} seconds", result.seconds)
+    problems = tools.seconds_problem(f"task {result.id[:60]} seconds", result.seconds)
     return problems + [
         f"task {result.id[:60]}: {name} is {value!r}"
         for name, value in (("tokens_in", result.tokens_in), ("tokens_out", result.tokens_out))
-        if not finite(value)
+        if not tools.finite(value)
     ]
 
 
-def rule_task_bounds(ev: CellEvidence) -> list[str]:
+def rule_task_bounds(ev: CellEvidence, tools: CheckTools) -> list[str]:
     """Every recorded number finite and in bounds (repro.check.bounds.rule_bounds, per task)."""
-    return rule_bounds(ev, per_result=task_bounds, what="tasks")
+    return tools.bounds(ev, per_result=partial(task_bounds, tools), what="tasks")
 
 
-def rule_host_identity(ev: CellEvidence) -> list[str]:
+def rule_host_identity(ev: CellEvidence, tools: CheckTools) -> list[str]:
     """No host path, user or host name in the cell's files; raw outputs are read as model output."""
     from repro.bundle.redact import find_leaks, suite_data_homes
-    from repro.check.cell_rules import MODEL_OUTPUT_FILES
 
     data = suite_data_homes(ev.suite_dir) if ev.plan is not None else frozenset()
     raw = frozenset(name for name in ev.record.files if name.startswith(RAW_PREFIX))
-    leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=MODEL_OUTPUT_FILES | raw)
+    leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=tools.model_output_files | raw)
     return [f"host identity left in {CELLS_DIR}/{ev.cell_id}/{line}" for line in leaks][:5]

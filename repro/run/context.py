@@ -1,0 +1,89 @@
+"""What every part of a run shares: its options, what was prepared before any engine boots, the
+run's context, and a group's booted engine (its replicas and gate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from repro.bundle.layout.writer import Bundle
+from repro.bundle.records import (
+    Execution,
+)
+from repro.containers.client import DockerClient
+from repro.engines.base import EngineHandle
+from repro.plan.planner import Plan
+from repro.run.progress import RunProgress
+from repro.spec.cells import Cell
+from repro.spec.findings import GateResult, SuiteSelection, TemplateFacts
+from repro.spec.matrix import LoadedMatrix
+from repro.spec.profiles import Profile
+from repro.store.images import ImageRef
+
+
+class RunOptions(BaseModel):
+    matrix: Path
+    profile: str
+    out: Path = Path("results")
+    resume: bool = False
+    only: list[str] = []
+    shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
+    replicas: int | None = 1  # engines per group, one slot each; None: as many as the cores (and GPU memory) hold
+    allow_dirty: bool = False  # run on a dirty tree anyway, marked not clean-room from the start
+
+    @property
+    def shard_text(self) -> str | None:
+        return f"{self.shard[0]}/{self.shard[1]}" if self.shard else None
+
+
+class Prepared(BaseModel):
+    """Everything checked before any engine boots: plan, images, models, suites."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    loaded: LoadedMatrix
+    plan: Plan
+    profile: Profile
+    cells: list[Cell]
+    harness: ImageRef
+    engines: dict[str, ImageRef]
+    models: dict[str, Path]
+    suites: dict[str, SuiteSelection]
+    templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
+    suite_images: dict[str, ImageRef] = {}  # suite id -> the image its kind runs it in (the harness unless the kind has its own)
+
+    def harness_for(self, cell: Cell) -> ImageRef:
+        """The image of a cell's harness containers, as the suite's kind says."""
+        return self.suite_images.get(cell.suite.id, self.harness)
+
+
+class RunContext(BaseModel):
+    """What every step of a run needs, passed as one object."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    client: DockerClient
+    prepared: Prepared
+    bundle: Bundle
+    run_id: str
+    progress: RunProgress
+    replicas: int = 1  # engine replicas per group (repro.plan.replicas)
+
+    @property
+    def execution(self) -> Execution:
+        return Execution.of(self.prepared.profile, self.replicas)
+
+
+class GroupEngine(BaseModel):
+    """The booted, gated engine of one (engine, model) group, and its replicas if the run has more
+    than one: same image, model and threads, booted and identity-checked alike; `handle` (the
+    first) is the gated one and the one the records name."""
+
+    handle: EngineHandle
+    gate: GateResult
+    others: list[EngineHandle] = []
+
+    @property
+    def handles(self) -> list[EngineHandle]:
+        return [self.handle, *self.others]
