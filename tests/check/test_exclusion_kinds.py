@@ -26,11 +26,15 @@ CONFIGURATION = "excluded by repro (configuration): configuration: the chat temp
 
 @pytest.fixture
 def published(tmp_path: Path) -> Path:
-    """The published smoke bundle, written before kinds were recorded (its run.json has none)."""
+    """The published smoke bundle as a bundle written before kinds were recorded: its run.json
+    without them, the manifest rewritten to match."""
     with tarfile.open(PUBLISHED) as tar:
         tar.extractall(tmp_path / "bundle", filter="data")
     (run_dir,) = [p for p in (tmp_path / "bundle").iterdir() if p.is_dir()]
-    assert "excluded_kinds" not in json.loads((run_dir / "run.json").read_text())
+    record = json.loads((run_dir / "run.json").read_text())
+    record.pop("excluded_kinds", None)
+    (run_dir / "run.json").write_text(json.dumps(record, indent=2))
+    Bundle(run_dir, Redactor()).write_manifest()
     return run_dir
 
 
