@@ -168,7 +168,7 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
     assert run_repro(snapshot, canary_home, "paper", "render", str(e2e_run), "--out", str(paper)).returncode == 0
     verified = run_repro(snapshot, canary_home, "verify", str(run_dir), "--published", str(paper / "results.json"))
     assert verified.returncode == 0, verified.stdout
-    assert "2 of 2 rows reproduced" in verified.stdout
+    assert "2 REPRODUCED, 0 CONSISTENT, 0 DIFFERENT, 0 NOT RERUN of 2 claims" in verified.stdout
 
 
 def stop_after_kept(proc: subprocess.Popen, partial: Path, count: int, timeout: float = 1200) -> None:
