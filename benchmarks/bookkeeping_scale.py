@@ -115,7 +115,7 @@ def synthesise(count: int, scratch: Path) -> Path:
     bundle.embed_matrix(raw, loaded.sha256)
     kind_of(cell.suite).embed(bundle, cell.suite, selection)
     matrix = MatrixInfo(path=loaded.path.name, name=loaded.matrix.name, sha256=loaded.sha256)
-    update = {"run_id": run_dir.name, "matrix": matrix, "planned_cells": [cell.id], "excluded_cells": {}, "author": author_source(loaded)}
+    update = {"run_id": run_dir.name, "matrix": matrix, "planned_cells": [cell.id], "excluded_cells": {}, "excluded_kinds": {}, "author": author_source(loaded)}
     bundle.write_run(RunRecord.model_validate({**run.model_dump(), **update, "chat_templates": {MODEL: run.chat_templates[MODEL]}}))
     writer = bundle.start_cell(cell.id)
     writer.write_jsonl("scenarios.jsonl", rows)

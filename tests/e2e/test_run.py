@@ -225,7 +225,7 @@ def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same
     assert len(record.resumed_kept) == kept and len(record.earlier_attempts) == 1
     attempt = record.earlier_attempts[0]
     assert sorted(attempt.finished) == sorted(record.resumed_kept) and (cell_dir / attempt.engine_log).is_file()
-    assert attempt.engine_identity == record.engine_identity.reported and attempt.engine_image_id == record.engine_image.id
+    assert attempt.partial.engine_identity == record.engine_identity.reported and attempt.partial.engine_image_id == record.engine_image.id
     baseline = cells_of(e2e_run)[cell_id]
     assert outcome(cell_dir) == outcome(baseline)
     assert (cell_dir / "transcripts.jsonl").read_bytes() == (baseline / "transcripts.jsonl").read_bytes()
