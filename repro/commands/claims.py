@@ -65,7 +65,8 @@ def from_results(
     (from a bundle; or from a results.json, with the harness and engine kind it does not record).
 
     Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
-    from repro.report.claims_verify import claims_from_rerun, load_published_rows, load_rerun
+    from repro.report.own_claims import claims_from_rerun
+    from repro.report.rerun_rows import load_published_rows, load_rerun
     from repro.spec.harnesses import HarnessPin
 
     require_file_target(out, "claims file")

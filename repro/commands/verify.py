@@ -70,7 +70,8 @@ def verify(
 
 
 def report_for_claims(results: list[Path], claims_path: Path, options: Options) -> ClaimsReport:
-    from repro.report.claims_verify import load_rerun, verify_claims
+    from repro.report.claims_verify import verify_claims
+    from repro.report.rerun_rows import load_rerun
     from repro.spec.claims import load_claims
 
     loaded = load_claims(claims_path)
@@ -81,7 +82,9 @@ def report_for_published(results: list[Path], published: Path, options: Options,
     """The published rows stated as claims (repro.report.claims_verify.claims_from_rerun) and
     verified as any claims are: one verdict, one comparison of inputs, whichever way is asked."""
     from repro.report.aggregate import collect_with_cells
-    from repro.report.claims_verify import load_rerun, published_claims, verify_claims
+    from repro.report.claims_verify import verify_claims
+    from repro.report.own_claims import published_claims
+    from repro.report.rerun_rows import load_rerun
 
     if require_signature is not None:
         if not published.is_dir():

@@ -6,7 +6,10 @@ comparisons between runs.
 - ``paper``: ``results.md``, ``results.tex``, ``results.json`` from ``PaperTables`` (rendering
   only); ``figures``: the figures; ``html``: the self-contained ``report.html``;
   ``templating``: the one jinja2 environment every rendered file uses.
-- ``compare``: two sets of results row by row, with a verdict.
+- ``compare``: two sets of results row by row.
+- ``claims_verify``: each claim's verdict; ``pins``: the one comparison of pinned inputs;
+  ``rerun_rows``: a rerun as the facts a claim is compared on; ``own_claims``: our own rows
+  stated as claims (``claims from-results``, ``verify --published``); ``tolerance``: the tests.
 
 Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
 level imports nothing.
@@ -21,7 +24,9 @@ __all__ = [
     "export",
     "figures",
     "html",
+    "own_claims",
     "paper",
     "pins",
+    "rerun_rows",
     "verify",
 ]

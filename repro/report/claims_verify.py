@@ -23,43 +23,26 @@ compared by repro.report.pins, the one comparison both verify paths use.
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Callable, Collection
-from pathlib import Path
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle.layout.discovery import find_runs
-from repro.bundle.layout.names import MANIFEST
-from repro.bundle.layout.reader import BundleReader
-from repro.bundle.records import RunRecord
-from repro.core.errors import BadInput
-from repro.core.files import sha256_file
-from repro.plan.planner import Cell, make_plan
-from repro.report.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
+from repro.plan.planner import Cell
+from repro.report.aggregate import TableRow
 from repro.report.pins import InputDifference, Pins, TemplatePin, differences, exactness
+from repro.report.rerun_rows import Rerun, RerunRow
 from repro.report.tolerance import Judgement, judge_counts, judge_exact, judge_paired
-from repro.report.verify import TranscriptIdentity, load_published
+from repro.report.verify import TranscriptIdentity
 from repro.spec.claims import (
     Claim,
-    ClaimDecoding,
-    ClaimEngine,
-    ClaimHardware,
-    ClaimHarness,
     ClaimModel,
-    ClaimResult,
     ClaimsFile,
     ClaimSuite,
-    ClaimTemplate,
-    Count,
     LoadedClaims,
-    ScenarioOutcome,
     Setup,
-    Source,
 )
 from repro.spec.harnesses import HarnessPin
-from repro.spec.matrix import Decoding, load_matrix
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
 
@@ -68,138 +51,6 @@ VERDICTS: tuple[Verdict, ...] = ("REPRODUCED", "REPRODUCED ON ANOTHER SETUP", "C
 PASSING: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT")
 ALWAYS_COUNTED: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT", "DIFFERENT", "NOT RERUN")
 MAX_LISTED = 20  # flips and differing transcripts named per claim; the counts say how many more
-
-
-# ---------------------------------------------------------------- the rerun, as facts
-
-
-class RerunRow(BaseModel):
-    """A VALID rerun row with what a claim is compared on beside its table row."""
-
-    row: TableRow
-    harness: HarnessPin
-    decoding: Decoding
-    accelerator: str | None = None
-    profile_tolerance: Tolerance | None = None
-
-    def pins(self) -> Pins:
-        row, execution, decoding = self.row, self.row.execution, self.decoding
-        template = TemplatePin(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
-        return Pins(
-            quant=row.quant,
-            file_size=row.file_size,
-            chat_template=template,
-            engine_kind=row.engine_kind,
-            engine_names=row.engine_names or [row.engine_identity, row.engine],
-            engine_variant=row.engine_variant or ("cuda" if row.profile.startswith("gpu") else "cpu"),
-            harness=self.harness,
-            temperature=decoding.temperature,
-            seed=decoding.seed,
-            max_tokens=decoding.max_tokens,
-            context=decoding.context,
-            profile=row.profile,
-            accelerator=self.accelerator,
-            driver_version=row.hardware.driver_version if row.hardware else None,
-            cpu_model=row.cpu_model,
-            threads=execution.threads if execution else None,
-            slots=execution.slots if execution else 1,
-            cache_prompt=execution.cache_prompt if execution else False,
-        )
-
-
-class Rerun(BaseModel):
-    """The rerun's rows, and what its plans hold that did not become a row (for NOT RERUN)."""
-
-    rows: list[RerunRow]
-    planned: list[Cell] = []  # every cell of every run's plan, runnable and excluded
-    reasons: dict[str, list[str]] = {}  # cell id -> why it is no row (excluded, invalid, absent)
-    runs: list[str] = []
-
-
-Collected = tuple[PaperTables, dict[str, list[ValidCell]]]  # what collect_with_cells gives
-
-
-def load_rerun(paths: list[Path], collected: Collected | None = None) -> Rerun:
-    """The VALID rows of the rerun (as `repro paper render` builds them), each with its facts;
-    `collected` is collect_with_cells(paths) when the caller has it already (each bundle checked once)."""
-    tables, cells = collected or collect_with_cells(paths)
-    records: dict[str, RunRecord] = {}
-    planned: list[Cell] = []
-    for path in paths:
-        for run_dir in find_runs(path):
-            bundle = BundleReader(run_dir)
-            record = bundle.run()
-            records[record.run_id] = record
-            planned += _plan_cells(bundle, record)
-    rows = []
-    for row in tables.rows:
-        first = cells[row.key][0] if cells.get(row.key) else None
-        if first is not None:
-            run = records.get(first.run_id)
-            harness = first.harness or kind_of(first.record.cell.suite).harness_pin(first.record.cell.suite, run.source if run else None)
-            tolerance = run.profile_settings.tolerance if run else None
-            rows.append(
-                RerunRow(row=row, harness=harness, decoding=first.record.cell.decoding, accelerator=first.record.accelerator, profile_tolerance=tolerance)
-            )
-    return Rerun(rows=rows, planned=planned, reasons=_no_row_reasons(tables), runs=tables.runs)
-
-
-def published_claims(path: Path, collected: Collected | None = None) -> tuple[LoadedClaims, dict[str, str]]:
-    """Published numbers (a results.json, or the published bundle) stated as claims, the way `repro
-    claims from-results` states them, and each claim's published row key: `--published` is
-    verified as any claims file is (`collected`: the bundle's collect_with_cells, when at hand)."""
-    side = load_rerun([path], collected) if path.is_dir() else load_published_rows(path)
-    today = datetime.datetime.now(datetime.UTC).date()
-    source = Source.model_construct(citation=f"the published numbers {path.name}", path=str(path), url=None, date=today, revision=None)
-    claims = claims_from_rerun(side, source)
-    keys = {claim.id: item.row.key for claim, item in zip(claims.claims, side.rows, strict=True)}
-    digest = sha256_file(path / MANIFEST if path.is_dir() else path)
-    return LoadedClaims(path=path, sha256=digest, claims=claims), keys
-
-
-def load_published_rows(path: Path, harness: HarnessPin | None = None, engine_kind: str | None = None) -> Rerun:
-    """The rows of a results.json (no bundle at hand): what each row records of its harness and
-    engine, else what the publisher states (`harness`, `engine_kind`); a row that records neither
-    cannot be matched to a claim, and is refused in one line."""
-    tables = load_published(path)
-    return Rerun(rows=[published_row(row, harness, engine_kind) for row in tables.rows], reasons=_no_row_reasons(tables), runs=tables.runs)
-
-
-def published_row(row: TableRow, harness: HarnessPin | None = None, engine_kind: str | None = None) -> RerunRow:
-    """A results.json row as facts: its decoding read back from its label (t=0 seed=42 max_tokens=384 ctx=4096)."""
-    parts = dict(part.split("=", 1) for part in row.decoding.split() if "=" in part)
-    try:
-        decoding = Decoding(temperature=float(parts["t"]), seed=int(parts["seed"]), max_tokens=int(parts["max_tokens"]), context=int(parts["ctx"]))
-    except (KeyError, ValueError) as error:
-        raise BadInput(f"row {row.key}: decoding '{row.decoding[:80]}' is not the label repro paper render writes ({error})") from None
-    pin = row.harness or harness
-    if pin is None:
-        raise BadInput(f"row {row.key}: the results.json names no harness (an older repro wrote it): give the published bundle, or state --harness")
-    if row.engine_kind is None and engine_kind is not None:
-        row = row.model_copy(update={"engine_kind": engine_kind})
-    accelerator = row.hardware.accelerator if row.hardware else None
-    return RerunRow(row=row, harness=pin, decoding=decoding, accelerator=accelerator)
-
-
-def _plan_cells(bundle: BundleReader, record: RunRecord) -> list[Cell]:
-    """The run's whole plan, recomputed from its embedded matrix (none when it cannot be: check
-    has said why)."""
-    try:
-        loaded = load_matrix(bundle.matrix_path(), embedded=True)
-        plan = make_plan(loaded, record.profile, record.profile_settings, templates=record.chat_templates)
-    except BadInput:
-        return []
-    return plan.cells + plan.excluded
-
-
-def _no_row_reasons(tables: PaperTables) -> dict[str, list[str]]:
-    reasons: dict[str, list[str]] = {}
-    for cell in tables.exclusions:
-        reasons.setdefault(cell.cell_id, []).extend(f"{cell.verdict.lower()}: {reason}" for reason in cell.reasons or ["no reason recorded"])
-    for absent in tables.absent:
-        reasons.setdefault(absent.cell_id, []).append(f"absent from this partial run: {absent.reason}")
-    return reasons
-
 
 # ---------------------------------------------------------------- verdicts
 
@@ -504,76 +355,3 @@ def category_notes(claim: Claim, row: TableRow) -> list[str]:
         elif count.passed != again[0]:
             notes.append(f"category {category}: {count.passed}/{count.total} claimed, {again[0]}/{again[1]} rerun")
     return notes
-
-
-# ---------------------------------------------------------------- claims from our own rows
-
-
-def claims_from_rerun(rerun: Rerun, source: Source, description: str | None = None) -> ClaimsFile:
-    """A claims file stating a run's VALID rows as they are: the way our own published rows
-    become claims (every scenario's outcome and transcript sha256 included)."""
-    models: dict[str, ClaimModel] = {}
-    setups: dict[str, Setup] = {}
-    suites: dict[str, ClaimSuite] = {}
-    claims: list[Claim] = []
-    for item in rerun.rows:
-        row = item.row
-        models[row.model] = ClaimModel(name=row.model, family=row.family, quant=row.quant, file_size=row.file_size, sha256=row.model_sha256)
-        setup = setup_of(item)
-        name = next((key for key, known in setups.items() if known == setup), None) or _fresh(f"{row.engine_id}.{row.profile}", setups)
-        setups[name] = setup
-        suites.setdefault(row.suite, ClaimSuite(id=row.suite, sha256=row.suite_sha256, scenarios=len(row.scenarios)))
-        claims.append(claim_of(item, name, {c.id for c in claims}))
-    return ClaimsFile(format=1, source=source, description=description, models=models, setups=setups, suites=suites, claims=claims)
-
-
-def setup_of(item: RerunRow) -> Setup:
-    row, execution, pins = item.row, item.row.execution, item.pins()
-    decoding = item.decoding
-    return Setup(
-        description=f"{row.engine} on the {row.profile} profile",
-        engine=ClaimEngine(kind=pins.engine_kind or "llama.cpp", build=row.engine_identity, variant=pins.engine_variant),  # type: ignore[arg-type]
-        hardware=ClaimHardware(
-            description=f"repro profile {row.profile}",
-            profile=row.profile,
-            accelerator=item.accelerator,
-            driver_version=row.hardware.driver_version if row.hardware else None,
-            cpu_model=row.cpu_model,
-            threads=execution.threads if execution else None,
-            slots=execution.slots if execution else None,
-            cache_prompt=execution.cache_prompt if execution else None,
-        ),
-        decoding=ClaimDecoding(temperature=decoding.temperature, seed=decoding.seed, max_tokens=decoding.max_tokens, context=decoding.context),
-        harness=ClaimHarness(**item.harness.model_dump()),
-    )
-
-
-def claim_of(item: RerunRow, setup: str, taken: set[str]) -> Claim:
-    row = item.row
-    name = _fresh(f"{row.model}.{row.protocol}.{row.suite}"[:120], taken)
-    scenarios = {
-        scenario: ScenarioOutcome(passed=outcomes, transcripts=hashes if all(hashes) and len(hashes) == len(outcomes) else None)
-        for scenario, outcomes in row.scenarios.items()
-        for hashes in [row.transcripts.get(scenario, [])]
-    }
-    template = ClaimTemplate(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
-    return Claim(
-        id=name,
-        model=row.model,
-        setup=setup,
-        protocol=row.protocol,
-        suite=row.suite,
-        chat_template=template,
-        result=ClaimResult(
-            passed=row.passed,
-            total=row.total,
-            by_category={category: Count(passed=count[0], total=count[1]) for category, count in row.by_category.items()},
-            scenarios=scenarios,
-        ),
-    )
-
-
-def _fresh(name: str, taken: Collection[str]) -> str:
-    if name not in taken:
-        return name
-    return next(f"{name}-{n}" for n in range(2, len(taken) + 3) if f"{name}-{n}" not in taken)

@@ -12,7 +12,9 @@ from pydantic import BaseModel
 
 from repro.bundle.layout.reader import BundleReader
 from repro.report.aggregate import collect_with_cells
-from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options, load_rerun, published_claims, verify_claims
+from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options, verify_claims
+from repro.report.own_claims import published_claims
+from repro.report.rerun_rows import load_rerun
 from repro.report.verify import first_step_finder
 from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups
 from repro.spec.claims import LoadedClaims

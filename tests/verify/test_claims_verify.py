@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.report.claims_verify import Options, claims_from_rerun, load_rerun, verify_claims
+from repro.report.claims_verify import Options, verify_claims
+from repro.report.own_claims import claims_from_rerun
+from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import ClaimsFile, Source, dump_claims, load_claims
 from tests.fixtures.synthetic import write_bundle
 

@@ -12,9 +12,11 @@ import pytest
 from repro.__main__ import main
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
-from repro.report.claims_verify import Options, claims_from_rerun, load_rerun, verify_claims
+from repro.report.claims_verify import Options, verify_claims
+from repro.report.own_claims import claims_from_rerun
 from repro.report.paper import render
 from repro.report.pins import ACCEPTABLE, same_build
+from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import load_claims
 from tests.fixtures.synthetic import CANARY, write_bundle
 from tests.verify.test_claims_verify import SOURCE, edited, write
