@@ -52,14 +52,16 @@ def test_a_tampered_bundle_is_refused_before_anything_starts(tmp_path: Path, cap
 
 
 def test_the_preflight_names_the_commit_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The published bundle was recorded at commit c52a229, not this one: the table says so first."""
+    """The published bundle was recorded at an earlier commit than this one: the table names it
+    first, and the harness tree digest (the same: the bundle is current) beside it."""
     monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
-    cell = one_cell(bundle_folder(SMOKE, tmp_path / "peek"))
+    peek = bundle_folder(SMOKE, tmp_path / "peek")
+    cell, commit = one_cell(peek), json.loads((peek / "run.json").read_text())["source"]["commit"]
     with pytest.raises(Booted):
         rerun_command.rerun(SMOKE, None, [cell], tmp_path / "out", False, [], None, None)
     out = capsys.readouterr().out
     assert "same setup?" in out and f"RUN  {cell}" in out
-    assert "named    repro commit: c52a229" in out
+    assert f"named    repro commit: {commit[:12]}" in out and "same     harness tree digest" in out
     assert "threads per engine: 2 | 2" in out
 
 
