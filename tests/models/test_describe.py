@@ -46,7 +46,7 @@ def test_a_real_gguf_is_described_as_the_smoke_matrix_pins_it(model_id: str) -> 
     described = describe(stored_gguf(spec))
     assert (described.sha256, described.file_size, described.quant) == (spec.sha256, spec.file_size, spec.quant)
     assert described.template is not None and described.template.source == "gguf"
-    assert set(described.protocols) == {"json_schema", "native_tools", "react", "json_prompt"}
+    assert set(described.protocols) == {"json_schema", "native_tools", "react", "json_prompt", "json_object"}
     blocked = {protocol for protocol, blocker in described.protocols.items() if blocker}
     assert blocked == ({"native_tools"} if model_id == SMOLLM2_ID else set())  # SmolLM2's template renders no tools (matrix/smoke.yaml)
 
@@ -146,9 +146,9 @@ def test_a_template_with_tools_is_carried_and_named(tmp_path: Path) -> None:
         ("huge-count", lambda p: p.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 10**12)), "exceed the 100000-entry bound"),
         ("huge-string", lambda p: p.write_bytes(header([struct.pack("<Q", 2**60)])), "exceeds the 65536-byte bound"),
         ("huge-array", lambda p: p.write_bytes(header([_string("x") + struct.pack("<IIQ", 9, 8, 2**50)])), "exceeds the 4194304-item bound"),
-        ("directory", lambda p: p.mkdir(), "not a regular file"),
+        ("directory", lambda p: p.mkdir(), "a folder, not a file"),
         ("symlink", lambda p: p.symlink_to(p.with_name("target.gguf")), "not a regular file"),
-        ("absent", lambda p: None, "cannot read"),
+        ("absent", lambda p: None, "no such file"),
     ],
 )
 def test_a_hostile_file_is_one_line_and_exit_2(tmp_path: Path, name: str, make, expected: str) -> None:
