@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.contracts import PropsResult
 from repro.containers.client import Container
-from repro.containers.sandbox import GIB, EngineDied, bind, create_kwargs, engine_settings
+from repro.containers.sandbox import GIB, EngineDied, SandboxSettings, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, EngineRefused, gpu_device_requests, nano_cpus_for, threads_for
 from repro.engines.gpu import engine_log_problems, identity_agrees, parse_cuda_log
@@ -114,15 +114,14 @@ class LlamaCppEngine(Engine):
     def model_name(self, model: ModelSpec) -> str:
         return model.id  # served under this alias (-a)
 
+    def sandbox_settings(self, profile: Profile, host_cpus: int | None) -> SandboxSettings:
+        """The engine container's sandbox: the run's labels, the profile's memory and CPUs."""
+        return engine_settings(run_id=self.run_id, cell_id=self.group_id, mem_limit=int(profile.memory_gb * GIB), nano_cpus=nano_cpus_for(profile, host_cpus))
+
     def container_kwargs(
         self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
     ) -> dict[str, Any]:
-        settings = engine_settings(
-            run_id=self.run_id,
-            cell_id=self.group_id,
-            mem_limit=int(profile.memory_gb * GIB),
-            nano_cpus=nano_cpus_for(profile, host_cpus),
-        )
+        settings = self.sandbox_settings(profile, host_cpus)
         return create_kwargs(
             settings,
             image,

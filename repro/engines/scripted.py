@@ -14,14 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from repro.containers.sandbox import GIB, bind, create_kwargs, engine_settings
-from repro.engines.base import MODEL_MOUNT, EngineHandle, nano_cpus_for
+from repro.containers.sandbox import bind, create_kwargs
+from repro.engines.base import MODEL_MOUNT, EngineHandle
 from repro.engines.llamacpp import LlamaCppEngine
 from repro.spec.findings import GpuDevice
 from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile
 
-PORT = 8080
+PORT = 8080  # as llama.cpp's (LlamaCppEngine.port)
 PACE = "1000"  # tokens per second: replies paced so that their timings are real durations within check's bounds
 
 
@@ -33,22 +33,13 @@ def scripted_argv(port: int = PORT) -> list[str]:
 class ScriptedEngine(LlamaCppEngine):
     """Identity and settings from `/props`, as llama.cpp's (the scripted server serves the same routes)."""
 
-    kind = "scripted"
-    port = PORT
-    api = "openai"
-    health_path = "/health"
+    kind = "scripted"  # port, API and health route: llama.cpp's
 
     def container_kwargs(
         self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
     ) -> dict[str, Any]:
-        settings = engine_settings(
-            run_id=self.run_id,
-            cell_id=self.group_id,
-            mem_limit=int(profile.memory_gb * GIB),
-            nano_cpus=nano_cpus_for(profile, host_cpus),
-        )
         mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
-        return create_kwargs(settings, image, scripted_argv(self.port), name=name, mounts=mounts, working_dir="/tmp")
+        return create_kwargs(self.sandbox_settings(profile, host_cpus), image, scripted_argv(self.port), name=name, mounts=mounts, working_dir="/tmp")
 
     def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
         return None  # it computes nothing on any device
