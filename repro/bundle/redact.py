@@ -10,6 +10,12 @@ never in `/home/ann2` or `/srv/home/ann`. `/root`, a home every Linux system and
 names no one: it is the home only at the start of a longer path (`/root/x`), never alone (an
 audit's list of folders tried names it), as the account name `root` is never a user's. A host
 name is caught in its full and its short form.
+
+Binary data (a file holding a NUL byte or bytes that are not UTF-8, such as a harness's SQLite
+database) is looked through for every host path, and for the user and host names of at least
+MIN_BINARY_WORD characters only: a shorter name turns up in stored numbers by chance (two bytes of
+an 8-byte float spell a host named `vm`, between bytes that are not letters, in about one float in
+4,000), so in binary data it cannot be told from noise.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ START = r"(?:(?<![\w.~+@-])|(?<=\\u002[fF])|(?<=%2[fF])|(?<=%3[aA]))"
 END = rf"(?!{PATH_CHAR}|\.{PATH_CHAR})"
 MAX_SCAN_BYTES = 256 * 1024 * 1024
 SCAN_CHUNK = 1024 * 1024  # characters of a scanned text looked at together (TextScan)
+MIN_BINARY_WORD = 4  # the shortest user or host name looked for in binary data (module docstring)
 
 
 def _home_like(separator: str) -> re.Pattern:
@@ -260,27 +267,51 @@ class Redactor:
         """`value` with every host path, user and host name replaced by its label. A rule's pattern
         runs only over a text that holds its literal (every match does: PathRule, the word itself),
         so a large cell file costs a C-speed search per rule where it names nothing of the host."""
+        return self._replaced(value, self._words)
+
+    def names_host(self, data: bytes) -> bool:
+        """Whether `data`, a file kept byte for byte, names a host path, user or host name (what
+        `text` would change in it; in binary data, the names of MIN_BINARY_WORD characters or more)."""
+        value = data.decode("latin-1")
+        return self._replaced(value, self._words_in(is_binary(data))) != value
+
+    def _words_in(self, binary: bool) -> list[tuple[re.Pattern, str, str]]:
+        return [rule for rule in self._words if len(rule[2]) >= MIN_BINARY_WORD] if binary else self._words
+
+    def _replaced(self, value: str, words: list[tuple[re.Pattern, str, str]]) -> str:
         for rule in self._paths:
             if holds(value, rule.needle, rule.fold):
                 value = rule.pattern.sub(rule.label, value)
-        for pattern, label, word in self._words:
+        for pattern, label, word in words:
             if holds(value, word, True):
                 value = pattern.sub(label, value)
         return value
 
-    def leaks(self, value: str, data: frozenset[str] = frozenset(), *, any_home: bool = True) -> list[str]:
+    def leaks(self, value: str, data: frozenset[str] = frozenset(), *, any_home: bool = True, binary: bool = False) -> list[str]:
         """What in `value` still identifies this host, naming the form it slipped through in (empty
         when clean). Home-like paths under a home in `data` (data_homes of the suite) are not
         counted, nor any other home with `any_home` False (for what a model wrote: its text may
         name any home, and the container it ran in saw no host path); this host's own home,
-        project, cache, user and host names always are."""
+        project, cache, user and host names always are (in `binary` data, the names of
+        MIN_BINARY_WORD characters or more)."""
         scan = TextScan(value)
         found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if scan.search(rule.pattern, rule.needle, fold=rule.fold)]
-        found += [f"the host's {label[1:-1].lower()} name" for pattern, label, word in self._words if scan.search(pattern, word, fold=True)]
+        found += [f"the host's {label[1:-1].lower()} name" for pattern, label, word in self._words_in(binary) if scan.search(pattern, word, fold=True)]
         for form, pattern in HOME_LIKE.items() if any_home else ():
             matches = [match.group(0) for match in scan.finditer(pattern, HOME_LITERALS, HOME_SPAN)]
             found += [f"host path {path[:60]}{_in_form(form)}" for path in matches if home_root(path) not in data]
         return list(dict.fromkeys(found))
+
+
+def is_binary(data: bytes) -> bool:
+    """Whether `data` is binary: it holds a NUL byte or does not read as UTF-8."""
+    if b"\0" in data:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def holds(text: str, literal: str, fold: bool) -> bool:
@@ -317,11 +348,12 @@ def find_leaks(bundle: Path, redactor: Redactor | None = None, data: frozenset[s
     for path in _bundle_entries(bundle):
         relative = path.relative_to(bundle)
         try:
-            content = _scan_text(path)
+            content = _scan_bytes(path)
         except BadInput as error:
             problems.append(f"{relative}: not scanned ({error.lines[0].removeprefix(f'{path}: ')})")
             continue
-        leaks = redactor.leaks(content, data, any_home=path.name not in model_output)
+        text = content.decode("utf-8", errors="replace")
+        leaks = redactor.leaks(text, data, any_home=path.name not in model_output, binary=is_binary(content))
         problems += [f"{relative}: {leak}" for leak in sorted(set(leaks))]
     return problems
 
@@ -335,10 +367,14 @@ def _bundle_entries(bundle: Path) -> list[Path]:
     return sorted(entries)
 
 
-def _scan_text(path: Path, limit: int = MAX_SCAN_BYTES) -> str:
+def _scan_bytes(path: Path, limit: int = MAX_SCAN_BYTES) -> bytes:
     from repro.core.yamlsource import read_bounded
 
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
         raise BadInput(f"{path}: not a regular file")
-    return read_bounded(path, limit, follow_links=False).decode("utf-8", errors="replace")
+    return read_bounded(path, limit, follow_links=False)
+
+
+def _scan_text(path: Path, limit: int = MAX_SCAN_BYTES) -> str:
+    return _scan_bytes(path, limit).decode("utf-8", errors="replace")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
@@ -256,3 +257,26 @@ def test_letters_that_fold_unlike_lower_are_still_found(monkeypatch):
         assert redactor.text(text) == every_pattern_run(redactor, text, monkeypatch)
     beyond = Redactor(replace(IDENTITY, user="J\u00f6rg\u0130"))
     assert beyond.text("by J\u00d6RG\u0130 today") == every_pattern_run(beyond, "by J\u00d6RG\u0130 today", monkeypatch) == "by <USER> today"
+
+
+# Two bytes of a stored 8-byte float that spell a host named "vm", between bytes that are not
+# letters: what made a ToolCallBench SQLite file look like it named the CI machine.
+FLOAT_SPELLING_VM = struct.pack("<d", struct.unpack("<d", b"\x01\x07vm\x90\x12\xd0?")[0])
+
+
+def test_a_short_host_name_in_binary_data_is_noise_but_a_path_or_a_long_name_is_not():
+    short = Redactor(HostIdentity(project_root="/srv/p", home="/home/ann", cache="/home/ann/.cache/repro", user="ann", host="vm", fqdn="localhost"))
+    database = b"SQLite format 3\x00" + FLOAT_SPELLING_VM + b"\x00" * 8
+    assert not short.names_host(database)
+    assert short.leaks(database.decode("utf-8", errors="replace"), binary=True) == []
+    assert short.names_host(database + b"\x00/home/ann/x\x00")  # a path is looked for in binary data too
+    assert short.names_host(b"uploaded from vm at noon")  # and in text, every name
+    long = Redactor(IDENTITY)
+    assert long.names_host(b"SQLite format 3\x00\x00canaryhost\x00")
+
+
+def test_find_leaks_tells_binary_from_text(tmp_path):
+    identity = HostIdentity(project_root="/srv/p", home="/home/ann", cache="/home/ann/.cache/repro", user="ann", host="vm", fqdn="localhost")
+    (tmp_path / "raw.results.sqlite").write_bytes(b"SQLite format 3\x00" + FLOAT_SPELLING_VM)
+    (tmp_path / "log.txt").write_text("ssh vm\n")
+    assert find_leaks(tmp_path, Redactor(identity)) == ["log.txt: the host's host name"]

@@ -209,8 +209,7 @@ class Adapter(SuiteKind):
             for path in self.raw_paths(out_dir):
                 data = read_regular(out_dir / path, MAX_RAW_BYTES)
                 name = raw_name(path, worker, len(out_dirs))
-                text = data.decode("latin-1")
-                if writer.bundle.redactor.text(text) != text:
+                if writer.bundle.redactor.names_host(data):
                     raise BadInput(f"raw output {path} names a host path, user or host name; a raw file is never rewritten")
                 write_in(writer.bundle.dir, writer.partial / name, data)
                 writer.files[name] = sha256_bytes(data)
