@@ -45,9 +45,10 @@ def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templat
     hand) adds the capability preflight: a protocol the template cannot carry is excluded."""
     matrix = loaded.matrix
     runnable, excluded = [], []
-    combos = product(matrix.models, matrix.engines, matrix.protocols, matrix.suites, range(1, matrix.repeats + 1))
-    for model, engine, protocol, suite, repeat in combos:
-        cell = _cell(matrix, model, engine, protocol, suite, repeat, profile_name)
+    suite_parts = [(suite, part) for suite in matrix.suites for part in (range(1, suite.parts + 1) if suite.parts else [None])]
+    combos = product(matrix.models, matrix.engines, matrix.protocols, suite_parts, range(1, matrix.repeats + 1))
+    for model, engine, protocol, (suite, part), repeat in combos:
+        cell = _cell(matrix, model, engine, protocol, (suite, part), repeat, profile_name)
         found = exclusion_reason(matrix, cell, profile_name, profile)
         preflight = template_reason(cell, (templates or {}).get(model.id))
         if found is None and preflight:
@@ -85,7 +86,9 @@ def suite_identity(suite: Suite) -> dict:
     return identity
 
 
-def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protocol, suite: Suite, repeat: int, profile: str) -> Cell:
+def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protocol, suite_part: tuple[Suite, int | None], repeat: int, profile: str) -> Cell:
+    """One cell (of one part of its suite, when the suite has parts: the part enters its id and name)."""
+    suite, part = suite_part
     identity = {
         "model": model.sha256,
         "engine": engine.model_dump(mode="json"),
@@ -97,8 +100,11 @@ def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protoc
     }
     if model.chat_template is not None:  # enters the id only when pinned, so older ids stay
         identity["chat_template"] = model.chat_template.sha256
+    if part is not None:
+        identity["part"] = part
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
-    slug = f"{model.id}__{engine.id}__{protocol}__{suite.id}__r{repeat}"
+    named = f"{suite.id}-p{part}of{suite.parts}" if part is not None else suite.id
+    slug = f"{model.id}__{engine.id}__{protocol}__{named}__r{repeat}"
     return Cell(
         id=f"{slug}-{digest}",
         model=model,
@@ -108,6 +114,7 @@ def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protoc
         repeat=repeat,
         profile=profile,
         decoding=matrix.decoding,
+        part=part,
     )
 
 

@@ -164,6 +164,7 @@ class TableRow(BaseModel):
     protocol: str
     suite: str
     suite_sha256: str | None = None
+    parts: str | None = None  # "parts 1, 2 of 4" where the row holds only some of its suite's parts (None: all its scenarios)
     decoding: str = ""
     profile: str = ""
     run: str | None = None  # set when two runs of the same cells would otherwise share a row
@@ -491,7 +492,7 @@ def with_labels(rows: list[TableRow]) -> list[TableRow]:
     models = model_labels(rows)
     labelled = [
         r.model_copy(
-            update={"model_label": models[r.model_sha256], "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)} / {r.suite}"}
+            update={"model_label": models[r.model_sha256], "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)} / {r.suite}" + (f" ({r.parts})" if r.parts else "")}
         )
         for r in rows
     ]
@@ -606,6 +607,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         protocol=spec.protocol,
         suite=spec.suite.id,
         suite_sha256=first.suite_sha256,
+        parts=missing_parts(cells),
         decoding=decoding_label(first),
         profile=spec.profile,
         run=run,
@@ -631,6 +633,16 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         file_size=spec.model.file_size,
         cpu_model=cells[0].cpu_model,
     )
+
+
+def missing_parts(cells: list[ValidCell]) -> str | None:
+    """How a row falls short of its suite's parts ("parts 1, 2 of 4"); None when it holds every
+    part (or the suite has none). Each part's cells are VALID ones: a part left out is missing."""
+    parts = cells[0].record.cell.suite.parts
+    present = sorted({c.record.cell.part for c in cells if c.record.cell.part is not None})
+    if not parts or present == list(range(1, parts + 1)):
+        return None
+    return f"part{'s' if len(present) > 1 else ''} {', '.join(map(str, present))} of {parts}"
 
 
 def mean_partial_score(results: list[ScenarioResult]) -> float | None:

@@ -39,7 +39,7 @@ from repro.suites.registry import kind_of
 def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None) -> CellRecord:
     """Audit the sandbox, run the cell's harness workers while watching the engines, record the
     cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
-    suite, kind = ctx.prepared.suites[cell.suite.id], kind_of(cell.suite)
+    suite, kind = ctx.prepared.selection(cell), kind_of(cell.suite)
     partial = partial_of(ctx, cell, suite, group.handle)
     kept, attempts, logs = resumed_scenarios(ctx, cell, partial)
     kept_ids = [one.result.id for one in kept]
@@ -109,7 +109,7 @@ def run_workers(
     """One harness container per share of the scenarios, all at once, worker i on replica i mod K
     (each joined to its replica's namespace); the first's settings read back, and how each ended;
     `keep` after each finished scenario. Every container is removed on the way out."""
-    suite = ctx.prepared.suites[cell.suite.id]
+    suite = ctx.prepared.selection(cell)
     handles = group.handles
     with contextlib.ExitStack() as stack:
         started = []

@@ -82,7 +82,7 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerCli
         harness=harness_image(client),
         engine_image=engine_image(cell.engine, profile.engine_variant, client, matrix=str(matrix), compute_capability=profile.compute_capability),
         gguf=model_path(cell.model),
-        suite=select(cell.suite),
+        suite=cell.share(select(cell.suite)),
     )
 
 
@@ -113,7 +113,7 @@ def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient 
         if not _present(client, info.id):
             raise ReproError(f"the bundle's {role} image {info.reference} ({info.id[:19]}) is not present here; build or load it first")
         images[role] = ImageRef(name=role, reference=info.reference, key=info.key, id=info.id, pinned_by=info.pinned_by, labels=dict(info.labels))
-    suite = select(cell.suite)
+    suite = cell.share(select(cell.suite))
     notes = []
     if cell_record.suite_sha256 and suite.sha256 != cell_record.suite_sha256:
         notes.append(f"the scenario files differ from the bundle's (sha256 {suite.sha256[:12]}, bundle {cell_record.suite_sha256[:12]})")

@@ -53,6 +53,10 @@ class Prepared(BaseModel):
     templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
     suite_images: dict[str, ImageRef] = {}  # suite id -> the image its kind runs it in (the harness unless the kind has its own)
 
+    def selection(self, cell: Cell) -> SuiteSelection:
+        """The scenarios the cell runs: its suite's selection, or the cell's part of it."""
+        return cell.share(self.suites[cell.suite.id])
+
     def harness_for(self, cell: Cell) -> ImageRef:
         """The image of a cell's harness containers, as the suite's kind says."""
         return self.suite_images.get(cell.suite.id, self.harness)

@@ -40,7 +40,7 @@ def record_failed_cell(
 
 
 def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gate: GateResult | None) -> CellRecord:
-    suite = prepared.suites[cell.suite.id]
+    suite = prepared.selection(cell)
     record = CellRecord(
         cell=cell,
         status="done",

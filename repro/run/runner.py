@@ -64,7 +64,7 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
-    progress.start_run(record.run_id, run_dir, prepared.cells, {c.id: len(prepared.suites[c.suite.id].ids) for c in prepared.cells})
+    progress.start_run(record.run_id, run_dir, prepared.cells, {c.id: len(prepared.selection(c).ids) for c in prepared.cells})
     if dirty:
         progress.note(f"[yellow]not a clean-room run[/] (--allow-dirty): {shown('; '.join(dirty))}; repro check will call every cell INVALID")
     progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
@@ -125,6 +125,7 @@ def prepare(options: RunOptions) -> Prepared:
         raise BadInput(f"nothing to run: no cell of {options.matrix} on profile {options.profile} is selected")
     suites = {c.suite.id: kind_of(c.suite).select(c.suite, loaded.suite_root(c.suite)) for c in cells}
     refuse_unpinned_suites(cells, suites)
+    refuse_empty_parts(cells, suites)
     refuse_unfit(cells, suites)
     harness = harness_image()
     return Prepared(
@@ -151,6 +152,13 @@ def refuse_unpinned_suites(cells: list[Cell], suites: dict[str, SuiteSelection])
     ]
     if wrong:
         raise BadInput(wrong[0], lines=wrong)
+
+
+def refuse_empty_parts(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:
+    """Before any engine boots: a suite split into more parts than it selects scenarios."""
+    wrong = [f"suite {c.suite.id} selects {len(suites[c.suite.id].ids)} scenario(s), fewer than its {c.suite.parts} parts" for c in cells if c.suite.parts and len(suites[c.suite.id].ids) < c.suite.parts]
+    if wrong:
+        raise BadInput(wrong[0])
 
 
 def refuse_unfit(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:

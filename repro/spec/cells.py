@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from repro.spec.findings import SuiteSelection
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec, Protocol, Suite
 
 # Who left a cell out, and why: the matrix's own `exclude` rules and profile list (the author's
@@ -49,11 +50,33 @@ class Cell(BaseModel):
     decoding: Decoding
     excluded: str | None = None
     excluded_kind: ExclusionKind | None = None  # who excluded it, beside `excluded` (why)
+    part: int | None = None  # which of the suite's `parts` this cell runs (None: all its scenarios)
+
+    @model_validator(mode="after")
+    def _part_of_the_suite(self) -> Cell:
+        if self.part is not None and not 1 <= self.part <= (self.suite.parts or 0):
+            raise ValueError(f"part {self.part} is not one of the suite's {self.suite.parts or 'no'} parts")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_part(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`part` is written only when set, so a cell of a suite without parts dumps as before."""
+        data = handler(self)
+        if self.part is None and isinstance(data, dict):
+            data.pop("part", None)
+        return data
 
     @property
     def label(self) -> str:
-        """What a person reads: model / protocol / suite (and the repeat past the first); the id is the key."""
-        return f"{self.model.id} / {self.protocol} / {self.suite.id}" + (f" / r{self.repeat}" if self.repeat > 1 else "")
+        """What a person reads: model / protocol / suite (its part, the repeat past the first); the id is the key."""
+        part = f" part {self.part} of {self.suite.parts}" if self.part is not None else ""
+        return f"{self.model.id} / {self.protocol} / {self.suite.id}{part}" + (f" / r{self.repeat}" if self.repeat > 1 else "")
+
+    def share(self, selection: SuiteSelection) -> SuiteSelection:
+        """The scenarios this cell runs of its suite's `selection`: all of them, or its part."""
+        if self.part is None or self.suite.parts is None:
+            return selection
+        return selection.part(self.part, self.suite.parts)
 
     @property
     def seed(self) -> int:

@@ -106,6 +106,15 @@ class SuiteSelection(BaseModel):
     sha256: str
     external: str | None = None  # the adapter of an external suite (repro.suites.external); None for scenario files
 
+    def part(self, index: int, parts: int) -> SuiteSelection:
+        """Part `index` (1-based) of `parts`: the index-th contiguous slice of the ids, in selection
+        order, the first parts one shorter where they do not divide evenly. Its sha256 stays the
+        whole selection's: the whole suite's bytes and the part's number fix the part's bytes."""
+        if not 1 <= index <= parts:
+            raise ValueError(f"part {index} of {parts} does not exist")
+        ids = self.ids[(index - 1) * len(self.ids) // parts : index * len(self.ids) // parts]
+        return self.model_copy(update={"ids": ids, "categories": {i: self.categories[i] for i in ids}})
+
 
 class GpuDevice(BaseModel):
     """One GPU as nvidia-smi reports it inside the engine container: its exact identity. cuBLAS

@@ -315,6 +315,9 @@ class ExternalSuite(Strict):
         return EngineSource(archive=self.archive, git=self.git, sha256=self.sha256)
 
 
+MAX_PARTS = 64  # the most cells one suite's scenarios are split into (Suite.parts)
+
+
 class Suite(Strict):
     id: Ident
     path: str = Field(description="scenario folder, relative to the project root (or, with a source, inside it; a .jsonl file of scenario rows too)")
@@ -329,6 +332,12 @@ class Suite(Strict):
         default=None,
         description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): a third party checks the suite without the project",
     )
+    parts: int | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_PARTS,
+        description="run the selected scenarios as this many cells, part i the i-th contiguous slice in selection order (one row when every part is VALID)",
+    )
 
     def protocols(self, ours: Collection[str]) -> Collection[str]:
         """The protocols the suite's harness implements: an external harness's (its facts), else
@@ -337,10 +346,10 @@ class Suite(Strict):
 
     @model_serializer(mode="wrap")
     def _without_unset_external(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """`external` and `sha256` are written only when set, so a suite without them dumps (and
-        ids its cells) exactly as before the fields existed."""
+        """`external`, `sha256` and `parts` are written only when set, so a suite without them dumps
+        (and ids its cells) exactly as before the fields existed."""
         data = handler(self)
-        for name in ("external", "sha256"):
+        for name in ("external", "sha256", "parts"):
             if getattr(self, name) is None and isinstance(data, dict):
                 data.pop(name, None)
         return data
