@@ -26,7 +26,7 @@ from repro.core.errors import ReproError
 from repro.doctor.machine import Finding, run_checks
 from repro.engines.base import EngineHandle, stop_engine
 from repro.engines.gate import run_gate
-from repro.engines.registry import boot_engine
+from repro.engines.registry import BootSpec, boot_engine
 from repro.plan.planner import make_plan, template_reason
 from repro.spec.cells import Cell
 from repro.spec.findings import TemplateFacts
@@ -150,10 +150,11 @@ def engine_findings(
     handle: EngineHandle | None = None
     try:
         try:
-            handle = boot_engine(
-                client, cell.engine, image=image, probe_image=harness, model=cell.model, gguf=gguf, profile=profile,
+            boot = BootSpec(
+                spec=cell.engine, image=image, probe_image=harness, model=cell.model, gguf=gguf, profile=profile,
                 profile_name=profile_name, decoding=cell.decoding, run_id=PROBE_RUN_ID, group_id=f"{cell.engine.id}.{cell.model.id}",
             )  # fmt: skip
+            handle = boot_engine(client, boot)
         except ReproError as error:
             yield fail("engine", f"boot {name}", str(error), "see the engine log above; repro images build rebuilds a damaged image")
             return

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from repro.containers.client import DockerClient
 from repro.core.registry import load_object
 from repro.engines.base import Engine, EngineHandle
@@ -31,22 +33,28 @@ def engine_for(client: DockerClient | None, spec: EngineSpec, *, probe_image: An
     return engine_class(spec.kind)(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
 
 
-def boot_engine(
-    client: DockerClient,
-    spec: EngineSpec,
-    *,
-    image: Any,
-    probe_image: Any,
-    model: ModelSpec,
-    gguf: Path,
-    profile: Profile,
-    profile_name: str,
-    decoding: Decoding,
-    run_id: str,
-    group_id: str | None = None,
-    replica: int = 0,
-) -> EngineHandle:
+class BootSpec(BaseModel):
+    """What one engine boot needs: the engine and its image, the probe image (the harness's), the
+    model and its file, the profile (and its name) and decoding, and whose engine it is (the run,
+    the (engine, model) group, which of the group's replicas)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    spec: EngineSpec
+    image: Any  # an ImageRef (repro.store.images), or an image id
+    probe_image: Any
+    model: ModelSpec
+    gguf: Path
+    profile: Profile
+    profile_name: str
+    decoding: Decoding
+    run_id: str
+    group_id: str | None = None
+    replica: int = 0
+
+
+def boot_engine(client: DockerClient, boot: BootSpec) -> EngineHandle:
     """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
-    engine = engine_for(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
-    engine.replica = replica
-    return engine.start(image, model, gguf, profile, profile_name, decoding)
+    engine = engine_for(client, boot.spec, probe_image=boot.probe_image, run_id=boot.run_id, group_id=boot.group_id)
+    engine.replica = boot.replica
+    return engine.start(boot.image, boot.model, boot.gguf, boot.profile, boot.profile_name, boot.decoding)

@@ -13,7 +13,7 @@ from repro.core.files import short_error
 from repro.core.terminal import shown
 from repro.engines.base import EngineDied, EngineHandle, EngineRefused, stop_engine
 from repro.engines.gate import CAUSE_TEXT, gate_with_retries, run_gate
-from repro.engines.registry import boot_engine
+from repro.engines.registry import BootSpec, boot_engine
 from repro.run.cell import run_cell
 from repro.run.context import GroupEngine, RunContext
 from repro.run.healing import MAX_CELL_RERUNS, EngineLost, describe, heal, unhealed_reason
@@ -89,17 +89,19 @@ def boot_group_engine(ctx: RunContext, cell: Cell, replica: int = 0) -> EngineHa
     prepared = ctx.prepared
     return boot_engine(
         ctx.client,
-        cell.engine,
-        image=prepared.engines[cell.engine.id],
-        probe_image=prepared.harness,
-        model=cell.model,
-        gguf=prepared.models[cell.model.id],
-        profile=prepared.profile,
-        profile_name=prepared.plan.profile,
-        decoding=cell.decoding,
-        run_id=ctx.run_id,
-        group_id=f"{cell.engine.id}.{cell.model.id}",
-        replica=replica,
+        BootSpec(
+            spec=cell.engine,
+            image=prepared.engines[cell.engine.id],
+            probe_image=prepared.harness,
+            model=cell.model,
+            gguf=prepared.models[cell.model.id],
+            profile=prepared.profile,
+            profile_name=prepared.plan.profile,
+            decoding=cell.decoding,
+            run_id=ctx.run_id,
+            group_id=f"{cell.engine.id}.{cell.model.id}",
+            replica=replica,
+        ),
     )
 
 

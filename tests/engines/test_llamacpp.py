@@ -14,7 +14,7 @@ from repro.containers.sandbox import hardening_problems
 from repro.engines.base import EngineDied, EngineRefused, stop_engine
 from repro.engines.gate import run_gate
 from repro.engines.llamacpp import LlamaCppEngine
-from repro.engines.registry import boot_engine
+from repro.engines.registry import BootSpec, boot_engine
 from repro.spec.matrix import LatencyGateSettings
 from repro.spec.profiles import load_profiles
 from tests.engines.test_specs import SMOKE
@@ -29,16 +29,18 @@ GROUP = "engine-tests"
 def boot(docker_client, llama_image_ref, harness_image_ref, run_id: str, model, gguf: Path, *, spec=SPEC, profile=PROFILE):
     return boot_engine(
         docker_client,
-        spec,
-        image=llama_image_ref,
-        probe_image=harness_image_ref,
-        model=model,
-        gguf=gguf,
-        profile=profile,
-        profile_name="cpu",
-        decoding=SMOKE.decoding,
-        run_id=run_id,
-        group_id=GROUP,
+        BootSpec(
+            spec=spec,
+            image=llama_image_ref,
+            probe_image=harness_image_ref,
+            model=model,
+            gguf=gguf,
+            profile=profile,
+            profile_name="cpu",
+            decoding=SMOKE.decoding,
+            run_id=run_id,
+            group_id=GROUP,
+        ),
     )
 
 

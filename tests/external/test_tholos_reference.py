@@ -113,7 +113,7 @@ def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_ki
     from repro.containers import lifecycle as containers
     from repro.containers.sandbox import bind, container_name, harness_kwargs
     from repro.engines.base import stop_engine
-    from repro.engines.registry import boot_engine
+    from repro.engines.registry import BootSpec, boot_engine
     from repro.run.cell import harness_output_dir
     from repro.suites.base import SCENARIO_MOUNT
     from repro.suites.external.base import adapter_of
@@ -127,10 +127,11 @@ def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_ki
     image = kind_of(runner_suite()).build_image(runner_suite(), harness_image_ref, lambda line: None)
     assert image is not None
     run_id, out = "tholos-reference-test", harness_output_dir()
-    handle = boot_engine(
-        docker_client, cell.engine, image=harness_image_ref, probe_image=harness_image_ref, model=cell.model, gguf=archive,
+    boot = BootSpec(
+        spec=cell.engine, image=harness_image_ref, probe_image=harness_image_ref, model=cell.model, gguf=archive,
         profile=profile, profile_name="cpu", decoding=loaded.matrix.decoding, run_id=run_id,
     )  # fmt: skip
+    handle = boot_engine(docker_client, boot)
     try:
         assert handle.identity == "scripted-engine" and handle.sandbox.network_mode == "none"
         command = adapter_of(cell.suite).task_argv(cell, handle.client_argv(), IDS, profile)

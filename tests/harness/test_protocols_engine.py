@@ -36,7 +36,7 @@ IDS = ["ask-001", "notes-001", "table_read_answer-001"]
 def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, model_cache):
     from repro.core.config import DEFAULT_MATRIX
     from repro.engines.base import stop_engine
-    from repro.engines.registry import boot_engine
+    from repro.engines.registry import BootSpec, boot_engine
     from repro.spec.matrix import load_matrix
     from repro.spec.profiles import load_profiles
     from repro.store.models import fetch, model_path
@@ -46,16 +46,18 @@ def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_
     decoding = load_matrix(DEFAULT_MATRIX).matrix.decoding
     handle = boot_engine(
         docker_client,
-        smoke_engine(),
-        image=llama_image_ref,
-        probe_image=harness_image_ref,
-        model=spec,
-        gguf=model_path(spec, cache=model_cache),
-        profile=load_profiles().get("cpu"),
-        profile_name="cpu",
-        decoding=decoding,
-        run_id=TEST_RUN_ID,
-        group_id="protocol-tests",
+        BootSpec(
+            spec=smoke_engine(),
+            image=llama_image_ref,
+            probe_image=harness_image_ref,
+            model=spec,
+            gguf=model_path(spec, cache=model_cache),
+            profile=load_profiles().get("cpu"),
+            profile_name="cpu",
+            decoding=decoding,
+            run_id=TEST_RUN_ID,
+            group_id="protocol-tests",
+        ),
     )
     try:
         yield handle

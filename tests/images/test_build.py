@@ -91,7 +91,7 @@ def test_a_failing_build_reports_the_tail_of_its_log(docker_client, base_image_i
     )
     seen: list[str] = []
     with pytest.raises(ReproError) as caught:
-        images._docker_build(plan, tmp_path, docker_client, seen.append)
+        images.docker_build(plan, tmp_path, docker_client, seen.append)
     lines = caught.value.lines
     assert lines[0].startswith(f"build of {plan.tag} failed:") and "returned a non-zero code: 3" in lines[0]
     assert lines[1] == f"--- last {images.LOG_TAIL_LINES} lines of the build log ---"

@@ -1,0 +1,173 @@
+"""Build plans: how to build the harness image and each engine image, and what a matrix needs on
+a variant, each with its content key computed without fetching anything."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from repro.core.config import PROJECT_ROOT
+from repro.core.errors import BadInput, ReproError
+from repro.core.files import sha256_bytes
+from repro.spec.matrix import EngineSpec, LoadedMatrix, Variant
+from repro.store.images.bases import client_or_default, configured_base, cuda_architectures, resolve_base, variant_bases
+from repro.store.images.keys import HARNESS_DOCKERFILE, HARNESS_LOCK, KEY_SCHEMA, Blocked, BuildPlan, DigestPin, content_key, harness_source_digest
+from repro.store.images.wheels import WHEEL_IMPLEMENTATION, WHEEL_PLATFORM, WHEEL_PYTHON
+
+if TYPE_CHECKING:
+    from repro.containers.client import DockerClient
+
+__all__ = ["build_plan_engine", "build_plan_harness", "engine_image_name", "needed_images"]
+
+
+def build_plan_harness(client: DockerClient | None = None, *, root: Path = PROJECT_ROOT) -> BuildPlan:
+    client = client_or_default(client)
+    dockerfile = root / HARNESS_DOCKERFILE
+    lock = root / HARNESS_LOCK
+    for needed in (dockerfile, lock):
+        if not needed.is_file():
+            raise ReproError(f"{needed} is missing")
+    base = configured_base()
+    buildargs = {"BASE_IMAGE": base}
+    base_ids = {"BASE_IMAGE": resolve_base(base, client)}
+    tree = harness_source_digest(root)
+    inputs = {
+        "harness_tree": tree,
+        "requirements_sha256": sha256_bytes(lock.read_bytes()),
+        "wheel_target": f"{WHEEL_IMPLEMENTATION}{WHEEL_PYTHON}-{WHEEL_PLATFORM}",
+    }
+    dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
+    key = content_key(
+        {"schema": KEY_SCHEMA, "kind": "harness", "dockerfile_sha256": dockerfile_sha, "buildargs": buildargs, "inputs": inputs, "base_ids": base_ids}
+    )
+    labels = {
+        "repro.key": key,
+        "repro.kind": "harness",
+        "repro.source": f"tree:{tree}",
+        "repro.harness_tree": tree,
+        "repro.requirements_sha256": inputs["requirements_sha256"],
+        "repro.dockerfile_sha256": dockerfile_sha,
+        "repro.base_image": base,
+        "repro.base_id": base_ids["BASE_IMAGE"],
+    }
+    return BuildPlan(
+        name="harness",
+        kind="harness",
+        dockerfile=dockerfile,
+        buildargs=buildargs,
+        inputs=inputs,
+        base_ids=base_ids,
+        key=key,
+        labels=labels,
+        source=f"tree:{tree}",
+    )
+
+
+def engine_image_name(engine: EngineSpec, variant: str) -> str:
+    return f"{engine.id}-{variant}"
+
+
+def build_plan_engine(
+    engine: EngineSpec, variant: Variant, client: DockerClient | None = None, *, root: Path = PROJECT_ROOT, compute_capability: str | None = None
+) -> BuildPlan:
+    """How to build an engine image; for CUDA, `compute_capability` (a profile's) picks the one
+    architecture to compile for (None: every architecture the Dockerfile lists)."""
+    client = client_or_default(client)
+    if engine.build is None:
+        raise BadInput(f"engine {engine.id} is pinned by image digest, not built")
+    relative = engine.build.dockerfile_for(variant)
+    if relative is None:
+        raise BadInput(f"engine {engine.id} has no Dockerfile for the {variant} variant")
+    dockerfile = root / relative
+    if not dockerfile.is_file():
+        raise BadInput(f"engine {engine.id}: Dockerfile {relative} not found")
+    source = engine.build.source
+    bases = variant_bases(dockerfile, variant)
+    buildargs = {
+        **bases,
+        "SOURCE_SHA256": source.sha256,
+        "LLAMA_BUILD_NUMBER": str(engine.build.build_number),
+        "LLAMA_BUILD_COMMIT": engine.build.build_commit,
+    }
+    if variant == "cuda":
+        buildargs["CUDA_ARCHITECTURES"] = cuda_architectures(dockerfile, compute_capability)
+    base_ids = {name: resolve_base(reference, client) for name, reference in bases.items()}
+    inputs = {"source_sha256": source.sha256}
+    dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
+    key = content_key(
+        {"schema": KEY_SCHEMA, "kind": "engine", "dockerfile_sha256": dockerfile_sha, "buildargs": buildargs, "inputs": inputs, "base_ids": base_ids}
+    )
+    build_info = engine.stamped_build_info() or ""
+    # Labels travel into result bundles: name a local archive by its file name, never its path.
+    source_label = f"archive:{Path(source.archive).name}" if source.archive else source.describe()
+    labels = {
+        "repro.key": key,
+        "repro.kind": "engine",
+        "repro.engine": engine.id,
+        "repro.engine_kind": engine.kind,
+        "repro.variant": variant,
+        "repro.source": source_label,
+        "repro.source_sha256": source.sha256,
+        "repro.build_info": build_info,
+        "repro.dockerfile": relative,
+        "repro.dockerfile_sha256": dockerfile_sha,
+        "repro.base_image": bases["BASE_IMAGE"],
+        "repro.base_id": base_ids["BASE_IMAGE"],
+        "repro.build_base_image": bases["BUILD_BASE_IMAGE"],
+        "repro.build_base_id": base_ids["BUILD_BASE_IMAGE"],
+    }
+    if "CUDA_ARCHITECTURES" in buildargs:
+        labels["repro.cuda_architectures"] = buildargs["CUDA_ARCHITECTURES"]
+    return BuildPlan(
+        name=engine_image_name(engine, variant),
+        kind="engine",
+        dockerfile=dockerfile,
+        buildargs=buildargs,
+        inputs=inputs,
+        base_ids=base_ids,
+        key=key,
+        labels=labels,
+        source=source_label,
+        engine=engine,
+        variant=variant,
+    )
+
+
+def needed_images(
+    loaded: LoadedMatrix,
+    variant: Variant,
+    client: DockerClient | None = None,
+    *,
+    engine_ids: list[str] | None = None,
+    collect: bool = False,
+    compute_capability: str | None = None,
+) -> list[BuildPlan | DigestPin | Blocked]:
+    """What a matrix needs on a variant: the harness image, then each engine serving it
+    (CUDA engines for `compute_capability`, a profile's, when given).
+
+    A plan that cannot be computed raises, or with `collect` comes back as `Blocked`.
+    """
+    client = client_or_default(client)
+    needs: list[BuildPlan | DigestPin | Blocked] = []
+
+    def add(name: str, make: Callable[[], BuildPlan | DigestPin | Blocked]) -> None:
+        try:
+            needs.append(make())
+        except ReproError as error:
+            if not collect:
+                raise
+            needs.append(Blocked(name=name, reason=error.lines[0]))
+
+    add("harness", lambda: build_plan_harness(client))
+    for engine in loaded.matrix.engines:
+        if engine_ids is not None and engine.id not in engine_ids:
+            continue
+        if not engine.serves(variant):
+            continue
+        if engine.image is not None:
+            needs.append(DigestPin(name=engine.id, reference=engine.image, engine=engine))
+        elif engine.kind != "scripted":  # it runs in the harness image, already needed
+            add(engine_image_name(engine, variant), partial(build_plan_engine, engine, variant, client, compute_capability=compute_capability))
+    return needs
