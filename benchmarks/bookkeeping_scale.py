@@ -92,7 +92,15 @@ def author_matrix(reader: BundleReader, ids: list[str], folder: Path) -> tuple[b
     raw = yaml.safe_load(reader.matrix_path().read_text())
     models = [m for m in raw["models"] if m["id"] == MODEL]
     suite = {"id": SCALE_SUITE, "path": "scenarios", "ids": sorted(ids)}
-    matrix = {**raw, "name": f"bookkeeping-{len(ids)}", "paths_from": "matrix", "models": models, "protocols": [PROTOCOL], "suites": [suite], "exclude": []}
+    matrix = {
+        **raw,
+        "name": f"bookkeeping-{len(ids)}",
+        "paths_from": "matrix",
+        "models": models,
+        "protocols": [PROTOCOL],
+        "suites": [suite],
+        "exclude": [],
+    }
     path = folder / "matrix.yaml"
     path.write_text(yaml.safe_dump(matrix, sort_keys=False))
     return path.read_bytes(), load_matrix(path)
@@ -115,8 +123,17 @@ def synthesise(count: int, scratch: Path) -> Path:
     bundle.embed_matrix(raw, loaded.sha256)
     kind_of(cell.suite).embed(bundle, cell.suite, selection)
     matrix = MatrixInfo(path=loaded.path.name, name=loaded.matrix.name, sha256=loaded.sha256)
-    update = {"run_id": run_dir.name, "matrix": matrix, "planned_cells": [cell.id], "excluded_cells": {}, "excluded_kinds": {}, "author": author_source(loaded)}
-    bundle.write_run(RunRecord.model_validate({**run.model_dump(), **update, "chat_templates": {MODEL: run.chat_templates[MODEL]}}))
+    update = {
+        "run_id": run_dir.name,
+        "matrix": matrix,
+        "planned_cells": [cell.id],
+        "excluded_cells": {},
+        "excluded_kinds": {},
+        "author": author_source(loaded),
+    }
+    bundle.write_run(
+        RunRecord.model_validate({**run.model_dump(), **update, "chat_templates": {MODEL: run.chat_templates[MODEL]}})
+    )
     writer = bundle.start_cell(cell.id)
     writer.write_jsonl("scenarios.jsonl", rows)
     writer.write_jsonl("transcripts.jsonl", transcripts)
@@ -125,7 +142,15 @@ def synthesise(count: int, scratch: Path) -> Path:
     seconds = round((record.harness_seconds or 0) * count / len(record.suite_ids), 3)
     summary = CellSummary.of(rows)
     writer.finish(
-        record.model_copy(update={"cell": cell, "suite_ids": selection.ids, "suite_sha256": selection.sha256, "summary": summary, "harness_seconds": seconds})
+        record.model_copy(
+            update={
+                "cell": cell,
+                "suite_ids": selection.ids,
+                "suite_sha256": selection.sha256,
+                "summary": summary,
+                "harness_seconds": seconds,
+            }
+        )
     )
     bundle.write_manifest()
     return run_dir
@@ -140,13 +165,18 @@ def timed(*argv: str) -> tuple[float, float, int]:
     rusage, from wait4)."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as output:
-        child = subprocess.Popen([sys.executable, "-m", "repro", *argv], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "repro", *argv], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT
+        )
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - started
         if child.returncode != 0:
             output.seek(0)
-            print(f"  repro {' '.join(argv[:2])}: exit {child.returncode}: {output.read().decode(errors='replace').strip()[-400:]}", flush=True)
+            print(
+                f"  repro {' '.join(argv[:2])}: exit {child.returncode}: {output.read().decode(errors='replace').strip()[-400:]}",
+                flush=True,
+            )
     return seconds, usage.ru_maxrss / 1024, child.returncode
 
 
@@ -192,7 +222,10 @@ def measure(count: int, keep: Path | None) -> None:
         for name, argv in commands(run_dir, scratch / "out").items():
             seconds, peak, status = timed(*argv)
             load = "/".join(f"{figure:.1f}" for figure in os.getloadavg())
-            print(f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  exit {status}  load {load}", flush=True)
+            print(
+                f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  exit {status}  load {load}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

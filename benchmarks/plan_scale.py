@@ -37,7 +37,14 @@ def scale_matrix(count: int, model_id: str) -> dict:
     (model,) = [m for m in raw["models"] if m["id"] == model_id]
     source = [{"path": f"models/{model_id}.gguf"}]  # never fetched: the plan reads the stored copy by sha256
     models = [{**model, "id": f"{model_id}-{number:05d}", "sources": source} for number in range(1, count + 1)]
-    return {**raw, "name": f"plan-scale-{count}", "models": models, "protocols": ["json_schema"], "suites": raw["suites"][:1], "exclude": []}
+    return {
+        **raw,
+        "name": f"plan-scale-{count}",
+        "models": models,
+        "protocols": ["json_schema"],
+        "suites": raw["suites"][:1],
+        "exclude": [],
+    }
 
 
 def timed(command: str) -> float:

@@ -19,7 +19,9 @@ class FailOn(StrEnum):
 
 
 def compare_command(
-    before: Path = typer.Argument(..., metavar="A", help="A: a bundle, a results folder, or a results.json (the baseline)."),
+    before: Path = typer.Argument(
+        ..., metavar="A", help="A: a bundle, a results folder, or a results.json (the baseline)."
+    ),
     after: Path = typer.Argument(..., metavar="B", help="B: the same kinds of input, compared with A."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when any row is worse (for CI)."),
 ) -> None:
@@ -36,7 +38,11 @@ def compare_command(
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
     settings = comparison.settings
-    console.print("settings that differ: " + (printable("; ".join(s.describe() for s in settings)) if settings else "none"), soft_wrap=True, markup=False)
+    console.print(
+        "settings that differ: " + (printable("; ".join(s.describe() for s in settings)) if settings else "none"),
+        soft_wrap=True,
+        markup=False,
+    )
     for row in comparison.rows:
         print_row(console, row)
     for key in comparison.only_before:
@@ -59,7 +65,9 @@ def print_row(console: Console, row: RowChange) -> None:
     for direction in ("fixed", "broken", "changed"):
         flipped = [f.scenario for f in row.flips if f.direction == direction]
         if flipped:
-            console.print(f"    {direction} ({len(flipped)}): {printable(', '.join(flipped))}", soft_wrap=True, markup=False)
+            console.print(
+                f"    {direction} ({len(flipped)}): {printable(', '.join(flipped))}", soft_wrap=True, markup=False
+            )
     for failure, (old, new) in row.failure_types.items():
         console.print(f"    failure type {printable(failure)}: {old} -> {new}", soft_wrap=True, markup=False)
 

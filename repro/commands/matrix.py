@@ -81,7 +81,8 @@ def plan(
     when the project tree is dirty.
 
     Exit codes: 0 planned; 1 an unexpected error; 2 bad input."""
-    loaded, profiles = load_matrix_and_profiles(matrix)  # read once: a matrix of thousands of models takes a second to load
+    # read once: a matrix of thousands of models takes a second to load
+    loaded, profiles = load_matrix_and_profiles(matrix)
     chosen = profiles.get(profile)
     the_plan = stored_plan(loaded, profile, chosen)[0]
     toolkit_line = toolkit_note(chosen, profile)
@@ -154,9 +155,14 @@ def print_plan(the_plan: Plan) -> None:
     """The plan, a batch of lines at a time (thousands of cells print in well under a second)."""
     # Names, ids and reasons come from the matrix: escaped, and never run through the highlighter.
     say = partial(console.print, soft_wrap=True, highlight=False)
-    say(f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})")
+    say(
+        f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})"
+    )
     lines = [f"[green]RUN [/] {shown(cell.id)}" for cell in the_plan.cells]
-    lines += [f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}" for cell in the_plan.excluded]
+    lines += [
+        f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}"
+        for cell in the_plan.excluded
+    ]
     for start in range(0, len(lines), PRINT_BATCH):
         say("\n".join(lines[start : start + PRINT_BATCH]))
     say(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")
@@ -175,12 +181,18 @@ def run(
     out: Path = typer.Option(Path("results"), "--out", help="Results folder; the run goes to OUT/<run-id>/."),
     resume: bool = typer.Option(False, "--resume", help="Finish the latest unfinished run of this matrix and profile."),
     only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
-    shard: str = typer.Option(None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."),
+    shard: str = typer.Option(
+        None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."
+    ),
     replicas: str = typer.Option(
-        "1", "--replicas", help="Engines per group at the profile's threads, one slot each (exact); 'auto': as many as the cores hold."
+        "1",
+        "--replicas",
+        help="Engines per group at the profile's threads, one slot each (exact); 'auto': as many as the cores hold.",
     ),
     allow_dirty: bool = typer.Option(
-        False, "--allow-dirty", help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, every cell INVALID in repro check."
+        False,
+        "--allow-dirty",
+        help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, every cell INVALID in repro check.",
     ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
@@ -202,7 +214,14 @@ def run(
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
     options = RunOptions(
-        matrix=matrix, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas), allow_dirty=allow_dirty
+        matrix=matrix,
+        profile=profile,
+        out=out,
+        resume=resume,
+        only=only,
+        shard=shard_pair,
+        replicas=parse_replicas(replicas),
+        allow_dirty=allow_dirty,
     )
     try:
         run_dir = run_matrix(options, RunProgress(console))
@@ -254,7 +273,17 @@ def incomplete_line(outcome: RunOutcome, options: RunOptions) -> str:
 
 def resume_command(options: RunOptions) -> str:
     """The `repro matrix run ... --resume` command line that continues this run, shell-quoted."""
-    words = ["repro", "matrix", "run", str(options.matrix), "--profile", options.profile, "--out", str(options.out), "--resume"]
+    words = [
+        "repro",
+        "matrix",
+        "run",
+        str(options.matrix),
+        "--profile",
+        options.profile,
+        "--out",
+        str(options.out),
+        "--resume",
+    ]
     if options.shard_text:
         words += ["--shard", options.shard_text]
     for cell_id in options.only:

@@ -29,7 +29,9 @@ def engine_class(kind: str) -> type[Engine]:
     return engine
 
 
-def engine_for(client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> Engine:
+def engine_for(
+    client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None
+) -> Engine:
     return engine_class(spec.kind)(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
 
 

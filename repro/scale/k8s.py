@@ -28,7 +28,9 @@ Manifest = dict[str, Any]
 def to_yaml(header: str, manifest: Manifest) -> str:
     """The manifest as YAML, after a comment header (each header line prefixed with `# `)."""
     comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-    return comment + yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False, width=1000, allow_unicode=False)
+    return comment + yaml.safe_dump(
+        manifest, sort_keys=False, default_flow_style=False, width=1000, allow_unicode=False
+    )
 
 
 def metadata(job: ScaleJob, name: str, namespace: str | None) -> Manifest:
@@ -71,7 +73,9 @@ def shard_script(job: ScaleJob) -> str:
             f"{repro} models fetch {matrix}",
             f"{repro} suites fetch {matrix}",
         ]
-    lines.append(f'{repro} matrix run {matrix} --profile {profile} --shard "${{shard}}" --out /results/shard-"${{i}}" --resume')
+    lines.append(
+        f'{repro} matrix run {matrix} --profile {profile} --shard "${{shard}}" --out /results/shard-"${{i}}" --resume'
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -84,7 +88,11 @@ def dind_sidecar(options: K8sOptions, job: ScaleJob) -> Manifest:
         "args": [f"--host={DIND_SOCKET}", "--bridge=none", "--iptables=false", "--ip-forward=false"],
         "env": [{"name": "DOCKER_TLS_CERTDIR", "value": ""}],
         "securityContext": {"privileged": True},
-        "startupProbe": {"exec": {"command": ["docker", f"--host={DIND_SOCKET}", "info"]}, "periodSeconds": 2, "failureThreshold": 60},
+        "startupProbe": {
+            "exec": {"command": ["docker", f"--host={DIND_SOCKET}", "info"]},
+            "periodSeconds": 2,
+            "failureThreshold": 60,
+        },
         "resources": resource_spec(job.resources),
         "volumeMounts": [
             {"name": "dind-socket", "mountPath": "/var/run/dind"},
@@ -97,7 +105,11 @@ def dind_sidecar(options: K8sOptions, job: ScaleJob) -> Manifest:
 def shard_container(options: K8sOptions, job: ScaleJob) -> Manifest:
     dind = options.engine == "dind"
     mounts = [{"name": "results", "mountPath": "/results"}, {"name": "work", "mountPath": K8S_WORK}]
-    mounts.append({"name": "dind-socket", "mountPath": "/var/run/dind"} if dind else {"name": "docker-socket", "mountPath": "/var/run/docker.sock"})
+    mounts.append(
+        {"name": "dind-socket", "mountPath": "/var/run/dind"}
+        if dind
+        else {"name": "docker-socket", "mountPath": "/var/run/docker.sock"}
+    )
     return {
         "name": "shard",
         "image": options.image,
@@ -114,7 +126,12 @@ def shard_container(options: K8sOptions, job: ScaleJob) -> Manifest:
 def shard_volumes(options: K8sOptions) -> list[Manifest]:
     results = {"name": "results", "persistentVolumeClaim": {"claimName": options.pvc}}
     if options.engine == "dind":
-        return [results, {"name": "work", "emptyDir": {}}, {"name": "dind-socket", "emptyDir": {}}, {"name": "dind-storage", "emptyDir": {}}]
+        return [
+            results,
+            {"name": "work", "emptyDir": {}},
+            {"name": "dind-socket", "emptyDir": {}},
+            {"name": "dind-storage", "emptyDir": {}},
+        ]
     return [
         results,
         {"name": "work", "hostPath": {"path": K8S_WORK, "type": "DirectoryOrCreate"}},
@@ -180,7 +197,11 @@ def merge_job(options: K8sOptions, job: ScaleJob) -> str:
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
         "volumeMounts": [{"name": "results", "mountPath": "/results"}],
     }
-    pod = {"restartPolicy": "Never", "containers": [container], "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": options.pvc}}]}
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": options.pvc}}],
+    }
     manifest = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -37,7 +37,11 @@ def test_a_cell_a_rule_cannot_look_at_is_unchecked_never_invalid(tmp_path, canno
     assert all(c.reasons == [f"not checked: {MISSING}"] and not c.problems and c.unchecked for c in cells)
     assert main(["check", str(run)]) == 3
     printed = capsys.readouterr().out
-    assert "UNCHECKED" in printed and "run: fetch-the-widget" in printed and "0 VALID, 0 EXCLUDED, 0 INVALID, 2 UNCHECKED" in printed
+    assert (
+        "UNCHECKED" in printed
+        and "run: fetch-the-widget" in printed
+        and "0 VALID, 0 EXCLUDED, 0 INVALID, 2 UNCHECKED" in printed
+    )
 
 
 def test_invalid_wins_over_unchecked(tmp_path, cannot_look) -> None:

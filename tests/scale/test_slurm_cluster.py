@@ -24,11 +24,20 @@ def test_array_then_dependent_job(tmp_path):
         after = tmp_path / "after.sh"
         after.write_text(f"#!/bin/bash\n#SBATCH --output={tmp_path}/after.out\ncat {tmp_path}/task-*.out\n")
         array_id = cluster.run("sbatch", "--parsable", str(array), cwd=tmp_path).stdout.strip().split(";")[0]
-        after_proc = cluster.run("sbatch", "--parsable", f"--dependency=afterok:{array_id}", "--kill-on-invalid-dep=yes", str(after), cwd=tmp_path)
+        after_proc = cluster.run(
+            "sbatch",
+            "--parsable",
+            f"--dependency=afterok:{array_id}",
+            "--kill-on-invalid-dep=yes",
+            str(after),
+            cwd=tmp_path,
+        )
         after_id = after_proc.stdout.strip().split(";")[0]
         assert array_id.isdigit() and after_id.isdigit(), after_proc.stderr
         states = cluster.wait([array_id, after_id], timeout=120)
-        assert states == {f"{array_id}_1": "COMPLETED", f"{array_id}_2": "COMPLETED", after_id: "COMPLETED"}, cluster.log("slurmctld")
+        assert states == {f"{array_id}_1": "COMPLETED", f"{array_id}_2": "COMPLETED", after_id: "COMPLETED"}, (
+            cluster.log("slurmctld")
+        )
         assert (tmp_path / "after.out").read_text() == "task 1\ntask 2\n"
     finally:
         cluster.stop()

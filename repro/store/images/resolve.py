@@ -35,7 +35,14 @@ def resolve_digest(pin: DigestPin, client: DockerClient) -> ImageRef:
         raise ReproError(
             f"engine {pin.name}: image {pin.reference} is not present locally; pull it by digest first (docker pull {pin.reference}); a run never pulls"
         )
-    return ImageRef(name=pin.name, reference=pin.reference, key=None, id=image.id, pinned_by="digest", labels=dict(image.labels or {}))
+    return ImageRef(
+        name=pin.name,
+        reference=pin.reference,
+        key=None,
+        id=image.id,
+        pinned_by="digest",
+        labels=dict(image.labels or {}),
+    )
 
 
 def _missing(plan: BuildPlan, matrix: str | None) -> ReproError:
