@@ -209,7 +209,8 @@ def _check_statement(run_dir: Path, payload_type: str, payload: bytes) -> None:
     if subjects != now:
         changed = sorted(set(subjects.items()) ^ set(now.items()))
         raise SignatureError(
-            f"{run_dir / ATTESTATION}: its subjects are not the bundle's files as they are now (first: {changed[0][0][:120]})"
+            f"{run_dir / ATTESTATION}: its subjects are not the bundle's files as they are now "
+            f"(first: {changed[0][0][:120]})"
         )
 
 

@@ -43,7 +43,8 @@ class RecomputedPlan(BaseModel):
             loaded = load_matrix(bundle.matrix_path(), embedded=True)
             if loaded.sha256 != run.matrix.sha256:
                 return cls(
-                    error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, recorded {run.matrix.sha256[:12]})"
+                    error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, "
+                    f"recorded {run.matrix.sha256[:12]})"
                 )
             plan = make_plan(loaded, run.profile, run.profile_settings, templates=run.chat_templates)
             cells = shard_cells(select_cells(plan, run.only), parse_shard(run.shard) if run.shard else None)

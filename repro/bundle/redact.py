@@ -94,9 +94,10 @@ def data_homes(text: str) -> frozenset[str]:
 def suite_data_homes(folder: Path) -> frozenset[str]:
     """The home folders named by the scenario and fixture files embedded for a suite (`data_homes`
     of each). Only regular files of at most MAX_SCENARIO_BYTES (the largest suite file the harness
-    loads) are read, links never followed: a larger file is no scenario or fixture of the suite, so the homes it names do not
-    count (a leak they would excuse is still reported). The answer is kept for as long as the
-    folder's files are unchanged, so a check reads the suite once, not once per cell."""
+    loads) are read, links never followed: a larger file is no scenario or fixture of the suite, so
+    the homes it names do not count (a leak they would excuse is still reported). The answer is kept
+    for as long as the folder's files are unchanged, so a check reads the suite once, not once per
+    cell."""
     files = _data_files(folder)
     return _homes_of(tuple(files)) if files else frozenset()
 

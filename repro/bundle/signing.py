@@ -130,7 +130,8 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
             return principal
         reasons.append(_reason(done))
     raise SignatureError(
-        f"{signature}: does not hold for {MANIFEST} as signed by {', '.join(principals)} ({reasons[0]}): the manifest changed after signing"
+        f"{signature}: does not hold for {MANIFEST} as signed by {', '.join(principals)} ({reasons[0]}): "
+        "the manifest changed after signing"
     )
 
 

@@ -70,7 +70,8 @@ def within_harness(ev: CellEvidence, results: list[ScenarioResult], what: str) -
     ids = {r.id for r in results}
     if kept and (not kept < ids):
         return [
-            f"resumed_kept names {len(kept)} scenario(s), not a part of the cell's {len(ids)} (a resume reruns at least one)"
+            f"resumed_kept names {len(kept)} scenario(s), not a part of the cell's {len(ids)} "
+            "(a resume reruns at least one)"
         ]
     rerun = [r for r in results if r.id not in kept]
     workers = ev.record.execution.workers if ev.record.execution else 1
@@ -79,7 +80,8 @@ def within_harness(ev: CellEvidence, results: list[ScenarioResult], what: str) -
     if harness is not None and finite(harness) and spent > harness * workers + WALL_SLACK_S * len(rerun):
         kept_note = f" ({len(kept)} kept from an interrupted attempt left out)" if kept else ""
         return [
-            f"the {what} took {spent:.3f} s in all{kept_note}, more than the harness's {harness:.3f} s with {workers} worker(s)"
+            f"the {what} took {spent:.3f} s in all{kept_note}, more than the harness's {harness:.3f} s with "
+            f"{workers} worker(s)"
         ]
     return []
 
@@ -142,7 +144,8 @@ def result_bounds(result: ScenarioResult, transcript: list[TranscriptEntry], dec
     expected = reply_positions(transcript)
     if expected and positions != expected:  # a transcript without replies fails the re-grade under its protocol
         problems.append(
-            f"{name}: {len(positions)} engine timing(s) for {len(expected)} recorded reply(ies) (one timing per reply, in order)"
+            f"{name}: {len(positions)} engine timing(s) for {len(expected)} recorded reply(ies) "
+            "(one timing per reply, in order)"
         )
     if (
         sum(t.tokens_in for t in result.engine_timings) != result.tokens_in
@@ -205,7 +208,8 @@ def speed_problems(what: str, kind: str, numbers: dict[str, float]) -> list[str]
         implied = [counted / ms * 1000 for counted in (count, count - 1) if counted > 0]
         if not any(abs(rate - speed) <= max(RATE_TOLERANCE * speed, 0.5) for speed in implied):
             problems.append(
-                f"{what}: {kind}_per_second {rate:g} does not follow from {count:g} tokens in {ms:g} ms ({implied[0]:.1f})"
+                f"{what}: {kind}_per_second {rate:g} does not follow from {count:g} tokens in {ms:g} ms "
+                f"({implied[0]:.1f})"
             )
     if kind == "predicted" and count and ms is not None and ms > 0 and count / ms * 1000 > MAX_TOKENS_PER_SECOND:
         problems.append(

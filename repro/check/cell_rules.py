@@ -133,7 +133,8 @@ def rule_hardware(ev: CellEvidence) -> list[str]:
         return [f"cell planned for profile {record.cell.profile}, run on {run.profile}"]
     if not run.profile_settings.accelerator_matches(record.accelerator):
         return [
-            f"accelerator {record.accelerator!r} does not match profile {run.profile} ({run.profile_settings.accelerator})"
+            f"accelerator {record.accelerator!r} does not match profile {run.profile} "
+            f"({run.profile_settings.accelerator})"
         ]
     return []
 
@@ -224,7 +225,8 @@ def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
     recomputed = CellSummary.of(results)
     if recorded != recomputed:
         problems.append(
-            f"recorded summary {recorded.passed}/{recorded.total} differs from scenarios.jsonl ({recomputed.passed}/{recomputed.total})"
+            f"recorded summary {recorded.passed}/{recorded.total} differs from scenarios.jsonl "
+            f"({recomputed.passed}/{recomputed.total})"
         )
     if [r.id for r in results] != ev.record.suite_ids:
         problems.append("scenarios.jsonl does not hold exactly the suite's scenarios, in order")
@@ -313,7 +315,8 @@ def rule_results_consistent(ev: CellEvidence) -> list[str]:
     bad = [r.id for r in results if r.passed != (r.failure_type is None and not r.failed_checks and not r.engine_fault)]
     return (
         [
-            f"scenario {bad[0]}: passed does not follow from its status, failure type and failed checks ({len(bad)} such lines)"
+            f"scenario {bad[0]}: passed does not follow from its status, "
+            f"failure type and failed checks ({len(bad)} such lines)"
         ]
         if bad
         else []

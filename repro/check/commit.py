@@ -80,8 +80,9 @@ def commit_notes(ev: RunEvidence) -> list[str]:
     if commit is None or at_commit(ev):
         return []
     return [
-        f"commit {commit[:12]} is not in this checkout ({project_root()}): the profile, the matrix and the suites were checked against the "
-        "bundle's own copies only (fetch the commit to compare them with the project's files)"
+        f"commit {commit[:12]} is not in this checkout ({project_root()}): the profile, "
+        "the matrix and the suites were checked against the bundle's own copies only (fetch the commit to compare "
+        "them with the project's files)"
     ]
 
 
@@ -107,7 +108,8 @@ def rule_profile_at_commit(ev: RunEvidence) -> list[str]:
     if at != ev.run.profile_settings:
         differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
         return [
-            f"profile {ev.run.profile} in run.json differs from {PROFILES_PATH} at commit {commit[:12]} ({', '.join(differ)})"
+            f"profile {ev.run.profile} in run.json differs from {PROFILES_PATH} at commit {commit[:12]} "
+            f"({', '.join(differ)})"
         ]
     return []
 
@@ -152,7 +154,8 @@ def rule_suite_at_commit(ev: CellEvidence) -> list[str]:
         return [f"suite {suite.id} cannot be selected at commit {commit[:12]}: {found[7:]}"]
     if found != ev.record.suite_sha256:
         return [
-            f"suite {suite.id} at commit {commit[:12]} has sha256 {found[:12]}, the cell records {str(ev.record.suite_sha256)[:12]}"
+            f"suite {suite.id} at commit {commit[:12]} has sha256 {found[:12]}, the cell records "
+            f"{str(ev.record.suite_sha256)[:12]}"
         ]
     return []
 
@@ -205,10 +208,12 @@ def author_notes(ev: RunEvidence) -> list[str]:
         return [f"the author's matrix, profiles and scenarios: compared with {ev.author_repo} at {commit[:12]}"]
     if ev.author_repo is None:
         return [
-            f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {author.commit[:12]})"
+            "the author's matrix, profiles and scenarios: embedded copies only: author repository not given "
+            f"(--source DIR compares them at {author.commit[:12]})"
         ]
     return [
-        f"the author's matrix, profiles and scenarios: embedded copies only: commit {author.commit[:12]} is not in {ev.author_repo}"
+        "the author's matrix, profiles and scenarios: embedded copies only: "
+        f"commit {author.commit[:12]} is not in {ev.author_repo}"
     ]
 
 
@@ -247,7 +252,8 @@ def author_file_problems(
         return [f"the author's {what} {where} does not exist at commit {commit[:12]} of {ev.author_repo}"]
     if len(text) > MAX_YAML_BYTES or hashlib.sha256(text).hexdigest() != embedded:
         return [
-            f"the embedded {what} is not {where} at commit {commit[:12]} of {ev.author_repo} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"
+            f"the embedded {what} is not {where} at commit {commit[:12]} of {ev.author_repo} "
+            f"(sha256 {hashlib.sha256(text).hexdigest()[:12]})"
         ]
     return []
 
@@ -272,7 +278,8 @@ def author_profile_problems(ev: RunEvidence) -> list[str] | None:
     if at != ev.run.profile_settings:
         differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
         problems.append(
-            f"profile {ev.run.profile} in run.json differs from the author's profiles file {own.path} ({', '.join(differ)})"
+            f"profile {ev.run.profile} in run.json differs from the author's profiles file {own.path} "
+            f"({', '.join(differ)})"
         )
     return problems
 
@@ -293,6 +300,7 @@ def author_suite_problems(ev: CellEvidence, author: AuthorSource) -> list[str]:
         return [f"suite {suite.id} cannot be selected at commit {commit[:12]} of {ev.author_repo}: {found[7:]}"]
     if found != ev.record.suite_sha256:
         return [
-            f"suite {suite.id} at commit {commit[:12]} of {ev.author_repo} has sha256 {found[:12]}, the cell records {str(ev.record.suite_sha256)[:12]}"
+            f"suite {suite.id} at commit {commit[:12]} of {ev.author_repo} has sha256 {found[:12]}, "
+            f"the cell records {str(ev.record.suite_sha256)[:12]}"
         ]
     return []

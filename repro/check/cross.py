@@ -128,7 +128,8 @@ def rule_gate_settings(ev: CellEvidence) -> list[str]:
         return []  # gate and plan-recomputed name these
     if gate.enabled != settings.enabled:
         return [
-            f"the gate record says {'enabled' if gate.enabled else 'disabled'}, the embedded matrix {'enables' if settings.enabled else 'disables'} it"
+            f"the gate record says {'enabled' if gate.enabled else 'disabled'}, the embedded matrix "
+            f"{'enables' if settings.enabled else 'disables'} it"
         ]
     if not gate.enabled:
         return ["the matrix disables the gate, yet attempts are recorded"] if gate.attempts else []
@@ -157,7 +158,8 @@ def rule_gate_group(ev: CellEvidence) -> list[str]:
     if not differ:
         return []
     return [
-        f"its engine group has one gate, yet the gate {describe(mine)} here and {describe(not mine)} in {differ[0]}{f' and {len(differ) - 1} more' if len(differ) > 1 else ''}"
+        f"its engine group has one gate, yet the gate {describe(mine)} here and {describe(not mine)} in "
+        f"{differ[0]}{f' and {len(differ) - 1} more' if len(differ) > 1 else ''}"
     ]
 
 

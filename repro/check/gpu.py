@@ -58,7 +58,8 @@ def log_evidence(ev: CellEvidence, log_name: str) -> list[str]:
     parts = split_logs("replica", text)
     if len(parts) != replicas:
         return [
-            f"{log_name} holds {len(parts)} engine log(s), the cell ran {replicas} replica(s): each replica's evidence is needed"
+            f"{log_name} holds {len(parts)} engine log(s), the cell ran {replicas} replica(s): "
+            "each replica's evidence is needed"
         ]
     problems = []
     for index, part in enumerate(parts, start=1):

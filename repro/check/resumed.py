@@ -36,8 +36,9 @@ def rule_resumed(ev: CellEvidence) -> list[str]:
     claimed = Counter(scenario_id for attempt in attempts for scenario_id in attempt.finished)
     if claimed != Counter(kept):
         return [
-            f"resumed_kept names {len(kept)} scenario(s), the recorded earlier attempts finished {sum(claimed.values())} "
-            f"({len(attempts)} attempt(s)): kept scenarios no earlier attempt of this cell accounts for"
+            f"resumed_kept names {len(kept)} scenario(s), the recorded earlier attempts finished "
+            f"{sum(claimed.values())} ({len(attempts)} attempt(s)): "
+            "kept scenarios no earlier attempt of this cell accounts for"
         ]
     problems = [
         problem for number, attempt in enumerate(attempts, start=1) for problem in attempt_problems(ev, number, attempt)
@@ -108,6 +109,7 @@ def digest_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[st
             result, transcript = results.get(scenario_id), transcripts.get(scenario_id)
             if result is None or transcript is None or KeptScenario.digest(result, transcript) != digest:
                 problems.append(
-                    f"kept scenario {scenario_id[:60]}: its result and transcript are not what earlier attempt {number} finished (sha256 differs)"
+                    f"kept scenario {scenario_id[:60]}: its result and transcript are not what earlier attempt "
+                    f"{number} finished (sha256 differs)"
                 )
     return problems

@@ -50,11 +50,13 @@ def stored_gguf_problems(model: ModelSpec, facts: TemplateFacts) -> list[str]:
     problems = []
     if again.sha256 != facts.sha256:
         problems.append(
-            f"model {model.id}: the recorded template ({facts.sha256[:12]}...) is not the one its {again.source} gives ({again.sha256[:12]}...)"
+            f"model {model.id}: the recorded template ({facts.sha256[:12]}...) is not the one its {again.source} "
+            f"gives ({again.sha256[:12]}...)"
         )
     if again.eog_tokens != facts.eog_tokens:
         problems.append(
-            f"model {model.id}: the recorded end-of-generation tokens are not the GGUF's ({', '.join(again.eog_tokens)})"
+            f"model {model.id}: the recorded end-of-generation tokens are not the GGUF's "
+            f"({', '.join(again.eog_tokens)})"
         )
     return problems
 
@@ -64,7 +66,8 @@ def facts_problems(model: ModelSpec, facts: TemplateFacts) -> list[str]:
     pin = model.chat_template
     if facts.source == "pinned" and (pin is None or pin.sha256 != facts.sha256):
         problems.append(
-            f"model {model.id}: the recorded template is said to be pinned, but the matrix pins {pin.sha256[:12] + '...' if pin else 'none'}"
+            f"model {model.id}: the recorded template is said to be pinned, but the matrix pins "
+            f"{pin.sha256[:12] + '...' if pin else 'none'}"
         )
     if facts.source == "gguf" and pin is not None:
         problems.append(f"model {model.id}: the matrix pins a chat template, but the record says the GGUF's was used")

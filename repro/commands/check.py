@@ -33,7 +33,8 @@ def check(
     source: Path = typer.Option(
         None,
         "--source",
-        help="The author's git repository of a matrix kept outside the project: its matrix, profiles and scenarios are compared with it at the run's commit.",
+        help="The author's git repository of a matrix kept outside the project: its matrix, "
+        "profiles and scenarios are compared with it at the run's commit.",
     ),
 ) -> None:
     """Decide from the bundle alone which cells are clean-room: VALID, EXCLUDED, INVALID or UNCHECKED
@@ -72,7 +73,8 @@ def git_repository(folder: Path) -> Path:
     top = git(folder, "rev-parse", "--show-toplevel") if folder.is_dir() else None
     if top is None:
         raise BadInput(
-            f"--source {shown(folder)}: not a folder in a git repository (give the author's repository the matrix was committed to)"
+            f"--source {shown(folder)}: not a folder in a git repository "
+            "(give the author's repository the matrix was committed to)"
         )
     return Path(top.decode().strip())
 

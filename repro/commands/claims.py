@@ -38,7 +38,8 @@ def validate(files: list[Path] = typer.Argument(..., help="Claims files to valid
             continue
         claims = loaded.claims
         console.print(
-            f"[green]OK[/] {shown(path)} ({len(claims.claims)} claims, {len(claims.models)} models, sha256 {loaded.sha256[:12]})",
+            f"[green]OK[/] {shown(path)} ({len(claims.claims)} claims, "
+            f"{len(claims.models)} models, sha256 {loaded.sha256[:12]})",
             highlight=False,
         )
     if problems:

@@ -27,7 +27,8 @@ def cleanup(
     for entry in report:
         state = "[green]removed[/]" if entry.removed else "[red]NOT removed[/]"
         console.print(
-            f"{state} {entry.name} ({entry.id}, run {entry.run}, role {entry.role or '-'}, cell {entry.cell or '-'}, was {entry.status})",
+            f"{state} {entry.name} ({entry.id}, run {entry.run}, role {entry.role or '-'}, "
+            f"cell {entry.cell or '-'}, was {entry.status})",
             soft_wrap=True,
         )
     left = [e.name for e in report if not e.removed]

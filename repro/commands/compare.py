@@ -51,7 +51,8 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         console.print(f"only in B: {printable(key)}", soft_wrap=True, markup=False)
     verdicts = [row.verdict for row in comparison.rows]
     console.print(
-        f"{len(verdicts)} rows compared: {verdicts.count('better')} better, {verdicts.count('worse')} worse, {verdicts.count('no clear difference')} no clear difference"
+        f"{len(verdicts)} rows compared: {verdicts.count('better')} better, {verdicts.count('worse')} worse, "
+        f"{verdicts.count('no clear difference')} no clear difference"
     )
 
 
@@ -76,5 +77,8 @@ def evidence(row: RowChange) -> str:
     if row.test == "paired" and row.p_value is not None:
         return f"exact McNemar p={row.p_value:.3g} on the same scenarios"
     if row.interval is not None:
-        return f"unpaired, 95% interval of the change {100 * row.interval.low:+.1f} to {100 * row.interval.high:+.1f} points"
+        return (
+            f"unpaired, 95% interval of the change {100 * row.interval.low:+.1f} to {100 * row.interval.high:+.1f} "
+            "points"
+        )
     return "no test"

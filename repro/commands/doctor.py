@@ -16,7 +16,8 @@ COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 def doctor(
     matrix: Path = matrix_argument(
         None,
-        help="A matrix: also check its images and models, boot each engine sealed, and make one tool-call round trip per protocol.",
+        help="A matrix: also check its images and models, boot each engine sealed, "
+        "and make one tool-call round trip per protocol.",
     ),
     profile: str = PROFILE,
 ) -> None:

@@ -120,7 +120,8 @@ def build_command(
         with building(f"{need.tag} ({_what(need)})", BuildLog(build_log_path(need.name), stream)) as log:
             ref = build_image(need, client, log=log)
         console.print(
-            f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s; log: {escape(str(log.path))}"
+            f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s; log: "
+            f"{escape(str(log.path))}"
         )
     if problems:
         raise ReproError(problems[0], lines=problems)
@@ -153,7 +154,8 @@ def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Calla
         if ref is not None:
             where = f"; log: {escape(str(log.path))}" if log.written else ""
             console.print(
-                f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in {time.monotonic() - started:.0f} s{where}"
+                f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in "
+                f"{time.monotonic() - started:.0f} s{where}"
             )
 
 

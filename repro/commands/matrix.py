@@ -108,7 +108,10 @@ def dirty_note(loaded: LoadedMatrix) -> str | None:
     dirty = dirty_lines(source_state(), author_source(loaded))
     if not dirty:
         return None
-    return f"{'; '.join(dirty)}: repro matrix run refuses it (every cell would be INVALID); commit or remove them, or pass --allow-dirty"
+    return (
+        f"{'; '.join(dirty)}: repro matrix run refuses it (every cell would be INVALID); "
+        "commit or remove them, or pass --allow-dirty"
+    )
 
 
 def toolkit_note(chosen: Profile, profile: str) -> str | None:
@@ -156,7 +159,8 @@ def print_plan(the_plan: Plan) -> None:
     # Names, ids and reasons come from the matrix: escaped, and never run through the highlighter.
     say = partial(console.print, soft_wrap=True, highlight=False)
     say(
-        f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})"
+        f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] "
+        f"(matrix sha256 {shown(the_plan.matrix_sha256[:12])})"
     )
     lines = [f"[green]RUN [/] {shown(cell.id)}" for cell in the_plan.cells]
     lines += [
@@ -169,8 +173,9 @@ def print_plan(the_plan: Plan) -> None:
     unchecked = unchecked_templates(the_plan)
     if unchecked:
         say(
-            f"[yellow]note[/] chat templates not checked yet for {shown(', '.join(unchecked))} (not in the model store): "
-            "run repro models fetch, then plan again; the run checks them before any engine boots"
+            f"[yellow]note[/] chat templates not checked yet for {shown(', '.join(unchecked))} "
+            "(not in the model store): run repro models fetch, then plan again; "
+            "the run checks them before any engine boots"
         )
 
 
@@ -192,7 +197,8 @@ def run(
     allow_dirty: bool = typer.Option(
         False,
         "--allow-dirty",
-        help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, every cell INVALID in repro check.",
+        help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, "
+        "every cell INVALID in repro check.",
     ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
@@ -266,8 +272,9 @@ def incomplete_line(outcome: RunOutcome, options: RunOptions) -> str:
         why = "interrupted" + (f"; {why}" if why else "")
     when = " when the machine is quiet" if "gate:busy" in outcome.causes or "gate:too_slow" in outcome.causes else ""
     return (
-        f"run incomplete (exit {outcome.status}): {why or outcome.run_status}; to finish it{when}, run: {resume_command(options)} "
-        "(complete cells are kept, the others run and are gated again; an interrupted cell keeps its finished scenarios)"
+        f"run incomplete (exit {outcome.status}): {why or outcome.run_status}; to finish it{when}, run: "
+        f"{resume_command(options)} (complete cells are kept, the others run and are gated again; "
+        "an interrupted cell keeps its finished scenarios)"
     )
 
 

@@ -93,7 +93,8 @@ def fetch(
                 bars.console.print(f"[red]FAIL[/] {shown(template[5:])}", soft_wrap=True)
                 continue
             bars.console.print(
-                f"[green]OK[/]   {shown(spec.id)}: sha256 {spec.sha256[:12]} {stored.size} bytes, {shown(verb)}; {shown(template)}",
+                f"[green]OK[/]   {shown(spec.id)}: sha256 {spec.sha256[:12]} {stored.size} bytes, "
+                f"{shown(verb)}; {shown(template)}",
                 soft_wrap=True,
             )
             for skipped in stored.skipped_sources:
@@ -119,7 +120,8 @@ def list_(
         else:
             state = "[red]corrupt[/]"
         out.print(
-            f"{state:<20} {shown(spec.id):<32} {shown(spec.quant):<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {shown(path)}",
+            f"{state:<20} {shown(spec.id):<32} {shown(spec.quant):<8} {spec.file_size / 1e6:8.1f} MB  sha256 "
+            f"{spec.sha256[:12]}  {shown(path)}",
             soft_wrap=True,
         )
 
@@ -164,7 +166,10 @@ def _template_line(spec: ModelSpec, gguf: Path, *, read: bool = True) -> str:
     turn = (
         f"end of turn {facts.end_of_turn} ({'EOG' if facts.end_of_turn_is_eog else 'NOT an end-of-generation token'})"
     )
-    return f"chat template from {facts.source} sha256 {facts.sha256[:12]}, renders {', '.join(carries) or 'no tools'}, {turn}"
+    return (
+        f"chat template from {facts.source} sha256 {facts.sha256[:12]}, "
+        f"renders {', '.join(carries) or 'no tools'}, {turn}"
+    )
 
 
 def _select(matrix: Path, wanted: list[str] | None) -> list:

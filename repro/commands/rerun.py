@@ -57,8 +57,9 @@ def rerun(
     OUT/rerun-report.md and .json.
 
     Exit codes: 0 every row REPRODUCED or CONSISTENT on the bundle's setup (or on differences
-    accepted by name); 1 any other verdict (DIFFERENT, NOT RERUN, ... ON ANOTHER SETUP); 2 bad input (not a bundle, a hostile or broken archive, an INVALID bundle, a model
-    with no source here, a profile this machine cannot serve); 130 interrupted (--resume continues)."""
+    accepted by name); 1 any other verdict (DIFFERENT, NOT RERUN, ... ON ANOTHER SETUP); 2 bad input
+    (not a bundle, a hostile or broken archive, an INVALID bundle, a model with no source here, a
+    profile this machine cannot serve); 130 interrupted (--resume continues)."""
     names = parse_accept(accept)
     options = RerunOptions(
         bundle=bundle, out=out, profile=profile, only=only, allowed_signers=allowed_signers, source=source
@@ -75,7 +76,8 @@ def print_preflight(prepared: RerunPlan, accepted: frozenset[str]) -> None:
     """The bundle, its cells, and the same-setup table, before anything is fetched or booted."""
     say = console.print
     say(
-        f"[bold]rerun of {shown(prepared.record.run_id)}[/] (bundle checked: {len(prepared.check.cells)} cells, none INVALID)",
+        f"[bold]rerun of {shown(prepared.record.run_id)}[/] (bundle checked: "
+        f"{len(prepared.check.cells)} cells, none INVALID)",
         soft_wrap=True,
     )
     for cell in prepared.cells:
@@ -94,7 +96,8 @@ def print_preflight(prepared: RerunPlan, accepted: frozenset[str]) -> None:
     named = [row.input for row in prepared.setup if row.differs]
     if named:
         say(
-            f"[yellow]not the same setup[/]: {shown('; '.join(named))}; the verdict names these and is never plain REPRODUCED",
+            f"[yellow]not the same setup[/]: {shown('; '.join(named))}; "
+            "the verdict names these and is never plain REPRODUCED",
             soft_wrap=True,
         )
 

@@ -31,5 +31,6 @@ def sign(
     public = key if key.suffix == ".pub" else key.with_name(key.name + ".pub")
     if public.is_file():
         typer.echo(
-            f'reviewers verify with this allowed_signers line: <your principal> namespaces="{NAMESPACE}" {public.read_text().strip()}'
+            f'reviewers verify with this allowed_signers line: <your principal> namespaces="{NAMESPACE}" '
+            f"{public.read_text().strip()}"
         )

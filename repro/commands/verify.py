@@ -40,7 +40,8 @@ def verify(
     accept: list[str] = typer.Option(
         [],
         "--accept",
-        help="Inputs that may differ from the claim's, by name, comma-separated (e.g. threads,hardware); see docs/methodology.md.",
+        help="Inputs that may differ from the claim's, by name, comma-separated "
+        "(e.g. threads,hardware); see docs/methodology.md.",
     ),
     identical_transcripts: bool = typer.Option(
         False,
@@ -140,7 +141,8 @@ def print_claims(report: ClaimsReport) -> None:
     for item in report.verdicts:
         scores = f"claimed {item.claimed}, rerun {item.rerun or '-'}; setup {item.setup}"
         say(
-            f"[{VERDICT_COLOURS[item.verdict]}]{item.verdict:<10}[/] {shown(item.claim)} ({shown(scores)}): {shown(item.about)}"
+            f"[{VERDICT_COLOURS[item.verdict]}]{item.verdict:<10}[/] {shown(item.claim)} "
+            f"({shown(scores)}): {shown(item.about)}"
         )
         for line in verdict_lines(item):
             console.print(f"           - {printable(line)}", soft_wrap=True, highlight=False, markup=False)

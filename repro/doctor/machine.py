@@ -56,7 +56,10 @@ def tree_finding() -> list[Finding]:
     state = source_state()
     if state.tree_clean:
         return [Finding("OK", "project tree", f"clean at commit {(state.commit or '?')[:12]}")]
-    hint = "commit or remove them (or ignore them in .gitignore): matrix run refuses a dirty tree without --allow-dirty, and check calls its cells INVALID"
+    hint = (
+        "commit or remove them (or ignore them in .gitignore): matrix run refuses a dirty tree without "
+        "--allow-dirty, and check calls its cells INVALID"
+    )
     return [Finding("WARN", "project tree", dirty_line(state), hint)]
 
 

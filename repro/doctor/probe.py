@@ -182,7 +182,8 @@ def engine_findings(
         try:
             boot = BootSpec(
                 spec=cell.engine, image=image, probe_image=harness, model=cell.model, gguf=gguf, profile=profile,
-                profile_name=profile_name, decoding=cell.decoding, run_id=PROBE_RUN_ID, group_id=f"{cell.engine.id}.{cell.model.id}",
+                profile_name=profile_name, decoding=cell.decoding, run_id=PROBE_RUN_ID,
+                group_id=f"{cell.engine.id}.{cell.model.id}",
             )  # fmt: skip
             handle = boot_engine(client, boot)
         except ReproError as error:

@@ -300,7 +300,8 @@ class Engine(ABC):
             result = self.probe(handle, argv, ReadyResult, timeout=timeout + PROBE_SLACK_S)
         except ProbeUnreachable as error:
             raise EngineDied(
-                f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}",
+                f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: "
+                f"{error}",
                 log_tail=containers.log_tail(self.container(handle)),
             ) from None
         if not result.ready:
@@ -417,7 +418,8 @@ def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile,
     names = [name.strip() for name in (accelerator or "").split(", ") if name.strip()]
     if not names or not all(profile.accelerator_matches(name) for name in names):
         raise EngineRefused(
-            f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs '{profile.accelerator}'; refused"
+            f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs "
+            f"'{profile.accelerator}'; refused"
         )
 
 

@@ -139,7 +139,8 @@ def gate_with_retries(
             return gate.model_copy(update={"earlier": earlier, "cause": cause})
         earlier.append(gate.reason)
         note(
-            f"  latency gate failed ({gate.reason}); measuring again in {GATE_RETRY_PAUSE_S:g} s ({len(earlier)} of {GATE_RETRIES})"
+            f"  latency gate failed ({gate.reason}); measuring again in {GATE_RETRY_PAUSE_S:g} s "
+            f"({len(earlier)} of {GATE_RETRIES})"
         )
         load = pause_and_look(GATE_RETRY_PAUSE_S)
         busy = bool(load.busiest)

@@ -109,7 +109,8 @@ def parse_query_gpu(text: str) -> list[GpuDevice]:
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(QUERY_FIELDS):
             raise GpuError(
-                f"nvidia-smi row has {len(cells)} fields, expected {len(QUERY_FIELDS)} ({', '.join(QUERY_FIELDS)}): {line[:MAX_LINE]!r}"
+                f"nvidia-smi row has {len(cells)} fields, expected {len(QUERY_FIELDS)} "
+                f"({', '.join(QUERY_FIELDS)}): {line[:MAX_LINE]!r}"
             )
         name, capability, driver, memory, mig = (None if cell in NOT_AVAILABLE else cell for cell in cells)
         if name is None:
@@ -164,7 +165,8 @@ def device_problems(devices: list[GpuDevice], profile: Profile, profile_name: st
     memory, MIG slice."""
     if not devices:
         return [
-            f"no GPU identity recorded (nvidia-smi --query-gpu): profile {profile_name} needs {profile.accelerator or 'a GPU'}"
+            f"no GPU identity recorded (nvidia-smi --query-gpu): profile {profile_name} needs "
+            f"{profile.accelerator or 'a GPU'}"
         ]
     problems = []
     if profile.gpu_count and len(devices) != profile.gpu_count:
@@ -177,7 +179,9 @@ def device_problems(devices: list[GpuDevice], profile: Profile, profile_name: st
         if device.mig_profile != profile.mig_profile:
             wanted = f"MIG slice {profile.mig_profile}" if profile.mig_profile else "a whole GPU"
             problems.append(
-                f"GPU {device.label()}: {'MIG slice ' + device.mig_profile if device.mig_profile else 'a whole GPU'}, profile {profile_name} needs {wanted}"
+                f"GPU {device.label()}: "
+                f"{'MIG slice ' + device.mig_profile if device.mig_profile else 'a whole GPU'}, "
+                f"profile {profile_name} needs {wanted}"
             )
     return problems
 
@@ -199,7 +203,8 @@ def mismatches(
         and (memory_mib is None or not window.min <= memory_mib <= window.max)
     ):
         found.append(
-            f"memory {memory_mib if memory_mib is not None else 'unknown'} MiB, the profile needs {window.min}-{window.max} MiB"
+            f"memory {memory_mib if memory_mib is not None else 'unknown'} MiB, "
+            f"the profile needs {window.min}-{window.max} MiB"
         )
     return found
 
@@ -262,7 +267,8 @@ def weights_problems(log: CudaLog, model_bytes: int) -> list[str]:
     low, high = (share * model_bytes / 2**20 for share in WEIGHTS_BAND)
     if not low <= held <= high:
         return [
-            f"the engine holds {held:.1f} MiB of weights in device memory, the GGUF is {model_bytes / 2**20:.1f} MiB: not this model's weights on the GPU"
+            f"the engine holds {held:.1f} MiB of weights in device memory, the GGUF is {model_bytes / 2**20:.1f} "
+            "MiB: not this model's weights on the GPU"
         ]
     return []
 
@@ -274,7 +280,8 @@ def ollama_log_problems(log: CudaLog, profile: Profile, profile_name: str) -> li
     cuda = [one for one in log.compute if one.library.startswith("cuda")]
     if not cuda:
         return [
-            f"the engine log shows no CUDA device (Ollama's inference compute line): it served on the CPU, not on a {wanted}"
+            "the engine log shows no CUDA device (Ollama's inference compute line): "
+            f"it served on the CPU, not on a {wanted}"
         ]
     problems = [
         f"Ollama's device {one.name or 'unnamed'}: {why}"
@@ -331,7 +338,8 @@ def log_problems(log: CudaLog, profile: Profile, profile_name: str) -> list[str]
     wanted_fa = FLASH_ATTN_LOGGED.get(profile.flash_attn or "")
     if wanted_fa and any(found != wanted_fa for found in log.flash_attn):
         problems.append(
-            f"the engine ran with flash_attn = {', '.join(sorted(set(log.flash_attn)))}, profile {profile_name} sets {profile.flash_attn}"
+            f"the engine ran with flash_attn = {', '.join(sorted(set(log.flash_attn)))}, "
+            f"profile {profile_name} sets {profile.flash_attn}"
         )
     return problems
 

@@ -59,7 +59,8 @@ def template_for(model: ModelSpec) -> tuple[str, list[str]]:
     if family in TEMPLATES:
         return TEMPLATES[family]
     raise BadInput(
-        f"model {model.id}: no explicit Ollama template for family '{model.family}' (known: {', '.join(sorted(TEMPLATES))})"
+        f"model {model.id}: no explicit Ollama template for family '{model.family}' (known: "
+        f"{', '.join(sorted(TEMPLATES))})"
     )
 
 
@@ -71,7 +72,10 @@ def ollama_blocker(model: ModelSpec, protocol: str) -> str | None:
     except BadInput as error:
         return f"configuration: {error}"
     if protocol == "native_tools" and ".Tools" not in template:
-        return f"configuration: the explicit Ollama template for family '{model.family}' does not render .Tools: under native_tools the model would never see its tools"
+        return (
+            f"configuration: the explicit Ollama template for family '{model.family}' does not render .Tools: "
+            "under native_tools the model would never see its tools"
+        )
     return None
 
 

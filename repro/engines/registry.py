@@ -1,6 +1,6 @@
-"""Engine kind -> its implementation, and `boot_engine` (the one way a run gets a started engine), as lazy `"module:object"` entries (repro.core.registry): the
-interface (repro.engines.base) never imports an implementation, and each implementation imports
-the interface."""
+"""Engine kind -> its implementation, and `boot_engine` (the one way a run gets a started engine),
+as lazy `"module:object"` entries (repro.core.registry): the interface (repro.engines.base) never
+imports an implementation, and each implementation imports the interface."""
 
 from __future__ import annotations
 

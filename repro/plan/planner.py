@@ -142,7 +142,8 @@ def exclusion_reason(
     implemented = cell.suite.protocols(IMPLEMENTED_PROTOCOLS)
     if cell.protocol not in implemented:
         return (
-            f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(implemented))})",
+            f"protocol {cell.protocol} is not implemented by this harness yet (implemented: "
+            f"{', '.join(sorted(implemented))})",
             "configuration",
         )
     if not cell.engine.serves(profile.engine_variant):
@@ -153,7 +154,8 @@ def exclusion_reason(
     size_gb = cell.model.file_size / GIB
     if size_gb > profile.max_model_gb:
         return (
-            f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile {profile_name} takes",
+            f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile "
+            f"{profile_name} takes",
             "configuration",
         )
     for rule in matrix.exclude:

@@ -69,7 +69,9 @@ def replica_count(
         return room
     if requested > room:
         raise BadInput(
-            f"--replicas {requested}: {why_not(profile, host_cpus=host_cpus, model_bytes=model_bytes, gpu_bytes=gpu_bytes)}; at most {room} fit"
+            f"--replicas {requested}: "
+            f"{why_not(profile, host_cpus=host_cpus, model_bytes=model_bytes, gpu_bytes=gpu_bytes)}; "
+            f"at most {room} fit"
         )
     return requested
 
@@ -95,7 +97,10 @@ def why_not(profile: Profile, *, host_cpus: int | None, model_bytes: int, gpu_by
     cores = host_cpus or os.cpu_count() or 1
     text = f"{profile.threads} thread(s) per engine on {cores} core(s)"
     if profile.gpu_count > 0:
-        text += f", {(gpu_bytes or replica_bytes(model_bytes)) / GIB:.1f} GiB per replica in {profile.memory_gb:g} GB of GPU memory"
+        text += (
+            f", {(gpu_bytes or replica_bytes(model_bytes)) / GIB:.1f} GiB per replica in {profile.memory_gb:g} GB of "
+            "GPU memory"
+        )
     return text
 
 

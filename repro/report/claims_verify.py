@@ -177,7 +177,8 @@ def verify_claim(resolved: Resolved, rerun: Rerun, options: Options) -> ClaimVer
     claim, model, setup = resolved.claim, resolved.model, resolved.setup
     base = ClaimVerdict(
         claim=claim.id,
-        about=f"{model.name} {model.quant}, {setup.harness.name} {claim.protocol}, suite {resolved.suite.id}, setup {claim.setup}",
+        about=f"{model.name} {model.quant}, {setup.harness.name} {claim.protocol}, "
+        f"suite {resolved.suite.id}, setup {claim.setup}",
         claimed=f"{claim.result.passed}/{claim.result.total}",
         verdict="NOT RERUN",
     )
@@ -232,7 +233,8 @@ def not_rerun_reasons(resolved: Resolved, rerun: Rerun) -> list[str]:
     if model.sha256 is None:
         held = _names({f"{r.row.model} ({r.harness.name})" for r in rerun.rows})
         return [
-            f"the claim names no GGUF sha256 for {what}: no rerun can be shown to have run the same file (the rerun's rows: {held})"
+            f"the claim names no GGUF sha256 for {what}: no rerun can be shown to have run the same file "
+            f"(the rerun's rows: {held})"
         ]
     cells = [c for c in rerun.planned if c.model.sha256 == model.sha256]
     if not cells and not any(r.row.model_sha256 == model.sha256 for r in rerun.rows):
@@ -240,7 +242,8 @@ def not_rerun_reasons(resolved: Resolved, rerun: Rerun) -> list[str]:
     harness = [c for c in cells if _cell_harness(c) == harness_name]
     if not harness:
         return [
-            f"another harness: the claim was scored by {harness_name}, the rerun ran {what} only under {_names({_cell_harness(c) for c in cells})}"
+            f"another harness: the claim was scored by {harness_name}, the rerun ran {what} only under "
+            f"{_names({_cell_harness(c) for c in cells})}"
         ]
     same = [c for c in harness if c.protocol == claim.protocol and c.suite.id == suite.id]
     reasons = [f"cell {c.id}: {reason}" for c in same for reason in rerun.reasons.get(c.id, [])]
@@ -249,7 +252,8 @@ def not_rerun_reasons(resolved: Resolved, rerun: Rerun) -> list[str]:
     protocols = _names({c.protocol for c in harness})
     suites = _names({c.suite.id for c in harness})
     return [
-        f"another setup: the rerun ran {what} under protocol(s) {protocols} on suite(s) {suites}, not {claim.protocol} on {suite.id}"
+        f"another setup: the rerun ran {what} under protocol(s) {protocols} on suite(s) {suites}, "
+        f"not {claim.protocol} on {suite.id}"
     ]
 
 
@@ -266,14 +270,20 @@ def scenario_set_problem(resolved: Resolved, row: TableRow) -> str | None:
     suite bytes where both state them, the same scenarios and runs); else why not."""
     suite, result = resolved.suite, resolved.claim.result
     if suite.sha256 is not None and row.suite_sha256 is not None and suite.sha256 != row.suite_sha256:
-        return f"another scenario set: the claim's suite {suite.id} has sha256 {suite.sha256[:12]}, the rerun's {row.suite_sha256[:12]}"
+        return (
+            f"another scenario set: the claim's suite {suite.id} has sha256 {suite.sha256[:12]}, "
+            f"the rerun's {row.suite_sha256[:12]}"
+        )
     if suite.scenarios is not None and suite.scenarios != len(row.scenarios):
         return f"another scenario set: the claim counts {suite.scenarios} scenarios, the rerun ran {len(row.scenarios)}"
     if result.total != row.total:
         return f"another scenario set: the claim counts {result.total} scenario runs, the rerun ran {row.total}"
     if result.scenarios is not None and set(result.scenarios) != set(row.scenarios):
         only = sorted(set(result.scenarios) - set(row.scenarios))[:5]
-        return f"another scenario set: the claim's scenarios are not the rerun's (claimed only: {', '.join(only) or 'none'})"
+        return (
+            "another scenario set: the claim's scenarios are not the rerun's "
+            f"(claimed only: {', '.join(only) or 'none'})"
+        )
     return None
 
 
@@ -298,7 +308,8 @@ def judge_claim(
     notes = base.notes + categories + (flip_notes(claim, row) if pairs is not None else [])
     if pairs is None:
         notes.append(
-            "counts only: the claim gives no per-scenario outcomes for the same scenarios, so its outcomes cannot be paired"
+            "counts only: the claim gives no per-scenario outcomes for the same scenarios, "
+            "so its outcomes cannot be paired"
         )
     transcripts_same = identity is None or identity.identical == identity.compared
     not_exact = exactness(resolved.pins(), rerun.pins(), found)
@@ -345,7 +356,10 @@ def judge_claim(
 
 def exact_rule(identity: TranscriptIdentity | None) -> str:
     what = "outcomes and transcripts" if identity is not None and identity.compared else "counts"
-    return f"identity: the same exact setup (CPU, the same threads, one slot, no prompt cache, the same build, model and harness) promises identical {what}"
+    return (
+        "identity: the same exact setup (CPU, the same threads, one slot, no prompt cache, the same build, "
+        f"model and harness) promises identical {what}"
+    )
 
 
 def applied_tolerance(claim: Claim, setup: Setup, rerun: RerunRow) -> tuple[Tolerance, str]:
@@ -387,7 +401,8 @@ def transcript_identity(claim: Claim, row: TableRow, where: Where | None = None)
             else:
                 told = where(claim.id, row.key, scenario, repeat) if where else None
                 identity.differing.append(
-                    f"scenario {scenario} repeat {repeat + 1}: transcript differs ({told or f'sha256 {claimed[:12]} claimed, {again[:12]} rerun'})"
+                    f"scenario {scenario} repeat {repeat + 1}: transcript differs "
+                    f"({told or f'sha256 {claimed[:12]} claimed, {again[:12]} rerun'})"
                 )
     identity.compared = identity.identical + len(identity.differing)
     return identity

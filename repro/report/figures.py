@@ -197,10 +197,13 @@ def figure_bytes(figure: Figure, fmt: Format) -> bytes:
 
 FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure, "ladder": ladder_figure, "time": time_figure}
 CAPTIONS = {
-    "pass_rate": "Pass rate per row (model / protocol / suite), coloured by protocol, with its Wilson 95\\% interval and the count.",
-    "categories": "Pass rate per row and category (the injection category last), for the rows that ran these categories.",
+    "pass_rate": "Pass rate per row (model / protocol / suite), coloured by protocol, "
+    "with its Wilson 95\\% interval and the count.",
+    "categories": "Pass rate per row and category (the injection category last), "
+    "for the rows that ran these categories.",
     "ladder": "Capability ladder: pass rate by level, one line per row.",
-    "time": "Where the time went: the engine's prompt processing and generation time and the harness's own share, per row.",
+    "time": "Where the time went: the engine's prompt processing and generation time and the harness's own share, "
+    "per row.",
 }
 
 

@@ -132,7 +132,8 @@ def published_row(row: TableRow, harness: HarnessPin | None = None, engine_kind:
     pin = row.harness or harness
     if pin is None:
         raise BadInput(
-            f"row {row.key}: the results.json names no harness (an older repro wrote it): give the published bundle, or state --harness"
+            f"row {row.key}: the results.json names no harness (an older repro wrote it): "
+            "give the published bundle, or state --harness"
         )
     if row.engine_kind is None and engine_kind is not None:
         row = row.model_copy(update={"engine_kind": engine_kind})

@@ -101,7 +101,8 @@ class Judgement(BaseModel):
             + ("identical, as promised" if self.within else "not identical, and no tolerance applies"),
             "mcnemar": f"exact McNemar p = {_p(self.p_value)} (two-sided, level {self.level:g})",
             "fisher": f"Fisher's exact p = {_p(self.p_value)} (two-sided, level {self.level:g}; counts only)",
-            "stated": f"stated tolerance: within {self.passed_within}, difference {abs(self.claimed[0] - self.rerun[0])}"
+            "stated": f"stated tolerance: within {self.passed_within}, difference "
+            f"{abs(self.claimed[0] - self.rerun[0])}"
             + (f" (exact test p = {_p(self.p_value)})" if self.p_value is not None else ""),
         }[self.test]
         return f"{counts}{flips}; {test}"

@@ -45,7 +45,8 @@ def require_run_folder(folder: Path) -> Path:
     missing = missing_file(folder)
     if missing:
         raise BadInput(
-            f"{shown(folder)}: not a bundle (no {missing}); give a run folder written by repro matrix run, or its .tar.gz"
+            f"{shown(folder)}: not a bundle (no {missing}); give a run folder written by repro matrix run, "
+            "or its .tar.gz"
         )
     return folder
 
@@ -67,7 +68,8 @@ def unpack_bundle(archive: Path, into: Path) -> Path:
         tops = sorted({PurePosixPath(name).parts[0] for name in names if PurePosixPath(name).parts})
         if len(tops) != 1 or missing_file(work / tops[0]):
             raise BadInput(
-                f"{shown(archive)}: not a bundle archive (one run folder with run.json and matrix.yaml at its top; found {len(tops)} entries)"
+                f"{shown(archive)}: not a bundle archive (one run folder with run.json and matrix.yaml at its top; "
+                f"found {len(tops)} entries)"
             )
         run_dir = work / tops[0]
         target = into / tops[0]

@@ -193,7 +193,8 @@ def refuse_unservable(profile_name: str, profile: Profile, system: SystemDescrip
     """A profile this machine cannot serve, in one line before anything is fetched or booted."""
     if profile.gpu_count > len(system.gpus):
         raise BadInput(
-            f"profile {profile_name}: needs {profile.gpu_count} GPU(s), this machine has {len(system.gpus)}; rerun on a machine with one"
+            f"profile {profile_name}: needs {profile.gpu_count} GPU(s), "
+            f"this machine has {len(system.gpus)}; rerun on a machine with one"
         )
     if profile.threads is not None and profile.threads > system.cpu_cores:
         raise BadInput(

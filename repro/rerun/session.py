@@ -112,7 +112,10 @@ def checked(run_dir: Path, allowed_signers: Path | None, author_repo: Path | Non
         reasons = [f"{p.rule}: {p.text}" for p in verdict.run_problems] + [
             f"{c.cell_id}: {r}" for c in verdict.invalid for r in c.reasons
         ]
-        first = f"{shown(run_dir.name)}: the bundle is INVALID ({len(verdict.invalid)} cell(s), {len(verdict.run_problems)} run problem(s)); nothing is rerun"
+        first = (
+            f"{shown(run_dir.name)}: the bundle is INVALID ({len(verdict.invalid)} cell(s), "
+            f"{len(verdict.run_problems)} run problem(s)); nothing is rerun"
+        )
         raise BadInput(first, lines=[first, *(f"  {shown(line)}" for line in reasons[:20])])
     return verdict
 
@@ -124,7 +127,8 @@ def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[C
     unknown = sorted(set(only) - set(held))
     if unknown:
         raise BadInput(
-            f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: {shown(', '.join(sorted(held))[:300])})"
+            f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: "
+            f"{shown(', '.join(sorted(held))[:300])})"
         )
     wanted = set(only) or {cid for cid, verdict in held.items() if verdict == "VALID" or not only}
     cells = [c for c in plan.cells if c.id in wanted]
@@ -204,5 +208,6 @@ def refuse_unfetchable(loaded: LoadedMatrix, cells: list[Cell]) -> None:
             continue
         if not any((loaded.root / str(s.path)).is_file() for s in model.sources):
             raise BadInput(
-                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this machine; put it in the store (repro models fetch from a copy)"
+                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this "
+                "machine; put it in the store (repro models fetch from a copy)"
             )

@@ -48,12 +48,14 @@ class RerunVerdict(BaseModel):
         lines = [f"# Rerun of {self.bundle}", "", f"Reruns: {', '.join(self.reruns)}", ""]
         lines += ["| row | verdict | setup | published | rerun | transcripts |", "|---|---|---|---|---|---|"]
         lines += [
-            f"| {_cell(v.about)} | {v.verdict} | {_cell(v.setup)} | {v.claimed} | {v.rerun or '-'} | {_cell(_identity(v))} |"
+            f"| {_cell(v.about)} | {v.verdict} | {_cell(v.setup)} | {v.claimed} | {v.rerun or '-'} | "
+            f"{_cell(_identity(v))} |"
             for v in self.rows
         ]
         lines += ["", "## Setup, input by input", "", "| input | bundle | rerun | |", "|---|---|---|---|"]
         lines += [
-            f"| {_cell(r.input)} | {_cell(r.bundle)} | {_cell(r.here)} | {'same' if r.same else 'not known' if r.same is None else 'differs'} |"
+            f"| {_cell(r.input)} | {_cell(r.bundle)} | {_cell(r.here)} | "
+            f"{'same' if r.same else 'not known' if r.same is None else 'differs'} |"
             for r in self.setup
         ]
         reasons = [

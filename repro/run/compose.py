@@ -118,7 +118,8 @@ def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient 
     for role, info in (("harness", cell_record.harness_image), ("engine", cell_record.engine_image)):
         if not _present(client, info.id):
             raise ReproError(
-                f"the bundle's {role} image {info.reference} ({info.id[:19]}) is not present here; build or load it first"
+                f"the bundle's {role} image {info.reference} ({info.id[:19]}) "
+                "is not present here; build or load it first"
             )
         images[role] = ImageRef(
             name=role,
@@ -132,7 +133,8 @@ def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient 
     notes = []
     if cell_record.suite_sha256 and suite.sha256 != cell_record.suite_sha256:
         notes.append(
-            f"the scenario files differ from the bundle's (sha256 {suite.sha256[:12]}, bundle {cell_record.suite_sha256[:12]})"
+            f"the scenario files differ from the bundle's (sha256 {suite.sha256[:12]}, "
+            f"bundle {cell_record.suite_sha256[:12]})"
         )
     return ComposeCell(
         cell=cell,
@@ -159,7 +161,8 @@ def _pick(cells: list[Cell], excluded: list[Cell], cell_id: str, hint: str) -> C
 def _supported(cell: Cell) -> None:
     if cell.engine.kind != "llama.cpp":
         raise BadInput(
-            f"cell {cell.id}: the compose files run llama.cpp cells only (engine {cell.engine.id} is {cell.engine.kind})"
+            f"cell {cell.id}: the compose files run llama.cpp cells only "
+            f"(engine {cell.engine.id} is {cell.engine.kind})"
         )
 
 
@@ -308,8 +311,9 @@ def _gpu_values(requests: list) -> dict[str, str]:
     ids = request.get("DeviceIDs") or []
     if ids:
         raise BadInput(
-            f"REPRO_GPU_DEVICES={','.join(ids)}: docker-compose.gpu.yml reserves GPUs by count (Docker sets NVIDIA_VISIBLE_DEVICES from the "
-            "reservation, so the variable cannot choose one); unset it, or replace count with device_ids in a copy of docker-compose.gpu.yml"
+            f"REPRO_GPU_DEVICES={','.join(ids)}: docker-compose.gpu.yml reserves GPUs by count "
+            "(Docker sets NVIDIA_VISIBLE_DEVICES from the reservation, so the variable cannot choose one); "
+            "unset it, or replace count with device_ids in a copy of docker-compose.gpu.yml"
         )
     if request.get("Count") != 1:
         raise BadInput(f"docker-compose.gpu.yml reserves one GPU; this profile asks for {request.get('Count')}")

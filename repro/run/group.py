@@ -81,11 +81,15 @@ def give_up_group(ctx: RunContext, failed: Cell, rest: list[Cell], group: GroupE
     """The engine could not be healed: say so, end the group's other cells as engine faults."""
     first = failed.engine.id, failed.model.id
     ctx.progress.note(
-        f"[red]engine {first[0]} with model {first[1]} could not be booted again[/]: cell {failed.id} ended as an engine fault"
-        f"{f' and its {len(rest)} other cells are not run' if rest else ''}; going on with the next group (rerun them with --resume)"
+        f"[red]engine {first[0]} with model {first[1]} could not be booted again[/]: cell {failed.id} ended as an "
+        f"engine fault{f' and its {len(rest)} other cells are not run' if rest else ''}; "
+        "going on with the next group (rerun them with --resume)"
     )
     for cell in rest:
-        reason = f"engine fault: the group's engine died during cell {failed.id} and could not be healed; rerun with --resume"
+        reason = (
+            f"engine fault: the group's engine died during cell {failed.id} and could not be healed; "
+            "rerun with --resume"
+        )
         write_failed_cell(ctx, cell, "error", reason, handle=group.handle, gate=group.gate)
 
 

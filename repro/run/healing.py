@@ -174,6 +174,9 @@ def unhealed_reason(incidents: list[EngineIncident]) -> str:
     """Why a cell ended as an engine fault, in plain words."""
     last = incidents[-1]
     if last.healed:
-        return f"engine fault: the engine died {len(incidents)} times during this cell (last: {describe(last.fault)}); rerun with --resume"
+        return (
+            f"engine fault: the engine died {len(incidents)} times during this cell (last: "
+            f"{describe(last.fault)}); rerun with --resume"
+        )
     tried = "; ".join(a.reason for a in last.attempts) or "no attempt"
     return f"engine fault: {describe(last.fault)}; booting it again failed ({tried}); rerun with --resume"

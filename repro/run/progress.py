@@ -77,7 +77,10 @@ class Tally:
                 if self.measured
                 else "time left not measured yet"
             )
-        return f"overall: {total - left} of {total} scenarios, {len(self.finished)} of {len(self.scenarios)} cells, {duration(elapsed)} elapsed, {when}"
+        return (
+            f"overall: {total - left} of {total} scenarios, {len(self.finished)} of {len(self.scenarios)} cells, "
+            f"{duration(elapsed)} elapsed, {when}"
+        )
 
 
 class RunProgress:
@@ -150,7 +153,8 @@ class RunProgress:
     def header(self, cell_id: str) -> None:
         number = len(self.tally.finished) + 1
         self.say(
-            f"[bold]cell {number} of {len(self.tally.scenarios) or number}: {shown(self.label(cell_id))}[/] [dim]({shown(cell_id)})[/]"
+            f"[bold]cell {number} of {len(self.tally.scenarios) or number}: "
+            f"{shown(self.label(cell_id))}[/] [dim]({shown(cell_id)})[/]"
         )
 
     def start_cell(self, cell: Cell, scenarios: int) -> None:

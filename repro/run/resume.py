@@ -96,7 +96,8 @@ def resumed_scenarios(
         kept, why, found = [], found, ([], {})
     if why:
         ctx.progress.note(
-            f"rerun {shown(cell.id)} from its first scenario: the interrupted attempt's scenarios are not kept ({shown(why)})"
+            f"rerun {shown(cell.id)} from its first scenario: the interrupted attempt's scenarios are not kept "
+            f"({shown(why)})"
         )
     kept = kept[: len(partial.suite_ids) - 1]
     ids = {one.result.id for one in kept}
@@ -104,8 +105,8 @@ def resumed_scenarios(
     if kept:
         rest = [i for i in partial.suite_ids if i not in ids]
         ctx.progress.note(
-            f"resume {shown(cell.id)}: {len(kept)} finished scenario(s) kept ({shown(scenario_span([one.result.id for one in kept]))}), "
-            f"{len(rest)} rerun from {shown(rest[0])}"
+            f"resume {shown(cell.id)}: {len(kept)} finished scenario(s) kept "
+            f"({shown(scenario_span([one.result.id for one in kept]))}), {len(rest)} rerun from {shown(rest[0])}"
         )
     return kept, attempts, {one.engine_log: found[1].get(one.engine_log, "") for one in attempts}
 

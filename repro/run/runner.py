@@ -84,10 +84,12 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     )
     if dirty:
         progress.note(
-            f"[yellow]not a clean-room run[/] (--allow-dirty): {shown('; '.join(dirty))}; repro check will call every cell INVALID"
+            f"[yellow]not a clean-room run[/] (--allow-dirty): {shown('; '.join(dirty))}; "
+            "repro check will call every cell INVALID"
         )
     progress.note(
-        f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell"
+        f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, "
+        f"{ctx.execution.workers} harness worker(s) per cell"
     )
     try:
         signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
@@ -109,7 +111,8 @@ def refuse_dirty(dirty: list[str], allow_dirty: bool) -> None:
     such a run is refused."""
     if dirty and not allow_dirty:
         raise BadInput(
-            f"{'; '.join(dirty)}: commit or remove them (or ignore them in .gitignore), or run anyway with --allow-dirty (not a clean-room run)"
+            f"{'; '.join(dirty)}: commit or remove them (or ignore them in .gitignore), "
+            "or run anyway with --allow-dirty (not a clean-room run)"
         )
 
 
@@ -285,7 +288,8 @@ def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
         if not daemon_unanswering(error):
             raise
         leaks = [
-            f"unknown: the Docker daemon did not answer ({short_error(error)}); run: repro cleanup --run-id {record.run_id}"
+            f"unknown: the Docker daemon did not answer ({short_error(error)}); run: "
+            f"repro cleanup --run-id {record.run_id}"
         ]
     status = record.status if record.status != "running" else "failed"
     update = {

@@ -45,11 +45,13 @@ def describe(options: ScaleOptions) -> ScaleJob:
     plan, _ = stored_plan(loaded, options.profile, profile)
     if not plan.cells:
         raise BadInput(
-            f"{options.matrix}: no cell runs on profile {options.profile} (see: repro matrix plan {options.matrix} --profile {options.profile})"
+            f"{options.matrix}: no cell runs on profile {options.profile} (see: "
+            f"repro matrix plan {options.matrix} --profile {options.profile})"
         )
     if options.shards > len(plan.cells):
         raise BadInput(
-            f"--shards {options.shards}: the plan has {len(plan.cells)} runnable cells on {options.profile}; use at most {len(plan.cells)} shards"
+            f"--shards {options.shards}: the plan has {len(plan.cells)} runnable cells on {options.profile}; "
+            f"use at most {len(plan.cells)} shards"
         )
     workdir = options.workdir.resolve() if not options.workdir.is_absolute() else options.workdir
     return ScaleJob(

@@ -159,7 +159,8 @@ class ClaimDecoding(Strict):
 
 class ClaimHarness(Strict):
     name: Ident = Field(
-        description="the harness that scored it: repro (ours), or an external harness by its matrix name (toolcallbench, tholos)"
+        description="the harness that scored it: repro (ours), or an external harness by its matrix name "
+        "(toolcallbench, tholos)"
     )
     version: str | None = Field(default=None, min_length=1, max_length=100)
     commit: Commit | None = Field(
@@ -170,7 +171,8 @@ class ClaimHarness(Strict):
     )
     tree_digest: Sha256 | None = Field(
         default=None,
-        description="ours: the sha256 of the harness tree that ran (a run records it); compared in place of the commit when stated",
+        description="ours: the sha256 of the harness tree that ran (a run records it); "
+        "compared in place of the commit when stated",
     )
 
 
@@ -262,7 +264,8 @@ class Claim(Strict):
     model: Ident = Field(description="a key of models")
     setup: Ident = Field(description="a key of setups")
     protocol: Ident = Field(
-        description="repro's matrix protocol names: json_schema, native_tools, react, json_prompt (our harness), json_object (the Tholos runner's JSON mode)"
+        description="repro's matrix protocol names: json_schema, native_tools, react, json_prompt (our harness), "
+        "json_object (the Tholos runner's JSON mode)"
     )
     suite: Ident = Field(description="a key of suites")
     chat_template: ClaimTemplate | None = None
@@ -348,7 +351,8 @@ def _suite_problems(claim: Claim, claims: ClaimsFile) -> list[str]:
     repeats = max((len(s.passed) for s in (claim.result.scenarios or {}).values()), default=1)
     if suite.scenarios is not None and claim.result.total != suite.scenarios * repeats:
         return [
-            f"the claim's total {claim.result.total} is not the suite's {suite.scenarios} scenarios x {repeats} repeat(s)"
+            f"the claim's total {claim.result.total} is not the suite's {suite.scenarios} scenarios x {repeats} "
+            "repeat(s)"
         ]
     return []
 

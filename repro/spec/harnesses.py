@@ -55,7 +55,8 @@ HARNESSES: dict[str, HarnessFacts] = {
         # the archive this adapter was written for: the files `tholos bench` needs, tholos 0.1.2 (its
         # results format, its scoring and its summary are read as that version writes them)
         known_archives={
-            "48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files (tholos-runner-src.tar.gz)"
+            "48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files "
+            "(tholos-runner-src.tar.gz)"
         },
         carried_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "Apache-2.0"},
         tasks_from="source",
@@ -64,7 +65,8 @@ HARNESSES: dict[str, HarnessFacts] = {
         engine_kinds=frozenset({"llama.cpp", "scripted"}),  # scripted: its reference claim (docs/external-suites.md)
         protocols=frozenset(THOLOS_JSON_MODES),
         protocol_modes=THOLOS_JSON_MODES,
-        request_kind="its own requests: one JSON object per step under a json_schema (or, its JSON mode, a json_object) response_format",
+        request_kind="its own requests: one JSON object per step under a json_schema (or, its JSON mode, "
+        "a json_object) response_format",
     ),
 }
 

@@ -220,7 +220,9 @@ SCRIPTED_IDENTITY = "scripted-engine"  # the build_info harness.testing.scripted
 class EngineSpec(Strict):
     id: Ident
     kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
-        description="scripted: the harness's scripted engine (harness.testing.scripted_engine), which plays the reference steps of the scenario archive pinned as its model; it runs in the run's harness image"
+        description="scripted: the harness's scripted engine (harness.testing.scripted_engine), "
+        "which plays the reference steps of the scenario archive pinned as its model; "
+        "it runs in the run's harness image"
     )
     label: str = Field(min_length=1, description="human label, e.g. b11434")
     image: ImageReference | None = Field(default=None, description="registry image pinned by digest")
@@ -234,7 +236,8 @@ class EngineSpec(Strict):
         if self.kind == "scripted":
             if self.image is not None or self.build is not None or self.build_info or self.version or self.variants:
                 raise ValueError(
-                    "a scripted engine runs in the run's own harness image: give none of image, build, build_info, version, variants"
+                    "a scripted engine runs in the run's own harness image: give none of image, "
+                    "build, build_info, version, variants"
                 )
             return self
         if (self.image is None) == (self.build is None):
@@ -342,7 +345,8 @@ MAX_PARTS = 64  # the most cells one suite's scenarios are split into (Suite.par
 class Suite(Strict):
     id: Ident
     path: str = Field(
-        description="scenario folder, relative to the project root (or, with a source, inside it; a .jsonl file of scenario rows too)"
+        description="scenario folder, relative to the project root (or, with a source, inside it; "
+        "a .jsonl file of scenario rows too)"
     )
     source: EngineSource | None = Field(
         default=None,
@@ -356,13 +360,15 @@ class Suite(Strict):
     per_category: int | None = Field(default=None, ge=1, description="first N scenarios per category, by id")
     sha256: Sha256 | None = Field(
         default=None,
-        description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): a third party checks the suite without the project",
+        description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): "
+        "a third party checks the suite without the project",
     )
     parts: int | None = Field(
         default=None,
         ge=2,
         le=MAX_PARTS,
-        description="run the selected scenarios as this many cells, part i the i-th contiguous slice in selection order (one row when every part is VALID)",
+        description="run the selected scenarios as this many cells, part i the i-th contiguous slice in selection "
+        "order (one row when every part is VALID)",
     )
 
     def protocols(self, ours: Collection[str]) -> Collection[str]:
@@ -423,8 +429,8 @@ class Matrix(Strict):
     profiles: list[str] = Field(min_length=1, description="profiles this matrix may run on")
     paths_from: Literal["project", "matrix"] = Field(
         default="project",
-        description="where the matrix's own relative paths (scenario folders, profiles file, model paths) start: the project, or the matrix's "
-        "folder (a matrix kept outside the project, in its author's repository)",
+        description="where the matrix's own relative paths (scenario folders, profiles file, model paths) start: "
+        "the project, or the matrix's folder (a matrix kept outside the project, in its author's repository)",
     )
     profiles_file: str | None = Field(
         default=None,
@@ -490,7 +496,8 @@ def root_problems(root: Path) -> list[tuple[tuple, str]]:
     return [
         (
             ("paths_from",),
-            "a matrix inside the project takes its paths from the project: paths_from: matrix is for a matrix kept outside it",
+            "a matrix inside the project takes its paths from the project: paths_from: "
+            "matrix is for a matrix kept outside it",
         )
     ]
 
@@ -552,7 +559,8 @@ def matrix_profiles(path: str | Path, document: YamlDocument | None = None) -> P
     both = sorted(set(own.profiles) & set(profiles.profiles))
     if both:
         raise BadInput(
-            f"{path}: profiles_file {named} names profile(s) the project has already: {', '.join(both)} (give yours other names)"
+            f"{path}: profiles_file {named} names profile(s) the project has already: "
+            f"{', '.join(both)} (give yours other names)"
         )
     return Profiles(profiles={**profiles.profiles, **own.profiles})
 
@@ -735,8 +743,9 @@ def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
             problems.append(
                 (
                     ("suites", index, "external"),
-                    f"{facts.name} drives the engine with its own requests ({facts.request_kind}): the matrix's protocols must be "
-                    f"{', '.join(sorted(facts.protocols))} (found {', '.join(wrong)}); run it in a matrix of its own",
+                    f"{facts.name} drives the engine with its own requests ({facts.request_kind}): "
+                    f"the matrix's protocols must be {', '.join(sorted(facts.protocols))} "
+                    f"(found {', '.join(wrong)}); run it in a matrix of its own",
                 )
             )
     return problems

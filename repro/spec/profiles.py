@@ -64,7 +64,8 @@ class Profile(Strict):
     gate: GateThresholds
     tolerance: Tolerance | None = Field(
         default=None,
-        description="what a rerun on this profile promises against a claim (repro verify --claims): a test level, or a pass count within k",
+        description="what a rerun on this profile promises against a claim (repro verify --claims): "
+        "a test level, or a pass count within k",
     )
 
     @model_serializer(mode="wrap")

@@ -69,7 +69,8 @@ def pinned_template(model: ModelSpec, root: Path | None = None) -> str | None:
         raise BadInput(f"model {model.id}: chat_template {pin.path} exceeds {MAX_TEMPLATE_BYTES} bytes")
     if sha256_bytes(data) != pin.sha256:
         raise BadInput(
-            f"model {model.id}: chat_template {pin.path} has sha256 {sha256_bytes(data)[:12]}..., the matrix pins {pin.sha256[:12]}..."
+            f"model {model.id}: chat_template {pin.path} has sha256 {sha256_bytes(data)[:12]}..., "
+            f"the matrix pins {pin.sha256[:12]}..."
         )
     return data.decode("utf-8", errors="replace")
 
@@ -201,16 +202,26 @@ def protocol_blocker(facts: TemplateFacts, protocol: str) -> str | None:
     """Why the engine cannot carry `protocol` with this template (a configuration fault, never the
     model's), or None when it can."""
     if facts.end_of_turn is None:
-        return f"{CONFIGURATION}the chat template ({facts.source}) writes no special token after an assistant's reply, so the model has no end-of-turn to stop on"
+        return (
+            f"{CONFIGURATION}the chat template ({facts.source}) writes no special token after an assistant's reply, "
+            "so the model has no end-of-turn to stop on"
+        )
     if not facts.end_of_turn_is_eog:
         return (
-            f"{CONFIGURATION}the chat template's end-of-turn token {facts.end_of_turn} is not an end-of-generation token "
-            f"of the model (those are {', '.join(facts.eog_tokens) or 'none'}): every reply would run to max_tokens"
+            f"{CONFIGURATION}the chat template's end-of-turn token {facts.end_of_turn} is not an end-of-generation "
+            f"token of the model (those are {', '.join(facts.eog_tokens) or 'none'}): "
+            "every reply would run to max_tokens"
         )
     if protocol == "native_tools" and not facts.renders_tools:
-        return f"{CONFIGURATION}the chat template ({facts.source}) does not render the tool list: under native_tools the model would never see its tools"
+        return (
+            f"{CONFIGURATION}the chat template ({facts.source}) does not render the tool list: "
+            "under native_tools the model would never see its tools"
+        )
     if protocol == "native_tools" and not facts.renders_tool_calls:
-        return f"{CONFIGURATION}the chat template ({facts.source}) does not render tool calls: under native_tools the model would never see its own calls"
+        return (
+            f"{CONFIGURATION}the chat template ({facts.source}) does not render tool calls: "
+            "under native_tools the model would never see its own calls"
+        )
     return None
 
 
@@ -220,10 +231,16 @@ def server_blocker(caps: dict[str, Any] | None, protocol: str) -> str | None:
     if protocol != "native_tools":
         return None
     if not isinstance(caps, dict):
-        return f"{CONFIGURATION}the engine reports no chat_template_caps, so native_tools cannot be shown to carry the tools"
+        return (
+            f"{CONFIGURATION}the engine reports no chat_template_caps, "
+            "so native_tools cannot be shown to carry the tools"
+        )
     missing = [name for name in ("supports_tools", "supports_tool_calls") if caps.get(name) is not True]
     if missing:
-        return f"{CONFIGURATION}the engine's chat template capabilities say {', '.join(f'{m} false' for m in missing)}: under native_tools the model would never see its tools"
+        return (
+            f"{CONFIGURATION}the engine's chat template capabilities say {', '.join(f'{m} false' for m in missing)}: "
+            "under native_tools the model would never see its tools"
+        )
     return None
 
 
@@ -233,7 +250,10 @@ def engine_template_problem(facts: TemplateFacts | None, used_sha256: object) ->
     if facts is not None and used_sha256 == served_sha256(facts.text):
         return None
     expected = f"the {facts.source} template {facts.sha256[:12]}..." if facts else "a recorded template"
-    return f"{CONFIGURATION}the engine uses chat template {str(used_sha256)[:12]}..., not {expected} (a built-in fallback is never valid)"
+    return (
+        f"{CONFIGURATION}the engine uses chat template {str(used_sha256)[:12]}..., not {expected} "
+        "(a built-in fallback is never valid)"
+    )
 
 
 def recheck_facts(facts: TemplateFacts) -> list[str]:
@@ -241,13 +261,15 @@ def recheck_facts(facts: TemplateFacts) -> list[str]:
     problems = []
     if template_sha256(facts.text) != facts.sha256:
         problems.append(
-            f"the recorded template text hashes to {template_sha256(facts.text)[:12]}..., not the recorded {facts.sha256[:12]}..."
+            f"the recorded template text hashes to {template_sha256(facts.text)[:12]}..., "
+            f"not the recorded {facts.sha256[:12]}..."
         )
     again = derive_facts(facts.text, facts.source, facts.eog_tokens, _known_specials(facts))
     for field in ("renders_tools", "renders_tool_calls", "end_of_turn"):
         if getattr(again, field) != getattr(facts, field):
             problems.append(
-                f"the recorded template gives {field} {getattr(again, field)!r}, the record says {getattr(facts, field)!r}"
+                f"the recorded template gives {field} {getattr(again, field)!r}, "
+                f"the record says {getattr(facts, field)!r}"
             )
     return problems
 

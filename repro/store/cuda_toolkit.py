@@ -86,7 +86,10 @@ def unbuildable_capability(compute_capability: str, who: str, toolkit: Toolkit) 
         if others
         else ""
     )
-    return f"{who} needs compute capability {compute_capability}, which {toolkit.name} (CUDA {toolkit.version}) cannot build for this llama.cpp{fix}"
+    return (
+        f"{who} needs compute capability {compute_capability}, which {toolkit.name} (CUDA {toolkit.version}) "
+        f"cannot build for this llama.cpp{fix}"
+    )
 
 
 def profile_architectures(profiles: Iterable[Profile], toolkit: Toolkit) -> list[str]:
@@ -122,7 +125,8 @@ def embedded_problems(code: EmbeddedCode, architectures: list[str]) -> list[str]
     """The binary must carry each architecture asked for as both SASS and PTX, and no other."""
     wanted = sorted(set(architectures), key=int)
     return [
-        f"the binary's {kind} code is for {', '.join('sm_' + a for a in found) or 'no architecture'}, not {', '.join('sm_' + a for a in wanted)}"
+        f"the binary's {kind} code is for {', '.join('sm_' + a for a in found) or 'no architecture'}, "
+        f"not {', '.join('sm_' + a for a in wanted)}"
         for kind, found in (("machine (ELF)", code.elf), ("PTX", code.ptx))
         if found != wanted
     ]

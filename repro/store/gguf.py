@@ -3,13 +3,14 @@
 Only what the chat-template preflight, the replica count and `repro models describe` need is
 kept: the embedded chat template, the special token ids (eos, eot, eom), the vocabulary with each
 token's type (from which the end-of-generation set is derived the way llama.cpp derives it), the
-model's shape, its `general.*` name, architecture and file type, and its trained context length. Every length read from the file
-is bounded before it is used, so a hostile or corrupt file is refused with one line (BadInput)
-instead of exhausting memory; arrays the preflight does not need (merges, scores) are passed over
-by their element type and count, never parsed, and the two it keeps (tokens, token types) are
-read in bulk. A file is read once per command (`read_header` remembers it by its identity), so
-planning a matrix whose thousand models name one file reads it once. `read_metadata(path)` with
-no filter is the full parse, every value, which the tests hold the reader to.
+model's shape, its `general.*` name, architecture and file type, and its trained context length.
+Every length read from the file is bounded before it is used, so a hostile or corrupt file is
+refused with one line (BadInput) instead of exhausting memory; arrays the preflight does not need
+(merges, scores) are passed over by their element type and count, never parsed, and the two it
+keeps (tokens, token types) are read in bulk. A file is read once per command (`read_header`
+remembers it by its identity), so planning a matrix whose thousand models name one file reads it
+once. `read_metadata(path)` with no filter is the full parse, every value, which the tests hold the
+reader to.
 """
 
 from __future__ import annotations

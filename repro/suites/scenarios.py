@@ -138,7 +138,8 @@ def collect_results(
                 return record.model_copy(
                     update={
                         "status": "error",
-                        "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})",
+                        "reason": "harness results do not match the suite (missing: "
+                        f"{', '.join(missing[:5]) or 'none'})",
                     }
                 )
             results += written

@@ -33,7 +33,8 @@ def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         for number, line in enumerate(iter(lambda: handle.readline(MAX_RECORD_LINE_BYTES + 1), b""), start=1):
             if len(line) > MAX_RECORD_LINE_BYTES:
                 raise BadInput(
-                    f"{path}:{number}: a line of more than {MAX_RECORD_LINE_BYTES} bytes (one scenario's record is far smaller)"
+                    f"{path}:{number}: a line of more than {MAX_RECORD_LINE_BYTES} bytes "
+                    "(one scenario's record is far smaller)"
                 )
             yield number, line
 

@@ -154,5 +154,6 @@ def _refuse_mixed(records: dict[Path, RunRecord]) -> None:
             for sha, profile, commit in sorted(kinds, key=str)
         )
         raise BadInput(
-            f"these bundles come from different matrices, profiles or commits ({described}); merge shards of one run only"
+            "these bundles come from different matrices, profiles or commits "
+            f"({described}); merge shards of one run only"
         )

@@ -108,7 +108,8 @@ class Bundle:
         text = raw.decode("utf-8", errors="strict")
         if self.redactor.text(text) != text:
             raise BadInput(
-                "the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout"
+                "the matrix file names a host path or user; bundles carry their matrix, "
+                "so use paths relative to the checkout"
             )
         write_in(self.dir, self.dir / name, raw)
 

@@ -52,7 +52,8 @@ def resolve_base(reference: str, client: DockerClient) -> str:
                 f"base image {reference} is missing; run: repro images bootstrap --suite {suite}"
             ) from None
         raise ReproError(
-            f"base image {reference} is not present locally; pull it by digest first (docker pull {reference}); builds never pull"
+            f"base image {reference} is not present locally; pull it by digest first "
+            f"(docker pull {reference}); builds never pull"
         ) from None
 
 

@@ -35,7 +35,8 @@ def carry_code(bundle: Bundle, external: ExternalSuite) -> None:
     archive = fetch_source(external.source)
     if archive.stat().st_size > MAX_CARRIED_BYTES:
         raise BadInput(
-            f"{external.pin}: {archive.stat().st_size} bytes, more than a bundle carries ({MAX_CARRIED_BYTES // 1024**2} MB)"
+            f"{external.pin}: {archive.stat().st_size} bytes, more than a bundle carries "
+            f"({MAX_CARRIED_BYTES // 1024**2} MB)"
         )
     bundle.carry(carried_name(external), archive.read_bytes())
 
@@ -69,5 +70,6 @@ def harness_code(reader: BundleReader, external: ExternalSuite) -> Path:
     else:
         command = f"{MIRROR_ENV}=DIR repro check {reader.dir}, with DIR a folder holding that archive"
     raise NotAtHand(
-        f"{external.pin} (sha256 {external.sha256[:12]}) is neither in the suite cache nor carried by the bundle; run: {command}"
+        f"{external.pin} (sha256 {external.sha256[:12]}) is neither in the suite cache nor carried by the bundle; "
+        f"run: {command}"
     )

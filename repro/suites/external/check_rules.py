@@ -123,7 +123,8 @@ def rule_carried_inputs(ev: RunEvidence) -> list[str]:
             problems.append(f"{INPUTS_DIR}/{name[:80]}: not the carried archive of any external suite the run planned")
         elif path is not None and (found := sha256_file(path)) != pins[name].sha256:
             problems.append(
-                f"{INPUTS_DIR}/{name[:16]}...: its bytes have sha256 {found[:12]}, not the pinned {pins[name].sha256[:12]}"
+                f"{INPUTS_DIR}/{name[:16]}...: its bytes have sha256 {found[:12]}, "
+                f"not the pinned {pins[name].sha256[:12]}"
             )
     return problems
 
@@ -173,7 +174,8 @@ def rule_suite(ev: CellEvidence) -> list[str]:
     problems = raw_task_problems(ev, selection.categories) if adapter_of(suite).tasks_from == "source" else []
     if selection.sha256 != ev.record.suite_sha256:
         problems.append(
-            f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection ({selection.sha256[:12]})"
+            f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection "
+            f"({selection.sha256[:12]})"
         )
     if ev.record.cell.share(selection).ids != ev.record.suite_ids:
         problems.append("suite_ids are not the embedded wheel's selected tasks (the cell's part of them), in order")

@@ -93,7 +93,8 @@ class Tholos(Adapter):
         named = dict(zip(client[::2], client[1::2], strict=False))
         if named.get("--api", "openai") != "openai":
             raise BadInput(
-                f"cell {cell.id}: tholos bench talks to an OpenAI-compatible server; engine {cell.engine.id} serves another API"
+                f"cell {cell.id}: tholos bench talks to an OpenAI-compatible server; "
+                f"engine {cell.engine.id} serves another API"
             )
         base_url = named["--base-url"].rstrip("/").removesuffix("/v1") + "/v1"
         # the runner's own flag for the cell's protocol

@@ -5,10 +5,11 @@ Two kinds of evidence, per scenario:
 - **The record alone** (no runner code): pass means no failed assertion, and each failed one is
   an assertion of the scenario file; the steps are the assistant messages; every request the
   runner sent carries its fixed decoding (temperature 0, max_tokens 512, no thinking) and the
-  response_format of the cell's `--json-mode` (json_schema, or json_object in its JSON mode) and its messages are the run's messages before that step (a retry:
-  those plus one `Invalid step` message), in order, one first attempt per step; the tokens are the
-  sum of the engine's usage over the steps' requests; the invalid count is at most two per retry;
-  the category is the scenario file's.
+  response_format of the cell's `--json-mode` (json_schema, or json_object in its JSON mode) and
+  its messages are the run's messages before that step (a retry: those plus one `Invalid step`
+  message), in order, one first attempt per step; the tokens are the sum of the engine's usage
+  over the steps' requests; the invalid count is at most two per retry; the category is the
+  scenario file's.
 - **The runner's own code**, from the pinned archive in the cache (its sha256 verified when it was
   fetched, and one the adapter was written for): the scenario's database as the runner scored it
   (opened read-only and immutable: nothing can be written) holds the recorded run (status, error,
@@ -274,7 +275,8 @@ def scored_problems(
     failed = runner["bench.runner"].evaluate(db, run_id, expect, initial)
     if failed != result.failed_assertions:
         problems.append(
-            f"the runner's evaluate, re-executed, fails {len(failed)} assertion(s), the result {len(result.failed_assertions)}"
+            f"the runner's evaluate, re-executed, fails {len(failed)} assertion(s), the result "
+            f"{len(result.failed_assertions)}"
         )
     return problems
 

@@ -119,7 +119,8 @@ class ToolCallBench(Adapter):
         named = dict(zip(client[::2], client[1::2], strict=False))
         if named.get("--api", "openai") != "openai":
             raise BadInput(
-                f"cell {cell.id}: ToolCallBench is run through its OpenAI-compatible backend; engine {cell.engine.id} serves another API"
+                f"cell {cell.id}: ToolCallBench is run through its OpenAI-compatible backend; "
+                f"engine {cell.engine.id} serves another API"
             )
         host = named["--base-url"].rstrip("/").removesuffix("/v1")
         decoding = cell.decoding
@@ -170,7 +171,8 @@ class ToolCallBench(Adapter):
         )
 
     def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
-        """Its checks re-executed (its one protocol, native_tools, is what its backend sends: the matrix cannot name another)."""
+        """Its checks re-executed (its one protocol, native_tools, is what its backend sends: the matrix
+        cannot name another)."""
         return recheck_workers(read_workers(raw, index), wheel_root)
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:

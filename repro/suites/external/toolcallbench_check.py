@@ -49,7 +49,8 @@ def load(wheel_root: Path) -> dict[str, Any]:
         wheel_root,
         PACKAGE,
         MODULES,
-        "ToolCallBench's code cannot be loaded on this host ({error}); install its dependencies: pip install jsonschema pyyaml",
+        "ToolCallBench's code cannot be loaded on this host ({error}); "
+        "install its dependencies: pip install jsonschema pyyaml",
     )
 
 
