@@ -202,8 +202,8 @@ def test_without_source_the_embedded_copies_are_checked_and_the_verdict_says_so(
     assert {c.verdict for c in verdict.cells} == {"VALID"}, reasons(verdict)
     commit = git(author_repo, "rev-parse", "HEAD")
     assert (
-        f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {commit[:12]})"
-        in verdict.notes
+        "the author's matrix, profiles and scenarios: embedded copies only: author repository not given "
+        f"(--source DIR compares them at {commit[:12]})" in verdict.notes
     )
 
 

@@ -15,7 +15,10 @@ from repro.core.errors import NotAtHand
 from repro.report.aggregate import collect
 from tests.fixtures.synthetic import CANARY, write_bundle
 
-MISSING = "the widget archive (sha256 0123456789ab) is neither in the suite cache nor carried by the bundle; run: fetch-the-widget"
+MISSING = (
+    "the widget archive (sha256 0123456789ab) is neither in the suite cache nor carried by the bundle; run: "
+    "fetch-the-widget"
+)
 
 
 @pytest.fixture

@@ -33,5 +33,6 @@ def test_a_fresh_walk_prints_the_transcript(tmp_path: Path) -> None:
     assert [c for c, _ in fresh] == [c for c, _ in kept]
     for (command, out), (_, expected) in zip(fresh, kept, strict=True):
         assert out == expected, (
-            f"`{command}` prints otherwise than docs/authoring-walk.txt: run scripts/author-walk > docs/authoring-walk.txt and update docs/authoring.md"
+            f"`{command}` prints otherwise than docs/authoring-walk.txt: run scripts/author-walk > "
+            "docs/authoring-walk.txt and update docs/authoring.md"
         )

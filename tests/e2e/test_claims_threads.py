@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.engine, pytest.mark.reruns]
 FOURTEEN = """\
   - id: workspace-14
     path: scenarios
-    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, table_create, table_read_answer, table_update, web_research]
+    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, \
+table_create, table_read_answer, table_update, web_research]
     per_category: 1"""
 
 

@@ -112,7 +112,8 @@ def test_tables_hold_the_measured_numbers(e2e_run, snapshot, canary_home, tmp_pa
     lines = markdown.splitlines()
     for cell_dir in cells_of(e2e_run).values():
         cell = load_cell(cell_dir)
-        # rows carry short labels (the ids are in the table's key): the quant, size, build, suite and count are the cell's
+        # rows carry short labels (the ids are in the table's key): the quant, size, build, suite and count are
+        # the cell's
         wanted = ("| Q4_1 | 93.8 | b11434 |", f"| {cell.cell.suite.id} | {cell.summary.passed}/7 |")
         assert any(all(part in line for part in wanted) for line in lines), wanted
     assert "\\toprule" in (tmp_path / "results.tex").read_text()

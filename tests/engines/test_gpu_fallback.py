@@ -57,6 +57,7 @@ def test_a_cpu_server_named_t4_by_nvidia_smi_is_refused(
             llama_image_ref, smollm2_spec, smollm2_gguf, load_profiles().get("gpu-t4"), "gpu-t4", SMOKE.decoding
         )
     assert str(caught.value) == (
-        "engine llamacpp-b11434: the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4; refused"
+        "engine llamacpp-b11434: the engine log shows no CUDA device (ggml_cuda_init): "
+        "it served on the CPU, not on a Tesla T4; refused"
     )
     assert leaked_containers(TEST_RUN_ID, docker_client) == []  # the refused engine was stopped and removed

@@ -33,7 +33,8 @@ LEFT_UNSET = {
     "--fit-ctx": "only read when --fit is on (it is off)",
     "--kv-unified": "its default (disabled) holds whenever -np is explicit, and it always is",
     "--op-offload": "default enabled on every device, not chosen per device",
-    "--lazy-mode": "chosen by tensor size (on-demand rows for tensors over 4 GiB), not by the device; where rows are read from changes no result",
+    "--lazy-mode": "chosen by tensor size (on-demand rows for tensors over 4 GiB), not by the device; "
+    "where rows are read from changes no result",
     "--reasoning": "chosen from the chat template, which the matrix pins (docs/matrix.md), not from the device",
     "--reasoning-format": "chosen from the chat template, not from the device",
     "--log-colors": "chosen by whether the log is a terminal",

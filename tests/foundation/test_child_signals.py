@@ -37,7 +37,10 @@ def stopped_by_sigint(child):
 print(json.dumps({"plain": stopped_by_sigint(subprocess.Popen(sleeper)), "helper": stopped_by_sigint(popen(sleeper))}))
 """
 
-IGNORE_THEN_EXEC = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.executable, [sys.executable, '-c', sys.argv[1]])"
+IGNORE_THEN_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.executable, "
+    "[sys.executable, '-c', sys.argv[1]])"
+)
 
 
 def test_a_child_stops_on_sigint_under_a_parent_that_ignores_it():

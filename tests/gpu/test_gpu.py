@@ -86,7 +86,8 @@ def test_a_profile_matches_on_what_it_needs():
     assert device_problems([l4], T4, "gpu-t4") == [
         "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: the name is not 'Tesla T4'",
         "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: compute capability 8.9, the profile needs 7.5",
-        "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: memory 23034 MiB, the profile needs 14500-16384 MiB",
+        "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: memory 23034 MiB, "
+        "the profile needs 14500-16384 MiB",
     ]
     forty = parse_query_gpu(fixture("nvidia-smi-a100-40g.txt"))
     # the name pattern alone would not tell
@@ -101,7 +102,8 @@ def test_a_mig_slice_is_not_a_whole_gpu():
     devices = with_mig(parse_query_gpu(fixture("nvidia-smi-a100-mig.txt")), fixture("nvidia-smi-a100-mig-L.txt"))
     assert devices[0].mig_profile == "3g.40gb"
     assert device_problems(devices, A100, "gpu-a100-80g") == [
-        "GPU NVIDIA A100-SXM4-80GB, compute capability 8.0, 81920 MiB, driver 550.90.07, MIG 3g.40gb: MIG slice 3g.40gb, profile gpu-a100-80g needs a whole GPU"
+        "GPU NVIDIA A100-SXM4-80GB, compute capability 8.0, 81920 MiB, driver 550.90.07, MIG 3g.40gb: "
+        "MIG slice 3g.40gb, profile gpu-a100-80g needs a whole GPU"
     ]
     with pytest.raises(EngineRefused, match="needs a whole GPU; refused"):
         check_devices("e", devices, A100, "gpu-a100-80g")
@@ -124,7 +126,8 @@ def test_a_t4_log_proves_the_gpu_ran():
     [
         (
             "stub-libcuda.log",
-            "CUDA failed to initialise in the engine (CUDA driver is a stub library): it served on the CPU, not on a Tesla T4",
+            "CUDA failed to initialise in the engine (CUDA driver is a stub library): "
+            "it served on the CPU, not on a Tesla T4",
         ),
         (
             "cpu-build.log",
@@ -174,7 +177,8 @@ def test_the_weights_in_device_memory_are_read_and_held_against_the_gguf():
     smollm, qwen = (model.file_size for model in SMOKE.models[:2])
     assert weights_problems(log, smollm) == []
     assert weights_problems(log, qwen) == [
-        f"the engine holds 92.2 MiB of weights in device memory, the GGUF is {qwen / 2**20:.1f} MiB: not this model's weights on the GPU"
+        f"the engine holds 92.2 MiB of weights in device memory, the GGUF is {qwen / 2**20:.1f} MiB: "
+        "not this model's weights on the GPU"
     ]
     no_buffer = parse_cuda_log(
         fixture("t4-cuda.log").replace("CUDA0 model buffer size", "CPU_Mapped model buffer size")
@@ -212,7 +216,10 @@ def test_every_replica_shows_its_own_cuda_evidence(tmp_path, second):
 
     def joined(cell) -> str:
         other = t4_log(cell) if second == "t4" else "srv  llama_server: initializing ...\n"
-        return f"--- replica 1 of 2 ---\n{t4_log(cell)}llama threadpool init, n_threads = 4\n--- replica 2 of 2 ---\n{other}"
+        return (
+            f"--- replica 1 of 2 ---\n{t4_log(cell)}llama threadpool init, n_threads = 4\n--- replica 2 of 2 ---\n"
+            f"{other}"
+        )
 
     run = write_bundle(tmp_path / f"two-{second}", profile_name="gpu-t4", engine_log=joined, gpu=t4_devices())
     two_replicas(run)
@@ -221,7 +228,8 @@ def test_every_replica_shows_its_own_cuda_evidence(tmp_path, second):
             assert verdict == "VALID", reasons
         else:
             assert verdict == "INVALID" and reasons == [
-                "replica 2 of 2: the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4"
+                "replica 2 of 2: the engine log shows no CUDA device (ggml_cuda_init): "
+                "it served on the CPU, not on a Tesla T4"
             ], reasons
 
 
@@ -260,7 +268,8 @@ def test_check_refuses_a_cpu_fallback_labelled_t4(tmp_path):
     for verdict, reasons in verdicts(run).values():
         assert verdict == "INVALID"
         assert reasons == [
-            "CUDA failed to initialise in the engine (CUDA driver is a stub library): it served on the CPU, not on a Tesla T4"
+            "CUDA failed to initialise in the engine (CUDA driver is a stub library): "
+            "it served on the CPU, not on a Tesla T4"
         ]
 
 
@@ -331,7 +340,10 @@ def test_a_real_cuobjdump_listing_is_read():
 
 
 def test_cuobjdump_listings_are_read_and_checked():
-    listing = "ELF file    1: llama-server.1.sm_75.cubin\nELF file    2: llama-server.2.sm_75.cubin\nPTX file    1: llama-server.1.sm_75.ptx\n"
+    listing = (
+        "ELF file    1: llama-server.1.sm_75.cubin\nELF file    2: llama-server.2.sm_75.cubin\n"
+        "PTX file    1: llama-server.1.sm_75.ptx\n"
+    )
     assert parse_cuobjdump(listing) == EmbeddedCode(elf=["75"], ptx=["75"])
     assert embedded_problems(parse_cuobjdump(listing), ["75"]) == []
     assert embedded_problems(EmbeddedCode(elf=["75", "80"], ptx=[]), ["75"]) == [

@@ -89,7 +89,8 @@ def test_the_engine_image_carries_the_stamped_build(docker_client, llama_image_r
 
 def test_a_failing_build_reports_the_tail_of_its_log(docker_client, base_image_id, tmp_path):
     (tmp_path / "Dockerfile").write_text(
-        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3\n"
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+        "RUN for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3\n"
     )
     plan = images.BuildPlan(
         name="test-failing-build",

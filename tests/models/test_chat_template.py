@@ -30,12 +30,17 @@ CHATML = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 CHATML_TOOLS = (
-    "{% if tools %}<|im_start|>system\nTools:\n{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}<|im_end|>\n{% endif %}"
+    "{% if tools %}<|im_start|>system\nTools:\n{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}"
+    "<|im_end|>\n{% endif %}"
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
-    "{% if message.tool_calls %}{% for call in message.tool_calls %}<tool_call>{{ call.function.name }}</tool_call>{% endfor %}{% endif %}"
+    "{% if message.tool_calls %}{% for call in message.tool_calls %}"
+    "<tool_call>{{ call.function.name }}</tool_call>{% endfor %}{% endif %}"
     "<|im_end|>\n{% endfor %}"
 )
-GEMMA_LIKE = "{% for message in messages %}<start_of_turn>{{ message['role'] }}\n{{ message['content'] }}<end_of_turn>\n{% endfor %}"
+GEMMA_LIKE = (
+    "{% for message in messages %}<start_of_turn>{{ message['role'] }}\n{{ message['content'] }}<end_of_turn>\n"
+    "{% endfor %}"
+)
 VOCAB = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "a", "b"]
 TYPES = [3, 3, 3, 3, 3, 1, 1]
 

@@ -40,7 +40,8 @@ def stored_gguf(spec: ModelSpec) -> Path:
         if verify_stored(path, spec.sha256):
             return path
     pytest.skip(
-        f"model {spec.id} is not in the model store ({', '.join(str(c) for c in [*caches, cache_dir()])}); run: repro models fetch"
+        f"model {spec.id} is not in the model store ({', '.join(str(c) for c in [*caches, cache_dir()])}); run: "
+        "repro models fetch"
     )
 
 

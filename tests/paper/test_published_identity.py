@@ -81,7 +81,8 @@ def test_a_published_bundle_is_what_identity_yaml_says(archive: Path, tmp_path: 
     changes = changes_since(unpack(archive, tmp_path))
     if stated == "current":
         assert not changes, (
-            f"{name} is no longer what the tree makes ({'; '.join(changes)}): publish it again, or mark it older in identity.yaml"
+            f"{name} is no longer what the tree makes ({'; '.join(changes)}): publish it again, "
+            "or mark it older in identity.yaml"
         )
     else:
         assert changes, f"{name} is marked older in identity.yaml, but the tree makes its setup again: mark it current"

@@ -120,8 +120,8 @@ def test_the_exit_line_says_why_and_what_to_run(tmp_path, monkeypatch, capsys):
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("run incomplete (exit 1): 1 cell(s) excluded by the latency gate")
     assert (
-        f"when the machine is quiet, run: repro matrix run {ROOT / 'matrix' / 'smoke.yaml'} --profile cpu --out '{out}' --resume --shard 1/1"
-        in line
+        f"when the machine is quiet, run: repro matrix run {ROOT / 'matrix' / 'smoke.yaml'} --profile cpu --out "
+        f"'{out}' --resume --shard 1/1" in line
     )
 
 
@@ -226,7 +226,8 @@ def test_a_slow_gate_on_a_busy_machine_is_told_from_a_slow_engine(monkeypatch):
     [
         (
             "invalid_reply",
-            "excluded by the latency gate (the model's reply to the gate's probe was not a valid step (a rerun does not change that))",
+            "excluded by the latency gate (the model's reply to the gate's probe was not a valid step "
+            "(a rerun does not change that))",
             False,
         ),
         ("busy", "excluded by the latency gate (the machine was busy with other work then)", True),

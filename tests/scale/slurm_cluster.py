@@ -159,7 +159,8 @@ class SlurmCluster:
                 return
             time.sleep(1)
         raise RuntimeError(
-            f"the Slurm node did not become idle in {timeout:.0f} s (state '{state}'): {self.log('slurmctld')} {self.log('slurmd')}"
+            f"the Slurm node did not become idle in {timeout:.0f} s (state '{state}'): "
+            f"{self.log('slurmctld')} {self.log('slurmd')}"
         )
 
     @staticmethod

@@ -19,7 +19,8 @@ def test_array_then_dependent_job(tmp_path):
         cluster.start()
         array = tmp_path / "array.sh"
         array.write_text(
-            f"#!/bin/bash\n#SBATCH --array=1-2\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=64M\n#SBATCH --output={tmp_path}/task-%a.out\necho task $SLURM_ARRAY_TASK_ID\n"
+            "#!/bin/bash\n#SBATCH --array=1-2\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=64M\n"
+            f"#SBATCH --output={tmp_path}/task-%a.out\necho task $SLURM_ARRAY_TASK_ID\n"
         )
         after = tmp_path / "after.sh"
         after.write_text(f"#!/bin/bash\n#SBATCH --output={tmp_path}/after.out\ncat {tmp_path}/task-*.out\n")

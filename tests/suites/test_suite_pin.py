@@ -15,7 +15,10 @@ from repro.suites.registry import select
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = (ROOT / "matrix" / "smoke.yaml").read_text()
-PIN_AFTER = "    categories: [ask, follow_up, injection, notes, nothing_to_do, table_add, table_read_answer]\n    per_category: 1\n"
+PIN_AFTER = (
+    "    categories: [ask, follow_up, injection, notes, nothing_to_do, table_add, table_read_answer]\n"
+    "    per_category: 1\n"
+)
 
 
 @pytest.fixture(autouse=True)
