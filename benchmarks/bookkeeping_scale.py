@@ -13,12 +13,13 @@ own suite would be; the cell id, plan, suite sha256, summary, harness seconds (t
 scaled by N / 7), every file's hash and the manifest are recomputed by the real bundle writer, so
 `repro check` says VALID and re-grades every scenario from its transcript.
 
-For each size: the bundle's size on disk (and the synthesis's own peak memory), then wall seconds, milliseconds per scenario and peak
-memory (the child's maximum resident set, from wait4) of `repro check`, `repro paper render`,
-`repro verify --published` (against the bundle's own results.json), `repro claims from-results`
-and `repro verify --claims`, `repro results merge` (the bundle as shard 1 of 1), and
-`repro export inspect` when inspect_ai is installed; after each, the machine's load averages
-(1, 5 and 15 minutes), since the figures are only as quiet as the machine was.
+For each size: the bundle's size on disk (and the synthesis's own peak memory), then wall seconds,
+milliseconds per scenario and peak memory (the child's maximum resident set, from wait4) of
+`repro check`, `repro paper render`, `repro verify --published` (against the bundle's own
+results.json), `repro claims from-results` and `repro verify --claims`, `repro results merge` (the
+bundle as shard 1 of 1), and `repro export inspect` when inspect_ai is installed; after each, the
+machine's load averages (1, 5 and 15 minutes), since the figures are only as quiet as the machine
+was.
 """
 
 from __future__ import annotations
@@ -174,7 +175,8 @@ def timed(*argv: str) -> tuple[float, float, int]:
         if child.returncode != 0:
             output.seek(0)
             print(
-                f"  repro {' '.join(argv[:2])}: exit {child.returncode}: {output.read().decode(errors='replace').strip()[-400:]}",
+                f"  repro {' '.join(argv[:2])}: exit {child.returncode}: "
+                f"{output.read().decode(errors='replace').strip()[-400:]}",
                 flush=True,
             )
     return seconds, usage.ru_maxrss / 1024, child.returncode
@@ -216,14 +218,16 @@ def measure(count: int, keep: Path | None) -> None:
         run_dir = synthesise(count, scratch)
         built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"{count} scenarios: synthesised in {time.monotonic() - started:.1f} s ({built:.0f} MB peak so far), {folder_bytes(run_dir) / 1e6:.1f} MB on disk",
+            f"{count} scenarios: synthesised in {time.monotonic() - started:.1f} s ({built:.0f} MB peak so far), "
+            f"{folder_bytes(run_dir) / 1e6:.1f} MB on disk",
             flush=True,
         )
         for name, argv in commands(run_dir, scratch / "out").items():
             seconds, peak, status = timed(*argv)
             load = "/".join(f"{figure:.1f}" for figure in os.getloadavg())
             print(
-                f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  exit {status}  load {load}",
+                f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  "
+                f"exit {status}  load {load}",
                 flush=True,
             )
 

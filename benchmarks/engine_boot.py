@@ -155,15 +155,18 @@ def main() -> int:
         probe_image = client.images.get(args.harness_image) if args.harness_image else harness_image(client)
     engine = engine_for(client, spec, probe_image=probe_image, run_id=RUN_ID, group_id="bench")
     print(
-        f"engine {spec.id} image {image.id[:19]}, model {model.id} ({model.file_size / 1e6:.0f} MB), profile cpu, {args.runs} runs"
+        f"engine {spec.id} image {image.id[:19]}, model {model.id} "
+        f"({model.file_size / 1e6:.0f} MB), profile cpu, {args.runs} runs"
     )
     try:
         sealed, probe_view = sealed_boots(client, engine, image, model, gguf, profile, matrix.decoding, args.runs)
         print(
-            f"sealed container, create -> ready (orchestrator): {fmt(sealed)} s; median {statistics.median(sealed):.2f} s"
+            f"sealed container, create -> ready (orchestrator): {fmt(sealed)} s; median "
+            f"{statistics.median(sealed):.2f} s"
         )
         print(
-            f"sealed container, probe start -> ready (probe's view): {fmt(probe_view)} s; median {statistics.median(probe_view):.2f} s"
+            f"sealed container, probe start -> ready (probe's view): {fmt(probe_view)} s; "
+            f"median {statistics.median(probe_view):.2f} s"
         )
 
         with tempfile.TemporaryDirectory(prefix="repro-bench-") as folder:
@@ -178,7 +181,8 @@ def main() -> int:
             print(f"host process, spawn -> ready: {fmt(host)} s; median {statistics.median(host):.2f} s")
             ratio = statistics.median(sealed) / statistics.median(host)
             print(
-                f"ratio sealed/host (medians): {ratio:.2f}x (+{statistics.median(sealed) - statistics.median(host):.2f} s)"
+                f"ratio sealed/host (medians): {ratio:.2f}x "
+                f"(+{statistics.median(sealed) - statistics.median(host):.2f} s)"
             )
 
         handle = engine.start(image, model, gguf, profile, "cpu", matrix.decoding)

@@ -295,7 +295,8 @@ def engine_kill(bench: Bench, row: Row) -> None:
         r.status == "done" and len(r.engine_incidents) == 1 and r.engine_incidents[0].healed for r in records
     )
     row.notes.append(
-        f"exit {rc}, {'healed' if healed else 'not healed'}, incident exit code {records[0].engine_incidents[0].fault.exit_code if healed else '-'}"
+        f"exit {rc}, {'healed' if healed else 'not healed'}, incident exit code "
+        f"{records[0].engine_incidents[0].fault.exit_code if healed else '-'}"
     )
     note_leftovers(bench, row, "kill")
     row.reproduced = "yes (healed cell)" if reproduced(bench, run_dir) else "no"
@@ -344,7 +345,8 @@ def daemon_restart(bench: Bench, row: Row) -> None:
     rc = finish(proc)
     text = output_of(bench, "daemon")
     row.notes.append(
-        f"exit {rc}, run.json {run_json_status(run_dir_of(bench, 'daemon'))}{', crashed: ' + last_line(text) if crashed(text) else ''}"
+        f"exit {rc}, run.json "
+        f"{run_json_status(run_dir_of(bench, 'daemon'))}{', crashed: ' + last_line(text) if crashed(text) else ''}"
     )
     note_leftovers(bench, row, "daemon")
     resume_and_compare(bench, row, "daemon", rc in (0, 1, 130) and not crashed(text))

@@ -132,10 +132,12 @@ def compare(record: CellRecord, kept: dict[str, dict], direct: dict[str, dict]) 
     through = [row.get("seconds") or 0.0 for row in kept.values()]
     alone = [row.get("seconds") or 0.0 for row in direct.values()]
     print(
-        f"  seconds per scenario: through repro median {statistics.median(through):.1f}, directly median {statistics.median(alone):.1f}"
+        f"  seconds per scenario: through repro median {statistics.median(through):.1f}, "
+        f"directly median {statistics.median(alone):.1f}"
     )
     print(
-        f"{same} of {len(record.suite_ids)} scenarios identical (outcome, steps, tokens, invalid steps, message list) for {record.cell.id}"
+        f"{same} of {len(record.suite_ids)} scenarios identical (outcome, steps, tokens, invalid steps, "
+        f"message list) for {record.cell.id}"
     )
     return same
 
@@ -146,7 +148,8 @@ def check_one(client, reader: BundleReader, record: CellRecord, out: Path) -> bo
     port = free_port()
     profile = reader.run().profile_settings
     print(
-        f"{record.cell.id}: engine {record.engine_image.id[:19] if record.engine_image else '?'} on 127.0.0.1:{port}, {len(record.suite_ids)} scenarios"
+        f"{record.cell.id}: engine {record.engine_image.id[:19] if record.engine_image else '?'} on "
+        f"127.0.0.1:{port}, {len(record.suite_ids)} scenarios"
     )
     with started(client, engine_kwargs(record, profile, port)):
         wait_ready(port, profile.ready_timeout_s)

@@ -49,7 +49,8 @@ MATRIX = "matrix/throughput.yaml"
 SUITE = """\
   - id: workspace-smoke
     path: scenarios
-    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, table_create, table_read_answer, table_update, web_research]
+    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, \
+table_create, table_read_answer, table_update, web_research]
     per_category: 1"""
 INEXACT_PROFILE = """\
   {name}:
@@ -177,7 +178,8 @@ def run_mode(project: Path, mode: Mode) -> Measured:
 
 def table(measured: dict[str, Measured]) -> list[str]:
     lines = [
-        "| mode | threads | slots | prompt cache | replicas | exact | wall (s) | engine busy (s) | wall x engines / busy | speed-up | identical to serial |",
+        "| mode | threads | slots | prompt cache | replicas | exact | wall (s) | engine busy (s) "
+        "| wall x engines / busy | speed-up | identical to serial |",
         "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for m in measured.values():
@@ -191,8 +193,9 @@ def table(measured: dict[str, Measured]) -> list[str]:
             identical = f"{same} of {len(reference.transcripts)} (vs {reference.mode.name})"
         overhead = m.wall * execution.replicas / m.busy if m.busy else float("nan")
         lines.append(
-            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} | {execution.replicas} "
-            f"| {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} | {overhead:.2f} | {speed_up} | {identical} |"
+            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} "
+            f"| {execution.replicas} | {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} "
+            f"| {overhead:.2f} | {speed_up} | {identical} |"
         )
     return lines
 
@@ -218,7 +221,8 @@ def main() -> int:
         with engine_lock():
             measured = {mode.name: run_mode(project, mode) for mode in modes}
         say(
-            f"\nSmolLM2-135M Q4_1, json_schema, 14 scenarios, on {os.cpu_count()} cores ({time.strftime('%Y-%m-%d')}):\n"
+            f"\nSmolLM2-135M Q4_1, json_schema, 14 scenarios, on {os.cpu_count()} cores "
+            f"({time.strftime('%Y-%m-%d')}):\n"
         )
         say("\n".join(table(measured)))
         say(threads_line(measured))
