@@ -13,12 +13,13 @@ own suite would be; the cell id, plan, suite sha256, summary, harness seconds (t
 scaled by N / 7), every file's hash and the manifest are recomputed by the real bundle writer, so
 `repro check` says VALID and re-grades every scenario from its transcript.
 
-For each size: the bundle's size on disk (and the synthesis's own peak memory), then wall seconds, milliseconds per scenario and peak
-memory (the child's maximum resident set, from wait4) of `repro check`, `repro paper render`,
-`repro verify --published` (against the bundle's own results.json), `repro claims from-results`
-and `repro verify --claims`, `repro results merge` (the bundle as shard 1 of 1), and
-`repro export inspect` when inspect_ai is installed; after each, the machine's load averages
-(1, 5 and 15 minutes), since the figures are only as quiet as the machine was.
+For each size: the bundle's size on disk (and the synthesis's own peak memory), then wall seconds,
+milliseconds per scenario and peak memory (the child's maximum resident set, from wait4) of
+`repro check`, `repro paper render`, `repro verify --published` (against the bundle's own
+results.json), `repro claims from-results` and `repro verify --claims`, `repro results merge` (the
+bundle as shard 1 of 1), and `repro export inspect` when inspect_ai is installed; after each, the
+machine's load averages (1, 5 and 15 minutes), since the figures are only as quiet as the machine
+was.
 """
 
 from __future__ import annotations
@@ -92,7 +93,15 @@ def author_matrix(reader: BundleReader, ids: list[str], folder: Path) -> tuple[b
     raw = yaml.safe_load(reader.matrix_path().read_text())
     models = [m for m in raw["models"] if m["id"] == MODEL]
     suite = {"id": SCALE_SUITE, "path": "scenarios", "ids": sorted(ids)}
-    matrix = {**raw, "name": f"bookkeeping-{len(ids)}", "paths_from": "matrix", "models": models, "protocols": [PROTOCOL], "suites": [suite], "exclude": []}
+    matrix = {
+        **raw,
+        "name": f"bookkeeping-{len(ids)}",
+        "paths_from": "matrix",
+        "models": models,
+        "protocols": [PROTOCOL],
+        "suites": [suite],
+        "exclude": [],
+    }
     path = folder / "matrix.yaml"
     path.write_text(yaml.safe_dump(matrix, sort_keys=False))
     return path.read_bytes(), load_matrix(path)
@@ -115,8 +124,17 @@ def synthesise(count: int, scratch: Path) -> Path:
     bundle.embed_matrix(raw, loaded.sha256)
     kind_of(cell.suite).embed(bundle, cell.suite, selection)
     matrix = MatrixInfo(path=loaded.path.name, name=loaded.matrix.name, sha256=loaded.sha256)
-    update = {"run_id": run_dir.name, "matrix": matrix, "planned_cells": [cell.id], "excluded_cells": {}, "excluded_kinds": {}, "author": author_source(loaded)}
-    bundle.write_run(RunRecord.model_validate({**run.model_dump(), **update, "chat_templates": {MODEL: run.chat_templates[MODEL]}}))
+    update = {
+        "run_id": run_dir.name,
+        "matrix": matrix,
+        "planned_cells": [cell.id],
+        "excluded_cells": {},
+        "excluded_kinds": {},
+        "author": author_source(loaded),
+    }
+    bundle.write_run(
+        RunRecord.model_validate({**run.model_dump(), **update, "chat_templates": {MODEL: run.chat_templates[MODEL]}})
+    )
     writer = bundle.start_cell(cell.id)
     writer.write_jsonl("scenarios.jsonl", rows)
     writer.write_jsonl("transcripts.jsonl", transcripts)
@@ -125,7 +143,15 @@ def synthesise(count: int, scratch: Path) -> Path:
     seconds = round((record.harness_seconds or 0) * count / len(record.suite_ids), 3)
     summary = CellSummary.of(rows)
     writer.finish(
-        record.model_copy(update={"cell": cell, "suite_ids": selection.ids, "suite_sha256": selection.sha256, "summary": summary, "harness_seconds": seconds})
+        record.model_copy(
+            update={
+                "cell": cell,
+                "suite_ids": selection.ids,
+                "suite_sha256": selection.sha256,
+                "summary": summary,
+                "harness_seconds": seconds,
+            }
+        )
     )
     bundle.write_manifest()
     return run_dir
@@ -140,13 +166,19 @@ def timed(*argv: str) -> tuple[float, float, int]:
     rusage, from wait4)."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as output:
-        child = subprocess.Popen([sys.executable, "-m", "repro", *argv], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "repro", *argv], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT
+        )
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - started
         if child.returncode != 0:
             output.seek(0)
-            print(f"  repro {' '.join(argv[:2])}: exit {child.returncode}: {output.read().decode(errors='replace').strip()[-400:]}", flush=True)
+            print(
+                f"  repro {' '.join(argv[:2])}: exit {child.returncode}: "
+                f"{output.read().decode(errors='replace').strip()[-400:]}",
+                flush=True,
+            )
     return seconds, usage.ru_maxrss / 1024, child.returncode
 
 
@@ -186,13 +218,18 @@ def measure(count: int, keep: Path | None) -> None:
         run_dir = synthesise(count, scratch)
         built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"{count} scenarios: synthesised in {time.monotonic() - started:.1f} s ({built:.0f} MB peak so far), {folder_bytes(run_dir) / 1e6:.1f} MB on disk",
+            f"{count} scenarios: synthesised in {time.monotonic() - started:.1f} s ({built:.0f} MB peak so far), "
+            f"{folder_bytes(run_dir) / 1e6:.1f} MB on disk",
             flush=True,
         )
         for name, argv in commands(run_dir, scratch / "out").items():
             seconds, peak, status = timed(*argv)
             load = "/".join(f"{figure:.1f}" for figure in os.getloadavg())
-            print(f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  exit {status}  load {load}", flush=True)
+            print(
+                f"  {name:20s} {seconds:8.2f} s  {seconds / count * 1000:7.2f} ms/scenario  {peak:7.0f} MB peak  "
+                f"exit {status}  load {load}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

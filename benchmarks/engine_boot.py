@@ -55,7 +55,9 @@ def sealed_boots(client, engine, image, model, gguf, profile, decoding, runs: in
 
 def copy_binary(client, image_id: str, folder: Path) -> Path:
     """The image's llama-server, copied out with get_archive from a created (never started) container."""
-    container = client.containers.create(image_id, labels={"repro.run": RUN_ID, "repro.role": "copy"}, network_mode="none")
+    container = client.containers.create(
+        image_id, labels={"repro.run": RUN_ID, "repro.role": "copy"}, network_mode="none"
+    )
     try:
         entrypoint = (container.attrs.get("Config") or {}).get("Entrypoint") or ["/usr/local/bin/llama-server"]
         stream, _ = container.get_archive(entrypoint[0])
@@ -84,7 +86,8 @@ def host_boots(binary: Path, args: list[str], gguf: Path, runs: int, timeout: fl
     for _ in range(runs):
         port = free_port()
         argv = [str(binary)] + [
-            str(gguf) if a == "/models/model.gguf" else (str(port) if prev == "--port" else a) for prev, a in zip([None] + args, args, strict=True)
+            str(gguf) if a == "/models/model.gguf" else (str(port) if prev == "--port" else a)
+            for prev, a in zip([None] + args, args, strict=True)
         ]
         started = time.monotonic()
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
@@ -122,8 +125,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--matrix", default=str(DEFAULT_MATRIX))
     parser.add_argument("--model", default=None, help="model id (default: the matrix's first)")
-    parser.add_argument("--engine-image", default=None, help="a local engine image (default: the matrix's, from repro.store.images)")
-    parser.add_argument("--harness-image", default=None, help="a local harness image (default: from repro.store.images)")
+    parser.add_argument(
+        "--engine-image", default=None, help="a local engine image (default: the matrix's, from repro.store.images)"
+    )
+    parser.add_argument(
+        "--harness-image", default=None, help="a local harness image (default: from repro.store.images)"
+    )
     args = parser.parse_args()
 
     from repro.containers.cleanup import cleanup
@@ -147,22 +154,36 @@ def main() -> int:
         image = client.images.get(args.engine_image) if args.engine_image else engine_image(spec, "cpu", client)
         probe_image = client.images.get(args.harness_image) if args.harness_image else harness_image(client)
     engine = engine_for(client, spec, probe_image=probe_image, run_id=RUN_ID, group_id="bench")
-    print(f"engine {spec.id} image {image.id[:19]}, model {model.id} ({model.file_size / 1e6:.0f} MB), profile cpu, {args.runs} runs")
+    print(
+        f"engine {spec.id} image {image.id[:19]}, model {model.id} "
+        f"({model.file_size / 1e6:.0f} MB), profile cpu, {args.runs} runs"
+    )
     try:
         sealed, probe_view = sealed_boots(client, engine, image, model, gguf, profile, matrix.decoding, args.runs)
-        print(f"sealed container, create -> ready (orchestrator): {fmt(sealed)} s; median {statistics.median(sealed):.2f} s")
-        print(f"sealed container, probe start -> ready (probe's view): {fmt(probe_view)} s; median {statistics.median(probe_view):.2f} s")
+        print(
+            f"sealed container, create -> ready (orchestrator): {fmt(sealed)} s; median "
+            f"{statistics.median(sealed):.2f} s"
+        )
+        print(
+            f"sealed container, probe start -> ready (probe's view): {fmt(probe_view)} s; "
+            f"median {statistics.median(probe_view):.2f} s"
+        )
 
         with tempfile.TemporaryDirectory(prefix="repro-bench-") as folder:
             binary = copy_binary(client, image.id, Path(folder))
-            host, problem = host_boots(binary, server_args(model, profile, matrix.decoding), gguf, args.runs, profile.ready_timeout_s)
+            host, problem = host_boots(
+                binary, server_args(model, profile, matrix.decoding), gguf, args.runs, profile.ready_timeout_s
+            )
         if problem and not host:
             print(f"host: could not run the image's llama-server directly: {problem}")
             print("host: measured the sealed container only")
         else:
             print(f"host process, spawn -> ready: {fmt(host)} s; median {statistics.median(host):.2f} s")
             ratio = statistics.median(sealed) / statistics.median(host)
-            print(f"ratio sealed/host (medians): {ratio:.2f}x (+{statistics.median(sealed) - statistics.median(host):.2f} s)")
+            print(
+                f"ratio sealed/host (medians): {ratio:.2f}x "
+                f"(+{statistics.median(sealed) - statistics.median(host):.2f} s)"
+            )
 
         handle = engine.start(image, model, gguf, profile, "cpu", matrix.decoding)
         try:

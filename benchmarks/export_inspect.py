@@ -48,7 +48,10 @@ def run(bundle: Path, runs: int) -> None:
         samples = sum(len(read_eval_log(str(log)).samples or []) for log in logs)
         read_s = time.monotonic() - started
         print(f"bundle {bundle.name}: {folder_bytes(run_dir) / 1e6:.2f} MB unpacked")
-        print(f"export: {', '.join(f'{t:.1f}' for t in times)} s; median {statistics.median(times):.1f} s (repro check alone {check_s:.1f} s)")
+        print(
+            f"export: {', '.join(f'{t:.1f}' for t in times)} s; median {statistics.median(times):.1f} s "
+            f"(repro check alone {check_s:.1f} s)"
+        )
         print(f"logs: {len(logs)} files, {samples} samples, {folder_bytes(out) / 1e3:.0f} kB in all")
         print(f"read back with inspect_ai.log.read_eval_log: {read_s:.2f} s")
 

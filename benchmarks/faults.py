@@ -156,7 +156,8 @@ def remove_our_containers() -> int:
 
 
 def start_run(bench: Bench, name: str, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(bench.project), "COLUMNS": "160", "REPRO_TRACEBACK": "1"}  # a crash shows where
+    # a crash shows where
+    env = {**os.environ, "PYTHONPATH": str(bench.project), "COLUMNS": "160", "REPRO_TRACEBACK": "1"}
     log = open(bench.logs / f"{name}.log", "a")  # noqa: SIM115 (closed when the process ends)
     command = [sys.executable, "-m", "repro", *ARGS, "--out", f"results/{name}", *extra]
     proc = subprocess.Popen(command, cwd=bench.project, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -280,29 +281,40 @@ def baseline(bench: Bench) -> None:
 def engine_kill(bench: Bench, row: Row) -> None:
     proc = start_run(bench, "kill")
     run_id = wait_for_harness(bench, "kill", proc)
-    engines = [c for c in docker_client().containers.list(filters={"label": f"repro.run={run_id}"}) if c.labels.get("repro.role") == "engine"]
+    engines = [
+        c
+        for c in docker_client().containers.list(filters={"label": f"repro.run={run_id}"})
+        if c.labels.get("repro.role") == "engine"
+    ]
     say(f"  SIGKILL to the engine container {engines[0].name}")
     engines[0].kill()
     rc = finish(proc)
     run_dir = run_dir_of(bench, "kill")
     records = [load_cell(cell) for cell in cells_of(run_dir).values()] if run_dir else []
-    healed = bool(records) and all(r.status == "done" and len(r.engine_incidents) == 1 and r.engine_incidents[0].healed for r in records)
+    healed = bool(records) and all(
+        r.status == "done" and len(r.engine_incidents) == 1 and r.engine_incidents[0].healed for r in records
+    )
     row.notes.append(
-        f"exit {rc}, {'healed' if healed else 'not healed'}, incident exit code {records[0].engine_incidents[0].fault.exit_code if healed else '-'}"
+        f"exit {rc}, {'healed' if healed else 'not healed'}, incident exit code "
+        f"{records[0].engine_incidents[0].fault.exit_code if healed else '-'}"
     )
     note_leftovers(bench, row, "kill")
     row.reproduced = "yes (healed cell)" if reproduced(bench, run_dir) else "no"
     row.survived = "yes" if rc == 0 and healed and row.reproduced.startswith("yes") and clean(row) else "no"
 
 
-def signal_then_resume(bench: Bench, row: Row, name: str, sig: signal.Signals, when: Callable[[subprocess.Popen], None]) -> None:
+def signal_then_resume(
+    bench: Bench, row: Row, name: str, sig: signal.Signals, when: Callable[[subprocess.Popen], None]
+) -> None:
     proc = start_run(bench, name)
     when(proc)
     say(f"  {sig.name} to repro matrix run (pid {proc.pid})")
     proc.send_signal(sig)
     rc = finish(proc, 300)
     text = output_of(bench, name)
-    row.notes.append(f"exit {rc}, run.json {run_json_status(run_dir_of(bench, name))}{', crashed' if crashed(text) else ''}")
+    row.notes.append(
+        f"exit {rc}, run.json {run_json_status(run_dir_of(bench, name))}{', crashed' if crashed(text) else ''}"
+    )
     note_leftovers(bench, row, name)
     expected = rc == 130 and not crashed(text)
     resume_and_compare(bench, row, name, expected)
@@ -332,7 +344,10 @@ def daemon_restart(bench: Bench, row: Row) -> None:
         ensure_dockerd()
     rc = finish(proc)
     text = output_of(bench, "daemon")
-    row.notes.append(f"exit {rc}, run.json {run_json_status(run_dir_of(bench, 'daemon'))}{', crashed: ' + last_line(text) if crashed(text) else ''}")
+    row.notes.append(
+        f"exit {rc}, run.json "
+        f"{run_json_status(run_dir_of(bench, 'daemon'))}{', crashed: ' + last_line(text) if crashed(text) else ''}"
+    )
     note_leftovers(bench, row, "daemon")
     resume_and_compare(bench, row, "daemon", rc in (0, 1, 130) and not crashed(text))
 
@@ -367,7 +382,11 @@ def hostile_output(bench: Bench, row: Row) -> None:
             huge = refused(out, lambda: os.truncate(make(out / "transcripts.jsonl"), 10 * 1024**3), read_transcripts)
         finally:
             secret.unlink()
-    row.notes += [f"link: {link}", f"10 GiB: {huge}", "bundle-reader level, no engine (as tests/faults/test_hostile_output.py)"]
+    row.notes += [
+        f"link: {link}",
+        f"10 GiB: {huge}",
+        "bundle-reader level, no engine (as tests/faults/test_hostile_output.py)",
+    ]
     row.leaked, row.half, row.reproduced = "0 (none started)", "0", "n/a"
     row.survived = "yes" if "refused" in link and "refused" in huge else "no"
 
@@ -495,8 +514,12 @@ def head_snapshot(target: Path, extra: dict[str, str]) -> Path:
 
 
 def describe_code(head: bool) -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     return f"commit {commit}" if head or not dirty else f"working tree at {commit} with uncommitted changes"
 
 
@@ -517,17 +540,26 @@ def cleanup(bench: Bench, keep: bool, scratch: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the snapshot, logs and bundles")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random SIGINT point (default: from the clock)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed of the random SIGINT point (default: from the clock)"
+    )
     parser.add_argument("--faults", default="abcdef", help="which faults, e.g. 'ae' (default: all)")
-    parser.add_argument("--head", action="store_true", help="test the last commit (default: the working tree, as the e2e tests do)")
+    parser.add_argument(
+        "--head", action="store_true", help="test the last commit (default: the working tree, as the e2e tests do)"
+    )
     args = parser.parse_args()
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # runs started here get SIGINT's default, even when this runs in the background
+    # runs started here get SIGINT's default, even when this runs in the background
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     seed = args.seed if args.seed is not None else int(time.time())
     say(f"seed {seed} (rerun the same SIGINT point with --seed {seed})")
     scratch = Path(tempfile.mkdtemp(prefix="repro-faults-"))
     (scratch / "logs").mkdir()
     matrix = e2e_matrix(TINY_SUITE).replace("name: e2e\n", "name: faults\n", 1)
-    project = head_snapshot(scratch / "project", {MATRIX: matrix}) if args.head else make_snapshot(scratch / "project", {MATRIX: matrix})
+    project = (
+        head_snapshot(scratch / "project", {MATRIX: matrix})
+        if args.head
+        else make_snapshot(scratch / "project", {MATRIX: matrix})
+    )
     say(f"code under test: {describe_code(args.head)}")
     bench = Bench(project=project, logs=scratch / "logs", rng=random.Random(seed))
     rows: list[Row] = []

@@ -4,11 +4,12 @@
 
 Prints figures (this is a benchmark, not a timed test): for each size, a matrix of that many
 models, each the smoke matrix's model under an id of its own and the same sha256 (so the same
-stored file; one short source each, which planning never reads), one engine, one protocol and one suite, is written to a scratch folder and planned
-on the `cpu` profile by the `repro` command in a child process: the wall time of the whole plan
-(printing every cell included), seconds per model, and the wall time of the same plan piped into
-`head -1` (which must end at once: the command stops quietly at the closed pipe). Needs the model
-in the store (`repro models fetch matrix/smoke.yaml`): without it the plan reads no header at all.
+stored file; one short source each, which planning never reads), one engine, one protocol and one
+suite, is written to a scratch folder and planned on the `cpu` profile by the `repro` command in a
+child process: the wall time of the whole plan (printing every cell included), seconds per model,
+and the wall time of the same plan piped into `head -1` (which must end at once: the command stops
+quietly at the closed pipe). Needs the model in the store (`repro models fetch matrix/smoke.yaml`):
+without it the plan reads no header at all.
 """
 
 from __future__ import annotations
@@ -37,7 +38,14 @@ def scale_matrix(count: int, model_id: str) -> dict:
     (model,) = [m for m in raw["models"] if m["id"] == model_id]
     source = [{"path": f"models/{model_id}.gguf"}]  # never fetched: the plan reads the stored copy by sha256
     models = [{**model, "id": f"{model_id}-{number:05d}", "sources": source} for number in range(1, count + 1)]
-    return {**raw, "name": f"plan-scale-{count}", "models": models, "protocols": ["json_schema"], "suites": raw["suites"][:1], "exclude": []}
+    return {
+        **raw,
+        "name": f"plan-scale-{count}",
+        "models": models,
+        "protocols": ["json_schema"],
+        "suites": raw["suites"][:1],
+        "exclude": [],
+    }
 
 
 def timed(command: str) -> float:

@@ -49,7 +49,11 @@ def free_port() -> int:
 
 def runner_cells(reader: BundleReader, only: str | None) -> list[CellRecord]:
     records = [reader.cell(cell_id) for cell_id in reader.cells_on_disk()]
-    chosen = [r for r in records if r.cell.suite.external is not None and r.cell.suite.external.harness == "tholos" and r.status == "done"]
+    chosen = [
+        r
+        for r in records
+        if r.cell.suite.external is not None and r.cell.suite.external.harness == "tholos" and r.status == "done"
+    ]
     return [r for r in chosen if only in (None, r.cell.id)]
 
 
@@ -97,7 +101,15 @@ def run_direct(record: CellRecord, port: int, work: Path) -> dict[str, dict]:
 
     suite = record.cell.suite
     assert suite.external is not None
-    bench(fetch_code(suite.external), scenario_folder(suite), work, record.suite_ids, f"http://127.0.0.1:{port}", model=record.cell.model.id, timeout=TIMEOUT_S)
+    bench(
+        fetch_code(suite.external),
+        scenario_folder(suite),
+        work,
+        record.suite_ids,
+        f"http://127.0.0.1:{port}",
+        model=record.cell.model.id,
+        timeout=TIMEOUT_S,
+    )
     return keyed_lines([work / "results.jsonl"])
 
 
@@ -119,8 +131,14 @@ def compare(record: CellRecord, kept: dict[str, dict], direct: dict[str, dict]) 
         print(f"  {scenario_id}: {verdict} (passed {ours.get('passed')}, {len(ours.get('messages') or [])} messages)")
     through = [row.get("seconds") or 0.0 for row in kept.values()]
     alone = [row.get("seconds") or 0.0 for row in direct.values()]
-    print(f"  seconds per scenario: through repro median {statistics.median(through):.1f}, directly median {statistics.median(alone):.1f}")
-    print(f"{same} of {len(record.suite_ids)} scenarios identical (outcome, steps, tokens, invalid steps, message list) for {record.cell.id}")
+    print(
+        f"  seconds per scenario: through repro median {statistics.median(through):.1f}, "
+        f"directly median {statistics.median(alone):.1f}"
+    )
+    print(
+        f"{same} of {len(record.suite_ids)} scenarios identical (outcome, steps, tokens, invalid steps, "
+        f"message list) for {record.cell.id}"
+    )
     return same
 
 
@@ -129,20 +147,27 @@ def check_one(client, reader: BundleReader, record: CellRecord, out: Path) -> bo
 
     port = free_port()
     profile = reader.run().profile_settings
-    print(f"{record.cell.id}: engine {record.engine_image.id[:19] if record.engine_image else '?'} on 127.0.0.1:{port}, {len(record.suite_ids)} scenarios")
+    print(
+        f"{record.cell.id}: engine {record.engine_image.id[:19] if record.engine_image else '?'} on "
+        f"127.0.0.1:{port}, {len(record.suite_ids)} scenarios"
+    )
     with started(client, engine_kwargs(record, profile, port)):
         wait_ready(port, profile.ready_timeout_s)
         work = out / record.cell.id
         work.mkdir(parents=True, exist_ok=True)
         direct = run_direct(record, port, work)
-    return compare(record, keyed_lines(sorted(reader.cell_dir(record.cell.id).glob("raw*results.jsonl"))), direct) == len(record.suite_ids)
+    return compare(
+        record, keyed_lines(sorted(reader.cell_dir(record.cell.id).glob("raw*results.jsonl"))), direct
+    ) == len(record.suite_ids)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
     parser.add_argument("--cell", default=None, help="one cell id (default: every Tholos-runner cell)")
-    parser.add_argument("--out", type=Path, default=None, help="keep the direct runs' results here (default: a temporary folder)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="keep the direct runs' results here (default: a temporary folder)"
+    )
     args = parser.parse_args()
     if not (args.run / "run.json").is_file():
         print(f"{args.run}: not a run folder (no run.json)", file=sys.stderr)

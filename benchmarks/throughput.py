@@ -49,7 +49,8 @@ MATRIX = "matrix/throughput.yaml"
 SUITE = """\
   - id: workspace-smoke
     path: scenarios
-    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, table_create, table_read_answer, table_update, web_research]
+    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, \
+table_create, table_read_answer, table_update, web_research]
     per_category: 1"""
 INEXACT_PROFILE = """\
   {name}:
@@ -64,9 +65,9 @@ INEXACT_PROFILE = """\
     max_model_gb: 2
     gate: {{max_seconds_per_step: 60, min_tokens_per_second: 5}}
 """
-EXTRA_PROFILES = INEXACT_PROFILE.format(name="cpu-slots2", what="two parallel sequences in one engine", setting="slots: 2") + INEXACT_PROFILE.format(
-    name="cpu-cache", what="prompt-cache reuse", setting="cache_prompt: true"
-)
+EXTRA_PROFILES = INEXACT_PROFILE.format(
+    name="cpu-slots2", what="two parallel sequences in one engine", setting="slots: 2"
+) + INEXACT_PROFILE.format(name="cpu-cache", what="prompt-cache reuse", setting="cache_prompt: true")
 
 
 @dataclass(frozen=True)
@@ -129,20 +130,43 @@ def snapshot(folder: Path) -> Path:
         # probe reply is cut mid-string and the gate excludes the cell); every mode runs ungated.
         .replace("latency_gate: {warmup: true, attempts: 3, required: 2}", "latency_gate: {enabled: false}")
     )
-    assert "enabled: false" in matrix and "cpu-slots2" in matrix, "the e2e matrix template changed: update the benchmark"
+    assert "enabled: false" in matrix and "cpu-slots2" in matrix, (
+        "the e2e matrix template changed: update the benchmark"
+    )
     profiles = (ROOT / "matrix" / "profiles.yaml").read_text().replace("  gpu-t4:", EXTRA_PROFILES + "  gpu-t4:", 1)
     return make_snapshot(folder, {MATRIX: matrix, "matrix/profiles.yaml": profiles})
 
 
 def run_mode(project: Path, mode: Mode) -> Measured:
     out = f"results-{mode.name}"
-    command = [sys.executable, "-m", "repro", "matrix", "run", MATRIX, "--profile", mode.profile, "--replicas", str(mode.replicas), "--out", out]
+    command = [
+        sys.executable,
+        "-m",
+        "repro",
+        "matrix",
+        "run",
+        MATRIX,
+        "--profile",
+        mode.profile,
+        "--replicas",
+        str(mode.replicas),
+        "--out",
+        out,
+    ]
     say(f"[{mode.name}] {' '.join(command[2:])}")
     started = time.monotonic()
-    proc = subprocess.run(command, cwd=project, env={**os.environ, "PYTHONPATH": str(project), "COLUMNS": "160"}, capture_output=True, text=True)
+    proc = subprocess.run(
+        command,
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project), "COLUMNS": "160"},
+        capture_output=True,
+        text=True,
+    )
     seconds = time.monotonic() - started
     if proc.returncode != 0:
-        raise SystemExit(f"[{mode.name}] repro matrix run exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"[{mode.name}] repro matrix run exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
     run_dir = project / out / (project / out / "LATEST").read_text().strip()
     bundle = BundleReader(run_dir)
     cell_id = bundle.cell_ids()[0]
@@ -154,7 +178,8 @@ def run_mode(project: Path, mode: Mode) -> Measured:
 
 def table(measured: dict[str, Measured]) -> list[str]:
     lines = [
-        "| mode | threads | slots | prompt cache | replicas | exact | wall (s) | engine busy (s) | wall x engines / busy | speed-up | identical to serial |",
+        "| mode | threads | slots | prompt cache | replicas | exact | wall (s) | engine busy (s) "
+        "| wall x engines / busy | speed-up | identical to serial |",
         "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for m in measured.values():
@@ -168,8 +193,9 @@ def table(measured: dict[str, Measured]) -> list[str]:
             identical = f"{same} of {len(reference.transcripts)} (vs {reference.mode.name})"
         overhead = m.wall * execution.replicas / m.busy if m.busy else float("nan")
         lines.append(
-            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} | {execution.replicas} "
-            f"| {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} | {overhead:.2f} | {speed_up} | {identical} |"
+            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} "
+            f"| {execution.replicas} | {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} "
+            f"| {overhead:.2f} | {speed_up} | {identical} |"
         )
     return lines
 
@@ -194,7 +220,10 @@ def main() -> int:
         project = snapshot(folder / "project")
         with engine_lock():
             measured = {mode.name: run_mode(project, mode) for mode in modes}
-        say(f"\nSmolLM2-135M Q4_1, json_schema, 14 scenarios, on {os.cpu_count()} cores ({time.strftime('%Y-%m-%d')}):\n")
+        say(
+            f"\nSmolLM2-135M Q4_1, json_schema, 14 scenarios, on {os.cpu_count()} cores "
+            f"({time.strftime('%Y-%m-%d')}):\n"
+        )
         say("\n".join(table(measured)))
         say(threads_line(measured))
     finally:

@@ -64,7 +64,10 @@ def report(error: Exception) -> int:
         return USAGE_EXIT
     if os.environ.get("REPRO_TRACEBACK"):
         raise error
-    print(f"repro: internal error: {type(error).__name__}: {_one_line(str(error))} (REPRO_TRACEBACK=1 shows where)", file=sys.stderr)
+    print(
+        f"repro: internal error: {type(error).__name__}: {_one_line(str(error))} (REPRO_TRACEBACK=1 shows where)",
+        file=sys.stderr,
+    )
     return 1
 
 

@@ -50,7 +50,9 @@ CHECKOUT_COMMANDS = {"images", "compose", "models", "scale", "suites", "external
 @app.callback()
 def _root(
     ctx: typer.Context,
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Clean-room reproducibility for agent benchmarks of local LLMs.
 

@@ -46,7 +46,12 @@ def statement(run_dir: Path) -> dict[str, Any]:
     entries = manifest_entries(run_dir)
     subjects = [{"name": name, "digest": {"sha256": digest}} for digest, name in entries]
     subjects.append({"name": MANIFEST, "digest": {"sha256": sha256_file(run_dir / MANIFEST)}})
-    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE, "predicate": provenance(run_dir)}
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": provenance(run_dir),
+    }
 
 
 def provenance(run_dir: Path) -> dict[str, Any]:
@@ -57,10 +62,19 @@ def provenance(run_dir: Path) -> dict[str, Any]:
     external = {
         "matrix": {"path": run.matrix.path, "name": run.matrix.name, "sha256": run.matrix.sha256},
         "profile": {"name": run.profile, "settings": run.profile_settings.model_dump(mode="json")},
-        "selection": {"only": run.only, "shard": run.shard, "planned_cells": run.planned_cells, "excluded_cells": run.excluded_cells},
+        "selection": {
+            "only": run.only,
+            "shard": run.shard,
+            "planned_cells": run.planned_cells,
+            "excluded_cells": run.excluded_cells,
+        },
     }
     return {
-        "buildDefinition": {"buildType": BUILD_TYPE, "externalParameters": external, "resolvedDependencies": dependencies(run, records)},
+        "buildDefinition": {
+            "buildType": BUILD_TYPE,
+            "externalParameters": external,
+            "resolvedDependencies": dependencies(run, records),
+        },
         "runDetails": {
             "builder": {
                 "id": f"urn:repro:{__version__}:{run.source.commit or 'uncommitted'}",
@@ -78,7 +92,12 @@ def dependencies(run: Any, records: list[Any]) -> list[dict[str, Any]]:
     def add(name: str, digest: str | None, **annotations: str) -> None:
         if digest:
             found.setdefault(
-                name, {"name": name, "digest": {"sha256": digest.removeprefix("sha256:")}, **({"annotations": annotations} if annotations else {})}
+                name,
+                {
+                    "name": name,
+                    "digest": {"sha256": digest.removeprefix("sha256:")},
+                    **({"annotations": annotations} if annotations else {}),
+                },
             )
 
     add("harness-tree", run.source.harness_digest)
@@ -90,7 +109,11 @@ def dependencies(run: Any, records: list[Any]) -> list[dict[str, Any]]:
         if cell.engine.build is not None:
             add(f"engine-source:{cell.engine.id}", cell.engine.build.source.sha256)
         if record.engine_image:
-            add(f"engine-image:{record.engine_image.reference}", record.engine_image.id, pinned_by=record.engine_image.pinned_by)
+            add(
+                f"engine-image:{record.engine_image.reference}",
+                record.engine_image.id,
+                pinned_by=record.engine_image.pinned_by,
+            )
         if record.harness_image:
             add(f"harness-image:{record.harness_image.reference}", record.harness_image.id)
             add("harness-wheel-lock", record.harness_image.labels.get("repro.requirements_sha256"))
@@ -155,7 +178,9 @@ def verify_attestation(run_dir: Path, allowed_signers: Path) -> str:
         envelope = Envelope.from_dict(json.loads(read_regular(path, MAX_ATTESTATION_BYTES)))
         accepted = envelope.verify(list(principals.values()), 1)
     except VerificationError as error:
-        raise SignatureError(f"{path}: signed by no ed25519 key that {allowed_signers} allows ({str(error)[:160]})") from None
+        raise SignatureError(
+            f"{path}: signed by no ed25519 key that {allowed_signers} allows ({str(error)[:160]})"
+        ) from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise SignatureError(f"{path}: not a DSSE envelope ({str(error)[:160]})") from None
     _check_statement(run_dir, envelope.payload_type, envelope.payload)
@@ -174,14 +199,19 @@ def _check_statement(run_dir: Path, payload_type: str, payload: bytes) -> None:
     except (ValueError, KeyError, TypeError) as error:
         raise SignatureError(f"{run_dir / ATTESTATION}: not an in-toto statement ({str(error)[:120]})") from None
     if kind != (STATEMENT_TYPE, PREDICATE_TYPE):
-        raise SignatureError(f"{run_dir / ATTESTATION}: a {kind[0]} with a {kind[1]} predicate, not a repro provenance statement")
+        raise SignatureError(
+            f"{run_dir / ATTESTATION}: a {kind[0]} with a {kind[1]} predicate, not a repro provenance statement"
+        )
     try:
         now = {name: digest for digest, name in manifest_entries(run_dir)} | {MANIFEST: sha256_file(run_dir / MANIFEST)}
     except BadInput as error:
         raise SignatureError(f"{run_dir}: the bundle does not match its manifest ({error})") from None
     if subjects != now:
         changed = sorted(set(subjects.items()) ^ set(now.items()))
-        raise SignatureError(f"{run_dir / ATTESTATION}: its subjects are not the bundle's files as they are now (first: {changed[0][0][:120]})")
+        raise SignatureError(
+            f"{run_dir / ATTESTATION}: its subjects are not the bundle's files as they are now "
+            f"(first: {changed[0][0][:120]})"
+        )
 
 
 def allowed_keys(allowed_signers: Path) -> dict[str, Any]:
@@ -193,7 +223,11 @@ def allowed_keys(allowed_signers: Path) -> dict[str, Any]:
     if not allowed_signers.is_file():
         raise BadInput(f"{allowed_signers}: no such allowed_signers file")
     keys: dict[str, Any] = {}
-    for line in read_regular(allowed_signers, MAX_ALLOWED_SIGNERS_BYTES, follow_links=True).decode("utf-8", "replace").splitlines():
+    for line in (
+        read_regular(allowed_signers, MAX_ALLOWED_SIGNERS_BYTES, follow_links=True)
+        .decode("utf-8", "replace")
+        .splitlines()
+    ):
         parsed = _signer_line(line)
         if parsed is None:
             continue

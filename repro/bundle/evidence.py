@@ -42,7 +42,10 @@ class RecomputedPlan(BaseModel):
         try:
             loaded = load_matrix(bundle.matrix_path(), embedded=True)
             if loaded.sha256 != run.matrix.sha256:
-                return cls(error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, recorded {run.matrix.sha256[:12]})")
+                return cls(
+                    error=f"{MATRIX_COPY} is not the matrix the run names (sha256 {loaded.sha256[:12]}, "
+                    f"recorded {run.matrix.sha256[:12]})"
+                )
             plan = make_plan(loaded, run.profile, run.profile_settings, templates=run.chat_templates)
             cells = shard_cells(select_cells(plan, run.only), parse_shard(run.shard) if run.shard else None)
         except BadInput as error:
@@ -51,13 +54,22 @@ class RecomputedPlan(BaseModel):
         excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
         kinds = {c.id: c.excluded_kind for c in plan.excluded if c.id in excluded and c.excluded_kind}
         return cls(
-            planned=cells, whole=plan.cells, excluded=excluded, excluded_kinds=kinds, latency_gate=loaded.matrix.latency_gate, models=list(loaded.matrix.models)
+            planned=cells,
+            whole=plan.cells,
+            excluded=excluded,
+            excluded_kinds=kinds,
+            latency_gate=loaded.matrix.latency_gate,
+            models=list(loaded.matrix.models),
         )
 
     def absent(self, run: RunRecord) -> list[AbsentCell]:
         """The plan's cells the run's selection leaves out, each with the option that left it out."""
         selected = {cell.id for cell in self.planned}
-        return [AbsentCell(cell_id=cell.id, reason=absence_reason(run, cell.id)) for cell in self.whole if cell.id not in selected]
+        return [
+            AbsentCell(cell_id=cell.id, reason=absence_reason(run, cell.id))
+            for cell in self.whole
+            if cell.id not in selected
+        ]
 
 
 def absence_reason(run: RunRecord, cell_id: str) -> str:
@@ -75,7 +87,8 @@ class RunEvidence(BaseModel):
     bundle: BundleReader
     redactor: Redactor
     plan: RecomputedPlan | None = None  # format 3: the plan recomputed from the embedded matrix
-    author_repo: Path | None = None  # repro check --source: the author's repository of a matrix kept outside the project
+    # repro check --source: the author's repository of a matrix kept outside the project
+    author_repo: Path | None = None
 
 
 class CellEvidence(RunEvidence):

@@ -26,10 +26,17 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
         repo = git.Repo(root)
         commit = repo.head.commit.hexsha
         dirty = sorted(
-            {str(item.a_path) for item in repo.index.diff(None)} | {str(item.a_path) for item in repo.index.diff("HEAD")} | set(repo.untracked_files)
+            {str(item.a_path) for item in repo.index.diff(None)}
+            | {str(item.a_path) for item in repo.index.diff("HEAD")}
+            | set(repo.untracked_files)
         )
     except Exception as error:  # not a git checkout, or no commit yet
-        return SourceState(commit=None, tree_clean=False, dirty_files=[f"(no git commit: {type(error).__name__})"], harness_digest=digest)
+        return SourceState(
+            commit=None,
+            tree_clean=False,
+            dirty_files=[f"(no git commit: {type(error).__name__})"],
+            harness_digest=digest,
+        )
     return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:DIRTY_KEPT], harness_digest=digest)
 
 
@@ -51,7 +58,10 @@ def dirty_line(state: SourceState | AuthorSource, shown: int = DIRTY_SHOWN) -> s
 def dirty_lines(source: SourceState, author: AuthorSource | None) -> list[str]:
     """What makes a run from here not clean-room: the project tree, and the author's files when
     they are in a git repository (outside one, the embedded copies are the only evidence)."""
-    states: list[SourceState | AuthorSource] = [source, *([author] if author is not None and author.commit is not None else [])]
+    states: list[SourceState | AuthorSource] = [
+        source,
+        *([author] if author is not None and author.commit is not None else []),
+    ]
     return [dirty_line(state) for state in states if not state.tree_clean]
 
 
@@ -73,7 +83,11 @@ def author_source(loaded: LoadedMatrix) -> AuthorSource | None:
         top = Path(str(repo.working_tree_dir)).resolve()
         folder = loaded.root.relative_to(top).as_posix().removeprefix(".")
         commit = repo.head.commit.hexsha
-        changed = {str(item.a_path) for item in repo.index.diff(None)} | {str(item.a_path) for item in repo.index.diff("HEAD")} | set(repo.untracked_files)
+        changed = (
+            {str(item.a_path) for item in repo.index.diff(None)}
+            | {str(item.a_path) for item in repo.index.diff("HEAD")}
+            | set(repo.untracked_files)
+        )
     except Exception:  # not in a git repository, or no commit yet: the embedded copies are the evidence
         return AuthorSource(folder="", **files)
     dirty = sorted(name for name in changed if not folder or name == folder or name.startswith(f"{folder}/"))
@@ -86,9 +100,16 @@ def author_at_end(started: AuthorSource | None, loaded: LoadedMatrix) -> AuthorS
     if started is None or now is None or (now.commit, now.tree_clean) == (started.commit, started.tree_clean):
         return started
     change = (
-        f"the author's repository moved from commit {started.commit} to {now.commit}" if now.commit != started.commit else "the author's files became dirty"
+        f"the author's repository moved from commit {started.commit} to {now.commit}"
+        if now.commit != started.commit
+        else "the author's files became dirty"
     )
-    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *now.dirty_files, *started.dirty_files][:50]})
+    return started.model_copy(
+        update={
+            "tree_clean": False,
+            "dirty_files": [f"changed during the run: {change}", *now.dirty_files, *started.dirty_files][:50],
+        }
+    )
 
 
 def system_description(docker_client: DockerClient | None = None) -> SystemDescription:
@@ -181,4 +202,6 @@ def source_at_end(started: SourceState) -> SourceState:
     change = source_change(started, source_state())
     if not change:
         return started
-    return started.model_copy(update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]})
+    return started.model_copy(
+        update={"tree_clean": False, "dirty_files": [f"changed during the run: {change}", *started.dirty_files]}
+    )

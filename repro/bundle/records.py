@@ -95,7 +95,13 @@ class Execution(BaseModel):
 
     @classmethod
     def of(cls, profile: Profile, replicas: int) -> Execution:
-        return cls(threads=profile.threads, slots=profile.slots, cache_prompt=profile.cache_prompt, replicas=replicas, workers=replicas * profile.slots)
+        return cls(
+            threads=profile.threads,
+            slots=profile.slots,
+            cache_prompt=profile.cache_prompt,
+            replicas=replicas,
+            workers=replicas * profile.slots,
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -105,7 +111,9 @@ class Execution(BaseModel):
 
     def label(self) -> str:
         """E.g. "2 threads, 1 slot, prompt cache off" (replicas are left out: they change no result)."""
-        threads = "threads unpinned" if self.threads is None else f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        threads = (
+            "threads unpinned" if self.threads is None else f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        )
         slots = f"{self.slots} slot{'s' if self.slots != 1 else ''}"
         return f"{threads}, {slots}, prompt cache {'on' if self.cache_prompt else 'off'}"
 
@@ -144,14 +152,16 @@ class CellRecord(BaseModel):
     cell: Cell
     status: CellStatus
     reason: str | None = None
-    exclusion_kind: ExclusionKind | None = None  # an excluded or failed cell: speed (the gate), configuration (the preflight at boot), fault
+    # an excluded or failed cell: speed (the gate), configuration (the preflight at boot), fault
+    exclusion_kind: ExclusionKind | None = None
     harness_image: ImageInfo | None = None
     engine_image: ImageInfo | None = None
     model_sha256_verified: str | None = None
     engine_identity: IdentityCheck | None = None
     engine_settings: EngineSettings = EngineSettings()
     accelerator: str | None = None
-    gpu: list[GpuDevice] | None = None  # each GPU's exact identity from nvidia-smi (GPU profiles; absent in older bundles)
+    # each GPU's exact identity from nvidia-smi (GPU profiles; absent in older bundles)
+    gpu: list[GpuDevice] | None = None
     sandbox: SandboxRecord = SandboxRecord()
     gate: GateResult | None = None
     suite_ids: list[str] = []
@@ -165,9 +175,12 @@ class CellRecord(BaseModel):
     engine_audit: SandboxAudit | None = None  # what a container with the engine's settings could do (format 4)
     engine_boot_seconds: float | None = None  # create to ready, of the engine the cell ran on (shared by its group)
     harness_seconds: float | None = None  # the harness containers' wall time for the cell's scenarios (of this attempt)
-    resumed_kept: list[str] = []  # scenarios an interrupted attempt finished, kept by --resume: their time is not in harness_seconds
-    earlier_attempts: list[EarlierAttempt] = []  # the interrupted attempts those scenarios come from, as evidence (repro check recomputes it)
-    execution: Execution | None = None  # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
+    # scenarios an interrupted attempt finished, kept by --resume: their time is not in harness_seconds
+    resumed_kept: list[str] = []
+    # the interrupted attempts those scenarios come from, as evidence (repro check recomputes it)
+    earlier_attempts: list[EarlierAttempt] = []
+    # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
+    execution: Execution | None = None
 
     @property
     def evidenced_kind(self) -> ExclusionKind | None:
@@ -198,14 +211,17 @@ class RunRecord(BaseModel):
     system: SystemDescription
     planned_cells: list[str]
     excluded_cells: dict[str, str]
-    excluded_kinds: dict[str, ExclusionKind] = {}  # cell id -> who excluded it (absent in older bundles: read from the recomputed plan)
+    # cell id -> who excluded it (absent in older bundles: read from the recomputed plan)
+    excluded_kinds: dict[str, ExclusionKind] = {}
     shard: str | None = None
     only: list[str] = []  # the --only selection, so the plan can be recomputed from the embedded matrix
-    chat_templates: dict[str, TemplateFacts] = {}  # model id -> its template and what it carries (format 5): the plan's preflight
+    # model id -> its template and what it carries (format 5): the plan's preflight
+    chat_templates: dict[str, TemplateFacts] = {}
     started_at: str
     finished_at: str | None = None
     leaked_containers: list[str] = []
-    author: AuthorSource | None = None  # a matrix kept outside the project (paths_from: matrix): its files and their repository
+    # a matrix kept outside the project (paths_from: matrix): its files and their repository
+    author: AuthorSource | None = None
     dirty_allowed: bool = False  # started on a dirty tree with --allow-dirty: not a clean-room run from the start
 
 

@@ -94,9 +94,10 @@ def data_homes(text: str) -> frozenset[str]:
 def suite_data_homes(folder: Path) -> frozenset[str]:
     """The home folders named by the scenario and fixture files embedded for a suite (`data_homes`
     of each). Only regular files of at most MAX_SCENARIO_BYTES (the largest suite file the harness
-    loads) are read, links never followed: a larger file is no scenario or fixture of the suite, so the homes it names do not
-    count (a leak they would excuse is still reported). The answer is kept for as long as the
-    folder's files are unchanged, so a check reads the suite once, not once per cell."""
+    loads) are read, links never followed: a larger file is no scenario or fixture of the suite, so
+    the homes it names do not count (a leak they would excuse is still reported). The answer is kept
+    for as long as the folder's files are unchanged, so a check reads the suite once, not once per
+    cell."""
     files = _data_files(folder)
     return _homes_of(tuple(files)) if files else frozenset()
 
@@ -238,7 +239,9 @@ def path_pattern(path: str, form: str, *, beneath: bool = False) -> re.Pattern:
     if form == "URL-encoded":
         parts = [quote(part, safe="") for part in parts]
     body = separator + separator.join(re.escape(part) for part in parts)
-    return re.compile(START + body + (f"(?={separator})" if beneath else END), re.IGNORECASE if form == "URL-encoded" else 0)
+    return re.compile(
+        START + body + (f"(?={separator})" if beneath else END), re.IGNORECASE if form == "URL-encoded" else 0
+    )
 
 
 class Redactor:
@@ -253,7 +256,11 @@ class Redactor:
         pairs += [(path, label) for label, path in ident.extra_paths.items()]
         pairs = [(path.rstrip("/"), label) for path, label in pairs if path and path.rstrip("/") not in ("", "/")]
         pairs.sort(key=lambda pair: len(pair[0]), reverse=True)  # longest (most specific) first
-        return [PathRule.of(path, label, form, beneath=label == "<HOME>" and path in GENERIC_HOMES) for path, label in pairs for form in SEPARATORS]
+        return [
+            PathRule.of(path, label, form, beneath=label == "<HOME>" and path in GENERIC_HOMES)
+            for path, label in pairs
+            for form in SEPARATORS
+        ]
 
     def _word_rules(self) -> list[tuple[re.Pattern, str, str]]:
         """(pattern, label, the word) for the user and host names, matched case-insensitively."""
@@ -287,7 +294,9 @@ class Redactor:
                 value = pattern.sub(label, value)
         return value
 
-    def leaks(self, value: str, data: frozenset[str] = frozenset(), *, any_home: bool = True, binary: bool = False) -> list[str]:
+    def leaks(
+        self, value: str, data: frozenset[str] = frozenset(), *, any_home: bool = True, binary: bool = False
+    ) -> list[str]:
         """What in `value` still identifies this host, naming the form it slipped through in (empty
         when clean). Home-like paths under a home in `data` (data_homes of the suite) are not
         counted, nor any other home with `any_home` False (for what a model wrote: its text may
@@ -295,8 +304,16 @@ class Redactor:
         project, cache, user and host names always are (in `binary` data, the names of
         MIN_BINARY_WORD characters or more)."""
         scan = TextScan(value)
-        found = [f"the host's {rule.label} path{_in_form(rule.form)}" for rule in self._paths if scan.search(rule.pattern, rule.needle, fold=rule.fold)]
-        found += [f"the host's {label[1:-1].lower()} name" for pattern, label, word in self._words_in(binary) if scan.search(pattern, word, fold=True)]
+        found = [
+            f"the host's {rule.label} path{_in_form(rule.form)}"
+            for rule in self._paths
+            if scan.search(rule.pattern, rule.needle, fold=rule.fold)
+        ]
+        found += [
+            f"the host's {label[1:-1].lower()} name"
+            for pattern, label, word in self._words_in(binary)
+            if scan.search(pattern, word, fold=True)
+        ]
         for form, pattern in HOME_LIKE.items() if any_home else ():
             matches = [match.group(0) for match in scan.finditer(pattern, HOME_LITERALS, HOME_SPAN)]
             found += [f"host path {path[:60]}{_in_form(form)}" for path in matches if home_root(path) not in data]
@@ -337,7 +354,12 @@ def _word(value: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", re.IGNORECASE)
 
 
-def find_leaks(bundle: Path, redactor: Redactor | None = None, data: frozenset[str] = frozenset(), model_output: frozenset[str] = frozenset()) -> list[str]:
+def find_leaks(
+    bundle: Path,
+    redactor: Redactor | None = None,
+    data: frozenset[str] = frozenset(),
+    model_output: frozenset[str] = frozenset(),
+) -> list[str]:
     """The bundle lint: one line per leak in each file that still holds a host path, user or host name.
 
     Links are not followed (a link in a bundle is the check's business, not the lint's); a file

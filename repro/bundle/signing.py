@@ -76,7 +76,9 @@ def manifest_entries(run_dir: Path, manifest: Path | None = None) -> list[tuple[
     now; BadInput for a line that is not an entry, a signature listed, or a file that differs."""
     manifest = manifest or _bundle_file(run_dir, MANIFEST)
     entries = []
-    for number, line in enumerate(read_regular(manifest, MAX_MANIFEST_BYTES).decode("utf-8", "replace").splitlines(), start=1):
+    for number, line in enumerate(
+        read_regular(manifest, MAX_MANIFEST_BYTES).decode("utf-8", "replace").splitlines(), start=1
+    ):
         match = MANIFEST_LINE.match(line)
         if not match:
             raise BadInput(f"{manifest}:{number}: not a manifest line (sha256, two spaces, a path)")
@@ -108,12 +110,29 @@ def verify_signature(run_dir: Path, allowed_signers: Path) -> str:
     for principal in principals:
         with manifest.open("rb") as message:
             done = _run(
-                [_ssh_keygen(), "-Y", "verify", "-f", allowed, "-I", principal, "-n", NAMESPACE, "-s", str(signature.absolute())], message, VERIFY_TIMEOUT_S
+                [
+                    _ssh_keygen(),
+                    "-Y",
+                    "verify",
+                    "-f",
+                    allowed,
+                    "-I",
+                    principal,
+                    "-n",
+                    NAMESPACE,
+                    "-s",
+                    str(signature.absolute()),
+                ],
+                message,
+                VERIFY_TIMEOUT_S,
             )
         if done.returncode == 0:
             return principal
         reasons.append(_reason(done))
-    raise SignatureError(f"{signature}: does not hold for {MANIFEST} as signed by {', '.join(principals)} ({reasons[0]}): the manifest changed after signing")
+    raise SignatureError(
+        f"{signature}: does not hold for {MANIFEST} as signed by {', '.join(principals)} ({reasons[0]}): "
+        "the manifest changed after signing"
+    )
 
 
 def _allowed_signers(path: Path) -> str:
@@ -132,7 +151,9 @@ def require_allowed_signers(path: Path) -> None:
 
 
 def _find_principals(signature: Path, allowed: str) -> list[str]:
-    done = _run([_ssh_keygen(), "-Y", "find-principals", "-s", str(signature.absolute()), "-f", allowed], None, VERIFY_TIMEOUT_S)
+    done = _run(
+        [_ssh_keygen(), "-Y", "find-principals", "-s", str(signature.absolute()), "-f", allowed], None, VERIFY_TIMEOUT_S
+    )
     principals = [line.strip() for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()][:16]
     if done.returncode != 0 or not principals:
         raise SignatureError(f"{signature}: signed by no key that {allowed} allows ({_reason(done)})")
@@ -185,7 +206,13 @@ def _ssh_keygen() -> str:
 
 def _run(command: list[str], stdin: IO[bytes] | None, timeout: float) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(command, stdin=stdin if stdin is not None else subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
+        return subprocess.run(
+            command,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise ReproError(f"ssh-keygen -Y {command[2]} did not finish within {timeout:.0f} s") from None
     except OSError as error:
@@ -196,7 +223,9 @@ def _reason(done: subprocess.CompletedProcess[bytes]) -> str:
     """The last line ssh-keygen wrote on stderr that says something (not its progress chatter)."""
     for stream in (done.stderr, done.stdout):
         lines = [line.strip() for line in stream.decode("utf-8", "replace").splitlines()]
-        meaningful = [line for line in lines if line and not line.startswith(("Signing data on standard input", "-----"))]
+        meaningful = [
+            line for line in lines if line and not line.startswith(("Signing data on standard input", "-----"))
+        ]
         if meaningful:
             return meaningful[-1][:200]
     return f"ssh-keygen exit status {done.returncode}"

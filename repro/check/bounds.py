@@ -32,7 +32,9 @@ SHOWN = 3
 
 def finite(value: Any) -> bool:
     """A real, finite, non-negative number below the bound of any recorded quantity."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1e12
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1e12
+    )
 
 
 def seconds_problem(what: str, value: float | None) -> list[str]:
@@ -67,14 +69,20 @@ def within_harness(ev: CellEvidence, results: list[ScenarioResult], what: str) -
     kept = set(ev.record.resumed_kept)
     ids = {r.id for r in results}
     if kept and (not kept < ids):
-        return [f"resumed_kept names {len(kept)} scenario(s), not a part of the cell's {len(ids)} (a resume reruns at least one)"]
+        return [
+            f"resumed_kept names {len(kept)} scenario(s), not a part of the cell's {len(ids)} "
+            "(a resume reruns at least one)"
+        ]
     rerun = [r for r in results if r.id not in kept]
     workers = ev.record.execution.workers if ev.record.execution else 1
     harness = ev.record.harness_seconds
     spent = sum(r.seconds for r in rerun if finite(r.seconds))
     if harness is not None and finite(harness) and spent > harness * workers + WALL_SLACK_S * len(rerun):
         kept_note = f" ({len(kept)} kept from an interrupted attempt left out)" if kept else ""
-        return [f"the {what} took {spent:.3f} s in all{kept_note}, more than the harness's {harness:.3f} s with {workers} worker(s)"]
+        return [
+            f"the {what} took {spent:.3f} s in all{kept_note}, more than the harness's {harness:.3f} s with "
+            f"{workers} worker(s)"
+        ]
     return []
 
 
@@ -83,7 +91,9 @@ def shown(problems: list[str]) -> list[str]:
 
 
 def cell_seconds(ev: CellEvidence) -> list[str]:
-    return seconds_problem("engine_boot_seconds", ev.record.engine_boot_seconds) + seconds_problem("harness_seconds", ev.record.harness_seconds)
+    return seconds_problem("engine_boot_seconds", ev.record.engine_boot_seconds) + seconds_problem(
+        "harness_seconds", ev.record.harness_seconds
+    )
 
 
 def gate_bounds(ev: CellEvidence, decoding: Decoding) -> list[str]:
@@ -94,10 +104,18 @@ def gate_bounds(ev: CellEvidence, decoding: Decoding) -> list[str]:
     for number, attempt in enumerate([gate.warmup, *gate.attempts] if gate.warmup else gate.attempts):
         what = "gate warm-up" if gate.warmup and number == 0 else f"gate attempt {number + (0 if gate.warmup else 1)}"
         problems += seconds_problem(f"{what} seconds", attempt.seconds)
-        if attempt.tokens_per_second is not None and not (finite(attempt.tokens_per_second) and attempt.tokens_per_second <= MAX_TOKENS_PER_SECOND):
-            problems.append(f"{what}: {attempt.tokens_per_second!r} tokens/s is out of bounds (0 to {MAX_TOKENS_PER_SECOND:g})")
-        if attempt.completion_tokens is not None and not (finite(attempt.completion_tokens) and attempt.completion_tokens <= decoding.max_tokens):
-            problems.append(f"{what}: {attempt.completion_tokens} completion tokens, max_tokens is {decoding.max_tokens}")
+        if attempt.tokens_per_second is not None and not (
+            finite(attempt.tokens_per_second) and attempt.tokens_per_second <= MAX_TOKENS_PER_SECOND
+        ):
+            problems.append(
+                f"{what}: {attempt.tokens_per_second!r} tokens/s is out of bounds (0 to {MAX_TOKENS_PER_SECOND:g})"
+            )
+        if attempt.completion_tokens is not None and not (
+            finite(attempt.completion_tokens) and attempt.completion_tokens <= decoding.max_tokens
+        ):
+            problems.append(
+                f"{what}: {attempt.completion_tokens} completion tokens, max_tokens is {decoding.max_tokens}"
+            )
     return problems
 
 
@@ -117,12 +135,22 @@ def result_bounds(result: ScenarioResult, transcript: list[TranscriptEntry], dec
     """One scenario: its totals, one timing per reply in order, and each timing in bounds."""
     name = f"scenario {result.id[:60]}"
     problems = seconds_problem(f"{name} seconds", result.seconds)
-    problems += [f"{name}: {field} is {value!r}" for field, value in (("tokens_in", result.tokens_in), ("tokens_out", result.tokens_out)) if not finite(value)]
+    problems += [
+        f"{name}: {field} is {value!r}"
+        for field, value in (("tokens_in", result.tokens_in), ("tokens_out", result.tokens_out))
+        if not finite(value)
+    ]
     positions = [(t.step, t.attempt) for t in result.engine_timings]
     expected = reply_positions(transcript)
     if expected and positions != expected:  # a transcript without replies fails the re-grade under its protocol
-        problems.append(f"{name}: {len(positions)} engine timing(s) for {len(expected)} recorded reply(ies) (one timing per reply, in order)")
-    if sum(t.tokens_in for t in result.engine_timings) != result.tokens_in or sum(t.tokens_out for t in result.engine_timings) != result.tokens_out:
+        problems.append(
+            f"{name}: {len(positions)} engine timing(s) for {len(expected)} recorded reply(ies) "
+            "(one timing per reply, in order)"
+        )
+    if (
+        sum(t.tokens_in for t in result.engine_timings) != result.tokens_in
+        or sum(t.tokens_out for t in result.engine_timings) != result.tokens_out
+    ):
         problems.append(f"{name}: tokens_in/tokens_out are not the sums of its timings")
     spent = sum(t.seconds for t in result.engine_timings if finite(t.seconds))
     if finite(result.seconds) and spent > result.seconds + WALL_SLACK_S:
@@ -148,7 +176,9 @@ def engine_timings_bounds(what: str, timing: StepTiming, decoding: Decoding) -> 
     """The engine's own timings (llama.cpp's prompt_n/ms, predicted_n/ms, per_second): numbers,
     within the request's wall time, and a generation speed that follows from them."""
     figures = timing.timings or {}
-    numbers = {key: value for key, value in figures.items() if isinstance(value, int | float) and not isinstance(value, bool)}
+    numbers = {
+        key: value for key, value in figures.items() if isinstance(value, int | float) and not isinstance(value, bool)
+    }
     bad = [key for key, value in numbers.items() if not finite(value)]
     if bad:
         return [f"{what}: engine timing {bad[0]} is {numbers[bad[0]]!r}"]
@@ -157,7 +187,9 @@ def engine_timings_bounds(what: str, timing: StepTiming, decoding: Decoding) -> 
     if finite(timing.seconds) and engine_ms / 1000 > timing.seconds + WALL_SLACK_S:
         problems.append(f"{what}: the engine reports {engine_ms / 1000:.3f} s, the request took {timing.seconds:.3f} s")
     if numbers.get("predicted_n", 0) > decoding.max_tokens:
-        problems.append(f"{what}: the engine generated {numbers['predicted_n']} tokens, max_tokens is {decoding.max_tokens}")
+        problems.append(
+            f"{what}: the engine generated {numbers['predicted_n']} tokens, max_tokens is {decoding.max_tokens}"
+        )
     for kind in ("prompt", "predicted"):
         problems += speed_problems(what, kind, numbers)
     return problems
@@ -175,7 +207,12 @@ def speed_problems(what: str, kind: str, numbers: dict[str, float]) -> list[str]
         # (n - 1) tokens over the time; Ollama's eval rate is n over the time: either follows.
         implied = [counted / ms * 1000 for counted in (count, count - 1) if counted > 0]
         if not any(abs(rate - speed) <= max(RATE_TOLERANCE * speed, 0.5) for speed in implied):
-            problems.append(f"{what}: {kind}_per_second {rate:g} does not follow from {count:g} tokens in {ms:g} ms ({implied[0]:.1f})")
+            problems.append(
+                f"{what}: {kind}_per_second {rate:g} does not follow from {count:g} tokens in {ms:g} ms "
+                f"({implied[0]:.1f})"
+            )
     if kind == "predicted" and count and ms is not None and ms > 0 and count / ms * 1000 > MAX_TOKENS_PER_SECOND:
-        problems.append(f"{what}: {count:g} tokens in {ms:g} ms is above any engine's {MAX_TOKENS_PER_SECOND:g} tokens/s")
+        problems.append(
+            f"{what}: {count:g} tokens in {ms:g} ms is above any engine's {MAX_TOKENS_PER_SECOND:g} tokens/s"
+        )
     return problems

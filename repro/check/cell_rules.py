@@ -54,8 +54,14 @@ def rule_images(ev: CellEvidence) -> list[str]:
         problems.append("harness image id not recorded")
     elif harness.labels.get("repro.harness_tree") != ev.run.source.harness_digest:
         problems.append("harness image was not built from the recorded commit's harness source")
-    if ev.record.cell.engine.kind == "scripted" and engine is not None and engine.labels.get("repro.harness_tree") != ev.run.source.harness_digest:
-        problems.append("a scripted engine runs in the harness image of the recorded commit; its engine image is not that image")
+    if (
+        ev.record.cell.engine.kind == "scripted"
+        and engine is not None
+        and engine.labels.get("repro.harness_tree") != ev.run.source.harness_digest
+    ):
+        problems.append(
+            "a scripted engine runs in the harness image of the recorded commit; its engine image is not that image"
+        )
     return problems
 
 
@@ -80,7 +86,9 @@ def rule_cell_as_planned(ev: CellEvidence) -> list[str]:
     if cell is None:
         return []  # plan-recomputed names the run-level problem
     if ev.record.cell.model_dump(mode="json") != cell.model_dump(mode="json"):
-        return ["the cell's record differs from the plan's cell of that id (model, engine, protocol, suite or decoding)"]
+        return [
+            "the cell's record differs from the plan's cell of that id (model, engine, protocol, suite or decoding)"
+        ]
     return []
 
 
@@ -113,7 +121,10 @@ def audit_problems(audit: SandboxAudit | None, what: str) -> list[str]:
         return [f"{what} not recorded"]
     if audit.error:
         return [f"{what} failed: {audit.error}"]
-    return [f"{what}: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})" for item in audit.escapes()]
+    return [
+        f"{what}: {item.name} {'was not blocked' if item.attempted else 'was not tried'} ({item.detail})"
+        for item in audit.escapes()
+    ]
 
 
 def rule_hardware(ev: CellEvidence) -> list[str]:
@@ -121,7 +132,10 @@ def rule_hardware(ev: CellEvidence) -> list[str]:
     if record.cell.profile != run.profile:
         return [f"cell planned for profile {record.cell.profile}, run on {run.profile}"]
     if not run.profile_settings.accelerator_matches(record.accelerator):
-        return [f"accelerator {record.accelerator!r} does not match profile {run.profile} ({run.profile_settings.accelerator})"]
+        return [
+            f"accelerator {record.accelerator!r} does not match profile {run.profile} "
+            f"({run.profile_settings.accelerator})"
+        ]
     return []
 
 
@@ -133,15 +147,22 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     if profile.threads is None:
         problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
     recorded = ev.record.execution
-    expected = kind_of(ev.record.cell.suite).execution(ev.record.cell, Execution.of(profile, 1))  # a harness may run at the engine's default
-    if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (expected.threads, expected.slots, expected.cache_prompt):
+    # a harness may run at the engine's default
+    expected = kind_of(ev.record.cell.suite).execution(ev.record.cell, Execution.of(profile, 1))
+    if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (
+        expected.threads,
+        expected.slots,
+        expected.cache_prompt,
+    ):
         problems.append(f"execution recorded as {recorded.label()}, but profile {name} sets {expected.label()}")
     slots = ev.record.engine_settings.reported.get("total_slots")
     if slots is not None and slots != profile.slots:
         problems.append(f"the engine reports {slots} slot(s), profile {name} sets {profile.slots}")
     logged = sorted(set(engine_log_threads(ev)))
     if profile.threads is not None and logged and logged != [profile.threads]:
-        problems.append(f"the engine log shows n_threads = {', '.join(map(str, logged))}, profile {name} sets {profile.threads}")
+        problems.append(
+            f"the engine log shows n_threads = {', '.join(map(str, logged))}, profile {name} sets {profile.threads}"
+        )
     return problems
 
 
@@ -203,7 +224,10 @@ def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
     problems = []
     recomputed = CellSummary.of(results)
     if recorded != recomputed:
-        problems.append(f"recorded summary {recorded.passed}/{recorded.total} differs from scenarios.jsonl ({recomputed.passed}/{recomputed.total})")
+        problems.append(
+            f"recorded summary {recorded.passed}/{recorded.total} differs from scenarios.jsonl "
+            f"({recomputed.passed}/{recomputed.total})"
+        )
     if [r.id for r in results] != ev.record.suite_ids:
         problems.append("scenarios.jsonl does not hold exactly the suite's scenarios, in order")
     if recomputed.engine_faults:
@@ -221,11 +245,15 @@ def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
         return [f"the suite cannot be recomputed from {SUITES_DIR}/{suite.id}: {error}"]
     problems = []
     if selection.sha256 != ev.record.suite_sha256:
-        problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded suite's ({selection.sha256[:12]})")
+        problems.append(
+            f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded suite's ({selection.sha256[:12]})"
+        )
     if suite.sha256 is not None and selection.sha256 != suite.sha256:
         problems.append(f"the embedded suite hashes to {selection.sha256[:12]}, the matrix pins {suite.sha256[:12]}")
     if ev.record.suite_ids != ev.record.cell.share(selection).ids:
-        problems.append("suite_ids are not the embedded suite's scenarios (the cell's part of them), once each, in order")
+        problems.append(
+            "suite_ids are not the embedded suite's scenarios (the cell's part of them), once each, in order"
+        )
     try:
         results = ev.bundle.results(ev.cell_id)
     except BadInput:
@@ -264,7 +292,12 @@ def rule_regraded(ev: CellEvidence) -> list[str]:
     replay = Replay(protocol=cell.protocol, max_tokens=cell.decoding.max_tokens)
     try:
         with bundle_fixtures(copy / "fixtures"):
-            report = regrade_all(load_scenarios(copy / "scenarios"), ev.bundle.results(ev.cell_id), ev.bundle.transcripts(ev.cell_id), replay)
+            report = regrade_all(
+                load_scenarios(copy / "scenarios"),
+                ev.bundle.results(ev.cell_id),
+                ev.bundle.transcripts(ev.cell_id),
+                replay,
+            )
     except (BadInput, ScenarioError) as error:
         return [f"cannot re-grade: {error}"]
     lines = report.lines()
@@ -280,7 +313,14 @@ def rule_results_consistent(ev: CellEvidence) -> list[str]:
     except BadInput:
         return []  # the summary rule names it
     bad = [r.id for r in results if r.passed != (r.failure_type is None and not r.failed_checks and not r.engine_fault)]
-    return [f"scenario {bad[0]}: passed does not follow from its status, failure type and failed checks ({len(bad)} such lines)"] if bad else []
+    return (
+        [
+            f"scenario {bad[0]}: passed does not follow from its status, "
+            f"failure type and failed checks ({len(bad)} such lines)"
+        ]
+        if bad
+        else []
+    )
 
 
 def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:

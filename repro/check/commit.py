@@ -61,7 +61,11 @@ def git(root: Path, *args: str) -> bytes | None:
 
 @cache
 def has_commit(root: Path, commit: str) -> bool:
-    return len(commit) == 40 and all(c in "0123456789abcdef" for c in commit) and git(root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+    return (
+        len(commit) == 40
+        and all(c in "0123456789abcdef" for c in commit)
+        and git(root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+    )
 
 
 def at_commit(ev: RunEvidence) -> str | None:
@@ -76,8 +80,9 @@ def commit_notes(ev: RunEvidence) -> list[str]:
     if commit is None or at_commit(ev):
         return []
     return [
-        f"commit {commit[:12]} is not in this checkout ({project_root()}): the profile, the matrix and the suites were checked against the "
-        "bundle's own copies only (fetch the commit to compare them with the project's files)"
+        f"commit {commit[:12]} is not in this checkout ({project_root()}): the profile, "
+        "the matrix and the suites were checked against the bundle's own copies only (fetch the commit to compare "
+        "them with the project's files)"
     ]
 
 
@@ -102,7 +107,10 @@ def rule_profile_at_commit(ev: RunEvidence) -> list[str]:
         return [f"profile {ev.run.profile} is not in {PROFILES_PATH} at commit {commit[:12]}"]
     if at != ev.run.profile_settings:
         differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
-        return [f"profile {ev.run.profile} in run.json differs from {PROFILES_PATH} at commit {commit[:12]} ({', '.join(differ)})"]
+        return [
+            f"profile {ev.run.profile} in run.json differs from {PROFILES_PATH} at commit {commit[:12]} "
+            f"({', '.join(differ)})"
+        ]
     return []
 
 
@@ -118,7 +126,9 @@ def rule_matrix_at_commit(ev: RunEvidence) -> list[str]:
     (an author's matrix: the one in the author's repository at its commit, when given)."""
     author = ev.run.author
     if author is not None:
-        return author_file_problems(ev, author, "matrix", author.matrix.path, author.matrix.sha256, ev.run.matrix.sha256)
+        return author_file_problems(
+            ev, author, "matrix", author.matrix.path, author.matrix.sha256, ev.run.matrix.sha256
+        )
     commit = at_commit(ev)
     path = PurePosixPath(ev.run.matrix.path)
     if commit is None or path.is_absolute() or ".." in path.parts:
@@ -126,7 +136,9 @@ def rule_matrix_at_commit(ev: RunEvidence) -> list[str]:
     text = git(project_root(), "show", f"{commit}:{path}")
     if text is None or hashlib.sha256(text).hexdigest() == ev.run.matrix.sha256:
         return []
-    return [f"the embedded matrix is not {path} at commit {commit[:12]} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"]
+    return [
+        f"the embedded matrix is not {path} at commit {commit[:12]} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"
+    ]
 
 
 def rule_suite_at_commit(ev: CellEvidence) -> list[str]:
@@ -141,7 +153,10 @@ def rule_suite_at_commit(ev: CellEvidence) -> list[str]:
     if found.startswith("error: "):
         return [f"suite {suite.id} cannot be selected at commit {commit[:12]}: {found[7:]}"]
     if found != ev.record.suite_sha256:
-        return [f"suite {suite.id} at commit {commit[:12]} has sha256 {found[:12]}, the cell records {str(ev.record.suite_sha256)[:12]}"]
+        return [
+            f"suite {suite.id} at commit {commit[:12]} has sha256 {found[:12]}, the cell records "
+            f"{str(ev.record.suite_sha256)[:12]}"
+        ]
     return []
 
 
@@ -153,7 +168,9 @@ def suite_sha256_at(root: Path, commit: str, suite_json: str) -> str:
     folder = PurePosixPath(suite.path)
     if folder.is_absolute() or ".." in folder.parts:
         return f"error: path {suite.path} is outside the project"
-    paths = [str(p) for p in (folder, folder.parent / "fixtures") if git(root, "cat-file", "-e", f"{commit}:{p}") is not None]
+    paths = [
+        str(p) for p in (folder, folder.parent / "fixtures") if git(root, "cat-file", "-e", f"{commit}:{p}") is not None
+    ]
     archive = git(root, "archive", "--format=tar", commit, "--", *paths) if paths else None
     if archive is None or len(archive) > MAX_ARCHIVE_BYTES:
         return f"error: {suite.path} is not in the commit"
@@ -183,15 +200,21 @@ def author_notes(ev: RunEvidence) -> list[str]:
     if author is None:
         return []
     if author.commit is None:
-        return ["the author's files were not in a git repository at run time: embedded copies only (their recorded sha256)"]
+        return [
+            "the author's files were not in a git repository at run time: embedded copies only (their recorded sha256)"
+        ]
     commit = author_commit(ev)
     if commit is not None:
         return [f"the author's matrix, profiles and scenarios: compared with {ev.author_repo} at {commit[:12]}"]
     if ev.author_repo is None:
         return [
-            f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {author.commit[:12]})"
+            "the author's matrix, profiles and scenarios: embedded copies only: author repository not given "
+            f"(--source DIR compares them at {author.commit[:12]})"
         ]
-    return [f"the author's matrix, profiles and scenarios: embedded copies only: commit {author.commit[:12]} is not in {ev.author_repo}"]
+    return [
+        "the author's matrix, profiles and scenarios: embedded copies only: "
+        f"commit {author.commit[:12]} is not in {ev.author_repo}"
+    ]
 
 
 def repo_path(author: AuthorSource, path: str) -> str | None:
@@ -199,16 +222,26 @@ def repo_path(author: AuthorSource, path: str) -> str | None:
     names something that is not a plain relative path (absolute, `..`, an option, a control character)."""
     joined = PurePosixPath(author.folder, path) if author.folder else PurePosixPath(path)
     text = joined.as_posix()
-    if joined.is_absolute() or ".." in joined.parts or text.startswith("-") or not text or any(ord(c) < 32 for c in text):
+    if (
+        joined.is_absolute()
+        or ".." in joined.parts
+        or text.startswith("-")
+        or not text
+        or any(ord(c) < 32 for c in text)
+    ):
         return None
     return text
 
 
-def author_file_problems(ev: RunEvidence, author: AuthorSource, what: str, path: str, recorded: str, embedded: str) -> list[str]:
+def author_file_problems(
+    ev: RunEvidence, author: AuthorSource, what: str, path: str, recorded: str, embedded: str
+) -> list[str]:
     """An author's file: its recorded sha256 is the embedded copy's, and (with --source) the
     author's repository at the commit holds those bytes at its path."""
     if recorded != embedded:
-        return [f"the author's {what} {path} is recorded with sha256 {recorded[:12]}, the embedded copy has {embedded[:12]}"]
+        return [
+            f"the author's {what} {path} is recorded with sha256 {recorded[:12]}, the embedded copy has {embedded[:12]}"
+        ]
     commit, where = author_commit(ev), repo_path(author, path)
     if commit is None:
         return []
@@ -218,7 +251,10 @@ def author_file_problems(ev: RunEvidence, author: AuthorSource, what: str, path:
     if text is None:
         return [f"the author's {what} {where} does not exist at commit {commit[:12]} of {ev.author_repo}"]
     if len(text) > MAX_YAML_BYTES or hashlib.sha256(text).hexdigest() != embedded:
-        return [f"the embedded {what} is not {where} at commit {commit[:12]} of {ev.author_repo} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"]
+        return [
+            f"the embedded {what} is not {where} at commit {commit[:12]} of {ev.author_repo} "
+            f"(sha256 {hashlib.sha256(text).hexdigest()[:12]})"
+        ]
     return []
 
 
@@ -241,7 +277,10 @@ def author_profile_problems(ev: RunEvidence) -> list[str] | None:
     problems = author_file_problems(ev, author, "profiles file", own.path, own.sha256, hashlib.sha256(raw).hexdigest())
     if at != ev.run.profile_settings:
         differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
-        problems.append(f"profile {ev.run.profile} in run.json differs from the author's profiles file {own.path} ({', '.join(differ)})")
+        problems.append(
+            f"profile {ev.run.profile} in run.json differs from the author's profiles file {own.path} "
+            f"({', '.join(differ)})"
+        )
     return problems
 
 
@@ -254,9 +293,14 @@ def author_suite_problems(ev: CellEvidence, author: AuthorSource) -> list[str]:
     where = repo_path(author, suite.path)
     if where is None:
         return [f"suite {suite.id}: path {suite.path[:80]!r} is not a path inside the author's repository"]
-    found = suite_sha256_at(ev.author_repo or Path(), commit, suite.model_copy(update={"path": where}).model_dump_json())
+    found = suite_sha256_at(
+        ev.author_repo or Path(), commit, suite.model_copy(update={"path": where}).model_dump_json()
+    )
     if found.startswith("error: "):
         return [f"suite {suite.id} cannot be selected at commit {commit[:12]} of {ev.author_repo}: {found[7:]}"]
     if found != ev.record.suite_sha256:
-        return [f"suite {suite.id} at commit {commit[:12]} of {ev.author_repo} has sha256 {found[:12]}, the cell records {str(ev.record.suite_sha256)[:12]}"]
+        return [
+            f"suite {suite.id} at commit {commit[:12]} of {ev.author_repo} has sha256 {found[:12]}, "
+            f"the cell records {str(ev.record.suite_sha256)[:12]}"
+        ]
     return []

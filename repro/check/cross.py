@@ -41,7 +41,9 @@ def rule_evidence(ev: CellEvidence) -> list[str]:
         return problems
     reported = record.engine_settings.reported
     problems += [
-        f"the engine's reported settings lack {key}: format 5 requires it of llama.cpp" for key in ("total_slots", "build_info") if key not in reported
+        f"the engine's reported settings lack {key}: format 5 requires it of llama.cpp"
+        for key in ("total_slots", "build_info")
+        if key not in reported
     ]
     from repro.check.cross import engine_log_threads
 
@@ -63,8 +65,14 @@ def engine_names(ev: CellEvidence) -> list[str]:
         "the engine image's repro.engine label": (labels.get("repro.engine"), engine.id),
         "the engine image's repro.engine_kind label": (labels.get("repro.engine_kind"), engine.kind),
         "the engine image's repro.variant label": (labels.get("repro.variant"), ev.run.profile_settings.engine_variant),
-        "the engine image's repro.build_info label": (labels.get("repro.build_info"), expected if engine.kind == "llama.cpp" else None),
-        "the build the engine reported in its settings": (record.engine_settings.reported.get("build_info"), expected if engine.kind == "llama.cpp" else None),
+        "the engine image's repro.build_info label": (
+            labels.get("repro.build_info"),
+            expected if engine.kind == "llama.cpp" else None,
+        ),
+        "the build the engine reported in its settings": (
+            record.engine_settings.reported.get("build_info"),
+            expected if engine.kind == "llama.cpp" else None,
+        ),
     }
     return [
         f"{what} says {found!r}, the pinned engine is {wanted!r}"
@@ -77,7 +85,11 @@ def gate_names(ev: CellEvidence) -> list[str]:
     gate, cell = ev.record.gate, ev.record.cell
     if gate is None:
         return []
-    named = {"engine": (gate.engine_id, cell.engine.id), "model": (gate.model_id, cell.model.id), "profile": (gate.profile, ev.run.profile)}
+    named = {
+        "engine": (gate.engine_id, cell.engine.id),
+        "model": (gate.model_id, cell.model.id),
+        "profile": (gate.profile, ev.run.profile),
+    }
     return [
         f"the latency gate was run for {what} {found!r}, the cell's is {wanted!r}"
         for what, (found, wanted) in named.items()
@@ -93,8 +105,16 @@ def hardware_names(ev: CellEvidence) -> list[str]:
         *(record.sandbox.harness.device_requests if record.sandbox.harness else []),
     ]
     if profile.accelerator is None:
-        problems = [f"accelerator {record.accelerator!r} recorded on profile {ev.run.profile}, which has none"] if record.accelerator else []
-        return problems + ([f"a device was requested ({devices[0]}) on profile {ev.run.profile}, which has no accelerator"] if devices else [])
+        problems = (
+            [f"accelerator {record.accelerator!r} recorded on profile {ev.run.profile}, which has none"]
+            if record.accelerator
+            else []
+        )
+        return problems + (
+            [f"a device was requested ({devices[0]}) on profile {ev.run.profile}, which has no accelerator"]
+            if devices
+            else []
+        )
     if profile.gpu_count and not (record.sandbox.engine and record.sandbox.engine.device_requests):
         return [f"profile {ev.run.profile} runs on {profile.gpu_count} GPU(s), but the engine requested no device"]
     return []
@@ -107,7 +127,10 @@ def rule_gate_settings(ev: CellEvidence) -> list[str]:
     if gate is None or settings is None:
         return []  # gate and plan-recomputed name these
     if gate.enabled != settings.enabled:
-        return [f"the gate record says {'enabled' if gate.enabled else 'disabled'}, the embedded matrix {'enables' if settings.enabled else 'disables'} it"]
+        return [
+            f"the gate record says {'enabled' if gate.enabled else 'disabled'}, the embedded matrix "
+            f"{'enables' if settings.enabled else 'disables'} it"
+        ]
     if not gate.enabled:
         return ["the matrix disables the gate, yet attempts are recorded"] if gate.attempts else []
     recorded = {
@@ -135,7 +158,8 @@ def rule_gate_group(ev: CellEvidence) -> list[str]:
     if not differ:
         return []
     return [
-        f"its engine group has one gate, yet the gate {describe(mine)} here and {describe(not mine)} in {differ[0]}{f' and {len(differ) - 1} more' if len(differ) > 1 else ''}"
+        f"its engine group has one gate, yet the gate {describe(mine)} here and {describe(not mine)} in "
+        f"{differ[0]}{f' and {len(differ) - 1} more' if len(differ) > 1 else ''}"
     ]
 
 

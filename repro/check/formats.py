@@ -34,10 +34,19 @@ from repro.check.commit import rule_matrix_at_commit, rule_profile_at_commit, ru
 from repro.check.cross import rule_evidence, rule_gate_group, rule_gate_settings, rule_identity_cross_check
 from repro.check.gpu import rule_gpu_evidence
 from repro.check.resumed import rule_resumed
-from repro.check.run_rules import rule_manifest, rule_no_host_identity, rule_plan_listing, rule_plan_recomputed, rule_provenance, rule_run_complete
+from repro.check.run_rules import (
+    rule_manifest,
+    rule_no_host_identity,
+    rule_plan_listing,
+    rule_plan_recomputed,
+    rule_provenance,
+    rule_run_complete,
+)
 from repro.check.templates import rule_chat_template, rule_template_facts
 from repro.core.errors import BadInput
-from repro.suites.external.check_rules import rule_carried_inputs  # the run rule of carried inputs (only external suites carry any)
+
+# the run rule of carried inputs (only external suites carry any)
+from repro.suites.external.check_rules import rule_carried_inputs
 
 # The rules of every format; format 3 adds the recomputations from the embedded matrix and suites.
 BASE_RULES = Rules(
@@ -81,7 +90,9 @@ RULES_V3 = Rules(
 
 
 RULES_V4 = Rules(
-    run=RULES_V3.run, every_cell=RULES_V3.every_cell, ran_cell={**RULES_V3.ran_cell, "engine-audit": rule_engine_audit, "execution": rule_execution}
+    run=RULES_V3.run,
+    every_cell=RULES_V3.every_cell,
+    ran_cell={**RULES_V3.ran_cell, "engine-audit": rule_engine_audit, "execution": rule_execution},
 )
 
 

@@ -39,7 +39,9 @@ def rule_gpu_evidence(ev: CellEvidence) -> list[str]:
     if not profile.gpu:
         return []
     problems = device_problems(record.gpu or [], profile, name)
-    logs = [(ENGINE_LOG, "")] + [(one.engine_log, f"earlier attempt {number}: ") for number, one in enumerate(record.earlier_attempts, start=1)]
+    logs = [(ENGINE_LOG, "")] + [
+        (one.engine_log, f"earlier attempt {number}: ") for number, one in enumerate(record.earlier_attempts, start=1)
+    ]
     for log_name, said in logs:
         problems += [said + problem for problem in log_evidence(ev, log_name)]
     return problems
@@ -55,10 +57,15 @@ def log_evidence(ev: CellEvidence, log_name: str) -> list[str]:
     replicas = record.execution.replicas if record.execution else 1
     parts = split_logs("replica", text)
     if len(parts) != replicas:
-        return [f"{log_name} holds {len(parts)} engine log(s), the cell ran {replicas} replica(s): each replica's evidence is needed"]
+        return [
+            f"{log_name} holds {len(parts)} engine log(s), the cell ran {replicas} replica(s): "
+            "each replica's evidence is needed"
+        ]
     problems = []
     for index, part in enumerate(parts, start=1):
         log = parse_cuda_log(part)
-        found = engine_log_problems(record.cell.engine.kind, log, profile, name, record.cell.model.file_size) + identity_agrees(record.gpu or [], log)
+        found = engine_log_problems(
+            record.cell.engine.kind, log, profile, name, record.cell.model.file_size
+        ) + identity_agrees(record.gpu or [], log)
         problems += [(f"replica {index} of {replicas}: " if replicas > 1 else "") + problem for problem in found]
     return problems

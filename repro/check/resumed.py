@@ -36,10 +36,13 @@ def rule_resumed(ev: CellEvidence) -> list[str]:
     claimed = Counter(scenario_id for attempt in attempts for scenario_id in attempt.finished)
     if claimed != Counter(kept):
         return [
-            f"resumed_kept names {len(kept)} scenario(s), the recorded earlier attempts finished {sum(claimed.values())} "
-            f"({len(attempts)} attempt(s)): kept scenarios no earlier attempt of this cell accounts for"
+            f"resumed_kept names {len(kept)} scenario(s), the recorded earlier attempts finished "
+            f"{sum(claimed.values())} ({len(attempts)} attempt(s)): "
+            "kept scenarios no earlier attempt of this cell accounts for"
         ]
-    problems = [problem for number, attempt in enumerate(attempts, start=1) for problem in attempt_problems(ev, number, attempt)]
+    problems = [
+        problem for number, attempt in enumerate(attempts, start=1) for problem in attempt_problems(ev, number, attempt)
+    ]
     return (problems + digest_problems(ev, attempts))[:SHOWN]
 
 
@@ -56,10 +59,17 @@ def attempt_problems(ev: CellEvidence, number: int, attempt: EarlierAttempt) -> 
         "cell": (partial.cell.model_dump(mode="json"), record.cell.model_dump(mode="json")),
         "suite": ((partial.suite_sha256, partial.suite_ids), (record.suite_sha256, record.suite_ids)),
         "engine image": (partial.engine_image_id, record.engine_image.id if record.engine_image else None),
-        "engine identity": (partial.engine_identity, record.engine_identity.reported if record.engine_identity else None),
+        "engine identity": (
+            partial.engine_identity,
+            record.engine_identity.reported if record.engine_identity else None,
+        ),
         "execution": (settings_of(partial.execution), settings_of(execution)),
     }
-    problems = [f"earlier attempt {number} ran with another {what} than the cell records" for what, (was, now) in bound.items() if was != now or was is None]
+    problems = [
+        f"earlier attempt {number} ran with another {what} than the cell records"
+        for what, (was, now) in bound.items()
+        if was != now or was is None
+    ]
     return problems + attempt_log_problems(ev, number, attempt)
 
 
@@ -98,5 +108,8 @@ def digest_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[st
         for scenario_id, digest in attempt.finished.items():
             result, transcript = results.get(scenario_id), transcripts.get(scenario_id)
             if result is None or transcript is None or KeptScenario.digest(result, transcript) != digest:
-                problems.append(f"kept scenario {scenario_id[:60]}: its result and transcript are not what earlier attempt {number} finished (sha256 differs)")
+                problems.append(
+                    f"kept scenario {scenario_id[:60]}: its result and transcript are not what earlier attempt "
+                    f"{number} finished (sha256 differs)"
+                )
     return problems

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 from repro.core.errors import BadInput
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import ModelSpec
-from repro.store.chat_template import CONFIGURATION, engine_template_problem, protocol_blocker, recheck_facts, server_blocker, template_facts
+from repro.store.chat_template import (
+    CONFIGURATION,
+    engine_template_problem,
+    protocol_blocker,
+    recheck_facts,
+    server_blocker,
+    template_facts,
+)
 
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence, RunEvidence
@@ -33,16 +40,24 @@ def stored_gguf_problems(model: ModelSpec, facts: TemplateFacts) -> list[str]:
     if not is_stored(model):
         return []
     try:
-        again = template_facts(model, stored_path(model.sha256)) if facts.source == "gguf" or model.chat_template else None
+        again = (
+            template_facts(model, stored_path(model.sha256)) if facts.source == "gguf" or model.chat_template else None
+        )
     except BadInput as error:
         return [f"model {model.id}: {error}"]
     if again is None:
         return [f"model {model.id}: the record says its template came from {facts.source}, but the matrix pins none"]
     problems = []
     if again.sha256 != facts.sha256:
-        problems.append(f"model {model.id}: the recorded template ({facts.sha256[:12]}...) is not the one its {again.source} gives ({again.sha256[:12]}...)")
+        problems.append(
+            f"model {model.id}: the recorded template ({facts.sha256[:12]}...) is not the one its {again.source} "
+            f"gives ({again.sha256[:12]}...)"
+        )
     if again.eog_tokens != facts.eog_tokens:
-        problems.append(f"model {model.id}: the recorded end-of-generation tokens are not the GGUF's ({', '.join(again.eog_tokens)})")
+        problems.append(
+            f"model {model.id}: the recorded end-of-generation tokens are not the GGUF's "
+            f"({', '.join(again.eog_tokens)})"
+        )
     return problems
 
 
@@ -50,7 +65,10 @@ def facts_problems(model: ModelSpec, facts: TemplateFacts) -> list[str]:
     problems = [f"model {model.id}: {problem}" for problem in recheck_facts(facts)]
     pin = model.chat_template
     if facts.source == "pinned" and (pin is None or pin.sha256 != facts.sha256):
-        problems.append(f"model {model.id}: the recorded template is said to be pinned, but the matrix pins {pin.sha256[:12] + '...' if pin else 'none'}")
+        problems.append(
+            f"model {model.id}: the recorded template is said to be pinned, but the matrix pins "
+            f"{pin.sha256[:12] + '...' if pin else 'none'}"
+        )
     if facts.source == "gguf" and pin is not None:
         problems.append(f"model {model.id}: the matrix pins a chat template, but the record says the GGUF's was used")
     return problems + stored_gguf_problems(model, facts)
@@ -82,8 +100,14 @@ def rule_chat_template(ev: CellEvidence) -> list[str]:
     wrong = engine_template_problem(facts, reported.get("chat_template_sha256"))
     if wrong:
         return [wrong.removeprefix(CONFIGURATION)]
-    blocker = protocol_blocker(facts, cell.protocol) or server_blocker(reported.get("chat_template_caps"), cell.protocol)
-    return [f"scored under {cell.protocol}, which the engine could not carry: {blocker.removeprefix(CONFIGURATION)}"] if blocker else []
+    blocker = protocol_blocker(facts, cell.protocol) or server_blocker(
+        reported.get("chat_template_caps"), cell.protocol
+    )
+    return (
+        [f"scored under {cell.protocol}, which the engine could not carry: {blocker.removeprefix(CONFIGURATION)}"]
+        if blocker
+        else []
+    )
 
 
 def boot_exclusion_evidenced(ev: CellEvidence) -> bool:

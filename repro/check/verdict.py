@@ -59,7 +59,8 @@ class CellVerdict(BaseModel):
     verdict: Verdict
     reasons: list[str] = []
     problems: list[Problem] = []
-    unchecked: list[Problem] = []  # what a rule could not look at, and why (NotAtHand): UNCHECKED unless a problem makes it INVALID
+    # what a rule could not look at, and why (NotAtHand): UNCHECKED unless a problem makes it INVALID
+    unchecked: list[Problem] = []
     kind: ExclusionKind | Literal["unknown"] | None = None  # an EXCLUDED cell's (or an engine fault's): who left it out
 
     @property
@@ -76,7 +77,8 @@ class RunVerdict(BaseModel):
     cells: list[CellVerdict]
     run_problems: list[Problem] = []
     absent: list[AbsentCell] = []  # planned on the profile, left out by --only or --shard
-    notes: list[str] = []  # what was compared with what (the project's and the author's files at their commits), never a problem
+    # what was compared with what (the project's and the author's files at their commits), never a problem
+    notes: list[str] = []
     signer: str | None = None  # with --allowed-signers: who signed the bundle (repro.bundle.signing)
 
     @property
@@ -109,7 +111,9 @@ class RunVerdict(BaseModel):
 # ---------------------------------------------------------------- checking
 
 
-def check_run(run_dir: Path, redactor: Redactor | None = None, author_repo: Path | None = None, bundle: BundleReader | None = None) -> RunVerdict:
+def check_run(
+    run_dir: Path, redactor: Redactor | None = None, author_repo: Path | None = None, bundle: BundleReader | None = None
+) -> RunVerdict:
     """The run's verdict, read through `bundle` when given (a caller that goes on to read the
     cells, as `paper render` does, reads what was checked, parsed once)."""
     bundle = bundle or BundleReader(run_dir)
@@ -117,7 +121,9 @@ def check_run(run_dir: Path, redactor: Redactor | None = None, author_repo: Path
     rules = rules_for(run, run_dir)
     plan = RecomputedPlan.of(run, bundle) if run.format_version >= 3 else None
     evidence = RunEvidence(run=run, bundle=bundle, redactor=redactor or Redactor(), plan=plan, author_repo=author_repo)
-    run_problems = [Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)]
+    run_problems = [
+        Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)
+    ]
     verdicts = [check_cell(evidence, cell_id, run_problems, rules) for cell_id in dict.fromkeys(run.planned_cells)]
     verdicts += [plan_exclusion(evidence, cell_id, reason) for cell_id, reason in run.excluded_cells.items()]
     verdicts += [selected_but_absent(evidence, cell_id) for cell_id in missing_selection(evidence)]
@@ -141,8 +147,15 @@ def missing_selection(ev: RunEvidence) -> list[str]:
 
 def selected_but_absent(ev: RunEvidence, cell_id: str) -> CellVerdict:
     """A cell the run's own selection (--only, --shard) holds, missing from the bundle: INVALID."""
-    problem = Problem(rule="plan-recomputed", scope="cell", cell=cell_id, text="selected by the run's recomputed plan, but absent from the bundle")
-    return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem])
+    problem = Problem(
+        rule="plan-recomputed",
+        scope="cell",
+        cell=cell_id,
+        text="selected by the run's recomputed plan, but absent from the bundle",
+    )
+    return CellVerdict(
+        run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem]
+    )
 
 
 def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:
@@ -152,13 +165,20 @@ def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:
     recomputed = plan is not None and not plan.error
     problem = None
     if recomputed and cell_id not in plan.excluded:  # type: ignore[union-attr]
-        problem = Problem(rule="plan-recomputed", scope="cell", cell=cell_id, text="listed as excluded, but the recomputed plan does not exclude it")
+        problem = Problem(
+            rule="plan-recomputed",
+            scope="cell",
+            cell=cell_id,
+            text="listed as excluded, but the recomputed plan does not exclude it",
+        )
     recorded, planned = ev.run.excluded_kinds.get(cell_id), plan.excluded_kinds.get(cell_id) if recomputed else None  # type: ignore[union-attr]
     if problem is None and recorded and planned and recorded != planned:
         text = f"recorded as {exclusion_label(recorded)}, but the recomputed plan says {exclusion_label(planned)}"
         problem = Problem(rule="exclusion-kind", scope="cell", cell=cell_id, text=text)
     if problem is not None:
-        return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem])
+        return CellVerdict(
+            run_id=ev.run.run_id, cell_id=cell_id, verdict="INVALID", reasons=[problem.text], problems=[problem]
+        )
     kind = recorded or planned or kind_from_text(reason) or "unknown"
     return CellVerdict(run_id=ev.run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[reason], kind=kind)
 
@@ -166,16 +186,22 @@ def plan_exclusion(ev: RunEvidence, cell_id: str, reason: str) -> CellVerdict:
 def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Problem], rules: Rules) -> CellVerdict:
     run, bundle = run_evidence.run, run_evidence.bundle
     others = [f"{CELLS_DIR}/{other}" for other in run.planned_cells if other != cell_id]
-    problems = [p for p in run_problems if not any(p.text.startswith((f"{o}/", f"{o}:")) for o in others)]  # another cell's file is that cell's problem
+    # another cell's file is that cell's problem
+    problems = [p for p in run_problems if not any(p.text.startswith((f"{o}/", f"{o}:")) for o in others)]
     try:
         record = bundle.cell(cell_id)
         suite_dir = bundle.suite_dir(record.cell.suite.id)
     except BadInput as error:
-        problems.append(Problem(rule="cell-intact", scope="cell", cell=cell_id, text=f"cell missing or unreadable: {error}"))
+        problems.append(
+            Problem(rule="cell-intact", scope="cell", cell=cell_id, text=f"cell missing or unreadable: {error}")
+        )
         return verdict_of(run, cell_id, problems, None)
-    evidence = CellEvidence(**dict(run_evidence), cell_id=cell_id, cell_dir=bundle.cell_dir(cell_id), record=record, suite_dir=suite_dir)
+    evidence = CellEvidence(
+        **dict(run_evidence), cell_id=cell_id, cell_dir=bundle.cell_dir(cell_id), record=record, suite_dir=suite_dir
+    )
     chosen = dict(rules.every_cell) | (rules.ran_cell if record.status == "done" else {})
-    kind_rules = kind_of(record.cell.suite).check_rules  # a kind with rules of its own (an external harness's raw outputs)
+    # a kind with rules of its own (an external harness's raw outputs)
+    kind_rules = kind_of(record.cell.suite).check_rules
     if kind_rules is not None:
         chosen = load_object(kind_rules)(chosen, ran=record.status == "done", tools=CHECK_TOOLS)
     found, unchecked = applied(chosen, evidence)
@@ -189,18 +215,39 @@ def applied(chosen: dict[str, CellRule], evidence: CellEvidence) -> tuple[list[P
     unchecked: dict[str, Problem] = {}
     for name, rule in chosen.items():
         try:
-            problems += [Problem(rule=name, scope="cell", cell=evidence.cell_id, text=text.strip()) for text in rule(evidence)]
+            problems += [
+                Problem(rule=name, scope="cell", cell=evidence.cell_id, text=text.strip()) for text in rule(evidence)
+            ]
         except NotAtHand as missing:
-            unchecked.setdefault(str(missing), Problem(rule=name, scope="cell", cell=evidence.cell_id, text=f"not checked: {missing}"))
+            unchecked.setdefault(
+                str(missing), Problem(rule=name, scope="cell", cell=evidence.cell_id, text=f"not checked: {missing}")
+            )
     return problems, list(unchecked.values())
 
 
-def verdict_of(run: RunRecord, cell_id: str, problems: list[Problem], record: CellRecord | None, unchecked: list[Problem] | None = None) -> CellVerdict:
+def verdict_of(
+    run: RunRecord,
+    cell_id: str,
+    problems: list[Problem],
+    record: CellRecord | None,
+    unchecked: list[Problem] | None = None,
+) -> CellVerdict:
     """INVALID on any problem, else UNCHECKED when a rule could not look, else VALID (or EXCLUDED)."""
-    kind = (record.exclusion_kind or record.evidenced_kind) if record is not None else None  # an older bundle records none: its evidence says
+    # an older bundle records none: its evidence says
+    kind = (record.exclusion_kind or record.evidenced_kind) if record is not None else None
     unchecked = unchecked or []
     if record is not None and record.status == "excluded" and not problems and not unchecked:
-        return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"], kind=kind)
+        return CellVerdict(
+            run_id=run.run_id, cell_id=cell_id, verdict="EXCLUDED", reasons=[record.reason or "excluded"], kind=kind
+        )
     verdict: Verdict = "INVALID" if problems else "UNCHECKED" if unchecked else "VALID"
     reasons = [p.text for p in problems + unchecked]
-    return CellVerdict(run_id=run.run_id, cell_id=cell_id, verdict=verdict, reasons=reasons, problems=problems, unchecked=unchecked, kind=kind)
+    return CellVerdict(
+        run_id=run.run_id,
+        cell_id=cell_id,
+        verdict=verdict,
+        reasons=reasons,
+        problems=problems,
+        unchecked=unchecked,
+        kind=kind,
+    )

@@ -21,13 +21,20 @@ EXIT_UNCHECKED = 3  # a cell could not be judged here (NotAtHand) and none is IN
 
 
 def check(
-    results: Path = typer.Argument(None, help="A run folder, or a results folder of runs (default: the latest run in results/)."),
+    results: Path = typer.Argument(
+        None, help="A run folder, or a results folder of runs (default: the latest run in results/)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
-    allowed_signers: Path = typer.Option(None, "--allowed-signers", help="An ssh allowed_signers file: each run must carry a valid signature by one of them."),
+    allowed_signers: Path = typer.Option(
+        None,
+        "--allowed-signers",
+        help="An ssh allowed_signers file: each run must carry a valid signature by one of them.",
+    ),
     source: Path = typer.Option(
         None,
         "--source",
-        help="The author's git repository of a matrix kept outside the project: its matrix, profiles and scenarios are compared with it at the run's commit.",
+        help="The author's git repository of a matrix kept outside the project: its matrix, "
+        "profiles and scenarios are compared with it at the run's commit.",
     ),
 ) -> None:
     """Decide from the bundle alone which cells are clean-room: VALID, EXCLUDED, INVALID or UNCHECKED
@@ -43,7 +50,10 @@ def check(
     merge = merge_problems(target) if target.is_dir() else []
     signers = dict(require_signed([target], allowed_signers)) if allowed_signers else {}
     author_repo = git_repository(source) if source is not None else None
-    verdicts = [check_run(run_dir, author_repo=author_repo).model_copy(update={"signer": signers.get(run_dir)}) for run_dir in runs]
+    verdicts = [
+        check_run(run_dir, author_repo=author_repo).model_copy(update={"signer": signers.get(run_dir)})
+        for run_dir in runs
+    ]
     if as_json:  # stdout is the JSON alone; the signer is each run's `signer`
         typer.echo(json.dumps([v.model_dump(mode="json") for v in verdicts], indent=2))
     else:
@@ -62,7 +72,10 @@ def git_repository(folder: Path) -> Path:
 
     top = git(folder, "rev-parse", "--show-toplevel") if folder.is_dir() else None
     if top is None:
-        raise BadInput(f"--source {shown(folder)}: not a folder in a git repository (give the author's repository the matrix was committed to)")
+        raise BadInput(
+            f"--source {shown(folder)}: not a folder in a git repository "
+            "(give the author's repository the matrix was committed to)"
+        )
     return Path(top.decode().strip())
 
 
@@ -85,7 +98,10 @@ def print_verdicts(verdicts: list[RunVerdict]) -> None:
         for absent in run.absent:
             console.print(f"  [dim]ABSENT  [/] {shown(absent.cell_id)} - {shown(absent.reason)}", soft_wrap=True)
         partial = partial_label(run)
-        console.print("  " + ", ".join(f"{n} {name}" for name, n in run.counts.items()) + (f"; {partial}" if partial else ""), soft_wrap=True)
+        console.print(
+            "  " + ", ".join(f"{n} {name}" for name, n in run.counts.items()) + (f"; {partial}" if partial else ""),
+            soft_wrap=True,
+        )
 
 
 def partial_label(run: RunVerdict) -> str | None:

@@ -18,7 +18,9 @@ from repro.core.yamlsource import require_file_target
 from repro.spec.claims import Source, dump_claims, load_claims
 from repro.spec.claims import claims_json_schema as schema_of_claims
 
-app = Typer(help="Claims files: someone's published numbers, stated as data to verify a rerun against.", no_args_is_help=True)
+app = Typer(
+    help="Claims files: someone's published numbers, stated as data to verify a rerun against.", no_args_is_help=True
+)
 console = Console()
 
 
@@ -35,7 +37,11 @@ def validate(files: list[Path] = typer.Argument(..., help="Claims files to valid
             problems += error.lines
             continue
         claims = loaded.claims
-        console.print(f"[green]OK[/] {shown(path)} ({len(claims.claims)} claims, {len(claims.models)} models, sha256 {loaded.sha256[:12]})", highlight=False)
+        console.print(
+            f"[green]OK[/] {shown(path)} ({len(claims.claims)} claims, "
+            f"{len(claims.models)} models, sha256 {loaded.sha256[:12]})",
+            highlight=False,
+        )
     if problems:
         raise BadInput(problems[0], lines=problems)
 
@@ -53,13 +59,21 @@ def from_results(
     results: list[Path] = typer.Argument(..., help="Run folders or results folders (the published bundle)."),
     citation: str = typer.Option(..., "--citation", help="Who publishes these rows, and where."),
     url: str = typer.Option(None, "--url", help="Where a reader finds them."),
-    document: str = typer.Option(None, "--path", help="Or the file of this project that publishes them (e.g. paper/published/smoke-cpu.json)."),
+    document: str = typer.Option(
+        None, "--path", help="Or the file of this project that publishes them (e.g. paper/published/smoke-cpu.json)."
+    ),
     date: str = typer.Option(None, "--date", help="YYYY-MM-DD (default: today, UTC)."),
     revision: str = typer.Option(None, "--revision", help="The version published: a commit, a release."),
     out: Path = typer.Option(..., "--out", help="The claims file to write (YAML)."),
-    harness: str = typer.Option("repro", "--harness", help="With a results.json: the harness that scored it (a bundle records it)."),
-    harness_commit: str = typer.Option(None, "--harness-commit", help="With a results.json: the project commit of the run (40 hex)."),
-    engine_kind: str = typer.Option("llama.cpp", "--engine-kind", help="With a results.json: llama.cpp or ollama (a bundle records it)."),
+    harness: str = typer.Option(
+        "repro", "--harness", help="With a results.json: the harness that scored it (a bundle records it)."
+    ),
+    harness_commit: str = typer.Option(
+        None, "--harness-commit", help="With a results.json: the project commit of the run (40 hex)."
+    ),
+    engine_kind: str = typer.Option(
+        "llama.cpp", "--engine-kind", help="With a results.json: llama.cpp or ollama (a bundle records it)."
+    ),
 ) -> None:
     """State a run's VALID rows as a claims file: every scenario's outcome and transcript sha256
     (from a bundle; or from a results.json, with the harness and engine kind it does not record).
@@ -72,7 +86,13 @@ def from_results(
     require_file_target(out, "claims file")
     try:
         source = Source.model_validate(
-            {"citation": citation, "url": url, "path": document, "date": date or datetime.datetime.now(datetime.UTC).date(), "revision": revision}
+            {
+                "citation": citation,
+                "url": url,
+                "path": document,
+                "date": date or datetime.datetime.now(datetime.UTC).date(),
+                "revision": revision,
+            }
         )
     except ValidationError as error:
         first = error.errors(include_url=False)[0]

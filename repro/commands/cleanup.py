@@ -9,7 +9,9 @@ from repro.core.errors import ReproError
 
 
 def cleanup(
-    run_id: str = typer.Option(None, "--run-id", help="Only the containers of this run (default: every repro container)."),
+    run_id: str = typer.Option(
+        None, "--run-id", help="Only the containers of this run (default: every repro container)."
+    ),
 ) -> None:
     """Remove leftover containers by their `repro.run` label and report what was removed.
 
@@ -25,7 +27,9 @@ def cleanup(
     for entry in report:
         state = "[green]removed[/]" if entry.removed else "[red]NOT removed[/]"
         console.print(
-            f"{state} {entry.name} ({entry.id}, run {entry.run}, role {entry.role or '-'}, cell {entry.cell or '-'}, was {entry.status})", soft_wrap=True
+            f"{state} {entry.name} ({entry.id}, run {entry.run}, role {entry.role or '-'}, "
+            f"cell {entry.cell or '-'}, was {entry.status})",
+            soft_wrap=True,
         )
     left = [e.name for e in report if not e.removed]
     if left:

@@ -19,7 +19,9 @@ class FailOn(StrEnum):
 
 
 def compare_command(
-    before: Path = typer.Argument(..., metavar="A", help="A: a bundle, a results folder, or a results.json (the baseline)."),
+    before: Path = typer.Argument(
+        ..., metavar="A", help="A: a bundle, a results folder, or a results.json (the baseline)."
+    ),
     after: Path = typer.Argument(..., metavar="B", help="B: the same kinds of input, compared with A."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when any row is worse (for CI)."),
 ) -> None:
@@ -36,7 +38,11 @@ def compare_command(
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
     settings = comparison.settings
-    console.print("settings that differ: " + (printable("; ".join(s.describe() for s in settings)) if settings else "none"), soft_wrap=True, markup=False)
+    console.print(
+        "settings that differ: " + (printable("; ".join(s.describe() for s in settings)) if settings else "none"),
+        soft_wrap=True,
+        markup=False,
+    )
     for row in comparison.rows:
         print_row(console, row)
     for key in comparison.only_before:
@@ -45,7 +51,8 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         console.print(f"only in B: {printable(key)}", soft_wrap=True, markup=False)
     verdicts = [row.verdict for row in comparison.rows]
     console.print(
-        f"{len(verdicts)} rows compared: {verdicts.count('better')} better, {verdicts.count('worse')} worse, {verdicts.count('no clear difference')} no clear difference"
+        f"{len(verdicts)} rows compared: {verdicts.count('better')} better, {verdicts.count('worse')} worse, "
+        f"{verdicts.count('no clear difference')} no clear difference"
     )
 
 
@@ -59,7 +66,9 @@ def print_row(console: Console, row: RowChange) -> None:
     for direction in ("fixed", "broken", "changed"):
         flipped = [f.scenario for f in row.flips if f.direction == direction]
         if flipped:
-            console.print(f"    {direction} ({len(flipped)}): {printable(', '.join(flipped))}", soft_wrap=True, markup=False)
+            console.print(
+                f"    {direction} ({len(flipped)}): {printable(', '.join(flipped))}", soft_wrap=True, markup=False
+            )
     for failure, (old, new) in row.failure_types.items():
         console.print(f"    failure type {printable(failure)}: {old} -> {new}", soft_wrap=True, markup=False)
 
@@ -68,5 +77,8 @@ def evidence(row: RowChange) -> str:
     if row.test == "paired" and row.p_value is not None:
         return f"exact McNemar p={row.p_value:.3g} on the same scenarios"
     if row.interval is not None:
-        return f"unpaired, 95% interval of the change {100 * row.interval.low:+.1f} to {100 * row.interval.high:+.1f} points"
+        return (
+            f"unpaired, 95% interval of the change {100 * row.interval.low:+.1f} to {100 * row.interval.high:+.1f} "
+            "points"
+        )
     return "no test"

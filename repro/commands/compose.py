@@ -20,10 +20,18 @@ def env_command(
     ctx: typer.Context,
     matrix: Path = matrix_argument(None, help="Matrix file (or take the cell from a bundle with --from)."),
     profile: str = PROFILE,
-    cell: str = typer.Option(None, "--cell", help="Cell id (see: repro matrix plan MATRIX --profile P); optional with --from when the bundle has one cell."),
-    from_run: Path = typer.Option(None, "--from", help="A result bundle (results/<run-id>): its cell, profile and image ids."),
+    cell: str = typer.Option(
+        None,
+        "--cell",
+        help="Cell id (see: repro matrix plan MATRIX --profile P); optional with --from when the bundle has one cell.",
+    ),
+    from_run: Path = typer.Option(
+        None, "--from", help="A result bundle (results/<run-id>): its cell, profile and image ids."
+    ),
     out: Path = typer.Option(Path(".env"), "--out", help="Where to write the .env (docker-compose reads ./.env)."),
-    out_dir: Path = typer.Option(None, "--out-dir", help="The harness's output folder (default: results/compose/<run id>, ignored by git)."),
+    out_dir: Path = typer.Option(
+        None, "--out-dir", help="The harness's output folder (default: results/compose/<run id>, ignored by git)."
+    ),
 ) -> None:
     """Write the .env that docker-compose.yml reads to run one cell sealed as a run seals it.
 
@@ -47,8 +55,14 @@ def env_command(
     write_env(values, out)
     for note in source.notes:
         err.print(f"[yellow]note[/] {shown(note)}", soft_wrap=True)
-    err.print(f"cell     {shown(source.cell.id)} on {shown(source.profile_name)} ({len(source.suite.ids)} scenarios)", soft_wrap=True)
-    err.print(f"run id   {shown(run_id)} (label repro.run; repro cleanup --run-id {shown(run_id)} removes leftovers)", soft_wrap=True)
+    err.print(
+        f"cell     {shown(source.cell.id)} on {shown(source.profile_name)} ({len(source.suite.ids)} scenarios)",
+        soft_wrap=True,
+    )
+    err.print(
+        f"run id   {shown(run_id)} (label repro.run; repro cleanup --run-id {shown(run_id)} removes leftovers)",
+        soft_wrap=True,
+    )
     err.print(f"output   {shown(folder)}", soft_wrap=True)
     err.print("not clean-room: no bundle, no latency gate, no identity check (docs/compose.md)")
     err.print("run:     docker-compose up -d engine && docker-compose run --rm -T harness; docker-compose down -v")

@@ -15,7 +15,9 @@ COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
 def doctor(
     matrix: Path = matrix_argument(
-        None, help="A matrix: also check its images and models, boot each engine sealed, and make one tool-call round trip per protocol."
+        None,
+        help="A matrix: also check its images and models, boot each engine sealed, "
+        "and make one tool-call round trip per protocol.",
     ),
     profile: str = PROFILE,
 ) -> None:
@@ -39,5 +41,7 @@ def show(console: Console, finding: Finding, layer: str | None = None) -> bool:
     """Print one finding (with its layer when probing); True when it is a FAIL."""
     hint = f"  [dim]hint: {finding.hint}[/]" if finding.hint else ""
     where = f"[bold]{layer:<8}[/] " if layer else ""
-    console.print(f"[{COLOURS[finding.level]}]{finding.level:<4}[/] {where}{finding.name}: {finding.detail}{hint}", soft_wrap=True)
+    console.print(
+        f"[{COLOURS[finding.level]}]{finding.level:<4}[/] {where}{finding.name}: {finding.detail}{hint}", soft_wrap=True
+    )
     return finding.level == "FAIL"

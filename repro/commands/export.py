@@ -37,9 +37,15 @@ def inspect_writer() -> ModuleType:
 @app.command("inspect")
 def inspect(
     results: Path = typer.Argument(..., help="A run folder, or a results folder of runs (a merged folder too)."),
-    out: Path = typer.Option(..., "--out", help="The folder for the logs: <out>/<run-id>/<cell-id>.eval (never inside a bundle)."),
-    invalid: bool = typer.Option(False, "--invalid", help="Also export INVALID cells, marked so (status error, <cell>.INVALID.eval)."),
-    excluded: bool = typer.Option(False, "--excluded", help="Also export EXCLUDED cells, marked so (status error, <cell>.EXCLUDED.eval)."),
+    out: Path = typer.Option(
+        ..., "--out", help="The folder for the logs: <out>/<run-id>/<cell-id>.eval (never inside a bundle)."
+    ),
+    invalid: bool = typer.Option(
+        False, "--invalid", help="Also export INVALID cells, marked so (status error, <cell>.INVALID.eval)."
+    ),
+    excluded: bool = typer.Option(
+        False, "--excluded", help="Also export EXCLUDED cells, marked so (status error, <cell>.EXCLUDED.eval)."
+    ),
 ) -> None:
     """Write one inspect_ai eval log per VALID cell (open them with `inspect view --log-dir DIR`).
 
@@ -55,4 +61,6 @@ def inspect(
     for log in exported:
         mark = "" if log.verdict == "VALID" else f" ({log.verdict})"
         console.print(f"wrote {shown(log.path)}: {log.passed} of {log.samples} passed{mark}", soft_wrap=True)
-    console.print(f"{len(exported)} logs in {shown(out)}; view them with: inspect view --log-dir {shown(out)}", soft_wrap=True)
+    console.print(
+        f"{len(exported)} logs in {shown(out)}; view them with: inspect view --log-dir {shown(out)}", soft_wrap=True
+    )

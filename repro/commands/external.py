@@ -40,7 +40,9 @@ def report(
                 rendered = kind_of(record.cell.suite).report(bundle, cell_id)
             except BadInput:
                 continue  # a kind without a report of its own (our scenario suites)
-            recorded = {name: bundle.cell_file(cell_id, name, MAX_RAW_BYTES) for name in rendered if name in record.files}
+            recorded = {
+                name: bundle.cell_file(cell_id, name, MAX_RAW_BYTES) for name in rendered if name in record.files
+            }
             for name, data in rendered.items():
                 target = out / cell_id / name.removeprefix(RAW_PREFIX).split("__")[-1]
                 atomic_write(target, data)

@@ -50,14 +50,18 @@ def _client() -> DockerClient:
 def bootstrap_command(
     suite: str = typer.Option(DEFAULT_SUITE, "--suite", help="Debian suite of the base."),
     mirror: str = typer.Option(DEFAULT_MIRROR, "--mirror", help="Debian mirror (plain http works)."),
-    force: bool = typer.Option(False, "--force", help="Make the base again even if it exists (changes every content key)."),
+    force: bool = typer.Option(
+        False, "--force", help="Make the base again even if it exists (changes every content key)."
+    ),
 ) -> None:
     """Make the offline base image repro/base:SUITE with debootstrap (once; idempotent).
 
     Exit codes: 0 the base exists; 1 debootstrap or Docker failed; 2 bad input."""
     client = _client()
     started = time.monotonic()
-    image_id, created = bootstrap(client, suite=suite, mirror=mirror, force=force, log=lambda line: err.print(f"[dim]{escape(line)}[/]"))
+    image_id, created = bootstrap(
+        client, suite=suite, mirror=mirror, force=force, log=lambda line: err.print(f"[dim]{escape(line)}[/]")
+    )
     if created:
         err.print(f"made {base_reference(suite)} in {time.monotonic() - started:.0f} s")
     else:
@@ -65,20 +69,30 @@ def bootstrap_command(
     typer.echo(image_id)
 
 
-def _needs(matrix: Path, profile: str, *, collect: bool = False) -> tuple[DockerClient, Variant, list[BuildPlan | DigestPin | Blocked]]:
+def _needs(
+    matrix: Path, profile: str, *, collect: bool = False
+) -> tuple[DockerClient, Variant, list[BuildPlan | DigestPin | Blocked]]:
     """The Docker client and the images a matrix needs; the matrix and profile are checked before Docker is asked."""
     loaded, profiles = load_matrix_and_profiles(matrix)  # the project's profiles and the matrix's own profiles_file
     chosen = profiles.get(profile)
     client = _client()
     # the same key as `repro matrix run` asks for: CUDA engines built for the profile's capability only
-    return client, chosen.engine_variant, needed_images(loaded, chosen.engine_variant, client, collect=collect, compute_capability=chosen.compute_capability)
+    return (
+        client,
+        chosen.engine_variant,
+        needed_images(
+            loaded, chosen.engine_variant, client, collect=collect, compute_capability=chosen.compute_capability
+        ),
+    )
 
 
 @app.command("build")
 def build_command(
     matrix: Path = matrix_argument(),
     profile: str = PROFILE,
-    verbose: bool = typer.Option(False, "--log/--no-log", help="Stream build log lines (dimmed); by default each log goes to CACHE/build-logs/."),
+    verbose: bool = typer.Option(
+        False, "--log/--no-log", help="Stream build log lines (dimmed); by default each log goes to CACHE/build-logs/."
+    ),
 ) -> None:
     """Build the harness image and the engine images a matrix needs (skips what is up to date).
 
@@ -105,7 +119,10 @@ def build_command(
         started = time.monotonic()
         with building(f"{need.tag} ({_what(need)})", BuildLog(build_log_path(need.name), stream)) as log:
             ref = build_image(need, client, log=log)
-        console.print(f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s; log: {escape(str(log.path))}")
+        console.print(
+            f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s; log: "
+            f"{escape(str(log.path))}"
+        )
     if problems:
         raise ReproError(problems[0], lines=problems)
     build_suite_images(load_matrix(matrix), client, stream)
@@ -136,7 +153,10 @@ def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Calla
             ref = kind_of(suite).build_image(suite, harness, log)
         if ref is not None:
             where = f"; log: {escape(str(log.path))}" if log.written else ""
-            console.print(f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in {time.monotonic() - started:.0f} s{where}")
+            console.print(
+                f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in "
+                f"{time.monotonic() - started:.0f} s{where}"
+            )
 
 
 def _what(plan: BuildPlan) -> str:
@@ -157,7 +177,9 @@ def list_command(
     client, variant, needs = _needs(matrix, profile, collect=True)
     rows = [_row(need, client) for need in needs]
     if as_json:
-        typer.echo(json.dumps({"matrix": str(matrix), "profile": profile, "variant": variant, "images": rows}, indent=2))
+        typer.echo(
+            json.dumps({"matrix": str(matrix), "profile": profile, "variant": variant, "images": rows}, indent=2)
+        )
         return
     console.print(f"[bold]images for {escape(str(matrix))}[/] on profile [bold]{profile}[/] ({variant})")
     for row in rows:
@@ -169,12 +191,23 @@ def list_command(
         console.print(f"{status}  {row['reference']}  {pin}  id {row['id'] or '-'}", soft_wrap=True)
     missing = sum(1 for row in rows if not row["present"])
     if missing:
-        console.print(f"{missing} missing; run: repro images build {escape(str(matrix))} --profile {profile}", soft_wrap=True)
+        console.print(
+            f"{missing} missing; run: repro images build {escape(str(matrix))} --profile {profile}", soft_wrap=True
+        )
 
 
 def _row(need: BuildPlan | DigestPin | Blocked, client: DockerClient) -> dict[str, Any]:
     if isinstance(need, Blocked):
-        return {"name": need.name, "kind": None, "reference": None, "pinned_by": None, "key": None, "present": False, "id": None, "reason": need.reason}
+        return {
+            "name": need.name,
+            "kind": None,
+            "reference": None,
+            "pinned_by": None,
+            "key": None,
+            "present": False,
+            "id": None,
+            "reason": need.reason,
+        }
     if isinstance(need, DigestPin):
         try:
             ref = resolve_digest(need, client)

@@ -81,7 +81,8 @@ def plan(
     when the project tree is dirty.
 
     Exit codes: 0 planned; 1 an unexpected error; 2 bad input."""
-    loaded, profiles = load_matrix_and_profiles(matrix)  # read once: a matrix of thousands of models takes a second to load
+    # read once: a matrix of thousands of models takes a second to load
+    loaded, profiles = load_matrix_and_profiles(matrix)
     chosen = profiles.get(profile)
     the_plan = stored_plan(loaded, profile, chosen)[0]
     toolkit_line = toolkit_note(chosen, profile)
@@ -107,7 +108,10 @@ def dirty_note(loaded: LoadedMatrix) -> str | None:
     dirty = dirty_lines(source_state(), author_source(loaded))
     if not dirty:
         return None
-    return f"{'; '.join(dirty)}: repro matrix run refuses it (every cell would be INVALID); commit or remove them, or pass --allow-dirty"
+    return (
+        f"{'; '.join(dirty)}: repro matrix run refuses it (every cell would be INVALID); "
+        "commit or remove them, or pass --allow-dirty"
+    )
 
 
 def toolkit_note(chosen: Profile, profile: str) -> str | None:
@@ -154,17 +158,24 @@ def print_plan(the_plan: Plan) -> None:
     """The plan, a batch of lines at a time (thousands of cells print in well under a second)."""
     # Names, ids and reasons come from the matrix: escaped, and never run through the highlighter.
     say = partial(console.print, soft_wrap=True, highlight=False)
-    say(f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] (matrix sha256 {shown(the_plan.matrix_sha256[:12])})")
+    say(
+        f"[bold]{shown(the_plan.matrix_name)}[/] on profile [bold]{shown(the_plan.profile)}[/] "
+        f"(matrix sha256 {shown(the_plan.matrix_sha256[:12])})"
+    )
     lines = [f"[green]RUN [/] {shown(cell.id)}" for cell in the_plan.cells]
-    lines += [f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}" for cell in the_plan.excluded]
+    lines += [
+        f"[yellow]EXCL[/] {shown(cell.id)}: {exclusion_label(cell.excluded_kind)}: {shown(cell.excluded)}"
+        for cell in the_plan.excluded
+    ]
     for start in range(0, len(lines), PRINT_BATCH):
         say("\n".join(lines[start : start + PRINT_BATCH]))
     say(f"{len(the_plan.cells)} cells run, {len(the_plan.excluded)} excluded")
     unchecked = unchecked_templates(the_plan)
     if unchecked:
         say(
-            f"[yellow]note[/] chat templates not checked yet for {shown(', '.join(unchecked))} (not in the model store): "
-            "run repro models fetch, then plan again; the run checks them before any engine boots"
+            f"[yellow]note[/] chat templates not checked yet for {shown(', '.join(unchecked))} "
+            "(not in the model store): run repro models fetch, then plan again; "
+            "the run checks them before any engine boots"
         )
 
 
@@ -175,12 +186,19 @@ def run(
     out: Path = typer.Option(Path("results"), "--out", help="Results folder; the run goes to OUT/<run-id>/."),
     resume: bool = typer.Option(False, "--resume", help="Finish the latest unfinished run of this matrix and profile."),
     only: list[str] = typer.Option([], "--only", help="Run only these cell ids (repeatable)."),
-    shard: str = typer.Option(None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."),
+    shard: str = typer.Option(
+        None, "--shard", help="Run shard i of n (e.g. 2/4): a deterministic split of the plan for n machines."
+    ),
     replicas: str = typer.Option(
-        "1", "--replicas", help="Engines per group at the profile's threads, one slot each (exact); 'auto': as many as the cores hold."
+        "1",
+        "--replicas",
+        help="Engines per group at the profile's threads, one slot each (exact); 'auto': as many as the cores hold.",
     ),
     allow_dirty: bool = typer.Option(
-        False, "--allow-dirty", help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, every cell INVALID in repro check."
+        False,
+        "--allow-dirty",
+        help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, "
+        "every cell INVALID in repro check.",
     ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
@@ -202,7 +220,14 @@ def run(
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
     options = RunOptions(
-        matrix=matrix, profile=profile, out=out, resume=resume, only=only, shard=shard_pair, replicas=parse_replicas(replicas), allow_dirty=allow_dirty
+        matrix=matrix,
+        profile=profile,
+        out=out,
+        resume=resume,
+        only=only,
+        shard=shard_pair,
+        replicas=parse_replicas(replicas),
+        allow_dirty=allow_dirty,
     )
     try:
         run_dir = run_matrix(options, RunProgress(console))
@@ -247,14 +272,25 @@ def incomplete_line(outcome: RunOutcome, options: RunOptions) -> str:
         why = "interrupted" + (f"; {why}" if why else "")
     when = " when the machine is quiet" if "gate:busy" in outcome.causes or "gate:too_slow" in outcome.causes else ""
     return (
-        f"run incomplete (exit {outcome.status}): {why or outcome.run_status}; to finish it{when}, run: {resume_command(options)} "
-        "(complete cells are kept, the others run and are gated again; an interrupted cell keeps its finished scenarios)"
+        f"run incomplete (exit {outcome.status}): {why or outcome.run_status}; to finish it{when}, run: "
+        f"{resume_command(options)} (complete cells are kept, the others run and are gated again; "
+        "an interrupted cell keeps its finished scenarios)"
     )
 
 
 def resume_command(options: RunOptions) -> str:
     """The `repro matrix run ... --resume` command line that continues this run, shell-quoted."""
-    words = ["repro", "matrix", "run", str(options.matrix), "--profile", options.profile, "--out", str(options.out), "--resume"]
+    words = [
+        "repro",
+        "matrix",
+        "run",
+        str(options.matrix),
+        "--profile",
+        options.profile,
+        "--out",
+        str(options.out),
+        "--resume",
+    ]
     if options.shard_text:
         words += ["--shard", options.shard_text]
     for cell_id in options.only:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
 from repro.commands.vocabulary import Typer, matrix_argument
 from repro.core.errors import BadInput
@@ -16,7 +24,10 @@ from repro.store import models
 from repro.store.describe import describe as describe_gguf
 from repro.store.describe import spec_yaml
 
-app = Typer(help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).", no_args_is_help=True)
+app = Typer(
+    help="Fetch, verify and list the models of a matrix (a content-addressed store of GGUF files).",
+    no_args_is_help=True,
+)
 console = Console(stderr=True, highlight=False)  # ids, sources, paths and reasons are input: printed escaped (shown)
 out = Console(highlight=False)
 
@@ -53,9 +64,16 @@ def fetch(
     Exit codes: 0 every model is verified in the store; 1 a model could not be fetched or verified; 2 bad input."""
     specs = _select(matrix, model)
     loaded = load_matrix(matrix)
-    base_dir = loaded.root if loaded.outside else Path.cwd()  # paths_from: matrix: a model's path is in the matrix's folder
+    # paths_from: matrix: a model's path is in the matrix's folder
+    base_dir = loaded.root if loaded.outside else Path.cwd()
     bars = Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
     )
     problems: list[str] = []
     with bars:
@@ -75,7 +93,9 @@ def fetch(
                 bars.console.print(f"[red]FAIL[/] {shown(template[5:])}", soft_wrap=True)
                 continue
             bars.console.print(
-                f"[green]OK[/]   {shown(spec.id)}: sha256 {spec.sha256[:12]} {stored.size} bytes, {shown(verb)}; {shown(template)}", soft_wrap=True
+                f"[green]OK[/]   {shown(spec.id)}: sha256 {spec.sha256[:12]} {stored.size} bytes, "
+                f"{shown(verb)}; {shown(template)}",
+                soft_wrap=True,
             )
             for skipped in stored.skipped_sources:
                 bars.console.print(f"       [yellow]skipped[/] {shown(skipped)}", soft_wrap=True)
@@ -85,7 +105,9 @@ def fetch(
 
 
 @app.command("list")
-def list_(matrix: Path = matrix_argument(help="Matrix file whose models to list (default: the embedded matrix/smoke.yaml).")) -> None:
+def list_(
+    matrix: Path = matrix_argument(help="Matrix file whose models to list (default: the embedded matrix/smoke.yaml)."),
+) -> None:
     """List the models of a matrix and whether a verified copy is in the store.
 
     Exit codes: 0 listed (absent or corrupt copies too); 1 an unexpected error; 2 bad input."""
@@ -98,7 +120,9 @@ def list_(matrix: Path = matrix_argument(help="Matrix file whose models to list 
         else:
             state = "[red]corrupt[/]"
         out.print(
-            f"{state:<20} {shown(spec.id):<32} {shown(spec.quant):<8} {spec.file_size / 1e6:8.1f} MB  sha256 {spec.sha256[:12]}  {shown(path)}", soft_wrap=True
+            f"{state:<20} {shown(spec.id):<32} {shown(spec.quant):<8} {spec.file_size / 1e6:8.1f} MB  sha256 "
+            f"{spec.sha256[:12]}  {shown(path)}",
+            soft_wrap=True,
         )
 
 
@@ -139,8 +163,13 @@ def _template_line(spec: ModelSpec, gguf: Path, *, read: bool = True) -> str:
     except BadInput as error:
         return f"FAIL {error}"
     carries = [name for name, ok in (("tools", facts.renders_tools), ("tool calls", facts.renders_tool_calls)) if ok]
-    turn = f"end of turn {facts.end_of_turn} ({'EOG' if facts.end_of_turn_is_eog else 'NOT an end-of-generation token'})"
-    return f"chat template from {facts.source} sha256 {facts.sha256[:12]}, renders {', '.join(carries) or 'no tools'}, {turn}"
+    turn = (
+        f"end of turn {facts.end_of_turn} ({'EOG' if facts.end_of_turn_is_eog else 'NOT an end-of-generation token'})"
+    )
+    return (
+        f"chat template from {facts.source} sha256 {facts.sha256[:12]}, "
+        f"renders {', '.join(carries) or 'no tools'}, {turn}"
+    )
 
 
 def _select(matrix: Path, wanted: list[str] | None) -> list:
@@ -149,6 +178,8 @@ def _select(matrix: Path, wanted: list[str] | None) -> list:
     if wanted:
         unknown = sorted(set(wanted) - {s.id for s in specs})
         if unknown:
-            raise BadInput(f"unknown model id(s): {', '.join(unknown)} (the matrix has: {', '.join(s.id for s in specs)})")
+            raise BadInput(
+                f"unknown model id(s): {', '.join(unknown)} (the matrix has: {', '.join(s.id for s in specs)})"
+            )
         specs = [s for s in specs if s.id in wanted]
     return specs

@@ -23,7 +23,9 @@ def render(
     results: list[Path] = typer.Argument(..., help="Run folders or results folders."),
     out: Path = typer.Option(Path("paper/tables"), "--out", help="Where results.md and results.tex go."),
     require_signature: Path = typer.Option(
-        None, "--require-signature", help="An ssh allowed_signers file: render only when every run is signed by one of them (exit 1 otherwise)."
+        None,
+        "--require-signature",
+        help="An ssh allowed_signers file: render only when every run is signed by one of them (exit 1 otherwise).",
     ),
 ) -> None:
     """Render LaTeX (booktabs) and Markdown tables, figures and report.html from VALID cells; the

@@ -25,16 +25,30 @@ REPORT = "rerun-report"  # OUT/rerun-report.md and .json, beside the rerun's bun
 
 
 def rerun(
-    bundle: Path = typer.Argument(..., help="A bundle: a run folder, or its .tar.gz (e.g. paper/published/smoke-cpu-bundle.tar.gz)."),
+    bundle: Path = typer.Argument(
+        ..., help="A bundle: a run folder, or its .tar.gz (e.g. paper/published/smoke-cpu-bundle.tar.gz)."
+    ),
     profile: str = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),  # None: the bundle's own profile
     only: list[str] = typer.Option([], "--only", help="Rerun only these cells of the bundle (repeatable)."),
-    out: Path = typer.Option(None, "--out", help="Where the unpacked bundle, the rerun and its report go (default: results/reruns/<bundle>/)."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        help="Where the unpacked bundle, the rerun and its report go (default: results/reruns/<bundle>/).",
+    ),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted rerun in OUT (as matrix run --resume)."),
     accept: list[str] = typer.Option(
-        [], "--accept", help="Setup differences to accept by name, comma-separated (threads, hardware, harness, ...: as repro verify)."
+        [],
+        "--accept",
+        help="Setup differences to accept by name, comma-separated (threads, hardware, harness, ...: as repro verify).",
     ),
-    allowed_signers: Path = typer.Option(None, "--allowed-signers", help="An ssh allowed_signers file: the bundle must be signed by one of them."),
-    source: Path = typer.Option(None, "--source", help="The author's repository of a matrix kept outside the project: the bundle is checked against it."),
+    allowed_signers: Path = typer.Option(
+        None, "--allowed-signers", help="An ssh allowed_signers file: the bundle must be signed by one of them."
+    ),
+    source: Path = typer.Option(
+        None,
+        "--source",
+        help="The author's repository of a matrix kept outside the project: the bundle is checked against it.",
+    ),
 ) -> None:
     """Rerun a bundle in one command: check it (an INVALID bundle is refused), rebuild its matrix,
     profile and suites from what it embeds, say input by input whether this rerun is the same
@@ -43,10 +57,13 @@ def rerun(
     OUT/rerun-report.md and .json.
 
     Exit codes: 0 every row REPRODUCED or CONSISTENT on the bundle's setup (or on differences
-    accepted by name); 1 any other verdict (DIFFERENT, NOT RERUN, ... ON ANOTHER SETUP); 2 bad input (not a bundle, a hostile or broken archive, an INVALID bundle, a model
-    with no source here, a profile this machine cannot serve); 130 interrupted (--resume continues)."""
+    accepted by name); 1 any other verdict (DIFFERENT, NOT RERUN, ... ON ANOTHER SETUP); 2 bad input
+    (not a bundle, a hostile or broken archive, an INVALID bundle, a model with no source here, a
+    profile this machine cannot serve); 130 interrupted (--resume continues)."""
     names = parse_accept(accept)
-    options = RerunOptions(bundle=bundle, out=out, profile=profile, only=only, allowed_signers=allowed_signers, source=source)
+    options = RerunOptions(
+        bundle=bundle, out=out, profile=profile, only=only, allowed_signers=allowed_signers, source=source
+    )
     prepared = prepare_rerun(options, git_repository(source) if source is not None else None)
     print_preflight(prepared, names)
     fetch_and_build(prepared)
@@ -58,17 +75,31 @@ def rerun(
 def print_preflight(prepared: RerunPlan, accepted: frozenset[str]) -> None:
     """The bundle, its cells, and the same-setup table, before anything is fetched or booted."""
     say = console.print
-    say(f"[bold]rerun of {shown(prepared.record.run_id)}[/] (bundle checked: {len(prepared.check.cells)} cells, none INVALID)", soft_wrap=True)
+    say(
+        f"[bold]rerun of {shown(prepared.record.run_id)}[/] (bundle checked: "
+        f"{len(prepared.check.cells)} cells, none INVALID)",
+        soft_wrap=True,
+    )
     for cell in prepared.cells:
         say(f"  [green]RUN [/] {shown(cell.id)}", soft_wrap=True)
     for cell_id, reason in prepared.again_excluded.items():
-        say(f"  [yellow]EXCL[/] {shown(cell_id)}: excluded again on profile {shown(prepared.profile)}: {shown(reason)}", soft_wrap=True)
+        say(
+            f"  [yellow]EXCL[/] {shown(cell_id)}: excluded again on profile {shown(prepared.profile)}: {shown(reason)}",
+            soft_wrap=True,
+        )
     say("[bold]same setup?[/] (input: bundle | here)")
     for row in prepared.setup:
-        say(f"  {setup_state(row, accepted)} {shown(row.input)}: {shown(row.bundle)} | {shown(row.here)}", soft_wrap=True)
+        say(
+            f"  {setup_state(row, accepted)} {shown(row.input)}: {shown(row.bundle)} | {shown(row.here)}",
+            soft_wrap=True,
+        )
     named = [row.input for row in prepared.setup if row.differs]
     if named:
-        say(f"[yellow]not the same setup[/]: {shown('; '.join(named))}; the verdict names these and is never plain REPRODUCED", soft_wrap=True)
+        say(
+            f"[yellow]not the same setup[/]: {shown('; '.join(named))}; "
+            "the verdict names these and is never plain REPRODUCED",
+            soft_wrap=True,
+        )
 
 
 def setup_state(row: SetupRow, accepted: frozenset[str]) -> str:
@@ -96,7 +127,13 @@ def run_cells(prepared: RerunPlan, resume: bool) -> Path:
     from repro.run.progress import RunProgress
     from repro.run.runner import run_matrix
 
-    options = RunOptions(matrix=prepared.matrix, profile=prepared.profile, out=prepared.out, resume=resume, only=[c.id for c in prepared.cells])
+    options = RunOptions(
+        matrix=prepared.matrix,
+        profile=prepared.profile,
+        out=prepared.out,
+        resume=resume,
+        only=[c.id for c in prepared.cells],
+    )
     try:
         run_dir = run_matrix(options, RunProgress(console))
     except DiskFull as error:

@@ -20,7 +20,10 @@ from repro.core.files import atomic_write
 from repro.core.terminal import shown
 from repro.core.yamlsource import require_file_target
 
-CSV_COLUMNS = "run cell model engine protocol repeat scenario category passed failure_type lab_code steps seconds tokens_in tokens_out".split()
+CSV_COLUMNS = (
+    "run cell model engine protocol repeat scenario category passed failure_type lab_code steps seconds tokens_in "
+    "tokens_out"
+).split()
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 app = Typer(help="Work with result bundles.", no_args_is_help=True)

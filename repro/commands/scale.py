@@ -20,7 +20,9 @@ console = Console(highlight=False)
 MATRIX = matrix_argument(..., help="Matrix file.")
 SHARDS = typer.Option(..., "--shards", help="Number of shards (array tasks, completion indexes).")
 MEM = typer.Option(None, "--mem-gb", help="Memory per shard in GB (default: the profile's memory_gb).")
-PREPARE = typer.Option(True, "--prepare/--no-prepare", help="Bootstrap, build and fetch (no-ops when present) before each shard runs.")
+PREPARE = typer.Option(
+    True, "--prepare/--no-prepare", help="Bootstrap, build and fetch (no-ops when present) before each shard runs."
+)
 
 
 def _default_out(kind: str, matrix: Path, profile: str, shards: int) -> Path:
@@ -43,9 +45,15 @@ def slurm_command(
     matrix: Path = MATRIX,
     profile: str = PROFILE,
     shards: int = SHARDS,
-    out: Path = typer.Option(None, "--out", help="Where the job files go (default: results/scale/slurm-MATRIX-PROFILE-N)."),
-    results: Path = typer.Option(None, "--results", help="Shared results folder every node can write (default: OUT/results, absolute)."),
-    workdir: Path = typer.Option(PROJECT_ROOT, "--workdir", help="The project checkout on the nodes (default: this checkout)."),
+    out: Path = typer.Option(
+        None, "--out", help="Where the job files go (default: results/scale/slurm-MATRIX-PROFILE-N)."
+    ),
+    results: Path = typer.Option(
+        None, "--results", help="Shared results folder every node can write (default: OUT/results, absolute)."
+    ),
+    workdir: Path = typer.Option(
+        PROJECT_ROOT, "--workdir", help="The project checkout on the nodes (default: this checkout)."
+    ),
     repro: str = typer.Option("repro", "--repro", help="How the jobs call repro on the nodes."),
     partition: str = typer.Option(None, "--partition", help="Slurm partition."),
     time: str = typer.Option(None, "--time", help="Slurm time limit per shard (e.g. 12:00:00)."),
@@ -81,14 +89,30 @@ def k8s_command(
     matrix: Path = MATRIX,
     profile: str = PROFILE,
     shards: int = SHARDS,
-    out: Path = typer.Option(None, "--out", help="Where the manifests go (default: results/scale/k8s-MATRIX-PROFILE-N)."),
-    image: str = typer.Option("repro-runner:latest", "--image", help="Runner image: the project checkout at --workdir, repro installed (pin it by digest)."),
-    pvc: str = typer.Option("repro-results", "--pvc", help="PersistentVolumeClaim (ReadWriteMany) for the shared results."),
-    engine: str = typer.Option("dind", "--engine", help="How the pod reaches a container engine: dind (a privileged sidecar) or socket (the node's)."),
-    dind_image: str = typer.Option("docker:27-dind", "--dind-image", help="The Docker-in-Docker sidecar image (pin it by digest)."),
+    out: Path = typer.Option(
+        None, "--out", help="Where the manifests go (default: results/scale/k8s-MATRIX-PROFILE-N)."
+    ),
+    image: str = typer.Option(
+        "repro-runner:latest",
+        "--image",
+        help="Runner image: the project checkout at --workdir, repro installed (pin it by digest).",
+    ),
+    pvc: str = typer.Option(
+        "repro-results", "--pvc", help="PersistentVolumeClaim (ReadWriteMany) for the shared results."
+    ),
+    engine: str = typer.Option(
+        "dind",
+        "--engine",
+        help="How the pod reaches a container engine: dind (a privileged sidecar) or socket (the node's).",
+    ),
+    dind_image: str = typer.Option(
+        "docker:27-dind", "--dind-image", help="The Docker-in-Docker sidecar image (pin it by digest)."
+    ),
     namespace: str = typer.Option(None, "--namespace", help="Kubernetes namespace."),
     workdir: Path = typer.Option(Path("/opt/repro"), "--workdir", help="The project checkout inside the runner image."),
-    repro: str = typer.Option("python3 -m repro", "--repro", help="How the pod calls repro (from the copy of the checkout)."),
+    repro: str = typer.Option(
+        "python3 -m repro", "--repro", help="How the pod calls repro (from the copy of the checkout)."
+    ),
     parallel: int = typer.Option(None, "--parallel", help="Pods at once (parallelism; default: all shards)."),
     mem_gb: int = MEM,
     prepare: bool = PREPARE,

@@ -14,7 +14,9 @@ from repro.core.errors import BadInput
 
 def sign(
     bundle: Path = typer.Argument(..., help="A run folder (results/<run-id>) whose MANIFEST.sha256 to sign."),
-    key: Path = typer.Option(..., "--key", help="An SSH private key, or a public key whose private half is in ssh-agent."),
+    key: Path = typer.Option(
+        ..., "--key", help="An SSH private key, or a public key whose private half is in ssh-agent."
+    ),
 ) -> None:
     """Sign a bundle's MANIFEST.sha256 with an SSH key (ssh-keygen -Y sign, namespace repro-bundle)
     and, with an ed25519 private key file, write its in-toto attestation in a DSSE envelope.
@@ -28,4 +30,7 @@ def sign(
         typer.echo(f"no in-toto attestation written: {error}", err=True)
     public = key if key.suffix == ".pub" else key.with_name(key.name + ".pub")
     if public.is_file():
-        typer.echo(f'reviewers verify with this allowed_signers line: <your principal> namespaces="{NAMESPACE}" {public.read_text().strip()}')
+        typer.echo(
+            f'reviewers verify with this allowed_signers line: <your principal> namespaces="{NAMESPACE}" '
+            f"{public.read_text().strip()}"
+        )

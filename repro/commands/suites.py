@@ -15,13 +15,20 @@ from repro.spec.matrix import load_matrix
 from repro.store.sources import MIRROR_ENV
 from repro.suites.registry import kind_of
 
-app = Typer(help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).", no_args_is_help=True)
+app = Typer(
+    help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).",
+    no_args_is_help=True,
+)
 
 
 @app.command()
 def fetch(
     matrix: Path = matrix_argument(help="Matrix file whose suites to fetch (default: the embedded matrix/smoke.yaml)."),
-    mirror: list[Path] = typer.Option([], "--mirror", help=f"A local folder of archives found by sha256 before any download (repeatable; also {MIRROR_ENV})."),
+    mirror: list[Path] = typer.Option(
+        [],
+        "--mirror",
+        help=f"A local folder of archives found by sha256 before any download (repeatable; also {MIRROR_ENV}).",
+    ),
 ) -> None:
     """Fetch, verify (sha256) and unpack every suite with a source or an external harness; suites in
     the project need nothing.

@@ -30,19 +30,34 @@ VERDICT_COLOURS = {
 def verify(
     results: list[Path] = typer.Argument(..., help="The rerun: run folders or results folders."),
     published: Path = typer.Option(
-        None, "--published", help="results.json of the published numbers (written by repro paper render), or the published bundle itself."
+        None,
+        "--published",
+        help="results.json of the published numbers (written by repro paper render), or the published bundle itself.",
     ),
-    claims: Path = typer.Option(None, "--claims", help="A claims file (YAML: repro claims schema): someone's published table, claim by claim."),
+    claims: Path = typer.Option(
+        None, "--claims", help="A claims file (YAML: repro claims schema): someone's published table, claim by claim."
+    ),
     accept: list[str] = typer.Option(
-        [], "--accept", help="Inputs that may differ from the claim's, by name, comma-separated (e.g. threads,hardware); see docs/methodology.md."
+        [],
+        "--accept",
+        help="Inputs that may differ from the claim's, by name, comma-separated "
+        "(e.g. threads,hardware); see docs/methodology.md.",
     ),
     identical_transcripts: bool = typer.Option(
-        False, "--identical-transcripts", help="A differing transcript makes its claim DIFFERENT even where the setup is not exact."
+        False,
+        "--identical-transcripts",
+        help="A differing transcript makes its claim DIFFERENT even where the setup is not exact.",
     ),
-    allow_partial: bool = typer.Option(False, "--allow-partial", help="A published row or claim that was not rerun (NOT RERUN) does not fail the verify."),
+    allow_partial: bool = typer.Option(
+        False,
+        "--allow-partial",
+        help="A published row or claim that was not rerun (NOT RERUN) does not fail the verify.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON alone on stdout."),
     require_signature: Path = typer.Option(
-        None, "--require-signature", help="An ssh allowed_signers file: the published bundle must be signed by one of them (exit 1 otherwise)."
+        None,
+        "--require-signature",
+        help="An ssh allowed_signers file: the published bundle must be signed by one of them (exit 1 otherwise).",
     ),
 ) -> None:
     """Compare a rerun with published numbers (--published: each published row as a claim) or
@@ -78,7 +93,9 @@ def report_for_claims(results: list[Path], claims_path: Path, options: Options) 
     return verify_claims(loaded, load_rerun(results), options)
 
 
-def report_for_published(results: list[Path], published: Path, options: Options, require_signature: Path | None) -> ClaimsReport:
+def report_for_published(
+    results: list[Path], published: Path, options: Options, require_signature: Path | None
+) -> ClaimsReport:
     """The published rows stated as claims (repro.report.claims_verify.claims_from_rerun) and
     verified as any claims are: one verdict, one comparison of inputs, whichever way is asked."""
     from repro.report.aggregate import collect_with_cells
@@ -88,14 +105,20 @@ def report_for_published(results: list[Path], published: Path, options: Options,
 
     if require_signature is not None:
         if not published.is_dir():
-            raise BadInput(f"{published}: --require-signature needs the published bundle (a results.json carries no signature)")
+            raise BadInput(
+                f"{published}: --require-signature needs the published bundle (a results.json carries no signature)"
+            )
         for run_dir, signer in require_signed([published], require_signature):
-            Console(stderr=True).print(f"published bundle signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True)
+            Console(stderr=True).print(
+                f"published bundle signed: {shown(run_dir.name)} by {shown(signer)}", soft_wrap=True
+            )
     published_side = collect_with_cells([published]) if published.is_dir() else None  # each bundle is checked once
     loaded, published_keys = published_claims(published, published_side)  # the published side's bad input first
     rerun_side = collect_with_cells(results)
     if published_side is not None:
-        options = options.model_copy(update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)})
+        options = options.model_copy(
+            update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)}
+        )
     return verify_claims(loaded, load_rerun(results, rerun_side), options)
 
 
@@ -117,7 +140,10 @@ def print_claims(report: ClaimsReport) -> None:
         say(f"accepted as differing (--accept): {', '.join(report.accepted)}")
     for item in report.verdicts:
         scores = f"claimed {item.claimed}, rerun {item.rerun or '-'}; setup {item.setup}"
-        say(f"[{VERDICT_COLOURS[item.verdict]}]{item.verdict:<10}[/] {shown(item.claim)} ({shown(scores)}): {shown(item.about)}")
+        say(
+            f"[{VERDICT_COLOURS[item.verdict]}]{item.verdict:<10}[/] {shown(item.claim)} "
+            f"({shown(scores)}): {shown(item.about)}"
+        )
         for line in verdict_lines(item):
             console.print(f"           - {printable(line)}", soft_wrap=True, highlight=False, markup=False)
     for key in report.unclaimed_rows:

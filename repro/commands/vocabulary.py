@@ -27,8 +27,11 @@ PROFILE_HELP = "Hardware profile (see matrix/profiles.yaml)."
 PROFILE = typer.Option("cpu", "--profile", "-p", help=PROFILE_HELP)
 
 
-def matrix_argument(default: Any = DEFAULT_MATRIX, help: str = "Matrix file (default: the embedded matrix/smoke.yaml).") -> Any:
-    """MATRIX, the first positional argument: optional with the smoke default, or as `default` says (`...`: required)."""
+def matrix_argument(
+    default: Any = DEFAULT_MATRIX, help: str = "Matrix file (default: the embedded matrix/smoke.yaml)."
+) -> Any:
+    """MATRIX, the first positional argument: optional with the smoke default, or as `default` says
+    (`...`: required)."""
     return typer.Argument(default, metavar="MATRIX", help=help, show_default=False)
 
 

@@ -40,11 +40,17 @@ def host_gateways(route_file: Path = Path("/proc/net/route")) -> list[str]:
         lines = route_file.read_text().splitlines()[1:]
     except OSError:
         return []
-    found = [socket.inet_ntoa(int(f[2], 16).to_bytes(4, "little")) for f in (line.split() for line in lines) if len(f) > 2 and f[1] == "00000000"]
+    found = [
+        socket.inet_ntoa(int(f[2], 16).to_bytes(4, "little"))
+        for f in (line.split() for line in lines)
+        if len(f) > 2 and f[1] == "00000000"
+    ]
     return list(dict.fromkeys(found))
 
 
-def run_audit(client: DockerClient, kwargs: dict[str, Any], out_dir: Path, watch: Callable[[], None] | None = None) -> SandboxAudit:
+def run_audit(
+    client: DockerClient, kwargs: dict[str, Any], out_dir: Path, watch: Callable[[], None] | None = None
+) -> SandboxAudit:
     """Start the audit container, wait for it (watching the engine), read its result."""
     with containers.started(client, kwargs) as container:
         ended = containers.wait(container, AUDIT_DEADLINE_S, watch=watch)
@@ -52,11 +58,15 @@ def run_audit(client: DockerClient, kwargs: dict[str, Any], out_dir: Path, watch
         return SandboxAudit(error=f"the audit did not finish within {AUDIT_DEADLINE_S}s")
     audit = read_audit(out_dir / AUDIT_FILE)
     if ended.code != 0 or audit is None:
-        return SandboxAudit(error=f"the audit exited with status {ended.code} and no readable result: {ended.log_tail[-300:]}")
+        return SandboxAudit(
+            error=f"the audit exited with status {ended.code} and no readable result: {ended.log_tail[-300:]}"
+        )
     return audit
 
 
-def audit_engine(client: DockerClient, engine_kwargs: dict[str, Any], probe_image_id: str, *, run_id: str, read_only: list[str]) -> SandboxAudit:
+def audit_engine(
+    client: DockerClient, engine_kwargs: dict[str, Any], probe_image_id: str, *, run_id: str, read_only: list[str]
+) -> SandboxAudit:
     """The audit with an engine container's exact settings (user, limits, read-only root, tmpfs,
     network none, mounts), minus what the engine needs: its memory limit, sized for the model, is
     read rather than exceeded, and its GPU is not requested. One folder is added for the result."""

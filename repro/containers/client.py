@@ -28,9 +28,13 @@ def get_client(timeout: int = DEFAULT_TIMEOUT_S) -> DockerClient:
         client = docker.DockerClient(base_url=docker_host(), timeout=timeout)
         client.ping()
     except DockerException as error:
-        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}") from None
+        raise DockerUnavailable(
+            f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}"
+        ) from None
     except Exception as error:  # requests' connection errors surface here
-        raise DockerUnavailable(f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}") from None
+        raise DockerUnavailable(
+            f"Docker engine not reachable at {docker_host()}: {short_error(error, 200)}; {START_HINT}"
+        ) from None
     return client
 
 
@@ -41,7 +45,11 @@ def daemon_unanswering(error: BaseException) -> bool:
 
     if isinstance(error, requests.exceptions.ConnectionError):
         return True
-    return isinstance(error, docker.errors.APIError) and not isinstance(error, docker.errors.NotFound) and error.is_server_error()
+    return (
+        isinstance(error, docker.errors.APIError)
+        and not isinstance(error, docker.errors.NotFound)
+        and error.is_server_error()
+    )
 
 
 def wait_for_daemon(client: DockerClient, seconds: float = 60.0, interval: float = 1.0) -> bool:
@@ -110,7 +118,8 @@ class DockerClient(Protocol):
     @property
     def images(self) -> ImageCollection: ...
     @property
-    def api(self) -> Any: ...  # the low-level client: image builds and imports only (repro.store.images, repro.store.bootstrap)
+    # the low-level client: image builds and imports only (repro.store.images, repro.store.bootstrap)
+    def api(self) -> Any: ...
     def ping(self) -> bool: ...
     def info(self) -> dict[str, Any]: ...
     def version(self) -> dict[str, Any]: ...

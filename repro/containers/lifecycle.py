@@ -54,7 +54,9 @@ def started(client: DockerClient, kwargs: dict[str, Any]) -> Iterator[Container]
         remove(container)
 
 
-def wait(container: Container, deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None) -> Exit:
+def wait(
+    container: Container, deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None
+) -> Exit:
     """Wait until the container exits or `deadline_s` passes (then stop it), feeding new log lines
     to `on_line`. `watch` runs every poll and may raise (e.g. when the engine died meanwhile)."""
     started_at = time.monotonic()
@@ -73,7 +75,9 @@ def wait(container: Container, deadline_s: float, *, on_line: LineSink | None = 
             return stopped_at_deadline(container, started_at)
 
 
-def wait_all(items: list[Any], deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None) -> list[Exit]:
+def wait_all(
+    items: list[Any], deadline_s: float, *, on_line: LineSink | None = None, watch: Watch | None = None
+) -> list[Exit]:
     """`wait` for several containers at once (a cell's harness workers), in one thread: each one's
     Exit, in order. At the deadline every container still running is stopped."""
     if len(items) == 1:

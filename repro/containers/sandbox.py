@@ -43,7 +43,9 @@ R = TypeVar("R", bound=ProbeResult)
 class EngineDied(ReproError):
     """An engine fault: the engine container exited, never became ready, or stopped answering."""
 
-    def __init__(self, message: str, *, log_tail: str = "", exit_code: int | None = None, probe_result: ProbeResult | None = None) -> None:
+    def __init__(
+        self, message: str, *, log_tail: str = "", exit_code: int | None = None, probe_result: ProbeResult | None = None
+    ) -> None:
         lines = [message] + ([f"  {line}" for line in log_tail.splitlines()[-15:]] if log_tail else [])
         super().__init__(message, lines=lines)
         self.log_tail = log_tail
@@ -54,7 +56,9 @@ class EngineDied(ReproError):
 class ProbeFailed(ReproError):
     """A probe container could not do its job (bad input, unreachable engine, crash, timeout)."""
 
-    def __init__(self, message: str, *, exit_code: int | None = None, log_tail: str = "", result: ProbeResult | None = None) -> None:
+    def __init__(
+        self, message: str, *, exit_code: int | None = None, log_tail: str = "", result: ProbeResult | None = None
+    ) -> None:
         lines = [message] + ([f"  {line}" for line in log_tail.splitlines()[-10:]] if log_tail else [])
         super().__init__(message, lines=lines)
         self.probe_exit_code = exit_code
@@ -116,7 +120,13 @@ def probe_settings(*, run_id: str, cell_id: str | None, engine_id: str) -> Sandb
 
 
 def harness_settings(
-    *, run_id: str, cell_id: str, engine_id: str, mem_limit: int = 2 * GIB, nano_cpus: int = 1_000_000_000, pids_limit: int = 256
+    *,
+    run_id: str,
+    cell_id: str,
+    engine_id: str,
+    mem_limit: int = 2 * GIB,
+    nano_cpus: int = 1_000_000_000,
+    pids_limit: int = 256,
 ) -> SandboxSettings:
     """The harness container of one cell: like a probe, with room for scenario workspaces."""
     return SandboxSettings(
@@ -165,7 +175,9 @@ def hardening_problems(settings: SandboxSettings, role: Role) -> list[str]:
             problems.append(f"{role} network is '{settings.network_mode}', not the engine's namespace")
         writable = [m.target for m in settings.mounts if not m.read_only]
         if len(writable) > 1:
-            problems.append(f"{role} has {len(writable)} writable mounts ({', '.join(writable)}); one output mount is allowed")
+            problems.append(
+                f"{role} has {len(writable)} writable mounts ({', '.join(writable)}); one output mount is allowed"
+            )
     return problems
 
 
@@ -196,7 +208,9 @@ def image_id(client: DockerClient | None, image: Any) -> str:
     try:
         return client.images.get(ident).id
     except ImageNotFound:
-        raise BadInput(f"image {ident} is not present locally (repro never pulls at run time); build or load it first") from None
+        raise BadInput(
+            f"image {ident} is not present locally (repro never pulls at run time); build or load it first"
+        ) from None
 
 
 def bind(source: str | os.PathLike, target: str, *, read_only: bool) -> Any:
@@ -255,12 +269,28 @@ def create_kwargs(
 
 
 def probe_kwargs(
-    image: str, engine_id: str, argv: list[str], out_dir: Path, *, run_id: str, cell_id: str | None, mounts: list | None = None, name: str | None = None
+    image: str,
+    engine_id: str,
+    argv: list[str],
+    out_dir: Path,
+    *,
+    run_id: str,
+    cell_id: str | None,
+    mounts: list | None = None,
+    name: str | None = None,
 ) -> dict[str, Any]:
     settings = probe_settings(run_id=run_id, cell_id=cell_id, engine_id=engine_id)
     all_mounts = [bind(out_dir, OUT_DIR, read_only=False)] + list(mounts or [])
     command = [*argv, "--out", f"{OUT_DIR}/{PROBE_RESULT}"]
-    return create_kwargs(settings, image, command, name=name, entrypoint=["python3", "-m", "harness", "probe"], mounts=all_mounts, working_dir="/tmp")
+    return create_kwargs(
+        settings,
+        image,
+        command,
+        name=name,
+        entrypoint=["python3", "-m", "harness", "probe"],
+        mounts=all_mounts,
+        working_dir="/tmp",
+    )
 
 
 def harness_kwargs(
@@ -278,13 +308,23 @@ def harness_kwargs(
     """The harness container of a cell: one writable output mount at /out, everything else read-only."""
     settings = settings or harness_settings(run_id=run_id, cell_id=cell_id, engine_id=engine_id)
     all_mounts = [bind(out_dir, OUT_DIR, read_only=False)] + list(mounts or [])
-    return create_kwargs(settings, image, command, name=name, entrypoint=["python3", "-m", "harness"], mounts=all_mounts, working_dir="/tmp")
+    return create_kwargs(
+        settings,
+        image,
+        command,
+        name=name,
+        entrypoint=["python3", "-m", "harness"],
+        mounts=all_mounts,
+        working_dir="/tmp",
+    )
 
 
 def container_name(run_id: str, role: Role, suffix: str = "") -> str:
     """A readable, unique container name: repro-<run>-<role>[-suffix]-<random>."""
     tail = os.urandom(3).hex()
-    safe = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in f"repro-{run_id}-{role}{'-' + suffix if suffix else ''}")
+    safe = "".join(
+        ch if ch.isalnum() or ch in "_.-" else "-" for ch in f"repro-{run_id}-{role}{'-' + suffix if suffix else ''}"
+    )
     return f"{safe[:100]}-{tail}"
 
 
@@ -302,9 +342,17 @@ def read_back(container: Container) -> SandboxSettings:
     for item in config.get("Env") or []:
         key, _, value = item.partition("=")
         env[key] = value
-    mounts = [MountInfo(target=m.get("Destination", ""), type=m.get("Type", ""), read_only=not m.get("RW", True)) for m in attrs.get("Mounts") or []]
+    mounts = [
+        MountInfo(target=m.get("Destination", ""), type=m.get("Type", ""), read_only=not m.get("RW", True))
+        for m in attrs.get("Mounts") or []
+    ]
     requests = [
-        {"count": r.get("Count"), "device_ids": r.get("DeviceIDs") or [], "capabilities": r.get("Capabilities") or [], "driver": r.get("Driver") or ""}
+        {
+            "count": r.get("Count"),
+            "device_ids": r.get("DeviceIDs") or [],
+            "capabilities": r.get("Capabilities") or [],
+            "driver": r.get("Driver") or "",
+        }
         for r in host.get("DeviceRequests") or []
     ]
     return SandboxSettings(
@@ -351,12 +399,21 @@ def run_probe(
     what = argv[0] if argv else ""
     out_dir = writable_by_sandbox(scratch_dir("probe-"))
     kwargs = probe_kwargs(
-        image_id, engine_container.id, argv, out_dir, run_id=run_id, cell_id=cell_id, mounts=mounts, name=container_name(run_id, "probe", what)
+        image_id,
+        engine_container.id,
+        argv,
+        out_dir,
+        run_id=run_id,
+        cell_id=cell_id,
+        mounts=mounts,
+        name=container_name(run_id, "probe", what),
     )
     try:
         try:
             with containers.started(client, kwargs) as probe:
-                ended = containers.wait(probe, timeout, watch=lambda: require_running(engine_container, f"while probe '{what}' ran"))
+                ended = containers.wait(
+                    probe, timeout, watch=lambda: require_running(engine_container, f"while probe '{what}' ran")
+                )
         except (EngineDied, ProbeFailed):
             raise
         except Exception as error:  # docker.errors.APIError: e.g. joining a namespace that is gone
@@ -365,7 +422,8 @@ def run_probe(
         if ended.timed_out:
             raise ProbeFailed(f"probe '{what}' did not finish within {timeout:g}s", log_tail=ended.log_tail)
         result, unreadable = read_result(out_dir / PROBE_RESULT, result_type, MAX_PROBE_RESULT_BYTES)
-        require_running(engine_container, f"while probe '{what}' ran", probe_result=result)  # whatever the probe saw, the engine died under it
+        # whatever the probe saw, the engine died under it
+        require_running(engine_container, f"while probe '{what}' ran", probe_result=result)
         if ended.code == EXIT_OK and result is not None:
             return result
         reason = (result.error if result else None) or unreadable

@@ -26,7 +26,9 @@ class ArchiveLimits(BaseModel):
     member_bytes: int
 
 
-def checked_members(tar: tarfile.TarFile, name: str, limits: ArchiveLimits, error: type[ReproError] = ReproError) -> list[tarfile.TarInfo]:
+def checked_members(
+    tar: tarfile.TarFile, name: str, limits: ArchiveLimits, error: type[ReproError] = ReproError
+) -> list[tarfile.TarInfo]:
     """Every member of an open archive, each refused as soon as its header is read."""
     members: list[tarfile.TarInfo] = []
     total = 0
@@ -60,7 +62,9 @@ def bound_problem(count: int, total: int, limits: ArchiveLimits) -> str | None:
     return None
 
 
-def extract_checked(archive: Path, target: Path, limits: ArchiveLimits, error: type[ReproError] = ReproError) -> list[str]:
+def extract_checked(
+    archive: Path, target: Path, limits: ArchiveLimits, error: type[ReproError] = ReproError
+) -> list[str]:
     """Extract `archive` into the folder `target` after every member passed; returns the member
     names. A truncated or corrupt archive raises `error` in one line; the caller owns `target`
     (and removes it when this raises)."""
@@ -80,7 +84,8 @@ def whole_stream(archive: Path, limits: ArchiveLimits) -> None:
     with archive.open("rb") as raw:
         if raw.read(2) != b"\x1f\x8b":
             return
-    bound = limits.total_bytes + 1024 * (limits.files + 2) + 20480  # the members, their headers and padding, the end records
+    # the members, their headers and padding, the end records
+    bound = limits.total_bytes + 1024 * (limits.files + 2) + 20480
     seen = 0
     with gzip.open(archive, "rb") as stream:
         while block := stream.read(1024**2):

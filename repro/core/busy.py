@@ -67,7 +67,9 @@ def parse_stat(path: Path, tick: int) -> tuple[str, float] | None:
         return None
 
 
-def busiest(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float) -> list[ProcessUse]:
+def busiest(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float
+) -> list[ProcessUse]:
     """The processes that used the most CPU between two snapshots, this one left out."""
     uses = []
     for pid, (name, spent) in after.items():

@@ -46,6 +46,7 @@ def require_checkout(command: str = "this command") -> None:
         from repro.core.errors import BadInput
 
         raise BadInput(
-            f"{command} needs the project's source checkout (its matrices, Dockerfiles and scenarios); an installed repro checks, "
-            "verifies and renders bundles only: clone the project and run it from there (`pip install -e '.[host]'` inside the clone)"
+            f"{command} needs the project's source checkout (its matrices, Dockerfiles and scenarios); "
+            "an installed repro checks, verifies and renders bundles only: clone the project and run it from there "
+            "(`pip install -e '.[host]'` inside the clone)"
         )

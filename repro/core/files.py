@@ -28,15 +28,20 @@ CHUNK = 1024 * 1024
 FILE_MODE = 0o644
 DIR_MODE = 0o755
 
-MAX_JSON_BYTES = 16 * 1024**2  # one JSON document: run.json, cell.json, MERGED.json, raw-index.json, results.json, a scenario or fixture file
-MAX_JSONL_BYTES = 256 * 1024**2  # a cell's scenarios.jsonl or transcripts.jsonl (the harness's own bound: harness.io.inputs.MAX_RECORDS_BYTES)
-MAX_RECORD_LINE_BYTES = 16 * 1024**2  # one line of those: one scenario's record (a real 50-step transcript is under 1 MB; harness.regrade.MAX_LINE_CHARS)
+# one JSON document: run.json, cell.json, MERGED.json, raw-index.json, results.json, a scenario or fixture file
+MAX_JSON_BYTES = 16 * 1024**2
+# a cell's scenarios.jsonl or transcripts.jsonl (the harness's own bound: harness.io.inputs.MAX_RECORDS_BYTES)
+MAX_JSONL_BYTES = 256 * 1024**2
+# one line of those: one scenario's record (a real 50-step transcript is under 1 MB; harness.regrade.MAX_LINE_CHARS)
+MAX_RECORD_LINE_BYTES = 16 * 1024**2
 MAX_LOG_BYTES = 64 * 1024**2  # a cell's engine.log
 MAX_RAW_BYTES = 64 * 1024**2  # one raw output file of an external harness, or its suite's lock file
 MAX_MANIFEST_BYTES = 64 * 1024**2  # MANIFEST.sha256
 MAX_ALLOWED_SIGNERS_BYTES = 1024**2  # an ssh allowed-signers file
-MAX_CARRIED_BYTES = 4 * 1024**2  # an external input a bundle carries (inputs/<sha256>.<ext>: the Tholos runner's archive is 31 kB)
-MAX_GGUF_BYTES = 1024**4  # a GGUF file `repro models describe` hashes (in chunks; its header has the reader's own bounds)
+# an external input a bundle carries (inputs/<sha256>.<ext>: the Tholos runner's archive is 31 kB)
+MAX_CARRIED_BYTES = 4 * 1024**2
+# a GGUF file `repro models describe` hashes (in chunks; its header has the reader's own bounds)
+MAX_GGUF_BYTES = 1024**4
 
 
 def regular_file(path: Path, limit: int, *, follow_links: bool = False) -> os.stat_result:

@@ -7,7 +7,9 @@ from pathlib import Path
 import jinja2
 
 
-def template_environment(folder: Path, *, autoescape: bool = False, keep_trailing_newline: bool = True) -> jinja2.Environment:
+def template_environment(
+    folder: Path, *, autoescape: bool = False, keep_trailing_newline: bool = True
+) -> jinja2.Environment:
     """Templates from `folder`; an undefined name is an error, never an empty string."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),

@@ -97,10 +97,14 @@ def read_json_bounded(path: str | Path, limit: int = MAX_JSON_BYTES, *, follow_l
 def read_jsonl_bounded(path: str | Path, limit: int = MAX_JSON_BYTES, *, follow_links: bool = True) -> list[Any]:
     """A JSON Lines file: one value per non-empty line; errors name `FILE:LINE`."""
     text = decode_text(path, read_bounded(path, limit, follow_links=follow_links))
-    return [_parse_json_text(path, line, number) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    return [
+        _parse_json_text(path, line, number) for number, line in enumerate(text.splitlines(), start=1) if line.strip()
+    ]
 
 
-def read_model_bounded(path: str | Path, model: type[BaseModel], what: str, limit: int = MAX_JSON_BYTES, *, follow_links: bool = True) -> Any:
+def read_model_bounded(
+    path: str | Path, model: type[BaseModel], what: str, limit: int = MAX_JSON_BYTES, *, follow_links: bool = True
+) -> Any:
     """A JSON file validated as `model`: `FILE: not WHAT (N problems)` when it does not fit."""
     value = read_json_bounded(path, limit, follow_links=follow_links)
     try:
@@ -182,7 +186,9 @@ class YamlDocument:
         return self.lines.get(loc, 1)
 
 
-def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_links: bool = True, values: int = MAX_NODES) -> YamlDocument:
+def load_yaml_document(
+    path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_links: bool = True, values: int = MAX_NODES
+) -> YamlDocument:
     """A YAML file whose top level is a mapping, read within the bounds above (`limit` bytes and
     `values` values instead of the defaults, for a kind of file that needs more), with the line of
     every key."""
@@ -195,7 +201,9 @@ def load_yaml_document(path: str | Path, limit: int = MAX_YAML_BYTES, *, follow_
     document = YamlDocument(path=path, raw=raw, data=_construct(path, node))
     duplicates = _index_lines(node, (), document.lines)
     if duplicates:
-        raise BadInput(f"{path}: duplicate keys", lines=[f"{path}:{line} {dotted(loc)}: duplicate key" for loc, line in duplicates])
+        raise BadInput(
+            f"{path}: duplicate keys", lines=[f"{path}:{line} {dotted(loc)}: duplicate key" for loc, line in duplicates]
+        )
     if not isinstance(document.data, dict):
         raise BadInput(f"{path}:1 the top level must be a mapping")
     return document
@@ -278,9 +286,13 @@ def _record_size(path: Path, node: yaml.Node, sizes: dict[int, int], depths: dic
 
 def _check_scalar(path: Path, node: yaml.Node) -> None:
     if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_SCALAR_CHARS:
-        raise BadInput(f"{path}:{node.start_mark.line + 1} a value of {len(node.value)} characters (at most {MAX_SCALAR_CHARS})")
+        raise BadInput(
+            f"{path}:{node.start_mark.line + 1} a value of {len(node.value)} characters (at most {MAX_SCALAR_CHARS})"
+        )
     if isinstance(node, yaml.ScalarNode) and node.tag == INT_TAG and len(node.value) > MAX_INT_DIGITS:
-        raise BadInput(f"{path}:{node.start_mark.line + 1} an integer of {len(node.value)} digits (at most {MAX_INT_DIGITS})")
+        raise BadInput(
+            f"{path}:{node.start_mark.line + 1} an integer of {len(node.value)} digits (at most {MAX_INT_DIGITS})"
+        )
 
 
 def _node_children(node: yaml.Node) -> list[yaml.Node]:

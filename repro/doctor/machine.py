@@ -31,7 +31,9 @@ def run_checks() -> list[Finding]:
     try:
         client = get_client()
     except DockerUnavailable as error:
-        findings.append(Finding("FAIL", "docker engine", str(error), "install docker.io and start dockerd (README: Requirements)"))
+        findings.append(
+            Finding("FAIL", "docker engine", str(error), "install docker.io and start dockerd (README: Requirements)")
+        )
         return findings + [_disk(None), _debootstrap()]
     info = client.info()
     version = client.version()
@@ -54,7 +56,10 @@ def tree_finding() -> list[Finding]:
     state = source_state()
     if state.tree_clean:
         return [Finding("OK", "project tree", f"clean at commit {(state.commit or '?')[:12]}")]
-    hint = "commit or remove them (or ignore them in .gitignore): matrix run refuses a dirty tree without --allow-dirty, and check calls its cells INVALID"
+    hint = (
+        "commit or remove them (or ignore them in .gitignore): matrix run refuses a dirty tree without "
+        "--allow-dirty, and check calls its cells INVALID"
+    )
     return [Finding("WARN", "project tree", dirty_line(state), hint)]
 
 
@@ -62,7 +67,9 @@ def _python() -> Finding:
     import sys
 
     ok = sys.version_info >= (3, 11)
-    return Finding("OK" if ok else "FAIL", "python", sys.version.split()[0], "" if ok else "repro needs Python 3.11 or newer")
+    return Finding(
+        "OK" if ok else "FAIL", "python", sys.version.split()[0], "" if ok else "repro needs Python 3.11 or newer"
+    )
 
 
 def _storage(info: dict) -> Finding:
@@ -83,17 +90,23 @@ def _disk(docker_root: str | None) -> Finding:
         lowest = free_gb if lowest is None else min(lowest, free_gb)
     free = lowest if lowest is not None else shutil.disk_usage("/").free / 1024**3
     if free < 5:
-        return Finding("FAIL", "free disk", f"{free:.1f} GB free", "images and models need at least 5 GB; 20 GB recommended")
+        return Finding(
+            "FAIL", "free disk", f"{free:.1f} GB free", "images and models need at least 5 GB; 20 GB recommended"
+        )
     if free < MIN_FREE_GB:
         return Finding("WARN", "free disk", f"{free:.1f} GB free", f"{MIN_FREE_GB} GB recommended")
     return Finding("OK", "free disk", f"{free:.1f} GB free")
 
 
 def _debootstrap() -> Finding:
-    found = shutil.which("debootstrap") or next((p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.path.exists(p)), None)
+    found = shutil.which("debootstrap") or next(
+        (p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.path.exists(p)), None
+    )
     if found:
         return Finding("OK", "debootstrap", found)
-    return Finding("WARN", "debootstrap", "not found", "needed only for an offline base image: apt-get install debootstrap")
+    return Finding(
+        "WARN", "debootstrap", "not found", "needed only for an offline base image: apt-get install debootstrap"
+    )
 
 
 HOOK = "nvidia-container-runtime-hook"
@@ -109,12 +122,20 @@ def nvidia_hook_finding(info: dict, path: str | None, exists: Callable[[str], bo
     if path is None:
         level: Level = "OK" if "nvidia" in (info.get("Runtimes") or {}) else "WARN"
         return Finding(
-            level, "nvidia runtime", f"dockerd's PATH cannot be read here (runtimes: {runtimes})", f"check that {HOOK} is on dockerd's PATH for gpu-* profiles"
+            level,
+            "nvidia runtime",
+            f"dockerd's PATH cannot be read here (runtimes: {runtimes})",
+            f"check that {HOOK} is on dockerd's PATH for gpu-* profiles",
         )
     found = next((folder for folder in path.split(os.pathsep) if folder and exists(os.path.join(folder, HOOK))), None)
     if found:
         return Finding("OK", "nvidia runtime", f"{HOOK} in {found} on dockerd's PATH (GPU profiles can run)")
-    return Finding("WARN", "nvidia runtime", f"absent: no {HOOK} on dockerd's PATH ({NO_GPU})", "install nvidia-container-toolkit for gpu-* profiles")
+    return Finding(
+        "WARN",
+        "nvidia runtime",
+        f"absent: no {HOOK} on dockerd's PATH ({NO_GPU})",
+        "install nvidia-container-toolkit for gpu-* profiles",
+    )
 
 
 def driver_finding(output: str | None) -> Finding:
@@ -124,11 +145,21 @@ def driver_finding(output: str | None) -> Finding:
 
     toolkit = current_toolkit()
     if output is None:
-        return Finding("WARN", "nvidia driver", f"no nvidia-smi on this host ({NO_GPU})", f"gpu-* profiles need an NVIDIA driver >= {toolkit.min_driver}")
+        return Finding(
+            "WARN",
+            "nvidia driver",
+            f"no nvidia-smi on this host ({NO_GPU})",
+            f"gpu-* profiles need an NVIDIA driver >= {toolkit.min_driver}",
+        )
     versions = sorted({line.strip() for line in output.splitlines() if line.strip()})
     majors = [int(v.split(".")[0]) for v in versions if v.split(".")[0].isdigit()]
     if not versions or len(majors) != len(versions):
-        return Finding("FAIL", "nvidia driver", f"nvidia-smi gave no driver version: {output.strip()[:120]!r}", "check the NVIDIA driver installation")
+        return Finding(
+            "FAIL",
+            "nvidia driver",
+            f"nvidia-smi gave no driver version: {output.strip()[:120]!r}",
+            "check the NVIDIA driver installation",
+        )
     if min(majors) < toolkit.min_driver:
         return Finding(
             "FAIL",
@@ -136,7 +167,9 @@ def driver_finding(output: str | None) -> Finding:
             f"driver {', '.join(versions)}",
             f"the CUDA image ({toolkit.name}, CUDA {toolkit.version}) needs driver >= {toolkit.min_driver}",
         )
-    return Finding("OK", "nvidia driver", f"driver {', '.join(versions)} (CUDA {toolkit.version} needs >= {toolkit.min_driver})")
+    return Finding(
+        "OK", "nvidia driver", f"driver {', '.join(versions)} (CUDA {toolkit.version} needs >= {toolkit.min_driver})"
+    )
 
 
 def dockerd_path() -> str | None:
@@ -163,7 +196,16 @@ def host_nvidia_smi() -> str | None:
     if binary is None:
         return None
     try:
-        result = subprocess.run([binary, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, timeout=30, check=False)
+        result = subprocess.run(
+            [binary, "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"nvidia-smi failed: {error}"
-    return result.stdout[:SMI_BYTES].decode("utf-8", errors="replace") if result.returncode == 0 else f"nvidia-smi exit {result.returncode}"
+    return (
+        result.stdout[:SMI_BYTES].decode("utf-8", errors="replace")
+        if result.returncode == 0
+        else f"nvidia-smi exit {result.returncode}"
+    )

@@ -74,9 +74,15 @@ def probe(matrix: Path, profile_name: str) -> Iterator[LayerFinding]:
         return
     for cell in group_cells(loaded, profile_name, profile, templates):
         image = engine_image_or_none(cell, profile)
-        if image is None or cell.model.id not in models or (cell.engine.kind == "llama.cpp" and cell.model.id not in templates):
+        if (
+            image is None
+            or cell.model.id not in models
+            or (cell.engine.kind == "llama.cpp" and cell.model.id not in templates)
+        ):
             continue
-        yield from engine_findings(cell, image, harness, models[cell.model.id], loaded, profile, profile_name, templates.get(cell.model.id))
+        yield from engine_findings(
+            cell, image, harness, models[cell.model.id], loaded, profile, profile_name, templates.get(cell.model.id)
+        )
 
 
 def image_findings(loaded: LoadedMatrix, profile: Profile) -> Generator[LayerFinding, None, ImageRef | None]:
@@ -108,7 +114,9 @@ def model_findings(loaded: LoadedMatrix) -> Generator[LayerFinding, None, dict[s
     return paths
 
 
-def template_findings(loaded: LoadedMatrix, models: dict[str, Path]) -> Generator[LayerFinding, None, dict[str, TemplateFacts]]:
+def template_findings(
+    loaded: LoadedMatrix, models: dict[str, Path]
+) -> Generator[LayerFinding, None, dict[str, TemplateFacts]]:
     """Each stored model's chat template: where it comes from and what it carries."""
     facts: dict[str, TemplateFacts] = {}
     for model in loaded.matrix.models:
@@ -117,14 +125,29 @@ def template_findings(loaded: LoadedMatrix, models: dict[str, Path]) -> Generato
         try:
             found = facts[model.id] = template_facts(model, models[model.id])
         except ReproError as error:
-            yield fail("configuration", f"chat template {model.id}", str(error), "pin a chat template file in the matrix (docs/matrix.md)")
+            yield fail(
+                "configuration",
+                f"chat template {model.id}",
+                str(error),
+                "pin a chat template file in the matrix (docs/matrix.md)",
+            )
             continue
-        carries = "renders tools and tool calls" if found.renders_tools and found.renders_tool_calls else "does not render tools (native_tools is excluded)"
-        yield ok("configuration", f"chat template {model.id}", f"from {found.source}, sha256 {found.sha256[:12]}, {carries}, end of turn {found.end_of_turn}")
+        carries = (
+            "renders tools and tool calls"
+            if found.renders_tools and found.renders_tool_calls
+            else "does not render tools (native_tools is excluded)"
+        )
+        yield ok(
+            "configuration",
+            f"chat template {model.id}",
+            f"from {found.source}, sha256 {found.sha256[:12]}, {carries}, end of turn {found.end_of_turn}",
+        )
     return facts
 
 
-def group_cells(loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts]) -> list[Cell]:
+def group_cells(
+    loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts]
+) -> list[Cell]:
     """One planned cell per (engine, model) group, standing for the group."""
     groups: dict[tuple[str, str], Cell] = {}
     for cell in make_plan(loaded, profile_name, profile, templates=templates).cells:
@@ -140,7 +163,14 @@ def engine_image_or_none(cell: Cell, profile: Profile) -> ImageRef | None:
 
 
 def engine_findings(
-    cell: Cell, image: ImageRef, harness: ImageRef, gguf: Path, loaded: LoadedMatrix, profile: Profile, profile_name: str, facts: TemplateFacts | None = None
+    cell: Cell,
+    image: ImageRef,
+    harness: ImageRef,
+    gguf: Path,
+    loaded: LoadedMatrix,
+    profile: Profile,
+    profile_name: str,
+    facts: TemplateFacts | None = None,
 ) -> Iterator[LayerFinding]:
     """Boot the group's engine sealed, then one round trip per protocol; the engine is removed."""
     from repro.containers.client import get_client
@@ -152,18 +182,26 @@ def engine_findings(
         try:
             boot = BootSpec(
                 spec=cell.engine, image=image, probe_image=harness, model=cell.model, gguf=gguf, profile=profile,
-                profile_name=profile_name, decoding=cell.decoding, run_id=PROBE_RUN_ID, group_id=f"{cell.engine.id}.{cell.model.id}",
+                profile_name=profile_name, decoding=cell.decoding, run_id=PROBE_RUN_ID,
+                group_id=f"{cell.engine.id}.{cell.model.id}",
             )  # fmt: skip
             handle = boot_engine(client, boot)
         except ReproError as error:
-            yield fail("engine", f"boot {name}", str(error), "see the engine log above; repro images build rebuilds a damaged image")
+            yield fail(
+                "engine",
+                f"boot {name}",
+                str(error),
+                "see the engine log above; repro images build rebuilds a damaged image",
+            )
             return
         yield ok("engine", f"boot {name}", f"sealed (network none), ready in {handle.boot_seconds or 0:.1f}s")
         yield ok("engine", f"identity {name}", f"{handle.identity} (pinned {handle.expected_identity})")
         for protocol in loaded.matrix.protocols:
             blocker = preflight(cell.model_copy(update={"protocol": protocol}), facts, handle)
             if blocker:
-                yield LayerFinding("configuration", Finding("WARN", f"{protocol} {cell.model.id}", f"EXCLUDED, not scored: {blocker}"))
+                yield LayerFinding(
+                    "configuration", Finding("WARN", f"{protocol} {cell.model.id}", f"EXCLUDED, not scored: {blocker}")
+                )
                 continue
             yield round_trip(client, handle, cell, protocol, harness, profile)
     finally:
@@ -177,11 +215,21 @@ def preflight(cell: Cell, facts: TemplateFacts | None, handle: EngineHandle) -> 
     return template_reason(cell, facts) or server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
 
 
-def round_trip(client: DockerClient, handle: EngineHandle, cell: Cell, protocol: str, harness: ImageRef, profile: Profile) -> LayerFinding:
+def round_trip(
+    client: DockerClient, handle: EngineHandle, cell: Cell, protocol: str, harness: ImageRef, profile: Profile
+) -> LayerFinding:
     """One gate probe request under `protocol`: OK when the model's reply was a valid step."""
     name = f"{protocol} round trip, {cell.model.id}"
     try:
-        gate = run_gate(client, handle, profile=profile, settings=ONE_ROUND_TRIP, decoding=cell.decoding, protocol=protocol, probe_image=harness.id)
+        gate = run_gate(
+            client,
+            handle,
+            profile=profile,
+            settings=ONE_ROUND_TRIP,
+            decoding=cell.decoding,
+            protocol=protocol,
+            probe_image=harness.id,
+        )
     except ReproError as error:
         return fail("protocol", name, str(error), "the engine stopped answering: see its log")
     attempt = gate.attempts[0] if gate.attempts else None
@@ -190,6 +238,11 @@ def round_trip(client: DockerClient, handle: EngineHandle, cell: Cell, protocol:
     if attempt.error:
         return fail("protocol", name, attempt.error, "an engine or transport error, not the model's reply")
     if not attempt.valid_step:
-        return fail("protocol", name, f"the reply was not a valid step: {attempt.problem}", "the model cannot form this protocol's call; compare protocols")
+        return fail(
+            "protocol",
+            name,
+            f"the reply was not a valid step: {attempt.problem}",
+            "the model cannot form this protocol's call; compare protocols",
+        )
     speed = f", {attempt.tokens_per_second:.1f} tokens/s" if attempt.tokens_per_second else ""
     return ok("protocol", name, f"valid step ({attempt.tool or 'a tool'}) in {attempt.seconds or 0:.1f}s{speed}")

@@ -99,7 +99,8 @@ class EngineHandle(BaseModel):
     sandbox: SandboxSettings
     command: list[str] = []
     boot_seconds: float | None = None  # create to ready
-    audit: SandboxAudit | None = None  # the sandbox audit with this engine's settings (repro.containers.audit.audit_engine)
+    # the sandbox audit with this engine's settings (repro.containers.audit.audit_engine)
+    audit: SandboxAudit | None = None
 
     def client_argv(self) -> list[str]:
         """How a harness-image container inside the namespace talks to this engine."""
@@ -169,7 +170,15 @@ class Engine(ABC):
         model its GGUF's (or the pinned) chat template, whose facts say what it carries."""
         return protocol_blocker(facts, protocol) if facts is not None else None
 
-    def __init__(self, client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> None:
+    def __init__(
+        self,
+        client: DockerClient | None,
+        spec: EngineSpec,
+        *,
+        probe_image: Any,
+        run_id: str,
+        group_id: str | None = None,
+    ) -> None:
         self._client = client  # None only where nothing is started (compose writes the create arguments)
         self.spec = spec
         self.probe_image_id = image_id(client, probe_image)
@@ -187,7 +196,15 @@ class Engine(ABC):
 
     @abstractmethod
     def container_kwargs(
-        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+        self,
+        image: str,
+        model: ModelSpec,
+        gguf: Path,
+        profile: Profile,
+        decoding: Decoding,
+        *,
+        host_cpus: int | None = None,
+        name: str | None = None,
     ) -> dict[str, Any]:
         """`containers.create(...)` keyword arguments for this engine (no Docker call)."""
 
@@ -214,21 +231,39 @@ class Engine(ABC):
     def container(self, handle: EngineHandle) -> Container:
         return self.client.containers.get(handle.container_id)
 
-    def probe(self, handle: EngineHandle, argv: list[str], result_type: type[R], *, timeout: float, mounts: list | None = None) -> R:
+    def probe(
+        self, handle: EngineHandle, argv: list[str], result_type: type[R], *, timeout: float, mounts: list | None = None
+    ) -> R:
         """Run the probe action `argv[0]` in the engine's namespace; its result as `result_type`."""
         container = self.container(handle)
         return run_probe(
-            self.client, self.probe_image_id, container, argv, result_type, run_id=self.run_id, cell_id=self.group_id, timeout=timeout, mounts=mounts
+            self.client,
+            self.probe_image_id,
+            container,
+            argv,
+            result_type,
+            run_id=self.run_id,
+            cell_id=self.group_id,
+            timeout=timeout,
+            mounts=mounts,
         )
 
-    def boot(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
+    def boot(
+        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding
+    ) -> EngineHandle:
         """Create and start the sealed engine container (not yet waited for or verified)."""
         from repro.containers.sandbox import container_name
 
         resolved = image_id(self.client, image)
         reference = getattr(image, "reference", None) or getattr(image, "name", None) or self.spec.image or resolved
         kwargs = self.container_kwargs(
-            resolved, model, gguf, profile, decoding, host_cpus=host_cpus_of(self.client), name=container_name(self.run_id, "engine", self.spec.id)
+            resolved,
+            model,
+            gguf,
+            profile,
+            decoding,
+            host_cpus=host_cpus_of(self.client),
+            name=container_name(self.run_id, "engine", self.spec.id),
         )
         self.boot_kwargs = kwargs  # the audit reuses them (audit_sandbox)
         try:
@@ -265,11 +300,15 @@ class Engine(ABC):
             result = self.probe(handle, argv, ReadyResult, timeout=timeout + PROBE_SLACK_S)
         except ProbeUnreachable as error:
             raise EngineDied(
-                f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: {error}",
+                f"engine {self.spec.id} never answered on {self.base_url}{self.health_path} within {timeout:g}s: "
+                f"{error}",
                 log_tail=containers.log_tail(self.container(handle)),
             ) from None
         if not result.ready:
-            raise EngineDied(f"engine {self.spec.id} not ready within {timeout:g}s: {result.error}", log_tail=containers.log_tail(self.container(handle)))
+            raise EngineDied(
+                f"engine {self.spec.id} not ready within {timeout:g}s: {result.error}",
+                log_tail=containers.log_tail(self.container(handle)),
+            )
         return result.seconds
 
     def gpu_devices(self, handle: EngineHandle, profile: Profile) -> list[GpuDevice]:
@@ -288,10 +327,14 @@ class Engine(ABC):
         try:
             code, output = container.exec_run(argv, user="", demux=False)
         except Exception as error:
-            raise EngineRefused(f"engine {self.spec.id}: cannot read the accelerator (nvidia-smi by exec failed: {short_error(error)})") from None
+            raise EngineRefused(
+                f"engine {self.spec.id}: cannot read the accelerator (nvidia-smi by exec failed: {short_error(error)})"
+            ) from None
         text = (output or b"")[:NVIDIA_SMI_BYTES].decode("utf-8", errors="replace").strip()
         if code != 0 or not text:
-            raise EngineRefused(f"engine {self.spec.id}: nvidia-smi in the engine container failed (exit {code}): {text[:200]}")
+            raise EngineRefused(
+                f"engine {self.spec.id}: nvidia-smi in the engine container failed (exit {code}): {text[:200]}"
+            )
         return text
 
     def accelerator(self, handle: EngineHandle, profile: Profile) -> str | None:
@@ -299,13 +342,22 @@ class Engine(ABC):
         devices = self.gpu_devices(handle, profile)
         return ", ".join(device.name for device in devices) or None
 
-    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
+    def verify_device(
+        self,
+        handle: EngineHandle,
+        profile: Profile,
+        profile_name: str,
+        devices: list[GpuDevice],
+        model_bytes: int | None = None,
+    ) -> None:
         """Refuse an engine that does not compute on the profile's device (each kind reads its
         own evidence: llama.cpp its CUDA log lines and the weights in device memory); Ollama loads
         its model after boot, so its log is judged by repro check (rule gpu-evidence)."""
         return None
 
-    def start(self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding) -> EngineHandle:
+    def start(
+        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding
+    ) -> EngineHandle:
         """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
         started = time.monotonic()
         handle = self.boot(image, model, gguf, profile, profile_name, decoding)
@@ -316,13 +368,21 @@ class Engine(ABC):
             expected = self.spec.expected_identity()
             if reported != expected:
                 what = "version" if self.kind == "ollama" else "build_info"
-                raise EngineRefused(f"engine {self.spec.id} reports {what} '{reported}', the matrix pins '{expected}'; refused")
+                raise EngineRefused(
+                    f"engine {self.spec.id} reports {what} '{reported}', the matrix pins '{expected}'; refused"
+                )
             devices = self.gpu_devices(handle, profile)
             accelerator = ", ".join(device.name for device in devices) or None
             check_accelerator(self.spec.id, accelerator, profile, profile_name)
             check_devices(self.spec.id, devices, profile, profile_name)
             self.verify_device(handle, profile, profile_name, devices, model.file_size)
-            update = {"identity": reported, "accelerator": accelerator, "gpu": devices, "boot_seconds": round(boot_seconds, 3), "audit": self.audit_sandbox()}
+            update = {
+                "identity": reported,
+                "accelerator": accelerator,
+                "gpu": devices,
+                "boot_seconds": round(boot_seconds, 3),
+                "audit": self.audit_sandbox(),
+            }
             handle = handle.model_copy(update=update)
             loaded = self.prepare_model(handle, model, gguf, decoding)
             settings = self.effective_settings(handle)
@@ -337,7 +397,13 @@ class Engine(ABC):
         """What a process with this engine's exact settings could do (repro.containers.audit.audit_engine)."""
         from repro.containers.audit import audit_engine
 
-        return audit_engine(self.client, self.boot_kwargs, self.probe_image_id, run_id=self.run_id, read_only=[str(Path(MODEL_MOUNT).parent)])
+        return audit_engine(
+            self.client,
+            self.boot_kwargs,
+            self.probe_image_id,
+            run_id=self.run_id,
+            read_only=[str(Path(MODEL_MOUNT).parent)],
+        )
 
     def stop(self, handle: EngineHandle | None) -> None:
         if handle is None:
@@ -351,7 +417,10 @@ def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile,
         return
     names = [name.strip() for name in (accelerator or "").split(", ") if name.strip()]
     if not names or not all(profile.accelerator_matches(name) for name in names):
-        raise EngineRefused(f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs '{profile.accelerator}'; refused")
+        raise EngineRefused(
+            f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs "
+            f"'{profile.accelerator}'; refused"
+        )
 
 
 def check_devices(engine_id: str, devices: list[GpuDevice], profile: Profile, profile_name: str) -> None:

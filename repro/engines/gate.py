@@ -33,7 +33,13 @@ GATE_RETRIES = 2  # measurements after the first, when the engine was too slow
 GATE_RETRY_PAUSE_S = 30.0  # the pause before each, long enough for a passing load to show
 
 
-def gate_argv(handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, decoding: Decoding, protocol: str = "json_schema") -> list[str]:
+def gate_argv(
+    handle: EngineHandle,
+    profile: Profile,
+    settings: LatencyGateSettings,
+    decoding: Decoding,
+    protocol: str = "json_schema",
+) -> list[str]:
     argv = [
         "gate",
         *handle.client_argv(),
@@ -67,13 +73,25 @@ def rejudge(gate: GateResult, profile: Profile, settings: LatencyGateSettings) -
     if not settings.enabled:
         return None
     attempts = [a.model_copy() for a in gate.attempts]
-    return judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second).passed
+    return judge(
+        attempts,
+        required=settings.required,
+        max_seconds=profile.gate.max_seconds_per_step,
+        min_tps=profile.gate.min_tokens_per_second,
+    ).passed
 
 
-def from_probe(result: GateProbeResult, handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str) -> GateResult:
+def from_probe(
+    result: GateProbeResult, handle: EngineHandle, profile: Profile, settings: LatencyGateSettings, protocol: str
+) -> GateResult:
     """A GateResult from the probe's result, judged again here with the same rule (harness.probe.judge)."""
     attempts = [a.model_copy() for a in result.attempts]
-    verdict = judge(attempts, required=settings.required, max_seconds=profile.gate.max_seconds_per_step, min_tps=profile.gate.min_tokens_per_second)
+    verdict = judge(
+        attempts,
+        required=settings.required,
+        max_seconds=profile.gate.max_seconds_per_step,
+        min_tps=profile.gate.min_tokens_per_second,
+    )
     return GateResult(
         passed=verdict.passed,
         reason=verdict.reason,
@@ -105,7 +123,9 @@ CAUSE_TEXT: dict[GateCause, str] = {
 RERUN_MAY_PASS: frozenset[GateCause] = frozenset({"too_slow", "busy", "engine_fault", "probe_failed"})
 
 
-def gate_with_retries(measure: Callable[[], GateResult], profile: Profile, note: Callable[[str], None] = lambda text: None) -> GateResult:
+def gate_with_retries(
+    measure: Callable[[], GateResult], profile: Profile, note: Callable[[str], None] = lambda text: None
+) -> GateResult:
     """Gate a ready engine with `measure` (a `run_gate` call); a gate that failed because the
     engine was too slow is measured again after a pause (at most GATE_RETRIES times), saying
     through `note` how busy the machine looks; a gate still too slow records whether the machine
@@ -118,7 +138,10 @@ def gate_with_retries(measure: Callable[[], GateResult], profile: Profile, note:
             cause = "busy" if gate.cause == "too_slow" and busy else gate.cause
             return gate.model_copy(update={"earlier": earlier, "cause": cause})
         earlier.append(gate.reason)
-        note(f"  latency gate failed ({gate.reason}); measuring again in {GATE_RETRY_PAUSE_S:g} s ({len(earlier)} of {GATE_RETRIES})")
+        note(
+            f"  latency gate failed ({gate.reason}); measuring again in {GATE_RETRY_PAUSE_S:g} s "
+            f"({len(earlier)} of {GATE_RETRIES})"
+        )
         load = pause_and_look(GATE_RETRY_PAUSE_S)
         busy = bool(load.busiest)
         note(f"  the machine looks busy: {load.describe()}" if load.busiest else f"  machine load: {load.describe()}")
@@ -184,7 +207,9 @@ def run_gate(
         )
     except ProbeUnreachable as error:
         if not isinstance(error.result, GateProbeResult) or not error.result.attempts:
-            return GateResult(passed=False, reason=f"engine fault: {error}", engine_fault=True, cause="engine_fault", **base)
+            return GateResult(
+                passed=False, reason=f"engine fault: {error}", engine_fault=True, cause="engine_fault", **base
+            )
         result = error.result
     except EngineDied:
         raise
@@ -192,5 +217,7 @@ def run_gate(
         return GateResult(passed=False, reason=f"gate probe failed: {error}", cause="probe_failed", **base)
     gate = from_probe(result, handle, profile, settings, protocol)
     if gate.attempts and all(a.engine_fault for a in gate.attempts):
-        gate = gate.model_copy(update={"passed": False, "reason": f"engine fault in every attempt: {gate.attempts[-1].error}"})
+        gate = gate.model_copy(
+            update={"passed": False, "reason": f"engine fault in every attempt: {gate.attempts[-1].error}"}
+        )
     return gate.model_copy(update={"cause": gate_cause(gate, profile)})

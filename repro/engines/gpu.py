@@ -75,19 +75,23 @@ class CudaLog(BaseModel):
     offloads: list[Offload] = []
     no_usable_gpu: bool = False  # "warning: no usable GPU found, --gpu-layers option will be ignored"
     flash_attn: list[str] = []  # "llama_context: flash_attn = enabled": what the context was created with
-    weights_mib: dict[int, float] = {}  # CUDA device -> MiB of model weights in its memory ("CUDA0 model buffer size = X MiB")
+    # CUDA device -> MiB of model weights in its memory ("CUDA0 model buffer size = X MiB")
+    weights_mib: dict[int, float] = {}
     compute: list[InferenceCompute] = []  # Ollama's "inference compute" lines: the devices it chose
 
 
 FOUND = re.compile(r"ggml_cuda_init: found (\d+) CUDA devices")
 DEVICE = re.compile(r"Device (\d+): (.+?), compute capability (\d+)\.(\d+), VMM: (yes|no)(?:, VRAM: (\d+) MiB)?")
 FAILED = re.compile(r"ggml_cuda_init: failed to initialize CUDA: ?(.*)")
-OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")  # llama.cpp's load_tensors line; Ollama's runner prints it too
-MODEL_BUFFER = re.compile(r"\bCUDA(\d+) model buffer size\s*=\s*([0-9.]+) MiB")  # llama.cpp's load_tensors: the weights on each device
+# llama.cpp's load_tensors line; Ollama's runner prints it too
+OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+# llama.cpp's load_tensors: the weights on each device
+MODEL_BUFFER = re.compile(r"\bCUDA(\d+) model buffer size\s*=\s*([0-9.]+) MiB")
 OLLAMA_WEIGHTS = re.compile(r'msg="model weights" device=CUDA(\d+) size="([0-9.]+) (MiB|GiB)"')  # Ollama's own engine
 INFERENCE_COMPUTE = re.compile(r'msg="inference compute"(.*)')
 KEY_VALUE = re.compile(r'([\w.]+)=("[^"]*"|\S+)')
-WEIGHTS_BAND = (0.5, 1.5)  # the weights in device memory, as a share of the GGUF's size: all of them, give or take the file's metadata
+# the weights in device memory, as a share of the GGUF's size: all of them, give or take the file's metadata
+WEIGHTS_BAND = (0.5, 1.5)
 NO_USABLE_GPU = "no usable GPU found"
 FLASH_ATTN = re.compile(r"llama_context: flash_attn\s+= (\w+)")
 FLASH_ATTN_LOGGED = {"on": "enabled", "off": "disabled"}  # llama_flash_attn_type_name
@@ -104,7 +108,10 @@ def parse_query_gpu(text: str) -> list[GpuDevice]:
             continue
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(QUERY_FIELDS):
-            raise GpuError(f"nvidia-smi row has {len(cells)} fields, expected {len(QUERY_FIELDS)} ({', '.join(QUERY_FIELDS)}): {line[:MAX_LINE]!r}")
+            raise GpuError(
+                f"nvidia-smi row has {len(cells)} fields, expected {len(QUERY_FIELDS)} "
+                f"({', '.join(QUERY_FIELDS)}): {line[:MAX_LINE]!r}"
+            )
         name, capability, driver, memory, mig = (None if cell in NOT_AVAILABLE else cell for cell in cells)
         if name is None:
             raise GpuError(f"nvidia-smi row names no GPU: {line[:MAX_LINE]!r}")
@@ -112,7 +119,15 @@ def parse_query_gpu(text: str) -> list[GpuDevice]:
             raise GpuError(f"nvidia-smi memory.total {memory[:40]!r} is not a number of MiB")
         if capability is not None and not re.fullmatch(r"\d+\.\d+", capability):
             raise GpuError(f"nvidia-smi compute_cap {capability[:40]!r} is not MAJOR.MINOR")
-        devices.append(GpuDevice(name=name, compute_capability=capability, driver_version=driver, memory_mib=int(memory) if memory else None, mig_mode=mig))
+        devices.append(
+            GpuDevice(
+                name=name,
+                compute_capability=capability,
+                driver_version=driver,
+                memory_mib=int(memory) if memory else None,
+                mig_mode=mig,
+            )
+        )
     if not devices:
         raise GpuError("nvidia-smi listed no GPU")
     return devices
@@ -139,30 +154,41 @@ def with_mig(devices: list[GpuDevice], listing: str) -> list[GpuDevice]:
     """Each GPU with the MIG slice the container was given (one slice per GPU is what a profile
     can name; several slices of one GPU are named by their list)."""
     profiles = parse_mig_profiles(listing)
-    return [device.model_copy(update={"mig_profile": "+".join(profiles.get(index, [])) or None}) for index, device in enumerate(devices)]
+    return [
+        device.model_copy(update={"mig_profile": "+".join(profiles.get(index, [])) or None})
+        for index, device in enumerate(devices)
+    ]
 
 
 def device_problems(devices: list[GpuDevice], profile: Profile, profile_name: str) -> list[str]:
     """What in nvidia-smi's identity does not match the profile: count, name, compute capability,
     memory, MIG slice."""
     if not devices:
-        return [f"no GPU identity recorded (nvidia-smi --query-gpu): profile {profile_name} needs {profile.accelerator or 'a GPU'}"]
+        return [
+            f"no GPU identity recorded (nvidia-smi --query-gpu): profile {profile_name} needs "
+            f"{profile.accelerator or 'a GPU'}"
+        ]
     problems = []
     if profile.gpu_count and len(devices) != profile.gpu_count:
         problems.append(f"the engine sees {len(devices)} GPU(s), profile {profile_name} runs on {profile.gpu_count}")
     for device in devices:
         problems += [
-            f"GPU {device.label()}: {why}" for why in mismatches(profile, device.name, device.compute_capability, device.memory_mib, memory_known=True)
+            f"GPU {device.label()}: {why}"
+            for why in mismatches(profile, device.name, device.compute_capability, device.memory_mib, memory_known=True)
         ]
         if device.mig_profile != profile.mig_profile:
             wanted = f"MIG slice {profile.mig_profile}" if profile.mig_profile else "a whole GPU"
             problems.append(
-                f"GPU {device.label()}: {'MIG slice ' + device.mig_profile if device.mig_profile else 'a whole GPU'}, profile {profile_name} needs {wanted}"
+                f"GPU {device.label()}: "
+                f"{'MIG slice ' + device.mig_profile if device.mig_profile else 'a whole GPU'}, "
+                f"profile {profile_name} needs {wanted}"
             )
     return problems
 
 
-def mismatches(profile: Profile, name: str, capability: str | None, memory_mib: int | None, *, memory_known: bool) -> list[str]:
+def mismatches(
+    profile: Profile, name: str, capability: str | None, memory_mib: int | None, *, memory_known: bool
+) -> list[str]:
     """One line per property of a device that is not the profile's (an unknown value is named,
     except the memory of a log line that does not print it: `memory_known=False`)."""
     found = []
@@ -171,8 +197,15 @@ def mismatches(profile: Profile, name: str, capability: str | None, memory_mib: 
     if profile.compute_capability and capability != profile.compute_capability:
         found.append(f"compute capability {capability or 'unknown'}, the profile needs {profile.compute_capability}")
     window = profile.gpu_memory_mib
-    if window is not None and (memory_mib is not None or memory_known) and (memory_mib is None or not window.min <= memory_mib <= window.max):
-        found.append(f"memory {memory_mib if memory_mib is not None else 'unknown'} MiB, the profile needs {window.min}-{window.max} MiB")
+    if (
+        window is not None
+        and (memory_mib is not None or memory_known)
+        and (memory_mib is None or not window.min <= memory_mib <= window.max)
+    ):
+        found.append(
+            f"memory {memory_mib if memory_mib is not None else 'unknown'} MiB, "
+            f"the profile needs {window.min}-{window.max} MiB"
+        )
     return found
 
 
@@ -191,7 +224,13 @@ def parse_cuda_log(text: str) -> CudaLog:
         elif device := DEVICE.search(line):
             index, name, major, minor, vmm, vram = device.groups()
             log.devices.append(
-                CudaDevice(index=int(index), name=name.strip(), compute_capability=f"{major}.{minor}", vmm=vmm == "yes", vram_mib=int(vram) if vram else None)
+                CudaDevice(
+                    index=int(index),
+                    name=name.strip(),
+                    compute_capability=f"{major}.{minor}",
+                    vmm=vmm == "yes",
+                    vram_mib=int(vram) if vram else None,
+                )
             )
         elif offload := OFFLOADED.search(line):
             log.offloads.append(Offload(offloaded=int(offload.group(1)), total=int(offload.group(2))))
@@ -211,7 +250,11 @@ def read_weights_or_compute(log: CudaLog, line: str) -> None:
         log.weights_mib[int(weights.group(1))] = log.weights_mib.get(int(weights.group(1)), 0.0) + mib
     elif compute := INFERENCE_COMPUTE.search(line):
         fields = {key: value.strip('"') for key, value in KEY_VALUE.findall(compute.group(1))}
-        log.compute.append(InferenceCompute(library=fields.get("library", ""), name=fields.get("name"), compute_capability=fields.get("compute")))
+        log.compute.append(
+            InferenceCompute(
+                library=fields.get("library", ""), name=fields.get("name"), compute_capability=fields.get("compute")
+            )
+        )
 
 
 def weights_problems(log: CudaLog, model_bytes: int) -> list[str]:
@@ -223,7 +266,10 @@ def weights_problems(log: CudaLog, model_bytes: int) -> list[str]:
     held = sum(log.weights_mib.values())
     low, high = (share * model_bytes / 2**20 for share in WEIGHTS_BAND)
     if not low <= held <= high:
-        return [f"the engine holds {held:.1f} MiB of weights in device memory, the GGUF is {model_bytes / 2**20:.1f} MiB: not this model's weights on the GPU"]
+        return [
+            f"the engine holds {held:.1f} MiB of weights in device memory, the GGUF is {model_bytes / 2**20:.1f} "
+            "MiB: not this model's weights on the GPU"
+        ]
     return []
 
 
@@ -233,7 +279,10 @@ def ollama_log_problems(log: CudaLog, profile: Profile, profile_name: str) -> li
     wanted = profile.accelerator or "GPU"
     cuda = [one for one in log.compute if one.library.startswith("cuda")]
     if not cuda:
-        return [f"the engine log shows no CUDA device (Ollama's inference compute line): it served on the CPU, not on a {wanted}"]
+        return [
+            "the engine log shows no CUDA device (Ollama's inference compute line): "
+            f"it served on the CPU, not on a {wanted}"
+        ]
     problems = [
         f"Ollama's device {one.name or 'unnamed'}: {why}"
         for one in cuda
@@ -245,13 +294,23 @@ def ollama_log_problems(log: CudaLog, profile: Profile, profile_name: str) -> li
 def offload_problems(log: CudaLog) -> list[str]:
     if not log.offloads:
         return ["the engine log shows no layer offload (offloaded N/N layers to GPU)"]
-    return [f"only {o.offloaded} of {o.total} layers were offloaded to the GPU: the rest ran on the CPU" for o in log.offloads if o.offloaded != o.total]
+    return [
+        f"only {o.offloaded} of {o.total} layers were offloaded to the GPU: the rest ran on the CPU"
+        for o in log.offloads
+        if o.offloaded != o.total
+    ]
 
 
-def engine_log_problems(kind: str, log: CudaLog, profile: Profile, profile_name: str, model_bytes: int | None) -> list[str]:
+def engine_log_problems(
+    kind: str, log: CudaLog, profile: Profile, profile_name: str, model_bytes: int | None
+) -> list[str]:
     """Why one engine's log (one replica's) does not show it computing on the profile's GPU with
     the model's weights in device memory, read as the engine kind prints it."""
-    problems = ollama_log_problems(log, profile, profile_name) if kind == "ollama" else log_problems(log, profile, profile_name)
+    problems = (
+        ollama_log_problems(log, profile, profile_name)
+        if kind == "ollama"
+        else log_problems(log, profile, profile_name)
+    )
     if problems or model_bytes is None:
         return problems
     return weights_problems(log, model_bytes)
@@ -267,7 +326,9 @@ def log_problems(log: CudaLog, profile: Profile, profile_name: str) -> list[str]
         return [f"the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a {wanted}"]
     problems = []
     if profile.gpu_count and any(count != profile.gpu_count for count in log.found):
-        problems.append(f"CUDA found {', '.join(map(str, log.found))} device(s), profile {profile_name} runs on {profile.gpu_count}")
+        problems.append(
+            f"CUDA found {', '.join(map(str, log.found))} device(s), profile {profile_name} runs on {profile.gpu_count}"
+        )
     for device in log.devices:
         problems += [
             f"CUDA device {device.index} ({device.name}): {why}"
@@ -276,7 +337,10 @@ def log_problems(log: CudaLog, profile: Profile, profile_name: str) -> list[str]
     problems += offload_problems(log)
     wanted_fa = FLASH_ATTN_LOGGED.get(profile.flash_attn or "")
     if wanted_fa and any(found != wanted_fa for found in log.flash_attn):
-        problems.append(f"the engine ran with flash_attn = {', '.join(sorted(set(log.flash_attn)))}, profile {profile_name} sets {profile.flash_attn}")
+        problems.append(
+            f"the engine ran with flash_attn = {', '.join(sorted(set(log.flash_attn)))}, "
+            f"profile {profile_name} sets {profile.flash_attn}"
+        )
     return problems
 
 

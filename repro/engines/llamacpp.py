@@ -9,7 +9,15 @@ from harness.contracts import PropsResult
 from repro.containers.client import Container
 from repro.containers.sandbox import GIB, EngineDied, SandboxSettings, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
-from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, EngineRefused, gpu_device_requests, nano_cpus_for, threads_for
+from repro.engines.base import (
+    MODEL_MOUNT,
+    Engine,
+    EngineHandle,
+    EngineRefused,
+    gpu_device_requests,
+    nano_cpus_for,
+    threads_for,
+)
 from repro.engines.gpu import engine_log_problems, identity_agrees, parse_cuda_log
 from repro.spec.findings import GpuDevice
 from repro.spec.matrix import Decoding, ModelSpec
@@ -116,10 +124,23 @@ class LlamaCppEngine(Engine):
 
     def sandbox_settings(self, profile: Profile, host_cpus: int | None) -> SandboxSettings:
         """The engine container's sandbox: the run's labels, the profile's memory and CPUs."""
-        return engine_settings(run_id=self.run_id, cell_id=self.group_id, mem_limit=int(profile.memory_gb * GIB), nano_cpus=nano_cpus_for(profile, host_cpus))
+        return engine_settings(
+            run_id=self.run_id,
+            cell_id=self.group_id,
+            mem_limit=int(profile.memory_gb * GIB),
+            nano_cpus=nano_cpus_for(profile, host_cpus),
+        )
 
     def container_kwargs(
-        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+        self,
+        image: str,
+        model: ModelSpec,
+        gguf: Path,
+        profile: Profile,
+        decoding: Decoding,
+        *,
+        host_cpus: int | None = None,
+        name: str | None = None,
     ) -> dict[str, Any]:
         settings = self.sandbox_settings(profile, host_cpus)
         return create_kwargs(
@@ -146,7 +167,14 @@ class LlamaCppEngine(Engine):
     def identity(self, handle: EngineHandle) -> str:
         return str(self.props(handle).get("build_info") or "")
 
-    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
+    def verify_device(
+        self,
+        handle: EngineHandle,
+        profile: Profile,
+        profile_name: str,
+        devices: list[GpuDevice],
+        model_bytes: int | None = None,
+    ) -> None:
         """On a GPU profile, the server's own log must show CUDA finding the profile's device,
         every layer offloaded and the model's weights in device memory; a server that fell back
         to the CPU (CUDA failed to initialise, -ngl ignored) is refused here, so its cells fail
@@ -154,7 +182,9 @@ class LlamaCppEngine(Engine):
         if not profile.gpu:
             return
         log = parse_cuda_log(log_head(self.container(handle)))
-        problems = engine_log_problems(self.kind, log, profile, profile_name, model_bytes) + identity_agrees(devices, log)
+        problems = engine_log_problems(self.kind, log, profile, profile_name, model_bytes) + identity_agrees(
+            devices, log
+        )
         if problems:
             raise EngineRefused(f"engine {self.spec.id}: {problems[0]}; refused")
 

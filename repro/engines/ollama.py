@@ -58,7 +58,10 @@ def template_for(model: ModelSpec) -> tuple[str, list[str]]:
     family = model.family.strip().lower()
     if family in TEMPLATES:
         return TEMPLATES[family]
-    raise BadInput(f"model {model.id}: no explicit Ollama template for family '{model.family}' (known: {', '.join(sorted(TEMPLATES))})")
+    raise BadInput(
+        f"model {model.id}: no explicit Ollama template for family '{model.family}' (known: "
+        f"{', '.join(sorted(TEMPLATES))})"
+    )
 
 
 def ollama_blocker(model: ModelSpec, protocol: str) -> str | None:
@@ -69,13 +72,22 @@ def ollama_blocker(model: ModelSpec, protocol: str) -> str | None:
     except BadInput as error:
         return f"configuration: {error}"
     if protocol == "native_tools" and ".Tools" not in template:
-        return f"configuration: the explicit Ollama template for family '{model.family}' does not render .Tools: under native_tools the model would never see its tools"
+        return (
+            f"configuration: the explicit Ollama template for family '{model.family}' does not render .Tools: "
+            "under native_tools the model would never see its tools"
+        )
     return None
 
 
 def model_parameters(model: ModelSpec, decoding: Decoding) -> dict[str, Any]:
     _, stop = template_for(model)
-    return {"num_ctx": decoding.context, "temperature": decoding.temperature, "seed": decoding.seed, "num_predict": decoding.max_tokens, "stop": stop}
+    return {
+        "num_ctx": decoding.context,
+        "temperature": decoding.temperature,
+        "seed": decoding.seed,
+        "num_predict": decoding.max_tokens,
+        "stop": stop,
+    }
 
 
 def ollama_model_name(model: ModelSpec) -> str:
@@ -97,7 +109,15 @@ class OllamaEngine(Engine):
         return ollama_model_name(model)
 
     def container_kwargs(
-        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+        self,
+        image: str,
+        model: ModelSpec,
+        gguf: Path,
+        profile: Profile,
+        decoding: Decoding,
+        *,
+        host_cpus: int | None = None,
+        name: str | None = None,
     ) -> dict[str, Any]:
         # The uploaded blob lives in the tmpfs: size it for the model plus room for manifests.
         tmpfs_mib = math.ceil(model.file_size * 1.1 / MIB) + 512
@@ -117,10 +137,19 @@ class OllamaEngine(Engine):
                 "OLLAMA_CONTEXT_LENGTH": str(decoding.context),
             },
         )
-        return create_kwargs(settings, image, ["serve"], name=name, working_dir="/tmp", device_requests=gpu_device_requests(profile, self.replica))
+        return create_kwargs(
+            settings,
+            image,
+            ["serve"],
+            name=name,
+            working_dir="/tmp",
+            device_requests=gpu_device_requests(profile, self.replica),
+        )
 
     def identity(self, handle: EngineHandle) -> str:
-        result = self.probe(handle, ["ollama-version", "--base-url", self.base_url], OllamaVersionResult, timeout=SHOW_TIMEOUT_S)
+        result = self.probe(
+            handle, ["ollama-version", "--base-url", self.base_url], OllamaVersionResult, timeout=SHOW_TIMEOUT_S
+        )
         if not result.ok:
             raise EngineDied(f"engine {self.spec.id}: /api/version failed: {result.error}")
         return result.version or ""
@@ -147,13 +176,20 @@ class OllamaEngine(Engine):
 
     def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
         mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
-        result = self.probe(handle, self.load_argv(model, decoding), OllamaLoadResult, timeout=LOAD_TIMEOUT_S + 60, mounts=mounts)
+        result = self.probe(
+            handle, self.load_argv(model, decoding), OllamaLoadResult, timeout=LOAD_TIMEOUT_S + 60, mounts=mounts
+        )
         if not result.ok:
             raise EngineDied(f"engine {self.spec.id}: loading {model.id} failed at {result.stage}: {result.error}")
         return result.model_dump(mode="json", include={"blob", "uploaded", "model", "create"})
 
     def effective_settings(self, handle: EngineHandle) -> dict[str, Any]:
-        result = self.probe(handle, ["ollama-show", "--base-url", self.base_url, "--name", handle.model_name], OllamaShowResult, timeout=SHOW_TIMEOUT_S)
+        result = self.probe(
+            handle,
+            ["ollama-show", "--base-url", self.base_url, "--name", handle.model_name],
+            OllamaShowResult,
+            timeout=SHOW_TIMEOUT_S,
+        )
         if not result.ok:
             raise EngineDied(f"engine {self.spec.id}: /api/show failed: {result.error}")
         return {"version": handle.identity, "show": result.show}

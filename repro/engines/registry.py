@@ -1,6 +1,6 @@
-"""Engine kind -> its implementation, and `boot_engine` (the one way a run gets a started engine), as lazy `"module:object"` entries (repro.core.registry): the
-interface (repro.engines.base) never imports an implementation, and each implementation imports
-the interface."""
+"""Engine kind -> its implementation, and `boot_engine` (the one way a run gets a started engine),
+as lazy `"module:object"` entries (repro.core.registry): the interface (repro.engines.base) never
+imports an implementation, and each implementation imports the interface."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def engine_class(kind: str) -> type[Engine]:
     return engine
 
 
-def engine_for(client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None) -> Engine:
+def engine_for(
+    client: DockerClient | None, spec: EngineSpec, *, probe_image: Any, run_id: str, group_id: str | None = None
+) -> Engine:
     return engine_class(spec.kind)(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
 
 

@@ -36,10 +36,32 @@ class ScriptedEngine(LlamaCppEngine):
     kind = "scripted"  # port, API and health route: llama.cpp's
 
     def container_kwargs(
-        self, image: str, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, host_cpus: int | None = None, name: str | None = None
+        self,
+        image: str,
+        model: ModelSpec,
+        gguf: Path,
+        profile: Profile,
+        decoding: Decoding,
+        *,
+        host_cpus: int | None = None,
+        name: str | None = None,
     ) -> dict[str, Any]:
         mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
-        return create_kwargs(self.sandbox_settings(profile, host_cpus), image, scripted_argv(self.port), name=name, mounts=mounts, working_dir="/tmp")
+        return create_kwargs(
+            self.sandbox_settings(profile, host_cpus),
+            image,
+            scripted_argv(self.port),
+            name=name,
+            mounts=mounts,
+            working_dir="/tmp",
+        )
 
-    def verify_device(self, handle: EngineHandle, profile: Profile, profile_name: str, devices: list[GpuDevice], model_bytes: int | None = None) -> None:
+    def verify_device(
+        self,
+        handle: EngineHandle,
+        profile: Profile,
+        profile_name: str,
+        devices: list[GpuDevice],
+        model_bytes: int | None = None,
+    ) -> None:
         return None  # it computes nothing on any device

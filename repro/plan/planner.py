@@ -40,12 +40,16 @@ class Plan(BaseModel):
         return list(ordered.items())
 
 
-def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts] | None = None) -> Plan:
+def make_plan(
+    loaded: LoadedMatrix, profile_name: str, profile: Profile, templates: dict[str, TemplateFacts] | None = None
+) -> Plan:
     """The cells on a profile. `templates` (model id -> TemplateFacts, for models whose GGUF is at
     hand) adds the capability preflight: a protocol the template cannot carry is excluded."""
     matrix = loaded.matrix
     runnable, excluded = [], []
-    suite_parts = [(suite, part) for suite in matrix.suites for part in (range(1, suite.parts + 1) if suite.parts else [None])]
+    suite_parts = [
+        (suite, part) for suite in matrix.suites for part in (range(1, suite.parts + 1) if suite.parts else [None])
+    ]
     combos = product(matrix.models, matrix.engines, matrix.protocols, suite_parts, range(1, matrix.repeats + 1))
     for model, engine, protocol, (suite, part), repeat in combos:
         cell = _cell(matrix, model, engine, protocol, (suite, part), repeat, profile_name)
@@ -67,7 +71,9 @@ def make_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, templat
     )
 
 
-def stored_plan(loaded: LoadedMatrix, profile_name: str, profile: Profile, *, require_all: bool = False) -> tuple[Plan, dict[str, TemplateFacts]]:
+def stored_plan(
+    loaded: LoadedMatrix, profile_name: str, profile: Profile, *, require_all: bool = False
+) -> tuple[Plan, dict[str, TemplateFacts]]:
     """The plan with the capability preflight for every model whose GGUF is in the store (all of
     them with `require_all`: a shard's split must not depend on which models a machine holds)."""
     from repro.store.chat_template import stored_template_facts
@@ -86,7 +92,15 @@ def suite_identity(suite: Suite) -> dict:
     return identity
 
 
-def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protocol, suite_part: tuple[Suite, int | None], repeat: int, profile: str) -> Cell:
+def _cell(
+    matrix: Matrix,
+    model: ModelSpec,
+    engine: EngineSpec,
+    protocol: Protocol,
+    suite_part: tuple[Suite, int | None],
+    repeat: int,
+    profile: str,
+) -> Cell:
     """One cell (of one part of its suite, when the suite has parts: the part enters its id and name)."""
     suite, part = suite_part
     identity = {
@@ -118,21 +132,38 @@ def _cell(matrix: Matrix, model: ModelSpec, engine: EngineSpec, protocol: Protoc
     )
 
 
-def exclusion_reason(matrix: Matrix, cell: Cell, profile_name: str, profile: Profile) -> tuple[str, ExclusionKind] | None:
+def exclusion_reason(
+    matrix: Matrix, cell: Cell, profile_name: str, profile: Profile
+) -> tuple[str, ExclusionKind] | None:
     """Why the plan leaves a cell out, and whose choice it is: the matrix's (its profile list, its
     `exclude` rules: the author's) or repro's (what the harness, engine or profile cannot carry)."""
     if profile_name not in matrix.profiles:
         return f"the matrix does not run on profile {profile_name} (it allows: {', '.join(matrix.profiles)})", "author"
     implemented = cell.suite.protocols(IMPLEMENTED_PROTOCOLS)
     if cell.protocol not in implemented:
-        return f"protocol {cell.protocol} is not implemented by this harness yet (implemented: {', '.join(sorted(implemented))})", "configuration"
+        return (
+            f"protocol {cell.protocol} is not implemented by this harness yet (implemented: "
+            f"{', '.join(sorted(implemented))})",
+            "configuration",
+        )
     if not cell.engine.serves(profile.engine_variant):
-        return f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}", "configuration"
+        return (
+            f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}",
+            "configuration",
+        )
     size_gb = cell.model.file_size / GIB
     if size_gb > profile.max_model_gb:
-        return f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile {profile_name} takes", "configuration"
+        return (
+            f"model {cell.model.id} ({size_gb:.2f} GB) exceeds the {profile.max_model_gb:g} GB that profile "
+            f"{profile_name} takes",
+            "configuration",
+        )
     for rule in matrix.exclude:
-        if _rule_matches(rule.model, cell.model.id) and _rule_matches(rule.engine, cell.engine.id) and _rule_matches(rule.protocol, cell.protocol):
+        if (
+            _rule_matches(rule.model, cell.model.id)
+            and _rule_matches(rule.engine, cell.engine.id)
+            and _rule_matches(rule.protocol, cell.protocol)
+        ):
             return rule.reason, "author"
     return None
 
@@ -156,7 +187,9 @@ def select_cells(plan: Plan, only: list[str]) -> list[Cell]:
         if cell_id in excluded:
             raise BadInput(f"cell {cell_id} is excluded on profile {plan.profile}")
         if cell_id not in known:
-            raise BadInput(f"unknown cell {cell_id} (see: repro matrix plan {plan.matrix_path} --profile {plan.profile})")
+            raise BadInput(
+                f"unknown cell {cell_id} (see: repro matrix plan {plan.matrix_path} --profile {plan.profile})"
+            )
     return [c for c in plan.cells if c.id in only]
 
 

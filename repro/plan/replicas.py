@@ -40,7 +40,11 @@ def replica_allowance(model_bytes: int, shape: dict[str, int], context: int, n_v
     """GPU memory one replica needs, from the model and the context: its weights, the KV cache of
     the whole context (f16 K and V for every layer and KV head), the logits of one micro-batch
     and the compute buffers. Without the model's shape (a GGUF not read), weights plus 1 GiB."""
-    layers, embedding, heads = shape.get("block_count"), shape.get("embedding_length"), shape.get("attention.head_count")
+    layers, embedding, heads = (
+        shape.get("block_count"),
+        shape.get("embedding_length"),
+        shape.get("attention.head_count"),
+    )
     if not layers or not embedding or not heads:
         return replica_bytes(model_bytes)
     kv_heads = shape.get("attention.head_count_kv") or heads
@@ -51,7 +55,9 @@ def replica_allowance(model_bytes: int, shape: dict[str, int], context: int, n_v
     return model_bytes + kv + logits + COMPUTE_BASE_BYTES
 
 
-def replica_count(requested: int | None, profile: Profile, *, host_cpus: int | None, model_bytes: int, gpu_bytes: int | None = None) -> int:
+def replica_count(
+    requested: int | None, profile: Profile, *, host_cpus: int | None, model_bytes: int, gpu_bytes: int | None = None
+) -> int:
     """K: `requested`, or with None ("auto") as many as the machine holds. BadInput when the
     request would put more engine threads than cores on the machine, or overfill the GPU."""
     if profile.threads is None:
@@ -62,7 +68,11 @@ def replica_count(requested: int | None, profile: Profile, *, host_cpus: int | N
     if requested is None:
         return room
     if requested > room:
-        raise BadInput(f"--replicas {requested}: {why_not(profile, host_cpus=host_cpus, model_bytes=model_bytes, gpu_bytes=gpu_bytes)}; at most {room} fit")
+        raise BadInput(
+            f"--replicas {requested}: "
+            f"{why_not(profile, host_cpus=host_cpus, model_bytes=model_bytes, gpu_bytes=gpu_bytes)}; "
+            f"at most {room} fit"
+        )
     return requested
 
 
@@ -72,7 +82,9 @@ def capacity(profile: Profile, *, host_cpus: int | None, model_bytes: int, gpu_b
     cores = host_cpus or os.cpu_count() or 1
     fits = cores // (profile.threads or cores)
     if profile.gpu_count > 0:
-        fits = min(fits, math.floor(profile.memory_gb * GIB * GPU_MEMORY_SHARE / (gpu_bytes or replica_bytes(model_bytes))))
+        fits = min(
+            fits, math.floor(profile.memory_gb * GIB * GPU_MEMORY_SHARE / (gpu_bytes or replica_bytes(model_bytes)))
+        )
     return max(1, fits)
 
 
@@ -85,7 +97,10 @@ def why_not(profile: Profile, *, host_cpus: int | None, model_bytes: int, gpu_by
     cores = host_cpus or os.cpu_count() or 1
     text = f"{profile.threads} thread(s) per engine on {cores} core(s)"
     if profile.gpu_count > 0:
-        text += f", {(gpu_bytes or replica_bytes(model_bytes)) / GIB:.1f} GiB per replica in {profile.memory_gb:g} GB of GPU memory"
+        text += (
+            f", {(gpu_bytes or replica_bytes(model_bytes)) / GIB:.1f} GiB per replica in {profile.memory_gb:g} GB of "
+            "GPU memory"
+        )
     return text
 
 

@@ -18,7 +18,15 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, PrivateAttr, computed_field
 
-from harness.contracts import FAILURE_LAYER, FAILURE_LAYERS, FAILURE_TYPES, ScenarioResult, TranscriptEntry, TranscriptLine, transcript_data
+from harness.contracts import (
+    FAILURE_LAYER,
+    FAILURE_LAYERS,
+    FAILURE_TYPES,
+    ScenarioResult,
+    TranscriptEntry,
+    TranscriptLine,
+    transcript_data,
+)
 from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
 from repro.bundle.layout.discovery import find_runs
@@ -42,7 +50,13 @@ LADDER_PREFIX = "ladder-"  # capability-ladder categories (ladder-0 .. ladder-8)
 LADDER_LEVELS = range(9)
 PROTOCOL_ORDER: tuple[str, ...] = get_args(Protocol)
 # Short protocol names for row labels (the key names the protocol each stands for).
-PROTOCOL_SHORT = {"json_schema": "schema", "native_tools": "native", "react": "ReAct", "json_prompt": "repair", "json_object": "object"}
+PROTOCOL_SHORT = {
+    "json_schema": "schema",
+    "native_tools": "native",
+    "react": "ReAct",
+    "json_prompt": "repair",
+    "json_object": "object",
+}
 
 
 class ProtocolTotals(BaseModel):
@@ -145,7 +159,10 @@ class RowHardware(BaseModel):
 
     def label(self) -> str:
         parts = [self.accelerator, f"compute capability {self.compute_capability}" if self.compute_capability else ""]
-        parts += [f"driver {self.driver_version}" if self.driver_version else "", f"MIG {self.mig_profile}" if self.mig_profile else ""]
+        parts += [
+            f"driver {self.driver_version}" if self.driver_version else "",
+            f"MIG {self.mig_profile}" if self.mig_profile else "",
+        ]
         return ", ".join(part for part in parts if part)
 
 
@@ -164,7 +181,8 @@ class TableRow(BaseModel):
     protocol: str
     suite: str
     suite_sha256: str | None = None
-    parts: str | None = None  # "parts 1, 2 of 4" where the row holds only some of its suite's parts (None: all its scenarios)
+    # "parts 1, 2 of 4" where the row holds only some of its suite's parts (None: all its scenarios)
+    parts: str | None = None
     decoding: str = ""
     profile: str = ""
     run: str | None = None  # set when two runs of the same cells would otherwise share a row
@@ -232,7 +250,15 @@ class TableRow(BaseModel):
     @property
     def setting(self) -> tuple[str, ...]:
         """Everything but the protocol: rows that differ only in protocol compare side by side."""
-        return (self.model_sha256, self.engine_identity, self.suite, self.suite_sha256 or "", self.decoding, self.profile, self.run or "")
+        return (
+            self.model_sha256,
+            self.engine_identity,
+            self.suite,
+            self.suite_sha256 or "",
+            self.decoding,
+            self.profile,
+            self.run or "",
+        )
 
     @property
     def key(self) -> str:
@@ -303,7 +329,10 @@ class PaperTables(BaseModel):
     def key(self) -> list[tuple[str, str]]:
         """What each short name of the row labels stands for: the models (id, quant, sha256) and
         the protocols, in row order."""
-        models = {r.model_label: f"{r.model} ({r.quant}, {r.file_size_mb:g} MB, sha256 {r.model_sha256[:12]})" for r in self.rows}
+        models = {
+            r.model_label: f"{r.model} ({r.quant}, {r.file_size_mb:g} MB, sha256 {r.model_sha256[:12]})"
+            for r in self.rows
+        }
         protocols = {PROTOCOL_SHORT.get(r.protocol, r.protocol): f"protocol {r.protocol}" for r in self.rows}
         return list(models.items()) + list(protocols.items())
 
@@ -332,7 +361,10 @@ class PaperTables(BaseModel):
 
     @property
     def protocols(self) -> list[str]:
-        return sorted({row.protocol for row in self.rows}, key=lambda p: (PROTOCOL_ORDER.index(p) if p in PROTOCOL_ORDER else len(PROTOCOL_ORDER), p))
+        return sorted(
+            {row.protocol for row in self.rows},
+            key=lambda p: (PROTOCOL_ORDER.index(p) if p in PROTOCOL_ORDER else len(PROTOCOL_ORDER), p),
+        )
 
     @property
     def protocol_comparison(self) -> list[ProtocolComparison]:
@@ -437,7 +469,9 @@ def canonical_json(value: object) -> str:
 
 def transcript_sha256(transcript: list[TranscriptEntry] | None) -> str:
     """sha256 of a transcript's canonical JSON (as its line holds it); "" when there is none."""
-    return "" if transcript is None else hashlib.sha256(canonical_json(transcript_data(transcript)).encode()).hexdigest()
+    return (
+        "" if transcript is None else hashlib.sha256(canonical_json(transcript_data(transcript)).encode()).hexdigest()
+    )
 
 
 def refuse_broken_merge(path: Path) -> None:
@@ -468,11 +502,17 @@ def collect_with_cells(
             verdicts.append(verdict)
             runs.append(verdict.run_id)
             valid += valid_cells(bundle, verdict)
-            exclusions += [ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons, kind=c.kind) for c in verdict.cells if c.verdict != "VALID"]
+            exclusions += [
+                ExcludedCell(cell_id=c.cell_id, verdict=c.verdict, reasons=c.reasons, kind=c.kind)
+                for c in verdict.cells
+                if c.verdict != "VALID"
+            ]
     grouped = [(make_row(cells, run), cells) for cells, run in group_rows(valid)]
     rows = with_labels([row for row, _ in grouped])
     grouped = [(labelled, cells) for labelled, (_, cells) in zip(rows, grouped, strict=True)]
-    categories = sorted({c for row in rows for c in row.by_category if not c.startswith(LADDER_PREFIX)} - {SAFETY_CATEGORY})
+    categories = sorted(
+        {c for row in rows for c in row.by_category if not c.startswith(LADDER_PREFIX)} - {SAFETY_CATEGORY}
+    )
     coverage = run_coverage(verdicts)
     setup = TableSetup(
         runs=run_setups(verdicts, signers),
@@ -481,7 +521,13 @@ def collect_with_cells(
         coverage=coverage,
     )
     tables = PaperTables(
-        rows=rows, categories=categories, safety_category=SAFETY_CATEGORY, exclusions=exclusions, runs=runs, absent=coverage.absent, setup=setup
+        rows=rows,
+        categories=categories,
+        safety_category=SAFETY_CATEGORY,
+        exclusions=exclusions,
+        runs=runs,
+        absent=coverage.absent,
+        setup=setup,
     )
     return tables, {row.key: sorted(cells, key=lambda c: c.record.cell.repeat) for row, cells in grouped}
 
@@ -492,13 +538,22 @@ def with_labels(rows: list[TableRow]) -> list[TableRow]:
     models = model_labels(rows)
     labelled = [
         r.model_copy(
-            update={"model_label": models[r.model_sha256], "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)} / {r.suite}" + (f" ({r.parts})" if r.parts else "")}
+            update={
+                "model_label": models[r.model_sha256],
+                "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)} / {r.suite}"
+                + (f" ({r.parts})" if r.parts else ""),
+            }
         )
         for r in rows
     ]
     for extra in ("engine", "run"):
         counts = Counter(r.label for r in labelled)
-        labelled = [r.model_copy(update={"label": f"{r.label} / {getattr(r, extra)}"}) if counts[r.label] > 1 and getattr(r, extra) else r for r in labelled]
+        labelled = [
+            r.model_copy(update={"label": f"{r.label} / {getattr(r, extra)}"})
+            if counts[r.label] > 1 and getattr(r, extra)
+            else r
+            for r in labelled
+        ]
     return labelled
 
 
@@ -519,7 +574,14 @@ def model_labels(rows: list[TableRow]) -> dict[str, str]:
         return f"{short(r)} {r.quant}"
 
     plain, quant = shared(short), shared(with_quant)
-    return {r.model_sha256: short(r) if len(plain[short(r)]) == 1 else with_quant(r) if len(quant[with_quant(r)]) == 1 else r.model for r in rows}
+    return {
+        r.model_sha256: short(r)
+        if len(plain[short(r)]) == 1
+        else with_quant(r)
+        if len(quant[with_quant(r)]) == 1
+        else r.model
+        for r in rows
+    }
 
 
 def valid_cells(bundle: BundleReader, verdict: RunVerdict) -> list[ValidCell]:
@@ -528,11 +590,22 @@ def valid_cells(bundle: BundleReader, verdict: RunVerdict) -> list[ValidCell]:
     run = bundle.run()
     for cell in verdict.cells:
         if cell.verdict == "VALID":
-            record, results, transcripts = bundle.cell(cell.cell_id), bundle.results(cell.cell_id), bundle.transcripts(cell.cell_id)
+            record, results, transcripts = (
+                bundle.cell(cell.cell_id),
+                bundle.results(cell.cell_id),
+                bundle.transcripts(cell.cell_id),
+            )
             template = run.chat_templates.get(record.cell.model.id)
             harness = kind_of(record.cell.suite).harness_pin(record.cell.suite, run.source)
-            facts = {"template": template, "harness": harness, "variant": run.profile_settings.engine_variant, "cpu_model": run.system.cpu_model}
-            cells.append(ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, **facts))
+            facts = {
+                "template": template,
+                "harness": harness,
+                "variant": run.profile_settings.engine_variant,
+                "cpu_model": run.system.cpu_model,
+            }
+            cells.append(
+                ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, **facts)
+            )
     return cells
 
 
@@ -540,7 +613,11 @@ def engine_names(record: CellRecord) -> list[str]:
     """Every name a source may give the cell's engine build: its identity, its label, and for a
     source build its commit and build number."""
     engine = record.cell.engine
-    names = [engine.expected_identity(), record.engine_identity.reported if record.engine_identity else "", engine.label]
+    names = [
+        engine.expected_identity(),
+        record.engine_identity.reported if record.engine_identity else "",
+        engine.label,
+    ]
     if engine.build is not None:
         names += [engine.build.build_commit, f"b{engine.build.build_number}"]
     return list(dict.fromkeys(name for name in names if name))

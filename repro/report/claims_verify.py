@@ -46,8 +46,17 @@ from repro.spec.harnesses import HarnessPin
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
 
-Verdict = Literal["REPRODUCED", "REPRODUCED ON ANOTHER SETUP", "CONSISTENT", "CONSISTENT ON ANOTHER SETUP", "DIFFERENT", "NOT RERUN"]
-VERDICTS: tuple[Verdict, ...] = ("REPRODUCED", "REPRODUCED ON ANOTHER SETUP", "CONSISTENT", "CONSISTENT ON ANOTHER SETUP", "DIFFERENT", "NOT RERUN")
+Verdict = Literal[
+    "REPRODUCED", "REPRODUCED ON ANOTHER SETUP", "CONSISTENT", "CONSISTENT ON ANOTHER SETUP", "DIFFERENT", "NOT RERUN"
+]
+VERDICTS: tuple[Verdict, ...] = (
+    "REPRODUCED",
+    "REPRODUCED ON ANOTHER SETUP",
+    "CONSISTENT",
+    "CONSISTENT ON ANOTHER SETUP",
+    "DIFFERENT",
+    "NOT RERUN",
+)
 PASSING: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT")
 ALWAYS_COUNTED: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT", "DIFFERENT", "NOT RERUN")
 MAX_LISTED = 20  # flips and differing transcripts named per claim; the counts say how many more
@@ -102,7 +111,12 @@ class Resolved(BaseModel):
 
     @classmethod
     def of(cls, claim: Claim, claims: ClaimsFile) -> Resolved:
-        return cls(claim=claim, model=claims.models[claim.model], setup=claims.setups[claim.setup], suite=claims.suites[claim.suite])
+        return cls(
+            claim=claim,
+            model=claims.models[claim.model],
+            setup=claims.setups[claim.setup],
+            suite=claims.suites[claim.suite],
+        )
 
     def pins(self) -> Pins:
         model, setup, template = self.model, self.setup, self.claim.chat_template
@@ -131,7 +145,8 @@ class Resolved(BaseModel):
         )
 
 
-Where = Callable[[str, str, str, int], str | None]  # (claim id, rerun row key, scenario, repeat) -> where the transcripts first part
+# (claim id, rerun row key, scenario, repeat) -> where the transcripts first part
+Where = Callable[[str, str, str, int], str | None]
 
 
 class Options(BaseModel):
@@ -162,7 +177,8 @@ def verify_claim(resolved: Resolved, rerun: Rerun, options: Options) -> ClaimVer
     claim, model, setup = resolved.claim, resolved.model, resolved.setup
     base = ClaimVerdict(
         claim=claim.id,
-        about=f"{model.name} {model.quant}, {setup.harness.name} {claim.protocol}, suite {resolved.suite.id}, setup {claim.setup}",
+        about=f"{model.name} {model.quant}, {setup.harness.name} {claim.protocol}, "
+        f"suite {resolved.suite.id}, setup {claim.setup}",
         claimed=f"{claim.result.passed}/{claim.result.total}",
         verdict="NOT RERUN",
     )
@@ -170,10 +186,24 @@ def verify_claim(resolved: Resolved, rerun: Rerun, options: Options) -> ClaimVer
     if not candidates:
         return base.model_copy(update={"reasons": not_rerun_reasons(resolved, rerun)})
     pins = resolved.pins()
-    scored = sorted(((differences(pins, r.pins(), options.accept), r) for r in candidates), key=lambda pair: sum(not d.accepted for d in pair[0]))
+    scored = sorted(
+        ((differences(pins, r.pins(), options.accept), r) for r in candidates),
+        key=lambda pair: sum(not d.accepted for d in pair[0]),
+    )
     found, row = scored[0]
-    notes = [f"{len(candidates) - 1} other rerun row(s) match this claim; compared with the closest"] if len(candidates) > 1 else []
-    base = base.model_copy(update={"rerun_row": row.row.key, "rerun": f"{row.row.passed}/{row.row.total}", "differences": found, "notes": notes})
+    notes = (
+        [f"{len(candidates) - 1} other rerun row(s) match this claim; compared with the closest"]
+        if len(candidates) > 1
+        else []
+    )
+    base = base.model_copy(
+        update={
+            "rerun_row": row.row.key,
+            "rerun": f"{row.row.passed}/{row.row.total}",
+            "differences": found,
+            "notes": notes,
+        }
+    )
     other_set = scenario_set_problem(resolved, row.row)
     if other_set is not None:
         return base.model_copy(update={"reasons": [other_set], "setup": setup_label(found)})
@@ -186,7 +216,14 @@ def matching_rows(resolved: Resolved, rerun: Rerun) -> list[RerunRow]:
     if sha256 is None:
         return []
     harness, suite = resolved.setup.harness.name, resolved.suite.id
-    return [r for r in rerun.rows if r.row.model_sha256 == sha256 and r.harness.name == harness and r.row.protocol == claim.protocol and r.row.suite == suite]
+    return [
+        r
+        for r in rerun.rows
+        if r.row.model_sha256 == sha256
+        and r.harness.name == harness
+        and r.row.protocol == claim.protocol
+        and r.row.suite == suite
+    ]
 
 
 def not_rerun_reasons(resolved: Resolved, rerun: Rerun) -> list[str]:
@@ -195,20 +232,29 @@ def not_rerun_reasons(resolved: Resolved, rerun: Rerun) -> list[str]:
     what = f"{model.name} {model.quant}"
     if model.sha256 is None:
         held = _names({f"{r.row.model} ({r.harness.name})" for r in rerun.rows})
-        return [f"the claim names no GGUF sha256 for {what}: no rerun can be shown to have run the same file (the rerun's rows: {held})"]
+        return [
+            f"the claim names no GGUF sha256 for {what}: no rerun can be shown to have run the same file "
+            f"(the rerun's rows: {held})"
+        ]
     cells = [c for c in rerun.planned if c.model.sha256 == model.sha256]
     if not cells and not any(r.row.model_sha256 == model.sha256 for r in rerun.rows):
         return [f"{what} (sha256 {model.sha256[:12]}) is not in the rerun's matrix"]
     harness = [c for c in cells if _cell_harness(c) == harness_name]
     if not harness:
-        return [f"another harness: the claim was scored by {harness_name}, the rerun ran {what} only under {_names({_cell_harness(c) for c in cells})}"]
+        return [
+            f"another harness: the claim was scored by {harness_name}, the rerun ran {what} only under "
+            f"{_names({_cell_harness(c) for c in cells})}"
+        ]
     same = [c for c in harness if c.protocol == claim.protocol and c.suite.id == suite.id]
     reasons = [f"cell {c.id}: {reason}" for c in same for reason in rerun.reasons.get(c.id, [])]
     if reasons:
         return reasons
     protocols = _names({c.protocol for c in harness})
     suites = _names({c.suite.id for c in harness})
-    return [f"another setup: the rerun ran {what} under protocol(s) {protocols} on suite(s) {suites}, not {claim.protocol} on {suite.id}"]
+    return [
+        f"another setup: the rerun ran {what} under protocol(s) {protocols} on suite(s) {suites}, "
+        f"not {claim.protocol} on {suite.id}"
+    ]
 
 
 def _cell_harness(cell: Cell) -> str:
@@ -224,14 +270,20 @@ def scenario_set_problem(resolved: Resolved, row: TableRow) -> str | None:
     suite bytes where both state them, the same scenarios and runs); else why not."""
     suite, result = resolved.suite, resolved.claim.result
     if suite.sha256 is not None and row.suite_sha256 is not None and suite.sha256 != row.suite_sha256:
-        return f"another scenario set: the claim's suite {suite.id} has sha256 {suite.sha256[:12]}, the rerun's {row.suite_sha256[:12]}"
+        return (
+            f"another scenario set: the claim's suite {suite.id} has sha256 {suite.sha256[:12]}, "
+            f"the rerun's {row.suite_sha256[:12]}"
+        )
     if suite.scenarios is not None and suite.scenarios != len(row.scenarios):
         return f"another scenario set: the claim counts {suite.scenarios} scenarios, the rerun ran {len(row.scenarios)}"
     if result.total != row.total:
         return f"another scenario set: the claim counts {result.total} scenario runs, the rerun ran {row.total}"
     if result.scenarios is not None and set(result.scenarios) != set(row.scenarios):
         only = sorted(set(result.scenarios) - set(row.scenarios))[:5]
-        return f"another scenario set: the claim's scenarios are not the rerun's (claimed only: {', '.join(only) or 'none'})"
+        return (
+            "another scenario set: the claim's scenarios are not the rerun's "
+            f"(claimed only: {', '.join(only) or 'none'})"
+        )
     return None
 
 
@@ -246,18 +298,26 @@ def setup_label(found: list[InputDifference]) -> str:
 # ---------------------------------------------------------------- outcomes
 
 
-def judge_claim(base: ClaimVerdict, resolved: Resolved, rerun: RerunRow, found: list[InputDifference], options: Options) -> ClaimVerdict:
+def judge_claim(
+    base: ClaimVerdict, resolved: Resolved, rerun: RerunRow, found: list[InputDifference], options: Options
+) -> ClaimVerdict:
     claim, row = resolved.claim, rerun.row
     pairs = paired_outcomes(claim, row)
     identity = transcript_identity(claim, row, options.where) if pairs is not None else None
     categories = category_notes(claim, row)
     notes = base.notes + categories + (flip_notes(claim, row) if pairs is not None else [])
     if pairs is None:
-        notes.append("counts only: the claim gives no per-scenario outcomes for the same scenarios, so its outcomes cannot be paired")
+        notes.append(
+            "counts only: the claim gives no per-scenario outcomes for the same scenarios, "
+            "so its outcomes cannot be paired"
+        )
     transcripts_same = identity is None or identity.identical == identity.compared
     not_exact = exactness(resolved.pins(), rerun.pins(), found)
     if not_exact is None:
-        judgement, rule = judge_exact(pairs, claim.result, row, transcripts_same and not categories), exact_rule(identity)
+        judgement, rule = (
+            judge_exact(pairs, claim.result, row, transcripts_same and not categories),
+            exact_rule(identity),
+        )
         verdict: Verdict = "REPRODUCED" if judgement.within else "DIFFERENT"
         tolerance = "none: the same exact setup promises identity"
     else:
@@ -268,9 +328,18 @@ def judge_claim(base: ClaimVerdict, resolved: Resolved, rerun: RerunRow, found: 
             else judge_paired(pairs, tolerance_used)
         )
         same = pairs is not None and judgement.only_claimed == 0 and judgement.only_rerun == 0 and transcripts_same
-        verdict = "REPRODUCED" if same else "CONSISTENT" if judgement.within and (transcripts_same or not options.require_identical) else "DIFFERENT"
+        verdict = (
+            "REPRODUCED"
+            if same
+            else "CONSISTENT"
+            if judgement.within and (transcripts_same or not options.require_identical)
+            else "DIFFERENT"
+        )
         judgement = judgement.model_copy(update={"test": "identical"}) if same else judgement
-        tolerance, rule = f"{tolerance_used.describe()} ({told})", f"the tolerance test, since the setup is not exact ({not_exact})"
+        tolerance, rule = (
+            f"{tolerance_used.describe()} ({told})",
+            f"the tolerance test, since the setup is not exact ({not_exact})",
+        )
     if verdict in PASSING and any(not d.accepted for d in found):
         verdict = "REPRODUCED ON ANOTHER SETUP" if verdict == "REPRODUCED" else "CONSISTENT ON ANOTHER SETUP"
     update = {
@@ -287,12 +356,18 @@ def judge_claim(base: ClaimVerdict, resolved: Resolved, rerun: RerunRow, found: 
 
 def exact_rule(identity: TranscriptIdentity | None) -> str:
     what = "outcomes and transcripts" if identity is not None and identity.compared else "counts"
-    return f"identity: the same exact setup (CPU, the same threads, one slot, no prompt cache, the same build, model and harness) promises identical {what}"
+    return (
+        "identity: the same exact setup (CPU, the same threads, one slot, no prompt cache, the same build, "
+        f"model and harness) promises identical {what}"
+    )
 
 
 def applied_tolerance(claim: Claim, setup: Setup, rerun: RerunRow) -> tuple[Tolerance, str]:
     """The claim's own tolerance, else its setup's, else the rerun profile's, else the default."""
-    for tolerance, where in ((claim.tolerance, "stated by the claim"), (setup.tolerance, "stated by the claim's setup")):
+    for tolerance, where in (
+        (claim.tolerance, "stated by the claim"),
+        (setup.tolerance, "stated by the claim's setup"),
+    ):
         if tolerance is not None:
             return tolerance, where
     if rerun.profile_tolerance is not None:
@@ -326,7 +401,8 @@ def transcript_identity(claim: Claim, row: TableRow, where: Where | None = None)
             else:
                 told = where(claim.id, row.key, scenario, repeat) if where else None
                 identity.differing.append(
-                    f"scenario {scenario} repeat {repeat + 1}: transcript differs ({told or f'sha256 {claimed[:12]} claimed, {again[:12]} rerun'})"
+                    f"scenario {scenario} repeat {repeat + 1}: transcript differs "
+                    f"({told or f'sha256 {claimed[:12]} claimed, {again[:12]} rerun'})"
                 )
     identity.compared = identity.identical + len(identity.differing)
     return identity

@@ -105,10 +105,16 @@ def load_tables(path: Path) -> PaperTables:
 
 def compare(before: PaperTables, after: PaperTables) -> Comparison:
     pairs, only_before, only_after = pair_rows(before.rows, after.rows)
-    return Comparison(rows=[row_change(a, b) for a, b in pairs], only_before=[r.key for r in only_before], only_after=[r.key for r in only_after])
+    return Comparison(
+        rows=[row_change(a, b) for a, b in pairs],
+        only_before=[r.key for r in only_before],
+        only_after=[r.key for r in only_after],
+    )
 
 
-def pair_rows(before: list[TableRow], after: list[TableRow]) -> tuple[list[tuple[TableRow, TableRow]], list[TableRow], list[TableRow]]:
+def pair_rows(
+    before: list[TableRow], after: list[TableRow]
+) -> tuple[list[tuple[TableRow, TableRow]], list[TableRow], list[TableRow]]:
     """Pair rows by the most specific key that is unique on both sides among the rows left."""
     pairs: list[tuple[TableRow, TableRow]] = []
     left_before, left_after = list(before), list(after)
@@ -130,7 +136,11 @@ def _unique_by(rows: list[TableRow], key: Callable[[TableRow], tuple]) -> dict[t
 
 
 def row_change(before: TableRow, after: TableRow) -> RowChange:
-    settings = [SettingChange(name=name, before=get(before), after=get(after)) for name, get in SETTINGS.items() if get(before) != get(after)]
+    settings = [
+        SettingChange(name=name, before=get(before), after=get(after))
+        for name, get in SETTINGS.items()
+        if get(before) != get(after)
+    ]
     common = dict(
         before_key=before.key,
         after_key=after.key,
@@ -141,7 +151,9 @@ def row_change(before: TableRow, after: TableRow) -> RowChange:
         failure_types=failure_type_changes(before, after),
     )
     if same_scenarios(before, after):
-        test = mcnemar([pair for s in before.scenarios for pair in zip(before.scenarios[s], after.scenarios[s], strict=True)])
+        test = mcnemar(
+            [pair for s in before.scenarios for pair in zip(before.scenarios[s], after.scenarios[s], strict=True)]
+        )
         return RowChange(**common, test="paired", p_value=test.p_value, verdict=test.verdict)
     unpaired = newcombe(before.passed, before.total, after.passed, after.total)
     return RowChange(**common, test="unpaired", interval=unpaired.interval, verdict=unpaired.verdict)

@@ -71,7 +71,9 @@ def run_coverage(verdicts: Sequence[RunVerdict]) -> Coverage:
     leaving_out = [record for verdict, record in records if any(a.cell_id in absent for a in verdict.absent)]
     only = list(dict.fromkeys(cell for record in leaving_out for cell in record.only))
     shards = sorted({record.shard for record in leaving_out if record.shard}, key=_shard_order)
-    return Coverage(present=len(present), planned=len(present) + len(absent), only=only, shards=shards, absent=list(absent.values()))
+    return Coverage(
+        present=len(present), planned=len(present) + len(absent), only=only, shards=shards, absent=list(absent.values())
+    )
 
 
 def _shard_order(shard: str) -> tuple[int, str]:

@@ -91,7 +91,9 @@ def cell_logs(run_dir: Path, include: set[str]) -> Iterator[CellLog]:
     bundle = BundleReader(run_dir)
     verdict = check_run(run_dir, bundle=bundle)
     run = bundle.run()
-    manifest = sha256_bytes(read_regular(run_dir / MANIFEST, MAX_MANIFEST_BYTES)) if (run_dir / MANIFEST).is_file() else None
+    manifest = (
+        sha256_bytes(read_regular(run_dir / MANIFEST, MAX_MANIFEST_BYTES)) if (run_dir / MANIFEST).is_file() else None
+    )
     signature = signature_state(run_dir)
     planned = plan_cells(bundle, run) if "EXCLUDED" in include else {}
     for cell in verdict.cells:
@@ -106,7 +108,12 @@ def plan_cells(bundle: BundleReader, run: RunRecord) -> dict[str, Cell]:
     check` does (a cell the plan excluded has no cell.json to say what it was); none when the
     plan does not recompute (check names why)."""
     try:
-        plan = make_plan(load_matrix(bundle.matrix_path(), embedded=True), run.profile, run.profile_settings, templates=run.chat_templates)
+        plan = make_plan(
+            load_matrix(bundle.matrix_path(), embedded=True),
+            run.profile,
+            run.profile_settings,
+            templates=run.chat_templates,
+        )
     except BadInput:
         return {}
     return {cell.id: cell for cell in plan.cells + plan.excluded}
@@ -125,7 +132,15 @@ def read_cell(bundle: BundleReader, run: RunRecord, verdict: CellVerdict) -> Cel
         record, results, transcripts = None, [], {}
     transcripts = {r.id: transcripts.get(r.id) or r.transcript or [] for r in results}
     external = external_messages(bundle, cell_id, record) if record is not None and results else {}
-    return CellLog(run=run, record=record, cell_id=cell_id, verdict=verdict, results=results, transcripts=transcripts, external_messages=external)
+    return CellLog(
+        run=run,
+        record=record,
+        cell_id=cell_id,
+        verdict=verdict,
+        results=results,
+        transcripts=transcripts,
+        external_messages=external,
+    )
 
 
 def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) -> dict[str, list[dict[str, Any]]]:
@@ -134,7 +149,9 @@ def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) ->
     return kind_of(record.cell.suite).messages(bundle, cell_id)
 
 
-def export_runs(results: Path, out: Path, include: set[str], write: Callable[[CellLog, Path], None]) -> list[ExportedLog]:
+def export_runs(
+    results: Path, out: Path, include: set[str], write: Callable[[CellLog, Path], None]
+) -> list[ExportedLog]:
     """Every included cell of the runs under `results` written by `write` into `out/<run-id>/`
     (a merged folder only while it holds the whole split it recorded, as `paper render` asks)."""
     refuse_broken_merge(results)
@@ -149,7 +166,12 @@ def export_runs(results: Path, out: Path, include: set[str], write: Callable[[Ce
             passed = sum(r.passed for r in cell.results)
             exported.append(
                 ExportedLog(
-                    run_id=cell.run.run_id, cell_id=cell.cell_id, verdict=cell.verdict.verdict, path=str(path), samples=len(cell.results), passed=passed
+                    run_id=cell.run.run_id,
+                    cell_id=cell.cell_id,
+                    verdict=cell.verdict.verdict,
+                    path=str(path),
+                    samples=len(cell.results),
+                    passed=passed,
                 )
             )
     return exported

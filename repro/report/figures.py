@@ -21,14 +21,26 @@ if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 Format = Literal["svg", "pdf"]
-RC: dict[RcKeyType, Any] = {"svg.hashsalt": "repro", "svg.fonttype": "none", "pdf.fonttype": 42, "font.size": 9, "font.family": "DejaVu Sans"}
+RC: dict[RcKeyType, Any] = {
+    "svg.hashsalt": "repro",
+    "svg.fonttype": "none",
+    "pdf.fonttype": 42,
+    "font.size": 9,
+    "font.family": "DejaVu Sans",
+}
 METADATA = {
     "svg": {"Date": None, "Creator": None},
     "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
 }
 
 
-PROTOCOL_COLOURS = {"json_schema": "#4c72b0", "native_tools": "#dd8452", "react": "#55a868", "json_prompt": "#8172b3", "json_object": "#937860"}
+PROTOCOL_COLOURS = {
+    "json_schema": "#4c72b0",
+    "native_tools": "#dd8452",
+    "react": "#55a868",
+    "json_prompt": "#8172b3",
+    "json_object": "#937860",
+}
 OTHER_COLOUR = "#937860"
 
 
@@ -79,15 +91,27 @@ def category_figure(tables: PaperTables) -> Figure:
     axes = figure.add_subplot()
     grid = [[_rate(row.by_category.get(c)) for c in categories] for row in rows]
     image = axes.imshow(
-        [[v if v is not None else float("nan") for v in line] for line in grid] or [[float("nan")]], vmin=0, vmax=1, cmap="viridis", aspect="auto"
+        [[v if v is not None else float("nan") for v in line] for line in grid] or [[float("nan")]],
+        vmin=0,
+        vmax=1,
+        cmap="viridis",
+        aspect="auto",
     )
     for y, row in enumerate(rows):
         for x, category in enumerate(categories):
             pair = row.by_category.get(category)
             axes.text(
-                x, y, f"{pair[0]}/{pair[1]}" if pair else "-", ha="center", va="center", fontsize=7, color="white" if (grid[y][x] or 0) < 0.6 else "black"
+                x,
+                y,
+                f"{pair[0]}/{pair[1]}" if pair else "-",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if (grid[y][x] or 0) < 0.6 else "black",
             )
-    axes.set_xticks(range(len(categories)), [c.replace("_", " ") for c in categories], rotation=30, ha="right", fontsize=7)
+    axes.set_xticks(
+        range(len(categories)), [c.replace("_", " ") for c in categories], rotation=30, ha="right", fontsize=7
+    )
     axes.set_yticks(range(len(rows)), [_row_label(row) for row in rows], fontsize=7)
     figure.colorbar(image, ax=axes, label="pass rate")
     figure.tight_layout()
@@ -173,10 +197,13 @@ def figure_bytes(figure: Figure, fmt: Format) -> bytes:
 
 FIGURES = {"pass_rate": pass_rate_figure, "categories": category_figure, "ladder": ladder_figure, "time": time_figure}
 CAPTIONS = {
-    "pass_rate": "Pass rate per row (model / protocol / suite), coloured by protocol, with its Wilson 95\\% interval and the count.",
-    "categories": "Pass rate per row and category (the injection category last), for the rows that ran these categories.",
+    "pass_rate": "Pass rate per row (model / protocol / suite), coloured by protocol, "
+    "with its Wilson 95\\% interval and the count.",
+    "categories": "Pass rate per row and category (the injection category last), "
+    "for the rows that ran these categories.",
     "ladder": "Capability ladder: pass rate by level, one line per row.",
-    "time": "Where the time went: the engine's prompt processing and generation time and the harness's own share, per row.",
+    "time": "Where the time went: the engine's prompt processing and generation time and the harness's own share, "
+    "per row.",
 }
 
 

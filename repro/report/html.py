@@ -62,7 +62,9 @@ class Attempt(BaseModel):
             where = f" at step {self.failure_step}" if self.failure_step is not None else ""
             parts = [f"fail: {self.failure_layer or 'unknown'} / {self.failure_type or 'unknown'}{where}"]
             if self.failed_checks:
-                parts.append(f"failed checks: {', '.join(self.failed_checks)} ({len(self.failed_checks)} of {self.checks_total})")
+                parts.append(
+                    f"failed checks: {', '.join(self.failed_checks)} ({len(self.failed_checks)} of {self.checks_total})"
+                )
         if self.partial_score is not None:
             parts.append(f"partial {self.partial_score:.2f}")
         return "; ".join(parts)
@@ -104,7 +106,8 @@ class Grid(BaseModel):
     protocols: list[str]
     scenarios: list[str]
     cells: dict[str, dict[str, GridCell]]  # scenario -> protocol -> its outcome
-    categories: dict[str, list[str]] = {}  # category -> its scenarios: the grid's sections, so 160 scenarios stay readable
+    # category -> its scenarios: the grid's sections, so 160 scenarios stay readable
+    categories: dict[str, list[str]] = {}
 
     def passed(self, category: str, protocol: str) -> str:
         """ "passed of scenarios" of a category under a protocol (every attempt passed counts)."""
@@ -156,9 +159,18 @@ def row_views(tables: PaperTables, cells: dict[str, list[ValidCell]], out_dir: P
         scenarios: dict[str, ScenarioView] = {}
         for cell in row_cells:
             for result in cell.results:
-                view = scenarios.setdefault(result.id, ScenarioView(id=result.id, category=result.category, attempts=[]))
+                view = scenarios.setdefault(
+                    result.id, ScenarioView(id=result.id, category=result.category, attempts=[])
+                )
                 view.attempts.append(attempt(cell, result))
-        views.append(RowView(row=row, anchor=f"row-{number}", scenarios=list(scenarios.values()), logs=exported_logs(row_cells, out_dir)))
+        views.append(
+            RowView(
+                row=row,
+                anchor=f"row-{number}",
+                scenarios=list(scenarios.values()),
+                logs=exported_logs(row_cells, out_dir),
+            )
+        )
     return views
 
 
@@ -197,14 +209,23 @@ def grids(tables: PaperTables, views: list[RowView]) -> list[Grid]:
     return found
 
 
-def render_report(tables: PaperTables, out_dir: Path, cells: dict[str, list[ValidCell]] | None = None, rendered: Rendered | None = None) -> Path:
+def render_report(
+    tables: PaperTables,
+    out_dir: Path,
+    cells: dict[str, list[ValidCell]] | None = None,
+    rendered: Rendered | None = None,
+) -> Path:
     """report.html in `out_dir`, its figures inlined from `rendered` when given (else drawn here)."""
     from repro.report.figures import render_figures
 
     drawn = render_figures(tables) if rendered is None else rendered
     figures = {name: inline_svg(formats["svg"]) for name, formats in drawn.items()}
     views = row_views(tables, cells or {}, out_dir)
-    html = environment().get_template("report.html.j2").render(t=tables, figures=figures, views=views, grids=grids(tables, views), inspect_dir=INSPECT_DIR)
+    html = (
+        environment()
+        .get_template("report.html.j2")
+        .render(t=tables, figures=figures, views=views, grids=grids(tables, views), inspect_dir=INSPECT_DIR)
+    )
     path = out_dir / REPORT
     atomic_write(path, html.encode())
     return path

@@ -72,12 +72,20 @@ def eval_log(cell: CellLog) -> EvalLog:
     samples = [sample(cell, result) for result in cell.results]
     verdict = cell.verdict
     status = "success" if verdict.verdict == "VALID" else "error"
-    error = None if status == "success" else EvalError(message=f"{verdict.verdict}: " + "; ".join(verdict.reasons), traceback="", traceback_ansi="")
+    error = (
+        None
+        if status == "success"
+        else EvalError(message=f"{verdict.verdict}: " + "; ".join(verdict.reasons), traceback="", traceback_ansi="")
+    )
     return EvalLog(
         version=2,
         status=status,
         eval=spec(cell, samples),
-        plan=EvalPlan(name="repro", steps=[EvalPlanStep(solver=solver(cell), params={"protocol": protocol(cell)})], config=generate_config(cell)),
+        plan=EvalPlan(
+            name="repro",
+            steps=[EvalPlanStep(solver=solver(cell), params={"protocol": protocol(cell)})],
+            config=generate_config(cell),
+        ),
         results=results(cell) if cell.results else None,
         stats=stats(cell),
         error=error,
@@ -115,7 +123,9 @@ def spec(cell: CellLog, samples: list[EvalSample]) -> EvalSpec:
         model_generate_config=generate_config(cell),
         model_args=model_args(cell),
         config=EvalConfig(),
-        revision=EvalRevision(type="git", origin="", commit=run.source.commit, dirty=not run.source.tree_clean) if run.source.commit else None,
+        revision=EvalRevision(type="git", origin="", commit=run.source.commit, dirty=not run.source.tree_clean)
+        if run.source.commit
+        else None,
         packages={"repro": run.source.repro_version},
         metadata=provenance(cell),
     )
@@ -184,7 +194,11 @@ def provenance(cell: CellLog) -> dict[str, Any]:
         }
     }
     if cell.spec is not None:
-        data["repro"] |= {"protocol": cell.spec.protocol, "suite": {"id": cell.spec.suite.id}, "repeat": cell.spec.repeat}
+        data["repro"] |= {
+            "protocol": cell.spec.protocol,
+            "suite": {"id": cell.spec.suite.id},
+            "repeat": cell.spec.repeat,
+        }
     if record is None:
         return data
     spec = record.cell
@@ -196,9 +210,13 @@ def provenance(cell: CellLog) -> dict[str, Any]:
             "kind": spec.engine.kind,
             "label": spec.engine.label,
             "identity": record.engine_identity.model_dump(mode="json") if record.engine_identity else None,
-            "image": record.engine_image.model_dump(mode="json", include={"reference", "id", "key", "pinned_by"}) if record.engine_image else None,
+            "image": record.engine_image.model_dump(mode="json", include={"reference", "id", "key", "pinned_by"})
+            if record.engine_image
+            else None,
         },
-        "harness_image": record.harness_image.model_dump(mode="json", include={"reference", "id", "key", "pinned_by"}) if record.harness_image else None,
+        "harness_image": record.harness_image.model_dump(mode="json", include={"reference", "id", "key", "pinned_by"})
+        if record.harness_image
+        else None,
         "chat_template": {
             "source": template.source if template else None,
             "sha256_recorded": template.sha256 if template else None,
@@ -232,7 +250,10 @@ def results(cell: CellLog) -> EvalResults:
             name="pass",
             scorer="pass",
             scored_samples=total,
-            metrics={"accuracy": EvalMetric(name="accuracy", value=passed / total), "passed": EvalMetric(name="passed", value=passed)},
+            metrics={
+                "accuracy": EvalMetric(name="accuracy", value=passed / total),
+                "passed": EvalMetric(name="passed", value=passed),
+            },
         )
     ]
     if partial:
@@ -253,7 +274,9 @@ def stats(cell: CellLog) -> EvalStats:
     if cell.record is None:
         return EvalStats()
     usage = {model_name(cell): usage_of(cell.results)} if cell.results else {}
-    return EvalStats(started_at=cell.record.started_at or "", completed_at=cell.record.finished_at or "", model_usage=usage)
+    return EvalStats(
+        started_at=cell.record.started_at or "", completed_at=cell.record.finished_at or "", model_usage=usage
+    )
 
 
 def usage_of(results: list[ScenarioResult]) -> ModelUsage:
@@ -276,7 +299,9 @@ def sample(cell: CellLog, result: ScenarioResult) -> EvalSample:
         input=task if task is not None else "",
         target="",
         messages=messages(turns, result.id),
-        output=ModelOutput.from_content(model=model_name(cell), content=answer) if answer is not None else ModelOutput(model=model_name(cell)),
+        output=ModelOutput.from_content(model=model_name(cell), content=answer)
+        if answer is not None
+        else ModelOutput(model=model_name(cell)),
         scores=scores(result, answer),
         metadata=sample_metadata(cell, result, transcript),
         model_usage={model_name(cell): usage_of([result])},
@@ -287,7 +312,14 @@ def sample(cell: CellLog, result: ScenarioResult) -> EvalSample:
 
 def scores(result: ScenarioResult, answer: str | None) -> dict[str, Score]:
     explanation = result.failure_evidence or result.error
-    found = {"pass": Score(value=PASS if result.passed else FAIL, answer=answer, explanation=explanation, metadata={"failure_type": result.failure_type})}
+    found = {
+        "pass": Score(
+            value=PASS if result.passed else FAIL,
+            answer=answer,
+            explanation=explanation,
+            metadata={"failure_type": result.failure_type},
+        )
+    }
     if result.partial_score is not None:
         found["partial_credit"] = Score(value=result.partial_score)
     return found
@@ -324,7 +356,14 @@ def messages(turns: list[Turn], scenario: str) -> list[ChatMessage]:
     for number, turn in enumerate(turns):
         base: dict[str, Any] = {"id": f"{scenario}-{number}", "content": turn.text}
         meta = {
-            key: value for key, value in (("step", turn.step), ("problem", turn.problem), ("reject", turn.reject), ("failing", turn.failing or None)) if value
+            key: value
+            for key, value in (
+                ("step", turn.step),
+                ("problem", turn.problem),
+                ("reject", turn.reject),
+                ("failing", turn.failing or None),
+            )
+            if value
         }
         meta |= {"truncated": True} if turn.truncated else {}
         base["metadata"] = meta or None
@@ -333,7 +372,11 @@ def messages(turns: list[Turn], scenario: str) -> list[ChatMessage]:
         elif turn.role == "user":
             found.append(ChatMessageUser(**base))
         elif turn.role == "assistant":
-            calls = [ToolCall(id=turn.call.id, function=turn.call.tool, arguments=call_arguments(turn.call.args))] if turn.call else None
+            calls = (
+                [ToolCall(id=turn.call.id, function=turn.call.tool, arguments=call_arguments(turn.call.args))]
+                if turn.call
+                else None
+            )
             found.append(ChatMessageAssistant(**base, tool_calls=calls, source="generate"))
         else:
             failed = turn.status not in (None, "ok")

@@ -36,7 +36,9 @@ def published_claims(path: Path, collected: Collected | None = None) -> tuple[Lo
     verified as any claims file is (`collected`: the bundle's collect_with_cells, when at hand)."""
     side = load_rerun([path], collected) if path.is_dir() else load_published_rows(path)
     today = datetime.datetime.now(datetime.UTC).date()
-    source = Source.model_construct(citation=f"the published numbers {path.name}", path=str(path), url=None, date=today, revision=None)
+    source = Source.model_construct(
+        citation=f"the published numbers {path.name}", path=str(path), url=None, date=today, revision=None
+    )
     claims = claims_from_rerun(side, source)
     keys = {claim.id: item.row.key for claim, item in zip(claims.claims, side.rows, strict=True)}
     digest = sha256_file(path / MANIFEST if path.is_dir() else path)
@@ -52,13 +54,19 @@ def claims_from_rerun(rerun: Rerun, source: Source, description: str | None = No
     claims: list[Claim] = []
     for item in rerun.rows:
         row = item.row
-        models[row.model] = ClaimModel(name=row.model, family=row.family, quant=row.quant, file_size=row.file_size, sha256=row.model_sha256)
+        models[row.model] = ClaimModel(
+            name=row.model, family=row.family, quant=row.quant, file_size=row.file_size, sha256=row.model_sha256
+        )
         setup = setup_of(item)
-        name = next((key for key, known in setups.items() if known == setup), None) or _fresh(f"{row.engine_id}.{row.profile}", setups)
+        name = next((key for key, known in setups.items() if known == setup), None) or _fresh(
+            f"{row.engine_id}.{row.profile}", setups
+        )
         setups[name] = setup
         suites.setdefault(row.suite, ClaimSuite(id=row.suite, sha256=row.suite_sha256, scenarios=len(row.scenarios)))
         claims.append(claim_of(item, name, {c.id for c in claims}))
-    return ClaimsFile(format=1, source=source, description=description, models=models, setups=setups, suites=suites, claims=claims)
+    return ClaimsFile(
+        format=1, source=source, description=description, models=models, setups=setups, suites=suites, claims=claims
+    )
 
 
 def setup_of(item: RerunRow) -> Setup:
@@ -66,7 +74,11 @@ def setup_of(item: RerunRow) -> Setup:
     decoding = item.decoding
     return Setup(
         description=f"{row.engine} on the {row.profile} profile",
-        engine=ClaimEngine(kind=pins.engine_kind or "llama.cpp", build=row.engine_identity, variant=pins.engine_variant),  # type: ignore[arg-type]
+        engine=ClaimEngine(
+            kind=pins.engine_kind or "llama.cpp",  # type: ignore[arg-type]
+            build=row.engine_identity,
+            variant=pins.engine_variant,  # type: ignore[arg-type]
+        ),
         hardware=ClaimHardware(
             description=f"repro profile {row.profile}",
             profile=row.profile,
@@ -77,7 +89,12 @@ def setup_of(item: RerunRow) -> Setup:
             slots=execution.slots if execution else None,
             cache_prompt=execution.cache_prompt if execution else None,
         ),
-        decoding=ClaimDecoding(temperature=decoding.temperature, seed=decoding.seed, max_tokens=decoding.max_tokens, context=decoding.context),
+        decoding=ClaimDecoding(
+            temperature=decoding.temperature,
+            seed=decoding.seed,
+            max_tokens=decoding.max_tokens,
+            context=decoding.context,
+        ),
         harness=ClaimHarness(**item.harness.model_dump()),
     )
 
@@ -86,11 +103,15 @@ def claim_of(item: RerunRow, setup: str, taken: set[str]) -> Claim:
     row = item.row
     name = _fresh(f"{row.model}.{row.protocol}.{row.suite}"[:120], taken)
     scenarios = {
-        scenario: ScenarioOutcome(passed=outcomes, transcripts=hashes if all(hashes) and len(hashes) == len(outcomes) else None)
+        scenario: ScenarioOutcome(
+            passed=outcomes, transcripts=hashes if all(hashes) and len(hashes) == len(outcomes) else None
+        )
         for scenario, outcomes in row.scenarios.items()
         for hashes in [row.transcripts.get(scenario, [])]
     }
-    template = ClaimTemplate(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
+    template = (
+        ClaimTemplate(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
+    )
     return Claim(
         id=name,
         model=row.model,
@@ -101,7 +122,9 @@ def claim_of(item: RerunRow, setup: str, taken: set[str]) -> Claim:
         result=ClaimResult(
             passed=row.passed,
             total=row.total,
-            by_category={category: Count(passed=count[0], total=count[1]) for category, count in row.by_category.items()},
+            by_category={
+                category: Count(passed=count[0], total=count[1]) for category, count in row.by_category.items()
+            },
             scenarios=scenarios,
         ),
     )

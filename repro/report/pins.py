@@ -98,7 +98,11 @@ def parse_accept(values: list[str]) -> frozenset[str]:
 
 def differences(claimed: Pins, rerun: Pins, accept: frozenset[str] = frozenset()) -> list[InputDifference]:
     """Every input `claimed` states that `rerun` ran otherwise, each marked accepted or not."""
-    found = plain_differences(claimed, rerun) + build_differences(claimed, rerun) + harness_differences(claimed.harness, rerun.harness)
+    found = (
+        plain_differences(claimed, rerun)
+        + build_differences(claimed, rerun)
+        + harness_differences(claimed.harness, rerun.harness)
+    )
     found += size_differences(claimed, rerun) + hardware_differences(claimed, rerun)
     return [d.model_copy(update={"accepted": d.name in accept}) for d in found]
 
@@ -120,7 +124,9 @@ def plain_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:
         ("prompt-cache", "prompt cache", "cache_prompt"),
     ]
     return [
-        InputDifference(name=name, what=what, claimed=shown(getattr(claimed, field)), rerun=shown(getattr(rerun, field)))
+        InputDifference(
+            name=name, what=what, claimed=shown(getattr(claimed, field)), rerun=shown(getattr(rerun, field))
+        )
         for name, what, field in compared
         if getattr(claimed, field) is not None and getattr(claimed, field) != getattr(rerun, field)
     ]
@@ -130,11 +136,29 @@ def build_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:
     """The engine build by any of its names (a short and a full commit hash of one build agree),
     and the chat template by its source and bytes."""
     found = []
-    if claimed.engine_build is not None and not any(same_build(claimed.engine_build, name) for name in rerun.engine_names):
-        found.append(InputDifference(name="engine-build", what="engine build", claimed=claimed.engine_build, rerun=(rerun.engine_names or ["-"])[0]))
+    if claimed.engine_build is not None and not any(
+        same_build(claimed.engine_build, name) for name in rerun.engine_names
+    ):
+        found.append(
+            InputDifference(
+                name="engine-build",
+                what="engine build",
+                claimed=claimed.engine_build,
+                rerun=(rerun.engine_names or ["-"])[0],
+            )
+        )
     template, served = claimed.chat_template, rerun.chat_template
-    if template is not None and (served is None or (template.source, template.sha256 or served.sha256) != (served.source, served.sha256)):
-        found.append(InputDifference(name="chat-template", what="chat template", claimed=template_label(template), rerun=template_label(served)))
+    if template is not None and (
+        served is None or (template.source, template.sha256 or served.sha256) != (served.source, served.sha256)
+    ):
+        found.append(
+            InputDifference(
+                name="chat-template",
+                what="chat template",
+                claimed=template_label(template),
+                rerun=template_label(served),
+            )
+        )
     return found
 
 
@@ -159,24 +183,53 @@ def harness_differences(claimed: HarnessPin | None, rerun: HarnessPin | None) ->
     found = []
     for what, field in fields:
         stated, ran = getattr(claimed, field), getattr(rerun, field)
-        if stated is not None and not (ran is not None and (stated == ran or (field == "commit" and same_build(stated, ran)))):
-            found.append(InputDifference(name="harness", what=f"harness {what}", claimed=shown(stated), rerun=shown(ran)))
+        if stated is not None and not (
+            ran is not None and (stated == ran or (field == "commit" and same_build(stated, ran)))
+        ):
+            found.append(
+                InputDifference(name="harness", what=f"harness {what}", claimed=shown(stated), rerun=shown(ran))
+            )
     return found
 
 
 def size_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:
     found = []
     if claimed.file_size is not None and rerun.file_size is not None and claimed.file_size != rerun.file_size:
-        found.append(InputDifference(name="model-file", what="file size", claimed=f"{claimed.file_size} bytes", rerun=f"{rerun.file_size} bytes"))
-    if claimed.file_size_gb is not None and rerun.file_size is not None and abs(rerun.file_size / 1e9 - claimed.file_size_gb) > 0.005:
-        found.append(InputDifference(name="model-file", what="file size", claimed=f"{claimed.file_size_gb:g} GB", rerun=f"{rerun.file_size / 1e9:.2f} GB"))
+        found.append(
+            InputDifference(
+                name="model-file",
+                what="file size",
+                claimed=f"{claimed.file_size} bytes",
+                rerun=f"{rerun.file_size} bytes",
+            )
+        )
+    if (
+        claimed.file_size_gb is not None
+        and rerun.file_size is not None
+        and abs(rerun.file_size / 1e9 - claimed.file_size_gb) > 0.005
+    ):
+        found.append(
+            InputDifference(
+                name="model-file",
+                what="file size",
+                claimed=f"{claimed.file_size_gb:g} GB",
+                rerun=f"{rerun.file_size / 1e9:.2f} GB",
+            )
+        )
     return found
 
 
 def hardware_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:
     if not claimed.accelerator_stated or (claimed.accelerator or None) == (rerun.accelerator or None):
         return []
-    return [InputDifference(name="hardware", what="hardware", claimed=claimed.accelerator or "CPU only", rerun=rerun.accelerator or "CPU only")]
+    return [
+        InputDifference(
+            name="hardware",
+            what="hardware",
+            claimed=claimed.accelerator or "CPU only",
+            rerun=rerun.accelerator or "CPU only",
+        )
+    ]
 
 
 def exactness(claimed: Pins, rerun: Pins, found: list[InputDifference]) -> str | None:

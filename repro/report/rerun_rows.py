@@ -33,7 +33,9 @@ class RerunRow(BaseModel):
 
     def pins(self) -> Pins:
         row, execution, decoding = self.row, self.row.execution, self.decoding
-        template = TemplatePin(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
+        template = (
+            TemplatePin(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
+        )
         return Pins(
             quant=row.quant,
             file_size=row.file_size,
@@ -85,10 +87,18 @@ def load_rerun(paths: list[Path], collected: Collected | None = None) -> Rerun:
         first = cells[row.key][0] if cells.get(row.key) else None
         if first is not None:
             run = records.get(first.run_id)
-            harness = first.harness or kind_of(first.record.cell.suite).harness_pin(first.record.cell.suite, run.source if run else None)
+            harness = first.harness or kind_of(first.record.cell.suite).harness_pin(
+                first.record.cell.suite, run.source if run else None
+            )
             tolerance = run.profile_settings.tolerance if run else None
             rows.append(
-                RerunRow(row=row, harness=harness, decoding=first.record.cell.decoding, accelerator=first.record.accelerator, profile_tolerance=tolerance)
+                RerunRow(
+                    row=row,
+                    harness=harness,
+                    decoding=first.record.cell.decoding,
+                    accelerator=first.record.accelerator,
+                    profile_tolerance=tolerance,
+                )
             )
     return Rerun(rows=rows, planned=planned, reasons=_no_row_reasons(tables), runs=tables.runs)
 
@@ -98,19 +108,33 @@ def load_published_rows(path: Path, harness: HarnessPin | None = None, engine_ki
     engine, else what the publisher states (`harness`, `engine_kind`); a row that records neither
     cannot be matched to a claim, and is refused in one line."""
     tables = load_published(path)
-    return Rerun(rows=[published_row(row, harness, engine_kind) for row in tables.rows], reasons=_no_row_reasons(tables), runs=tables.runs)
+    return Rerun(
+        rows=[published_row(row, harness, engine_kind) for row in tables.rows],
+        reasons=_no_row_reasons(tables),
+        runs=tables.runs,
+    )
 
 
 def published_row(row: TableRow, harness: HarnessPin | None = None, engine_kind: str | None = None) -> RerunRow:
     """A results.json row as facts: its decoding read back from its label (t=0 seed=42 max_tokens=384 ctx=4096)."""
     parts = dict(part.split("=", 1) for part in row.decoding.split() if "=" in part)
     try:
-        decoding = Decoding(temperature=float(parts["t"]), seed=int(parts["seed"]), max_tokens=int(parts["max_tokens"]), context=int(parts["ctx"]))
+        decoding = Decoding(
+            temperature=float(parts["t"]),
+            seed=int(parts["seed"]),
+            max_tokens=int(parts["max_tokens"]),
+            context=int(parts["ctx"]),
+        )
     except (KeyError, ValueError) as error:
-        raise BadInput(f"row {row.key}: decoding '{row.decoding[:80]}' is not the label repro paper render writes ({error})") from None
+        raise BadInput(
+            f"row {row.key}: decoding '{row.decoding[:80]}' is not the label repro paper render writes ({error})"
+        ) from None
     pin = row.harness or harness
     if pin is None:
-        raise BadInput(f"row {row.key}: the results.json names no harness (an older repro wrote it): give the published bundle, or state --harness")
+        raise BadInput(
+            f"row {row.key}: the results.json names no harness (an older repro wrote it): "
+            "give the published bundle, or state --harness"
+        )
     if row.engine_kind is None and engine_kind is not None:
         row = row.model_copy(update={"engine_kind": engine_kind})
     accelerator = row.hardware.accelerator if row.hardware else None
@@ -131,7 +155,9 @@ def _plan_cells(bundle: BundleReader, record: RunRecord) -> list[Cell]:
 def _no_row_reasons(tables: PaperTables) -> dict[str, list[str]]:
     reasons: dict[str, list[str]] = {}
     for cell in tables.exclusions:
-        reasons.setdefault(cell.cell_id, []).extend(f"{cell.verdict.lower()}: {reason}" for reason in cell.reasons or ["no reason recorded"])
+        reasons.setdefault(cell.cell_id, []).extend(
+            f"{cell.verdict.lower()}: {reason}" for reason in cell.reasons or ["no reason recorded"]
+        )
     for absent in tables.absent:
         reasons.setdefault(absent.cell_id, []).append(f"absent from this partial run: {absent.reason}")
     return reasons

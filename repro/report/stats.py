@@ -93,7 +93,11 @@ def mcnemar(pairs: list[tuple[bool, bool]], alpha: float = ALPHA) -> PairedTest:
     only_after = sum(after and not before for before, after in pairs)
     p_value = mcnemar_p(only_before, only_after)
     return PairedTest(
-        pairs=len(pairs), only_before=only_before, only_after=only_after, p_value=p_value, verdict=_direction(p_value < alpha, only_after - only_before)
+        pairs=len(pairs),
+        only_before=only_before,
+        only_after=only_after,
+        p_value=p_value,
+        verdict=_direction(p_value < alpha, only_after - only_before),
     )
 
 
@@ -105,7 +109,9 @@ class UnpairedTest(BaseModel):
     verdict: Verdict
 
 
-def newcombe(passed_before: int, total_before: int, passed_after: int, total_after: int, z: float = 1.96) -> UnpairedTest:
+def newcombe(
+    passed_before: int, total_before: int, passed_after: int, total_after: int, z: float = 1.96
+) -> UnpairedTest:
     """The difference of two independent proportions; a verdict only when its interval excludes 0."""
     p1, p2 = _rate(passed_before, total_before), _rate(passed_after, total_after)
     w1, w2 = wilson(passed_before, total_before, z), wilson(passed_after, total_after, z)
@@ -113,7 +119,9 @@ def newcombe(passed_before: int, total_before: int, passed_after: int, total_aft
     low = difference - math.sqrt((p2 - w2.low) ** 2 + (w1.high - p1) ** 2)
     high = difference + math.sqrt((w2.high - p2) ** 2 + (p1 - w1.low) ** 2)
     clear = total_before > 0 and total_after > 0 and (low > 0 or high < 0)
-    return UnpairedTest(difference=difference, interval=Interval(low=low, high=high), verdict=_direction(clear, difference))
+    return UnpairedTest(
+        difference=difference, interval=Interval(low=low, high=high), verdict=_direction(clear, difference)
+    )
 
 
 def _rate(passed: int, total: int) -> float:

@@ -97,10 +97,12 @@ class Judgement(BaseModel):
             flips = f"; {self.pairs} paired runs, flips: {self.only_claimed} pass->fail, {self.only_rerun} fail->pass"
         test = {
             "identical": "identical outcomes",
-            "exact": "the same exact setup: " + ("identical, as promised" if self.within else "not identical, and no tolerance applies"),
+            "exact": "the same exact setup: "
+            + ("identical, as promised" if self.within else "not identical, and no tolerance applies"),
             "mcnemar": f"exact McNemar p = {_p(self.p_value)} (two-sided, level {self.level:g})",
             "fisher": f"Fisher's exact p = {_p(self.p_value)} (two-sided, level {self.level:g}; counts only)",
-            "stated": f"stated tolerance: within {self.passed_within}, difference {abs(self.claimed[0] - self.rerun[0])}"
+            "stated": f"stated tolerance: within {self.passed_within}, difference "
+            f"{abs(self.claimed[0] - self.rerun[0])}"
             + (f" (exact test p = {_p(self.p_value)})" if self.p_value is not None else ""),
         }[self.test]
         return f"{counts}{flips}; {test}"
@@ -135,7 +137,14 @@ def judge_paired(pairs: list[tuple[bool, bool]], tolerance: Tolerance) -> Judgem
 def judge_counts(claimed: tuple[int, int], rerun: tuple[int, int], tolerance: Tolerance) -> Judgement:
     """Counts only: Fisher's exact test of the two proportions, or the stated tolerance."""
     p_value = fisher_exact_p(claimed[0], claimed[1], rerun[0], rerun[1])
-    base = Judgement(test="fisher", within=p_value >= tolerance.level, level=tolerance.level, p_value=p_value, claimed=claimed, rerun=rerun)
+    base = Judgement(
+        test="fisher",
+        within=p_value >= tolerance.level,
+        level=tolerance.level,
+        p_value=p_value,
+        claimed=claimed,
+        rerun=rerun,
+    )
     return _stated(base, tolerance)
 
 
@@ -152,7 +161,11 @@ def judge_exact(pairs: list[tuple[bool, bool]] | None, claimed: Counted, rerun: 
     only, the count) is the same and `rest_same` (transcripts, categories) holds."""
     only_claimed = sum(a and not b for a, b in pairs) if pairs is not None else None
     only_rerun = sum(b and not a for a, b in pairs) if pairs is not None else None
-    same = (only_claimed == 0 and only_rerun == 0) if pairs is not None else (claimed.passed, claimed.total) == (rerun.passed, rerun.total)
+    same = (
+        (only_claimed == 0 and only_rerun == 0)
+        if pairs is not None
+        else (claimed.passed, claimed.total) == (rerun.passed, rerun.total)
+    )
     return Judgement(
         test="exact",
         within=same and rest_same,

@@ -19,7 +19,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from harness.contracts import EndEntry, ExternalStepEntry, InvalidEntry, PromptEntry, RecordedReply, StepEntry, TranscriptEntry, TriggerEntry
+from harness.contracts import (
+    EndEntry,
+    ExternalStepEntry,
+    InvalidEntry,
+    PromptEntry,
+    RecordedReply,
+    StepEntry,
+    TranscriptEntry,
+    TriggerEntry,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 MAX_TURN_CHARS = 20_000  # one turn's text, cut beyond (a page, not a dump)
@@ -74,7 +83,16 @@ def transcript_turns(transcript: Sequence[TranscriptEntry], failure_step: int | 
             last_step = entry.step
             call = ToolCallOf(id=f"call-{entry.step}", tool=entry.tool, args=entry.args)
             turns.append(Turn(role="assistant", text="", step=entry.step, call=call))
-            turns.append(Turn(role="tool", text=as_text(entry.result or ""), step=entry.step, call_id=call.id, tool=entry.tool, status=entry.status))
+            turns.append(
+                Turn(
+                    role="tool",
+                    text=as_text(entry.result or ""),
+                    step=entry.step,
+                    call_id=call.id,
+                    tool=entry.tool,
+                    status=entry.status,
+                )
+            )
         elif isinstance(entry, InvalidEntry):
             turns += [reply_turn(reply, last_step + 1) for reply in entry.replies]
     return mark_failing(turns, failure_step)
@@ -82,20 +100,42 @@ def transcript_turns(transcript: Sequence[TranscriptEntry], failure_step: int | 
 
 def prompt_turn(message: dict[str, Any]) -> Turn:
     role = message.get("role")
-    return Turn(role=role if role in ("system", "user", "assistant", "tool") else "user", text=as_text(message.get("content", "")))
+    return Turn(
+        role=role if role in ("system", "user", "assistant", "tool") else "user",
+        text=as_text(message.get("content", "")),
+    )
 
 
 def step_turns(entry: StepEntry) -> list[Turn]:
     """A step's replies (the rejected ones first, as the model sent them), the call made by its
     last reply, and the tool's answer."""
     call = ToolCallOf(id=f"call-{entry.step}", tool=entry.tool, args=entry.args)
-    replies = [reply_turn(reply, entry.step) for reply in entry.replies] or [Turn(role="assistant", text=as_text(entry.thought), step=entry.step)]
+    replies = [reply_turn(reply, entry.step) for reply in entry.replies] or [
+        Turn(role="assistant", text=as_text(entry.thought), step=entry.step)
+    ]
     replies[-1] = replies[-1].model_copy(update={"call": call})
-    return [*replies, Turn(role="tool", text=as_text(entry.result), step=entry.step, call_id=call.id, tool=entry.tool, status=entry.status)]
+    return [
+        *replies,
+        Turn(
+            role="tool",
+            text=as_text(entry.result),
+            step=entry.step,
+            call_id=call.id,
+            tool=entry.tool,
+            status=entry.status,
+        ),
+    ]
 
 
 def reply_turn(reply: RecordedReply, step: int) -> Turn:
-    return Turn(role="assistant", text=as_text(reply.content), step=step, problem=reply.problem, reject=reply.reject, truncated=reply.truncated)
+    return Turn(
+        role="assistant",
+        text=as_text(reply.content),
+        step=step,
+        problem=reply.problem,
+        reject=reply.reject,
+        truncated=reply.truncated,
+    )
 
 
 def mark_failing(turns: list[Turn], failure_step: int | None) -> list[Turn]:
@@ -128,7 +168,9 @@ def external_turns(messages: Sequence[dict[str, Any]]) -> list[Turn]:
         if role == "assistant" and isinstance(calls, list) and calls and isinstance(calls[0], dict):
             function = calls[0].get("function") or {}
             call = ToolCallOf(
-                id=str(calls[0].get("id") or f"call-{number}"), tool=str(function.get("name", "")), args=parsed_arguments(function.get("arguments"))
+                id=str(calls[0].get("id") or f"call-{number}"),
+                tool=str(function.get("name", "")),
+                args=parsed_arguments(function.get("arguments")),
             )
         turns.append(
             Turn(

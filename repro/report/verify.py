@@ -43,7 +43,9 @@ def load_published(path: Path) -> PaperTables:
     return tables
 
 
-def first_difference_in(published_cells: list[ValidCell], rerun_cells: list[ValidCell], scenario: str, repeat: int) -> str | None:
+def first_difference_in(
+    published_cells: list[ValidCell], rerun_cells: list[ValidCell], scenario: str, repeat: int
+) -> str | None:
     if repeat >= len(published_cells) or repeat >= len(rerun_cells):
         return None
     before, after = published_cells[repeat].transcript(scenario), rerun_cells[repeat].transcript(scenario)
@@ -76,7 +78,9 @@ def _entry_name(entry: TranscriptEntry, index: int) -> str:
     return f"entry {index + 1} ({entry.kind})"
 
 
-def first_step_finder(published_cells: Cells, rerun_cells: Cells, published_keys: dict[str, str]) -> Callable[[str, str, str, int], str | None]:
+def first_step_finder(
+    published_cells: Cells, rerun_cells: Cells, published_keys: dict[str, str]
+) -> Callable[[str, str, str, int], str | None]:
     """With both bundles at hand (their cells by row key, from collect_with_cells): where a
     differing transcript first parts from the published one."""
 

@@ -34,7 +34,9 @@ def bundle_folder(given: Path, out: Path) -> Path:
     if not given.is_file():
         raise BadInput(f"{shown(given)}: no such bundle (a run folder, or its .tar.gz)")
     if given.stat().st_size > MAX_ARCHIVE_BYTES:
-        raise BadInput(f"{shown(given)}: more than {MAX_ARCHIVE_BYTES // 1024**2} MB; not a bundle this command unpacks")
+        raise BadInput(
+            f"{shown(given)}: more than {MAX_ARCHIVE_BYTES // 1024**2} MB; not a bundle this command unpacks"
+        )
     return unpack_bundle(given, out / UNPACKED)
 
 
@@ -42,13 +44,19 @@ def require_run_folder(folder: Path) -> Path:
     """A bundle's run folder: run.json and matrix.yaml, both regular files."""
     missing = missing_file(folder)
     if missing:
-        raise BadInput(f"{shown(folder)}: not a bundle (no {missing}); give a run folder written by repro matrix run, or its .tar.gz")
+        raise BadInput(
+            f"{shown(folder)}: not a bundle (no {missing}); give a run folder written by repro matrix run, "
+            "or its .tar.gz"
+        )
     return folder
 
 
 def missing_file(folder: Path) -> str | None:
     """The first of run.json and matrix.yaml that is not a regular file in `folder`."""
-    return next((name for name in ("run.json", "matrix.yaml") if (folder / name).is_symlink() or not (folder / name).is_file()), None)
+    return next(
+        (name for name in ("run.json", "matrix.yaml") if (folder / name).is_symlink() or not (folder / name).is_file()),
+        None,
+    )
 
 
 def unpack_bundle(archive: Path, into: Path) -> Path:
@@ -59,7 +67,10 @@ def unpack_bundle(archive: Path, into: Path) -> Path:
         names = extract_checked(archive, work, BUNDLE_LIMITS, BadInput)
         tops = sorted({PurePosixPath(name).parts[0] for name in names if PurePosixPath(name).parts})
         if len(tops) != 1 or missing_file(work / tops[0]):
-            raise BadInput(f"{shown(archive)}: not a bundle archive (one run folder with run.json and matrix.yaml at its top; found {len(tops)} entries)")
+            raise BadInput(
+                f"{shown(archive)}: not a bundle archive (one run folder with run.json and matrix.yaml at its top; "
+                f"found {len(tops)} entries)"
+            )
         run_dir = work / tops[0]
         target = into / tops[0]
         if target.exists():

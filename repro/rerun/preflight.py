@@ -81,7 +81,14 @@ def bundle_setup(record: RunRecord, cells: list[CellRecord]) -> Setup:
     )
 
 
-def machine_setup(source: SourceState, system: SystemDescription, profile: str, settings: Profile, cells: list[Cell], suites: dict[str, str | None]) -> Setup:
+def machine_setup(
+    source: SourceState,
+    system: SystemDescription,
+    profile: str,
+    settings: Profile,
+    cells: list[Cell],
+    suites: dict[str, str | None],
+) -> Setup:
     """This machine's setup for the planned cells, before anything is fetched or built."""
     return Setup(
         **source_part(source, system, profile, settings),
@@ -95,7 +102,9 @@ def recorded_engine(image: ImageInfo) -> str:
     labels = image.labels
     if image.pinned_by == "digest":
         return f"image {image.reference}"
-    return engine_label(labels.get("repro.source", "?"), labels.get("repro.build_info", "?"), labels.get("repro.dockerfile_sha256", "?"))
+    return engine_label(
+        labels.get("repro.source", "?"), labels.get("repro.build_info", "?"), labels.get("repro.dockerfile_sha256", "?")
+    )
 
 
 def planned_engine(engine: EngineSpec, variant: Variant) -> str:
@@ -127,7 +136,14 @@ def hardware_label(system: SystemDescription) -> str:
 def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:
     """One row per input, the bundle's beside this side's."""
     rows = [
-        SetupRow(name="commit", input="repro commit", bundle=_short(bundle.commit), here=_short(here.commit), same=bundle.commit == here.commit, counts=False),
+        SetupRow(
+            name="commit",
+            input="repro commit",
+            bundle=_short(bundle.commit),
+            here=_short(here.commit),
+            same=bundle.commit == here.commit,
+            counts=False,
+        ),
         _row("harness", "harness tree digest", _short(bundle.harness), _short(here.harness)),
         _row("harness", "repro version", bundle.version, here.version),
     ]
@@ -139,7 +155,10 @@ def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:
         _row("harness", f"external harness of {sid}", bundle.externals.get(sid, "-"), here.externals.get(sid, "-"))
         for sid in sorted(set(bundle.externals) | set(here.externals))
     ]
-    rows += [_suite_row(sid, bundle.suites.get(sid), here.suites.get(sid)) for sid in sorted(set(bundle.suites) | set(here.suites))]
+    rows += [
+        _suite_row(sid, bundle.suites.get(sid), here.suites.get(sid))
+        for sid in sorted(set(bundle.suites) | set(here.suites))
+    ]
     rows.append(_row("profile", "profile", bundle.profile, here.profile, same=bundle.settings == here.settings))
     rows.append(_row("threads", "threads per engine", str(bundle.threads), str(here.threads)))
     rows.append(_row("hardware", "hardware", bundle.hardware, here.hardware))
@@ -152,7 +171,13 @@ def _row(name: str, what: str, bundle: str, here: str, same: bool | None = None)
 
 def _suite_row(suite_id: str, bundle: str | None, here: str | None) -> SetupRow:
     shown_here = _short(here) if here else "known once fetched"
-    return SetupRow(name="suite", input=f"suite {suite_id}", bundle=_short(bundle), here=shown_here, same=None if here is None else bundle == here)
+    return SetupRow(
+        name="suite",
+        input=f"suite {suite_id}",
+        bundle=_short(bundle),
+        here=shown_here,
+        same=None if here is None else bundle == here,
+    )
 
 
 def _short(value: str | None) -> str:
@@ -167,6 +192,11 @@ def differences(rows: list[SetupRow], accept: set[str] = frozenset()) -> list[Se
 def refuse_unservable(profile_name: str, profile: Profile, system: SystemDescription) -> None:
     """A profile this machine cannot serve, in one line before anything is fetched or booted."""
     if profile.gpu_count > len(system.gpus):
-        raise BadInput(f"profile {profile_name}: needs {profile.gpu_count} GPU(s), this machine has {len(system.gpus)}; rerun on a machine with one")
+        raise BadInput(
+            f"profile {profile_name}: needs {profile.gpu_count} GPU(s), "
+            f"this machine has {len(system.gpus)}; rerun on a machine with one"
+        )
     if profile.threads is not None and profile.threads > system.cpu_cores:
-        raise BadInput(f"profile {profile_name}: {profile.threads} threads per engine, this machine has {system.cpu_cores} cores")
+        raise BadInput(
+            f"profile {profile_name}: {profile.threads} threads per engine, this machine has {system.cpu_cores} cores"
+        )

@@ -109,8 +109,13 @@ def checked(run_dir: Path, allowed_signers: Path | None, author_repo: Path | Non
         require_signed([run_dir], allowed_signers)
     verdict = check_run(run_dir, author_repo=author_repo)
     if verdict.failed:
-        reasons = [f"{p.rule}: {p.text}" for p in verdict.run_problems] + [f"{c.cell_id}: {r}" for c in verdict.invalid for r in c.reasons]
-        first = f"{shown(run_dir.name)}: the bundle is INVALID ({len(verdict.invalid)} cell(s), {len(verdict.run_problems)} run problem(s)); nothing is rerun"
+        reasons = [f"{p.rule}: {p.text}" for p in verdict.run_problems] + [
+            f"{c.cell_id}: {r}" for c in verdict.invalid for r in c.reasons
+        ]
+        first = (
+            f"{shown(run_dir.name)}: the bundle is INVALID ({len(verdict.invalid)} cell(s), "
+            f"{len(verdict.run_problems)} run problem(s)); nothing is rerun"
+        )
         raise BadInput(first, lines=[first, *(f"  {shown(line)}" for line in reasons[:20])])
     return verdict
 
@@ -121,15 +126,23 @@ def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[C
     held = {c.cell_id: c.verdict for c in check.cells if c.verdict in ("VALID", "EXCLUDED")}
     unknown = sorted(set(only) - set(held))
     if unknown:
-        raise BadInput(f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: {shown(', '.join(sorted(held))[:300])})")
+        raise BadInput(
+            f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: "
+            f"{shown(', '.join(sorted(held))[:300])})"
+        )
     wanted = set(only) or {cid for cid, verdict in held.items() if verdict == "VALID" or not only}
     cells = [c for c in plan.cells if c.id in wanted]
     again = {c.id: c.excluded or "excluded" for c in plan.excluded if c.id in wanted}
     missing = sorted(wanted - {c.id for c in cells} - set(again))
     if missing:
-        raise BadInput(f"cell {shown(missing[0])} of the bundle is not in the plan recomputed from its matrix on this profile")
+        raise BadInput(
+            f"cell {shown(missing[0])} of the bundle is not in the plan recomputed from its matrix on this profile"
+        )
     if not cells:
-        raise BadInput("nothing to rerun: every asked-for cell is excluded on this profile" + "".join(f"; {shown(k)}: {shown(v)}" for k, v in again.items()))
+        raise BadInput(
+            "nothing to rerun: every asked-for cell is excluded on this profile"
+            + "".join(f"; {shown(k)}: {shown(v)}" for k, v in again.items())
+        )
     return cells, again
 
 
@@ -195,5 +208,6 @@ def refuse_unfetchable(loaded: LoadedMatrix, cells: list[Cell]) -> None:
             continue
         if not any((loaded.root / str(s.path)).is_file() for s in model.sources):
             raise BadInput(
-                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this machine; put it in the store (repro models fetch from a copy)"
+                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this "
+                "machine; put it in the store (repro models fetch from a copy)"
             )

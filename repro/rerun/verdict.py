@@ -37,20 +37,31 @@ class RerunVerdict(BaseModel):
     def closing_line(self) -> str:
         said = ", ".join(f"{n} {name}" for name, n in self.report.counts().items() if n) or "no row to compare"
         refused = sorted({d.name for row in self.rows for d in row.differences if not d.accepted})
-        accept = f"; differs from the bundle in: {', '.join(refused)} (accept by name with --accept {','.join(refused)})" if refused else ""
+        accept = (
+            f"; differs from the bundle in: {', '.join(refused)} (accept by name with --accept {','.join(refused)})"
+            if refused
+            else ""
+        )
         return f"rerun of {self.bundle}: {said} of {len(self.rows)} rows{accept}; exit {self.exit_code}"
 
     def markdown(self) -> str:
         lines = [f"# Rerun of {self.bundle}", "", f"Reruns: {', '.join(self.reruns)}", ""]
         lines += ["| row | verdict | setup | published | rerun | transcripts |", "|---|---|---|---|---|---|"]
-        lines += [f"| {_cell(v.about)} | {v.verdict} | {_cell(v.setup)} | {v.claimed} | {v.rerun or '-'} | {_cell(_identity(v))} |" for v in self.rows]
+        lines += [
+            f"| {_cell(v.about)} | {v.verdict} | {_cell(v.setup)} | {v.claimed} | {v.rerun or '-'} | "
+            f"{_cell(_identity(v))} |"
+            for v in self.rows
+        ]
         lines += ["", "## Setup, input by input", "", "| input | bundle | rerun | |", "|---|---|---|---|"]
         lines += [
-            f"| {_cell(r.input)} | {_cell(r.bundle)} | {_cell(r.here)} | {'same' if r.same else 'not known' if r.same is None else 'differs'} |"
+            f"| {_cell(r.input)} | {_cell(r.bundle)} | {_cell(r.here)} | "
+            f"{'same' if r.same else 'not known' if r.same is None else 'differs'} |"
             for r in self.setup
         ]
         reasons = [
-            f"- {_cell(v.about)}: {_cell(line)}" for v in self.rows for line in v.reasons + [d.describe() for d in v.differences] + ([v.rule] if v.rule else [])
+            f"- {_cell(v.about)}: {_cell(line)}"
+            for v in self.rows
+            for line in v.reasons + [d.describe() for d in v.differences] + ([v.rule] if v.rule else [])
         ]
         lines += ["", "## What each verdict rests on", "", *reasons] if reasons else []
         return "\n".join([*lines, "", self.closing_line(), ""])
@@ -65,9 +76,13 @@ def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> Re
     wanted = {claim for claim, key in keys.items() if asked & {c.record.cell.id for c in cells.get(key, [])}}
     claims = loaded.claims.model_copy(update={"claims": [c for c in loaded.claims.claims if c.id in wanted]})
     options = Options(accept=accept, where=first_step_finder(cells, rerun_side[1], keys))
-    report = verify_claims(LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun, rerun_side), options)
+    report = verify_claims(
+        LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun, rerun_side), options
+    )
     reruns = [BundleReader(p).run().run_id for p in rerun]
-    return RerunVerdict(bundle=BundleReader(published).run().run_id, reruns=reruns, report=report, setup=setup_rows(published, rerun[0]))
+    return RerunVerdict(
+        bundle=BundleReader(published).run().run_id, reruns=reruns, report=report, setup=setup_rows(published, rerun[0])
+    )
 
 
 def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:
@@ -76,7 +91,9 @@ def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:
     sides = []
     for path in (published, rerun):
         reader = BundleReader(path)
-        sides.append(bundle_setup(reader.run(), [reader.cell(cell_id) for cell_id in asked if reader.has_cell(cell_id)]))
+        sides.append(
+            bundle_setup(reader.run(), [reader.cell(cell_id) for cell_id in asked if reader.has_cell(cell_id)])
+        )
     return compare_setups(sides[0], sides[1])
 
 

@@ -36,7 +36,9 @@ from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.registry import kind_of
 
 
-def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None) -> CellRecord:
+def run_cell(
+    ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[EngineIncident] | None = None
+) -> CellRecord:
     """Audit the sandbox, run the cell's harness workers while watching the engines, record the
     cell. EngineLost (nothing of the cell kept) when an engine died or stopped answering meanwhile."""
     suite, kind = ctx.prepared.selection(cell), kind_of(cell.suite)
@@ -61,9 +63,13 @@ def run_cell(ctx: RunContext, cell: Cell, group: GroupEngine, incidents: list[En
         with blame_engine(watch):
             watch()  # an engine may have died between cells
             record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
-            harness, ended = run_workers(ctx, cell, group, shares, out_dirs, watch, lambda: keep_finished(writer, kind, out_dirs, suite.ids))
+            harness, ended = run_workers(
+                ctx, cell, group, shares, out_dirs, watch, lambda: keep_finished(writer, kind, out_dirs, suite.ids)
+            )
             sandbox = SandboxRecord(harness=harness, engine=read_back(engines[0]))
-            record = record.model_copy(update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)})
+            record = record.model_copy(
+                update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)}
+            )
             writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text(ENGINE_LOG, engine_logs(engines))
         record = kind.collect(writer, record, out_dirs, suite, ended, kept)
@@ -118,11 +124,15 @@ def run_workers(
             kind = kind_of(cell.suite)
             command = kind.command(cell, handle.client_argv(), suite, ctx.prepared.profile, ids)
             entrypoint = kind.entrypoint(cell)
-            kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | ({"entrypoint": entrypoint} if entrypoint else {})
+            kwargs = cell_kwargs(ctx, cell, handle, suite, command, out_dir) | (
+                {"entrypoint": entrypoint} if entrypoint else {}
+            )
             started.append(stack.enter_context(containers.started(ctx.client, kwargs)))
         ctx.progress.start_cell(cell, sum(len(ids) for ids in shares))
         deadline = harness_deadline(max(len(ids) for ids in shares), ctx.prepared.profile)
-        ended = containers.wait_all(started, deadline, on_line=lambda line: feed_progress(ctx, cell, line, keep), watch=watch)
+        ended = containers.wait_all(
+            started, deadline, on_line=lambda line: feed_progress(ctx, cell, line, keep), watch=watch
+        )
         return read_back(started[0]), ended
 
 
@@ -137,7 +147,9 @@ def watch_all(engines: list) -> containers.Watch:
     return watch
 
 
-def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteSelection, command: list[str], out_dir: Path) -> dict:
+def cell_kwargs(
+    ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteSelection, command: list[str], out_dir: Path
+) -> dict:
     """A container with the cell's harness settings (the harness itself, or its sandbox audit),
     joined to the namespace of the engine `handle` names."""
     return harness_kwargs(
@@ -152,11 +164,18 @@ def cell_kwargs(ctx: RunContext, cell: Cell, handle: EngineHandle, suite: SuiteS
     )
 
 
-def audit_cell(ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, watch: containers.Watch) -> SandboxAudit:
+def audit_cell(
+    ctx: RunContext, cell: Cell, group: GroupEngine, suite: SuiteSelection, watch: containers.Watch
+) -> SandboxAudit:
     """The sandbox audit, run with the harness container's exact settings in the engine's namespace."""
     out_dir = harness_output_dir()
     try:
-        return run_audit(ctx.client, cell_kwargs(ctx, cell, group.handle, suite, audit_command([SCENARIO_MOUNT]), out_dir), out_dir, watch)
+        return run_audit(
+            ctx.client,
+            cell_kwargs(ctx, cell, group.handle, suite, audit_command([SCENARIO_MOUNT]), out_dir),
+            out_dir,
+            watch,
+        )
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
 
@@ -172,7 +191,13 @@ def health_check(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Callable[
 
 
 def engine_for_group(ctx: RunContext, cell: Cell) -> Engine:
-    return engine_for(ctx.client, cell.engine, probe_image=ctx.prepared.harness, run_id=ctx.run_id, group_id=f"{cell.engine.id}.{cell.model.id}")
+    return engine_for(
+        ctx.client,
+        cell.engine,
+        probe_image=ctx.prepared.harness,
+        run_id=ctx.run_id,
+        group_id=f"{cell.engine.id}.{cell.model.id}",
+    )
 
 
 def feed_progress(ctx: RunContext, cell: Cell, line: str, keep: Callable[[], None] = lambda: None) -> None:

@@ -80,7 +80,13 @@ def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerCli
         profile_name=profile_name,
         profile=profile,
         harness=harness_image(client),
-        engine_image=engine_image(cell.engine, profile.engine_variant, client, matrix=str(matrix), compute_capability=profile.compute_capability),
+        engine_image=engine_image(
+            cell.engine,
+            profile.engine_variant,
+            client,
+            matrix=str(matrix),
+            compute_capability=profile.compute_capability,
+        ),
         gguf=model_path(cell.model),
         suite=cell.share(select(cell.suite)),
     )
@@ -111,12 +117,25 @@ def from_bundle(run_dir: Path, cell_id: str | None = None, client: DockerClient 
     images = {}
     for role, info in (("harness", cell_record.harness_image), ("engine", cell_record.engine_image)):
         if not _present(client, info.id):
-            raise ReproError(f"the bundle's {role} image {info.reference} ({info.id[:19]}) is not present here; build or load it first")
-        images[role] = ImageRef(name=role, reference=info.reference, key=info.key, id=info.id, pinned_by=info.pinned_by, labels=dict(info.labels))
+            raise ReproError(
+                f"the bundle's {role} image {info.reference} ({info.id[:19]}) "
+                "is not present here; build or load it first"
+            )
+        images[role] = ImageRef(
+            name=role,
+            reference=info.reference,
+            key=info.key,
+            id=info.id,
+            pinned_by=info.pinned_by,
+            labels=dict(info.labels),
+        )
     suite = cell.share(select(cell.suite))
     notes = []
     if cell_record.suite_sha256 and suite.sha256 != cell_record.suite_sha256:
-        notes.append(f"the scenario files differ from the bundle's (sha256 {suite.sha256[:12]}, bundle {cell_record.suite_sha256[:12]})")
+        notes.append(
+            f"the scenario files differ from the bundle's (sha256 {suite.sha256[:12]}, "
+            f"bundle {cell_record.suite_sha256[:12]})"
+        )
     return ComposeCell(
         cell=cell,
         profile_name=record.profile,
@@ -141,7 +160,10 @@ def _pick(cells: list[Cell], excluded: list[Cell], cell_id: str, hint: str) -> C
 
 def _supported(cell: Cell) -> None:
     if cell.engine.kind != "llama.cpp":
-        raise BadInput(f"cell {cell.id}: the compose files run llama.cpp cells only (engine {cell.engine.id} is {cell.engine.kind})")
+        raise BadInput(
+            f"cell {cell.id}: the compose files run llama.cpp cells only "
+            f"(engine {cell.engine.id} is {cell.engine.kind})"
+        )
 
 
 def _present(client: DockerClient, image_id: str) -> bool:
@@ -181,8 +203,18 @@ def expected_services(
     cell = source.cell
     kind = kind_of(cell.suite)
     engine = engine_for(client, cell.engine, probe_image=source.harness, run_id=run_id, group_id=group_id(cell))
-    engine_kwargs = engine.container_kwargs(source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus)
-    ready = ["ready", "--base-url", engine.base_url, "--timeout", f"{source.profile.ready_timeout_s:g}", "--path", engine.health_path]
+    engine_kwargs = engine.container_kwargs(
+        source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus
+    )
+    ready = [
+        "ready",
+        "--base-url",
+        engine.base_url,
+        "--timeout",
+        f"{source.profile.ready_timeout_s:g}",
+        "--path",
+        engine.health_path,
+    ]
     probe = probe_kwargs(source.harness.id, "ENGINE", ready, out_dir / "ready", run_id=run_id, cell_id=group_id(cell))
     engine_client = client_argv(engine.base_url, engine.model_name(cell.model), engine.api)
     harness = harness_kwargs(
@@ -206,7 +238,9 @@ def new_run_id(cell_id: str) -> str:
     return f"{RUN_PREFIX}-{stamp}-{digest}"
 
 
-def compose_env(source: ComposeCell, *, out_dir: Path, run_id: str, client: DockerClient | None = None) -> dict[str, str]:
+def compose_env(
+    source: ComposeCell, *, out_dir: Path, run_id: str, client: DockerClient | None = None
+) -> dict[str, str]:
     """The `.env` values for one cell: every one read off the orchestrator's create kwargs."""
     client = client or _client()
     host_cpus = _host_cpus(client)
@@ -239,7 +273,9 @@ def compose_env(source: ComposeCell, *, out_dir: Path, run_id: str, client: Dock
 
 def _service_values(prefix: str, kwargs: dict[str, Any]) -> dict[str, str]:
     if len(kwargs["tmpfs"]) != 1:
-        raise ReproError(f"{prefix.lower()}: the compose files hold one tmpfs, the run asks for {sorted(kwargs['tmpfs'])}")
+        raise ReproError(
+            f"{prefix.lower()}: the compose files hold one tmpfs, the run asks for {sorted(kwargs['tmpfs'])}"
+        )
     ((tmpfs_path, tmpfs_options),) = kwargs["tmpfs"].items()
     values = {
         f"REPRO_{prefix}_IMAGE": kwargs["image"],
@@ -250,7 +286,9 @@ def _service_values(prefix: str, kwargs: dict[str, Any]) -> dict[str, str]:
         f"REPRO_{prefix}_TMPFS": f"{tmpfs_path}:{tmpfs_options}",
     }
     for mount in kwargs["mounts"]:
-        name = {"/out": "OUT", "/models/model.gguf": "MODEL", "/scenarios": "SCENARIOS", "/fixtures": "FIXTURES"}.get(mount["Target"])
+        name = {"/out": "OUT", "/models/model.gguf": "MODEL", "/scenarios": "SCENARIOS", "/fixtures": "FIXTURES"}.get(
+            mount["Target"]
+        )
         if name is None:
             raise ReproError(f"{prefix.lower()}: the compose files have no mount at {mount['Target']}")
         values[f"REPRO_{prefix}_{name}"] = mount["Source"]
@@ -273,8 +311,9 @@ def _gpu_values(requests: list) -> dict[str, str]:
     ids = request.get("DeviceIDs") or []
     if ids:
         raise BadInput(
-            f"REPRO_GPU_DEVICES={','.join(ids)}: docker-compose.gpu.yml reserves GPUs by count (Docker sets NVIDIA_VISIBLE_DEVICES from the "
-            "reservation, so the variable cannot choose one); unset it, or replace count with device_ids in a copy of docker-compose.gpu.yml"
+            f"REPRO_GPU_DEVICES={','.join(ids)}: docker-compose.gpu.yml reserves GPUs by count "
+            "(Docker sets NVIDIA_VISIBLE_DEVICES from the reservation, so the variable cannot choose one); "
+            "unset it, or replace count with device_ids in a copy of docker-compose.gpu.yml"
         )
     if request.get("Count") != 1:
         raise BadInput(f"docker-compose.gpu.yml reserves one GPU; this profile asks for {request.get('Count')}")

@@ -51,7 +51,8 @@ class Prepared(BaseModel):
     models: dict[str, Path]
     suites: dict[str, SuiteSelection]
     templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
-    suite_images: dict[str, ImageRef] = {}  # suite id -> the image its kind runs it in (the harness unless the kind has its own)
+    # suite id -> the image its kind runs it in (the harness unless the kind has its own)
+    suite_images: dict[str, ImageRef] = {}
 
     def selection(self, cell: Cell) -> SuiteSelection:
         """The scenarios the cell runs: its suite's selection, or the cell's part of it."""

@@ -35,7 +35,11 @@ def run_group(ctx: RunContext, cells: list[Cell]) -> None:
             if not isinstance(error, EngineRefused | EngineDied) and not daemon_unanswering(error):
                 raise
             for cell in cells:
-                why = str(error) if isinstance(error, EngineRefused | EngineDied) else f"the Docker daemon did not answer ({short_error(error)})"
+                why = (
+                    str(error)
+                    if isinstance(error, EngineRefused | EngineDied)
+                    else f"the Docker daemon did not answer ({short_error(error)})"
+                )
                 write_failed_cell(ctx, cell, "error", f"engine: {why}", handle=booted[-1] if booted else None)
             return
         for index, cell in enumerate(cells):
@@ -77,11 +81,15 @@ def give_up_group(ctx: RunContext, failed: Cell, rest: list[Cell], group: GroupE
     """The engine could not be healed: say so, end the group's other cells as engine faults."""
     first = failed.engine.id, failed.model.id
     ctx.progress.note(
-        f"[red]engine {first[0]} with model {first[1]} could not be booted again[/]: cell {failed.id} ended as an engine fault"
-        f"{f' and its {len(rest)} other cells are not run' if rest else ''}; going on with the next group (rerun them with --resume)"
+        f"[red]engine {first[0]} with model {first[1]} could not be booted again[/]: cell {failed.id} ended as an "
+        f"engine fault{f' and its {len(rest)} other cells are not run' if rest else ''}; "
+        "going on with the next group (rerun them with --resume)"
     )
     for cell in rest:
-        reason = f"engine fault: the group's engine died during cell {failed.id} and could not be healed; rerun with --resume"
+        reason = (
+            f"engine fault: the group's engine died during cell {failed.id} and could not be healed; "
+            "rerun with --resume"
+        )
         write_failed_cell(ctx, cell, "error", reason, handle=group.handle, gate=group.gate)
 
 
@@ -117,7 +125,15 @@ def gate_group_engine(ctx: RunContext, cell: Cell, handle: EngineHandle) -> Gate
     profile = prepared.profile
 
     def measure() -> GateResult:
-        return run_gate(ctx.client, handle, profile=profile, settings=settings, decoding=cell.decoding, protocol=GATE_PROTOCOL, probe_image=prepared.harness.id)
+        return run_gate(
+            ctx.client,
+            handle,
+            profile=profile,
+            settings=settings,
+            decoding=cell.decoding,
+            protocol=GATE_PROTOCOL,
+            probe_image=prepared.harness.id,
+        )
 
     return gate_with_retries(measure, profile, note=ctx.progress.note)
 
@@ -127,7 +143,9 @@ def run_or_exclude(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list
     if not group.gate.passed:
         status = "error" if group.gate.engine_fault else "excluded"
         cause = f" ({CAUSE_TEXT[group.gate.cause]})" if group.gate.cause else ""
-        write_failed_cell(ctx, cell, status, f"latency gate{cause}: {group.gate.reason}", handle=group.handle, gate=group.gate)
+        write_failed_cell(
+            ctx, cell, status, f"latency gate{cause}: {group.gate.reason}", handle=group.handle, gate=group.gate
+        )
         return group
     refused = boot_preflight(ctx, cell, group.handle)
     if refused is not None:
@@ -145,14 +163,18 @@ def boot_preflight(ctx: RunContext, cell: Cell, handle: EngineHandle) -> tuple[s
     configuration exclusion, never the model's failure."""
     if cell.engine.kind != "llama.cpp":
         return None
-    wrong = engine_template_problem(ctx.prepared.templates.get(cell.model.id), handle.settings.get("chat_template_sha256"))
+    wrong = engine_template_problem(
+        ctx.prepared.templates.get(cell.model.id), handle.settings.get("chat_template_sha256")
+    )
     if wrong:
         return "error", wrong
     blocker = server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
     return ("excluded", blocker) if blocker else None
 
 
-def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]) -> tuple[CellRecord, GroupEngine | None]:
+def run_healing(
+    ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[EngineHandle]
+) -> tuple[CellRecord, GroupEngine | None]:
     """Run a cell; when its engine dies or stops answering, heal it and rerun the whole cell.
     A cell whose engine cannot be healed (or dies too often) ends as an engine fault at once."""
     incidents: list[EngineIncident] = []
@@ -163,10 +185,20 @@ def run_healing(ctx: RunContext, cell: Cell, group: GroupEngine, booted: list[En
             ctx.progress.say(f"  [red]engine fault[/] during {shown(cell.id)}: {shown(describe(lost.fault))}")
             stop_group(ctx, group)
             boot, stop = (lambda: boot_and_gate(ctx, cell, booted)), (lambda g: stop_group(ctx, g))
-            healed, incident = heal(lost.fault, boot, stop, ctx.progress.note, daemon=lambda: wait_for_daemon(ctx.client))
+            healed, incident = heal(
+                lost.fault, boot, stop, ctx.progress.note, daemon=lambda: wait_for_daemon(ctx.client)
+            )
             incidents.append(incident)
             if healed is None or len(incidents) > MAX_CELL_RERUNS:
-                record = record_failed_cell(ctx, cell, "error", unhealed_reason(incidents), handle=group.handle, gate=group.gate, incidents=incidents)
+                record = record_failed_cell(
+                    ctx,
+                    cell,
+                    "error",
+                    unhealed_reason(incidents),
+                    handle=group.handle,
+                    gate=group.gate,
+                    incidents=incidents,
+                )
                 return record, healed
             ctx.progress.note(f"  engine healed: rerunning {cell.id} from its first scenario")
             group = healed

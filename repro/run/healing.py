@@ -115,7 +115,11 @@ def require_answering(container: Container, ready: Callable[[float], object]) ->
 
 
 def heal(
-    fault: EngineFault, boot: Callable[[], Group], stop: Callable[[Group], None], note: Note, daemon: Callable[[], bool] = lambda: True
+    fault: EngineFault,
+    boot: Callable[[], Group],
+    stop: Callable[[Group], None],
+    note: Note,
+    daemon: Callable[[], bool] = lambda: True,
 ) -> tuple[Group | None, EngineIncident]:
     """Boot a fresh engine (identity check and gate included) at most MAX_BOOTS times, each once
     the Docker daemon answers (`daemon` waits for it: a restarted daemon takes a few seconds)."""
@@ -134,7 +138,9 @@ def heal(
     return None, EngineIncident(fault=fault, attempts=attempts, healed=False)
 
 
-def boot_once(number: int, boot: Callable[[], Group], stop: Callable[[Group], None]) -> tuple[Group | None, HealAttempt]:
+def boot_once(
+    number: int, boot: Callable[[], Group], stop: Callable[[Group], None]
+) -> tuple[Group | None, HealAttempt]:
     try:
         group = boot()
     except (EngineRefused, EngineDied) as error:
@@ -142,18 +148,35 @@ def boot_once(number: int, boot: Callable[[], Group], stop: Callable[[Group], No
     except Exception as error:
         if not daemon_unanswering(error):
             raise
-        return None, HealAttempt(attempt=number, healed=False, reason=f"boot failed: the Docker daemon did not answer ({short_error(error)})")
+        return None, HealAttempt(
+            attempt=number, healed=False, reason=f"boot failed: the Docker daemon did not answer ({short_error(error)})"
+        )
     identity = group.handle.identity
     if not group.gate.passed:
         stop(group)
-        return None, HealAttempt(attempt=number, healed=False, reason=f"latency gate: {group.gate.reason}", identity=identity, gate_passed=False)
-    return group, HealAttempt(attempt=number, healed=True, reason="identity matches the pin and the latency gate passed", identity=identity, gate_passed=True)
+        return None, HealAttempt(
+            attempt=number,
+            healed=False,
+            reason=f"latency gate: {group.gate.reason}",
+            identity=identity,
+            gate_passed=False,
+        )
+    return group, HealAttempt(
+        attempt=number,
+        healed=True,
+        reason="identity matches the pin and the latency gate passed",
+        identity=identity,
+        gate_passed=True,
+    )
 
 
 def unhealed_reason(incidents: list[EngineIncident]) -> str:
     """Why a cell ended as an engine fault, in plain words."""
     last = incidents[-1]
     if last.healed:
-        return f"engine fault: the engine died {len(incidents)} times during this cell (last: {describe(last.fault)}); rerun with --resume"
+        return (
+            f"engine fault: the engine died {len(incidents)} times during this cell (last: "
+            f"{describe(last.fault)}); rerun with --resume"
+        )
     tried = "; ".join(a.reason for a in last.attempts) or "no attempt"
     return f"engine fault: {describe(last.fault)}; booting it again failed ({tried}); rerun with --resume"

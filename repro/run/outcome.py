@@ -35,7 +35,11 @@ def run_outcome(run_dir: Path) -> RunOutcome:
     the chat template), or is missing; 130 when interrupted."""
     bundle = BundleReader(run_dir)
     record = bundle.run()
-    causes = Counter(cause for cause in (cell_cause(bundle, cell_id, record.profile_settings) for cell_id in record.planned_cells) if cause)
+    causes = Counter(
+        cause
+        for cause in (cell_cause(bundle, cell_id, record.profile_settings) for cell_id in record.planned_cells)
+        if cause
+    )
     if record.status == "interrupted":
         status = EXIT_INTERRUPTED
     else:

@@ -72,17 +72,32 @@ class Tally:
         if not left:
             when = "nothing left"
         else:
-            when = f"about {duration(elapsed / self.measured * left)} left" if self.measured else "time left not measured yet"
-        return f"overall: {total - left} of {total} scenarios, {len(self.finished)} of {len(self.scenarios)} cells, {duration(elapsed)} elapsed, {when}"
+            when = (
+                f"about {duration(elapsed / self.measured * left)} left"
+                if self.measured
+                else "time left not measured yet"
+            )
+        return (
+            f"overall: {total - left} of {total} scenarios, {len(self.finished)} of {len(self.scenarios)} cells, "
+            f"{duration(elapsed)} elapsed, {when}"
+        )
 
 
 class RunProgress:
-    def __init__(self, console: Console | None = None, *, clock: Callable[[], float] = time.monotonic, overall_every_s: float = OVERALL_EVERY_S) -> None:
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        overall_every_s: float = OVERALL_EVERY_S,
+    ) -> None:
         self.console = console or Console()
         self.clock = clock
         self.overall_every_s = overall_every_s
         self.live = self.console.is_terminal  # a bar only where a person watches it: never a frame in a log
-        self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=self.console, transient=True)
+        self.bars = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=self.console, transient=True
+        )
         self.overall_task: TaskID | None = None
         self.cell_tasks: dict[str, TaskID] = {}
         self.passed: dict[str, int] = {}
@@ -110,7 +125,9 @@ class RunProgress:
         self.last_overall = self.tally.started
         if self.live:
             self.bars.start()
-            self.overall_task = self.bars.add_task(self.tally.line(self.clock()), total=sum(self.tally.scenarios.values()))
+            self.overall_task = self.bars.add_task(
+                self.tally.line(self.clock()), total=sum(self.tally.scenarios.values())
+            )
 
     def skip_cells(self, cells: list[Cell]) -> None:
         for cell in cells:
@@ -119,7 +136,9 @@ class RunProgress:
         self.update_overall()
 
     def start_group(self, engine_id: str, model_id: str) -> None:
-        self.say(f"[bold]engine {shown(engine_id)}[/] with model [bold]{shown(model_id)}[/]: booting (sealed, network none)")
+        self.say(
+            f"[bold]engine {shown(engine_id)}[/] with model [bold]{shown(model_id)}[/]: booting (sealed, network none)"
+        )
 
     def engine_ready(self, seconds: float | None) -> None:
         self.say(f"  engine ready{f' in {seconds:.1f}s' if seconds else ''}, identity matches the pin")
@@ -133,7 +152,10 @@ class RunProgress:
 
     def header(self, cell_id: str) -> None:
         number = len(self.tally.finished) + 1
-        self.say(f"[bold]cell {number} of {len(self.tally.scenarios) or number}: {shown(self.label(cell_id))}[/] [dim]({shown(cell_id)})[/]")
+        self.say(
+            f"[bold]cell {number} of {len(self.tally.scenarios) or number}: "
+            f"{shown(self.label(cell_id))}[/] [dim]({shown(cell_id)})[/]"
+        )
 
     def start_cell(self, cell: Cell, scenarios: int) -> None:
         self.labels.setdefault(cell.id, cell.label)
@@ -150,9 +172,17 @@ class RunProgress:
         done = self.tally.scenario(cell_id)
         total = self.tally.scenarios.get(cell_id) or event.total
         if cell_id in self.cell_tasks:
-            self.bars.update(self.cell_tasks[cell_id], completed=done, description=f"  {shown(self.label(cell_id))} {self.passed[cell_id]} passed")
+            self.bars.update(
+                self.cell_tasks[cell_id],
+                completed=done,
+                description=f"  {shown(self.label(cell_id))} {self.passed[cell_id]} passed",
+            )
         if not self.live:
-            verdict = "PASS" if event.passed else " ".join(["FAIL", *([shown(event.failure_type)] if event.failure_type else [])])
+            verdict = (
+                "PASS"
+                if event.passed
+                else " ".join(["FAIL", *([shown(event.failure_type)] if event.failure_type else [])])
+            )
             self.say(f"    \\[{done}/{total}] {shown(event.id)} {verdict} ({event.seconds:.1f}s)")
         self.update_overall()
 

@@ -18,7 +18,15 @@ from repro.spec.findings import GateResult
 from repro.store.images import ImageRef
 
 
-def write_failed_cell(ctx: RunContext, cell: Cell, status: str, reason: str, *, handle: EngineHandle | None, gate: GateResult | None = None) -> None:
+def write_failed_cell(
+    ctx: RunContext,
+    cell: Cell,
+    status: str,
+    reason: str,
+    *,
+    handle: EngineHandle | None,
+    gate: GateResult | None = None,
+) -> None:
     record_failed_cell(ctx, cell, status, reason, handle=handle, gate=gate)
     ctx.progress.cell_done(cell.id, status, reason)
 
@@ -57,7 +65,9 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
     return record.model_copy(
         update={
             "model_sha256_verified": handle.model_sha256,
-            "engine_identity": IdentityCheck(expected=expected, reported=handle.identity, matched=handle.identity == expected),
+            "engine_identity": IdentityCheck(
+                expected=expected, reported=handle.identity, matched=handle.identity == expected
+            ),
             "engine_settings": EngineSettings(reported=handle.settings),
             "accelerator": handle.accelerator,
             "gpu": handle.gpu or None,
@@ -68,7 +78,13 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
 
 
 def image_info(image: ImageRef) -> ImageInfo:
-    return ImageInfo(reference=image.reference, id=image.id, key=image.key, pinned_by=image.pinned_by, labels=dict(image.labels or {}))
+    return ImageInfo(
+        reference=image.reference,
+        id=image.id,
+        key=image.key,
+        pinned_by=image.pinned_by,
+        labels=dict(image.labels or {}),
+    )
 
 
 def summary_line(record: CellRecord) -> str:

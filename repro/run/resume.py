@@ -83,7 +83,9 @@ def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection, handle: Engin
     )
 
 
-def resumed_scenarios(ctx: RunContext, cell: Cell, partial: PartialCell) -> tuple[list[KeptScenario], list[EarlierAttempt], dict[str, str]]:
+def resumed_scenarios(
+    ctx: RunContext, cell: Cell, partial: PartialCell
+) -> tuple[list[KeptScenario], list[EarlierAttempt], dict[str, str]]:
     """The finished scenarios interrupted attempts at this very cell, on the same engine and
     settings, kept (verified), the attempts they come from and their engine logs, said in one
     line with what is rerun; at least one scenario is always rerun, so this attempt records the
@@ -93,15 +95,18 @@ def resumed_scenarios(ctx: RunContext, cell: Cell, partial: PartialCell) -> tupl
     if isinstance(found, str):
         kept, why, found = [], found, ([], {})
     if why:
-        ctx.progress.note(f"rerun {shown(cell.id)} from its first scenario: the interrupted attempt's scenarios are not kept ({shown(why)})")
+        ctx.progress.note(
+            f"rerun {shown(cell.id)} from its first scenario: the interrupted attempt's scenarios are not kept "
+            f"({shown(why)})"
+        )
     kept = kept[: len(partial.suite_ids) - 1]
     ids = {one.result.id for one in kept}
     attempts = [one.keeping(ids) for one in found[0] if ids & set(one.finished)]
     if kept:
         rest = [i for i in partial.suite_ids if i not in ids]
         ctx.progress.note(
-            f"resume {shown(cell.id)}: {len(kept)} finished scenario(s) kept ({shown(scenario_span([one.result.id for one in kept]))}), "
-            f"{len(rest)} rerun from {shown(rest[0])}"
+            f"resume {shown(cell.id)}: {len(kept)} finished scenario(s) kept "
+            f"({shown(scenario_span([one.result.id for one in kept]))}), {len(rest)} rerun from {shown(rest[0])}"
         )
     return kept, attempts, {one.engine_log: found[1].get(one.engine_log, "") for one in attempts}
 
@@ -122,7 +127,9 @@ def say_kept(ctx: RunContext, cell: Cell, writer: CellWriter, ids: list[str]) ->
         return
     rest = [i for i in ids if i not in writer.kept]
     where = f"--resume reruns the {len(rest)} other(s) from {rest[0]}" if rest else "--resume reruns its last scenario"
-    ctx.progress.note(f"interrupted {shown(cell.id)}: {len(writer.kept)} of {len(ids)} finished scenario(s) kept; {shown(where)}")
+    ctx.progress.note(
+        f"interrupted {shown(cell.id)}: {len(writer.kept)} of {len(ids)} finished scenario(s) kept; {shown(where)}"
+    )
 
 
 def scenario_span(ids: list[str]) -> str:

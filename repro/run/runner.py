@@ -20,7 +20,14 @@ from pathlib import Path
 from repro.bundle.layout.discovery import find_resumable
 from repro.bundle.layout.names import AUTHOR_PROFILES_COPY
 from repro.bundle.layout.writer import Bundle, mark_latest
-from repro.bundle.provenance import author_at_end, author_source, dirty_lines, source_at_end, source_state, system_description
+from repro.bundle.provenance import (
+    author_at_end,
+    author_source,
+    dirty_lines,
+    source_at_end,
+    source_state,
+    system_description,
+)
 from repro.bundle.records import (
     MatrixInfo,
     RunRecord,
@@ -53,21 +60,37 @@ from repro.suites.registry import kind_of
 def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
     """Run a matrix; return the run folder. Raises BadInput for bad input before anything starts."""
     source = source_state()
-    dirty = dirty_lines(source, author_source(load_matrix(options.matrix)))  # before models, images or Docker are asked for
+    # before models, images or Docker are asked for
+    dirty = dirty_lines(source, author_source(load_matrix(options.matrix)))
     refuse_dirty(dirty, options.allow_dirty)
     prepared = prepare(options)
     client = get_client()
     replicas = choose_replicas(options, prepared, client)
     run_dir, record, resumed = open_run(options, prepared, source, client)
-    ctx = RunContext(client=client, prepared=prepared, bundle=Bundle(run_dir, Redactor()), run_id=record.run_id, progress=progress, replicas=replicas)
+    ctx = RunContext(
+        client=client,
+        prepared=prepared,
+        bundle=Bundle(run_dir, Redactor()),
+        run_id=record.run_id,
+        progress=progress,
+        replicas=replicas,
+    )
     if resumed:
         progress.note(f"resuming {record.run_id}: complete, intact cells are kept")
     elif options.resume:
         progress.note("nothing to resume for this matrix, profile and project commit: starting a new run")
-    progress.start_run(record.run_id, run_dir, prepared.cells, {c.id: len(prepared.selection(c).ids) for c in prepared.cells})
+    progress.start_run(
+        record.run_id, run_dir, prepared.cells, {c.id: len(prepared.selection(c).ids) for c in prepared.cells}
+    )
     if dirty:
-        progress.note(f"[yellow]not a clean-room run[/] (--allow-dirty): {shown('; '.join(dirty))}; repro check will call every cell INVALID")
-    progress.note(f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, {ctx.execution.workers} harness worker(s) per cell")
+        progress.note(
+            f"[yellow]not a clean-room run[/] (--allow-dirty): {shown('; '.join(dirty))}; "
+            "repro check will call every cell INVALID"
+        )
+    progress.note(
+        f"engines: {ctx.execution.label()}; {replicas} replica(s) per group, "
+        f"{ctx.execution.workers} harness worker(s) per cell"
+    )
     try:
         signal.signal(signal.SIGTERM, interrupt)  # a scheduler's stop ends the run as Ctrl-C does
         for cells in groups_to_run(ctx, options.resume):
@@ -87,7 +110,10 @@ def refuse_dirty(dirty: list[str], allow_dirty: bool) -> None:
     author's) make every cell INVALID (repro check's provenance rule reads the same records), so
     such a run is refused."""
     if dirty and not allow_dirty:
-        raise BadInput(f"{'; '.join(dirty)}: commit or remove them (or ignore them in .gitignore), or run anyway with --allow-dirty (not a clean-room run)")
+        raise BadInput(
+            f"{'; '.join(dirty)}: commit or remove them (or ignore them in .gitignore), "
+            "or run anyway with --allow-dirty (not a clean-room run)"
+        )
 
 
 def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClient) -> int:
@@ -95,7 +121,9 @@ def choose_replicas(options: RunOptions, prepared: Prepared, client: DockerClien
     memory, for the largest model) hold; BadInput when asked for more (repro.plan.replicas)."""
     largest = max(c.model.file_size for c in prepared.cells)
     allowance = max(gpu_allowance(prepared, c) for c in prepared.cells) if prepared.profile.gpu_count > 0 else None
-    return replica_count(options.replicas, prepared.profile, host_cpus=host_cpus_of(client), model_bytes=largest, gpu_bytes=allowance)
+    return replica_count(
+        options.replicas, prepared.profile, host_cpus=host_cpus_of(client), model_bytes=largest, gpu_bytes=allowance
+    )
 
 
 def gpu_allowance(prepared: Prepared, cell: Cell) -> int:
@@ -107,7 +135,9 @@ def gpu_allowance(prepared: Prepared, cell: Cell) -> int:
         header = read_header(prepared.models[cell.model.id])
     except (BadInput, KeyError):
         return replica_allowance(cell.model.file_size, {}, 0, 0)
-    return replica_allowance(cell.model.file_size, header.shape, cell.decoding.context * prepared.profile.slots, len(header.tokens))
+    return replica_allowance(
+        cell.model.file_size, header.shape, cell.decoding.context * prepared.profile.slots, len(header.tokens)
+    )
 
 
 def interrupt(signum: int, frame: object) -> None:
@@ -135,7 +165,10 @@ def prepare(options: RunOptions) -> Prepared:
         cells=cells,
         harness=harness,
         suite_images={c.suite.id: kind_of(c.suite).image(c.suite, harness) for c in cells},
-        engines={c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability) for c in cells},
+        engines={
+            c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability)
+            for c in cells
+        },
         models={c.model.id: model_path(c.model) for c in cells},
         suites=suites,
         templates=templates,
@@ -156,7 +189,11 @@ def refuse_unpinned_suites(cells: list[Cell], suites: dict[str, SuiteSelection])
 
 def refuse_empty_parts(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:
     """Before any engine boots: a suite split into more parts than it selects scenarios."""
-    wrong = [f"suite {c.suite.id} selects {len(suites[c.suite.id].ids)} scenario(s), fewer than its {c.suite.parts} parts" for c in cells if c.suite.parts and len(suites[c.suite.id].ids) < c.suite.parts]
+    wrong = [
+        f"suite {c.suite.id} selects {len(suites[c.suite.id].ids)} scenario(s), fewer than its {c.suite.parts} parts"
+        for c in cells
+        if c.suite.parts and len(suites[c.suite.id].ids) < c.suite.parts
+    ]
     if wrong:
         raise BadInput(wrong[0])
 
@@ -171,11 +208,20 @@ def refuse_unfit(cells: list[Cell], suites: dict[str, SuiteSelection]) -> None:
         raise BadInput(message, lines=[message, *problems[:20]])
 
 
-def open_run(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> tuple[Path, RunRecord, bool]:
+def open_run(
+    options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient
+) -> tuple[Path, RunRecord, bool]:
     """With --resume, the latest run of the same matrix, profile, shard and project source
     (its complete, intact cells are kept); otherwise, or when there is none, a new run folder."""
     if options.resume:
-        previous = find_resumable(options.out, prepared.loaded.sha256, options.profile, options.shard_text, {c.id for c in prepared.cells}, source)
+        previous = find_resumable(
+            options.out,
+            prepared.loaded.sha256,
+            options.profile,
+            options.shard_text,
+            {c.id for c in prepared.cells},
+            source,
+        )
         if previous is not None:
             run_dir, record = previous
             return run_dir, record.model_copy(update={"status": "running", "finished_at": None}), True
@@ -185,7 +231,9 @@ def open_run(options: RunOptions, prepared: Prepared, source: SourceState, clien
     bundle.embed_matrix(read_bounded(options.matrix, MAX_YAML_BYTES), prepared.loaded.sha256)
     if record.author is not None and record.author.profiles_file is not None:
         own = record.author.profiles_file
-        bundle.embed_matrix(read_bounded(prepared.loaded.root / own.path, MAX_YAML_BYTES), own.sha256, name=AUTHOR_PROFILES_COPY)
+        bundle.embed_matrix(
+            read_bounded(prepared.loaded.root / own.path, MAX_YAML_BYTES), own.sha256, name=AUTHOR_PROFILES_COPY
+        )
     for suite_id, selection in prepared.suites.items():
         suite = next(c.suite for c in prepared.cells if c.suite.id == suite_id)
         kind_of(suite).embed(bundle, suite, selection)
@@ -207,7 +255,11 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
     return RunRecord(
         run_id=f"{stamp}-{prepared.loaded.matrix.name}-{options.profile}{shard}",
         status="running",
-        matrix=MatrixInfo(path=matrix_name(prepared.loaded, options.matrix), name=prepared.loaded.matrix.name, sha256=prepared.loaded.sha256),
+        matrix=MatrixInfo(
+            path=matrix_name(prepared.loaded, options.matrix),
+            name=prepared.loaded.matrix.name,
+            sha256=prepared.loaded.sha256,
+        ),
         profile=options.profile,
         profile_settings=prepared.profile,
         source=source,
@@ -216,7 +268,9 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
         excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
-        excluded_kinds={c.id: c.excluded_kind for c in prepared.plan.excluded if c.excluded_kind} if first_shard else {},
+        excluded_kinds={c.id: c.excluded_kind for c in prepared.plan.excluded if c.excluded_kind}
+        if first_shard
+        else {},
         shard=options.shard_text,
         only=list(options.only),
         chat_templates=prepared.templates,
@@ -233,7 +287,10 @@ def finish_run(ctx: RunContext, record: RunRecord, out: Path) -> None:
     except Exception as error:
         if not daemon_unanswering(error):
             raise
-        leaks = [f"unknown: the Docker daemon did not answer ({short_error(error)}); run: repro cleanup --run-id {record.run_id}"]
+        leaks = [
+            f"unknown: the Docker daemon did not answer ({short_error(error)}); run: "
+            f"repro cleanup --run-id {record.run_id}"
+        ]
     status = record.status if record.status != "running" else "failed"
     update = {
         "status": status,

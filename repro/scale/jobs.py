@@ -44,9 +44,15 @@ def describe(options: ScaleOptions) -> ScaleJob:
     loaded = load_matrix(options.matrix, set(profiles.profiles))
     plan, _ = stored_plan(loaded, options.profile, profile)
     if not plan.cells:
-        raise BadInput(f"{options.matrix}: no cell runs on profile {options.profile} (see: repro matrix plan {options.matrix} --profile {options.profile})")
+        raise BadInput(
+            f"{options.matrix}: no cell runs on profile {options.profile} (see: "
+            f"repro matrix plan {options.matrix} --profile {options.profile})"
+        )
     if options.shards > len(plan.cells):
-        raise BadInput(f"--shards {options.shards}: the plan has {len(plan.cells)} runnable cells on {options.profile}; use at most {len(plan.cells)} shards")
+        raise BadInput(
+            f"--shards {options.shards}: the plan has {len(plan.cells)} runnable cells on {options.profile}; "
+            f"use at most {len(plan.cells)} shards"
+        )
     workdir = options.workdir.resolve() if not options.workdir.is_absolute() else options.workdir
     return ScaleJob(
         version=__version__,
@@ -118,7 +124,10 @@ def slurm(options: SlurmOptions) -> list[Path]:
         "parallel": options.parallel,
     }
     env = environment()
-    rendered = {name: env.get_template(f"slurm/{name}.j2").render(context) for name in ("shards.sbatch", "merge.sbatch", "submit.sh")}
+    rendered = {
+        name: env.get_template(f"slurm/{name}.j2").render(context)
+        for name in ("shards.sbatch", "merge.sbatch", "submit.sh")
+    }
     return write_files(options.out, rendered)
 
 
@@ -131,5 +140,10 @@ def k8s(options: K8sOptions) -> list[Path]:
     job = describe(options)
     submit = environment().get_template("k8s/submit.sh.j2").render({"job": job, "namespace": options.namespace})
     return write_files(
-        options.out, {"job.yaml": k8s_manifests.shard_job(options, job), "merge-job.yaml": k8s_manifests.merge_job(options, job), "submit.sh": submit}
+        options.out,
+        {
+            "job.yaml": k8s_manifests.shard_job(options, job),
+            "merge-job.yaml": k8s_manifests.merge_job(options, job),
+            "submit.sh": submit,
+        },
     )

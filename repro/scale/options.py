@@ -90,7 +90,9 @@ def scale_options(model: type[Options], **values: object) -> Options:
     except ValidationError as error:
         first = error.errors()[0]
         name = str(first["loc"][0]) if first["loc"] else "option"
-        reason = first["msg"].removeprefix("Value error, ").replace("String should match pattern", "expected the pattern")
+        reason = (
+            first["msg"].removeprefix("Value error, ").replace("String should match pattern", "expected the pattern")
+        )
         flag = "MATRIX" if name == "matrix" else f"--{name.replace('_', '-')}"  # the one positional argument
         raise BadInput(f"{flag} {printable(values.get(name))[:80]}: {reason}") from None
 

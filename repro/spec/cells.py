@@ -70,7 +70,9 @@ class Cell(BaseModel):
     def label(self) -> str:
         """What a person reads: model / protocol / suite (its part, the repeat past the first); the id is the key."""
         part = f" part {self.part} of {self.suite.parts}" if self.part is not None else ""
-        return f"{self.model.id} / {self.protocol} / {self.suite.id}{part}" + (f" / r{self.repeat}" if self.repeat > 1 else "")
+        return f"{self.model.id} / {self.protocol} / {self.suite.id}{part}" + (
+            f" / r{self.repeat}" if self.repeat > 1 else ""
+        )
 
     def share(self, selection: SuiteSelection) -> SuiteSelection:
         """The scenarios this cell runs of its suite's `selection`: all of them, or its part."""

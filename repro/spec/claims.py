@@ -61,7 +61,9 @@ Name = Annotated[str, AfterValidator(_name)]
 def _project_path(value: str) -> str:
     """A relative path that stays inside the project: a claims file never cites a file outside it."""
     if not PROJECT_PATH.match(value) or ".." in value.split("/"):
-        raise ValueError(f"'{value[:80]}' must be a relative path inside the project (letters, digits, '.', '_', '-', '/'; no '..')")
+        raise ValueError(
+            f"'{value[:80]}' must be a relative path inside the project (letters, digits, '.', '_', '-', '/'; no '..')"
+        )
     return value
 
 
@@ -80,9 +82,15 @@ class Strict(BaseModel):
 class Source(Strict):
     citation: Text = Field(description="who says it, and where: author, document, section")
     url: str | None = Field(default=None, pattern=URL, description="where the reader finds it")
-    path: ProjectPath | None = Field(default=None, description="or a file of this project it states (relative, inside the project)")
-    date: datetime.date = Field(strict=False, description="when the source was read (or published, when it says so), YYYY-MM-DD")
-    revision: str | None = Field(default=None, max_length=200, description="the version read: a commit, a release, a DOI")
+    path: ProjectPath | None = Field(
+        default=None, description="or a file of this project it states (relative, inside the project)"
+    )
+    date: datetime.date = Field(
+        strict=False, description="when the source was read (or published, when it says so), YYYY-MM-DD"
+    )
+    revision: str | None = Field(
+        default=None, max_length=200, description="the version read: a commit, a release, a DOI"
+    )
 
     @model_validator(mode="after")
     def _somewhere(self) -> Source:
@@ -92,7 +100,11 @@ class Source(Strict):
 
     def describe(self) -> str:
         where = " ".join(part for part in (self.url, self.path) if part)
-        return f"{self.citation}, {where}" + (f" at {self.revision}" if self.revision else "") + f" ({self.date.isoformat()})"
+        return (
+            f"{self.citation}, {where}"
+            + (f" at {self.revision}" if self.revision else "")
+            + f" ({self.date.isoformat()})"
+        )
 
 
 # ---------------------------------------------------------------- what was run
@@ -103,8 +115,12 @@ class ClaimModel(Strict):
     family: str | None = Field(default=None, max_length=200)
     quant: str = Field(min_length=1, max_length=64, description="e.g. Q4_K_M")
     file_size: int | None = Field(default=None, gt=0, le=10**13, description="the GGUF's size in bytes, when known")
-    file_size_gb: float | None = Field(default=None, gt=0, le=10_000, description="the size as the source prints it, in GB (10^9 bytes)")
-    sha256: Sha256 | None = Field(default=None, description="the GGUF's sha256, when known: a rerun matches a claim by these bytes only")
+    file_size_gb: float | None = Field(
+        default=None, gt=0, le=10_000, description="the size as the source prints it, in GB (10^9 bytes)"
+    )
+    sha256: Sha256 | None = Field(
+        default=None, description="the GGUF's sha256, when known: a rerun matches a claim by these bytes only"
+    )
     note: Text | None = None
 
 
@@ -112,14 +128,21 @@ class ClaimEngine(Strict):
     kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
         description="scripted: harness.testing.scripted_engine, playing the reference steps pinned as its model"
     )
-    build: str | None = Field(default=None, min_length=1, max_length=200, description="the build or version as the source names it (fdf5818, b11434)")
+    build: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="the build or version as the source names it (fdf5818, b11434)",
+    )
     variant: Literal["cpu", "cuda"] | None = None
 
 
 class ClaimHardware(Strict):
     description: Text = Field(description="the machine, in the source's words")
     profile: Ident | None = Field(default=None, description="the repro hardware profile, when it ran under repro")
-    accelerator: str | None = Field(default=None, max_length=200, description="the GPU's name (nvidia-smi), or null on a CPU")
+    accelerator: str | None = Field(
+        default=None, max_length=200, description="the GPU's name (nvidia-smi), or null on a CPU"
+    )
     driver_version: str | None = Field(default=None, max_length=64, description="the GPU driver's version (nvidia-smi)")
     cpu_model: str | None = Field(default=None, max_length=200, description="the host CPU's model name (/proc/cpuinfo)")
     threads: int | None = Field(default=None, ge=1, le=4096, description="threads per engine")
@@ -135,12 +158,21 @@ class ClaimDecoding(Strict):
 
 
 class ClaimHarness(Strict):
-    name: Ident = Field(description="the harness that scored it: repro (ours), or an external harness by its matrix name (toolcallbench, tholos)")
+    name: Ident = Field(
+        description="the harness that scored it: repro (ours), or an external harness by its matrix name "
+        "(toolcallbench, tholos)"
+    )
     version: str | None = Field(default=None, min_length=1, max_length=100)
-    commit: Commit | None = Field(default=None, description="the harness's source commit (ours: the project commit of the run)")
-    archive_sha256: Sha256 | None = Field(default=None, description="the sha256 of the harness's pinned source archive or wheel")
+    commit: Commit | None = Field(
+        default=None, description="the harness's source commit (ours: the project commit of the run)"
+    )
+    archive_sha256: Sha256 | None = Field(
+        default=None, description="the sha256 of the harness's pinned source archive or wheel"
+    )
     tree_digest: Sha256 | None = Field(
-        default=None, description="ours: the sha256 of the harness tree that ran (a run records it); compared in place of the commit when stated"
+        default=None,
+        description="ours: the sha256 of the harness tree that ran (a run records it); "
+        "compared in place of the commit when stated",
     )
 
 
@@ -209,8 +241,12 @@ class RerunIdentity(Strict):
 
 class ClaimResult(Count):
     by_category: dict[Name, Count] = Field(default={}, max_length=MAX_CATEGORIES)
-    scenarios: dict[Name, ScenarioOutcome] | None = Field(default=None, max_length=MAX_SCENARIOS, description="per scenario, when the source gives it")
-    identical_on_rerun: RerunIdentity | None = Field(default=None, description="the source's own second run: identical transcripts for k of n scenarios")
+    scenarios: dict[Name, ScenarioOutcome] | None = Field(
+        default=None, max_length=MAX_SCENARIOS, description="per scenario, when the source gives it"
+    )
+    identical_on_rerun: RerunIdentity | None = Field(
+        default=None, description="the source's own second run: identical transcripts for k of n scenarios"
+    )
 
     @model_validator(mode="after")
     def _parts_add_up(self) -> ClaimResult:
@@ -228,7 +264,8 @@ class Claim(Strict):
     model: Ident = Field(description="a key of models")
     setup: Ident = Field(description="a key of setups")
     protocol: Ident = Field(
-        description="repro's matrix protocol names: json_schema, native_tools, react, json_prompt (our harness), json_object (the Tholos runner's JSON mode)"
+        description="repro's matrix protocol names: json_schema, native_tools, react, json_prompt (our harness), "
+        "json_object (the Tholos runner's JSON mode)"
     )
     suite: Ident = Field(description="a key of suites")
     chat_template: ClaimTemplate | None = None
@@ -287,7 +324,9 @@ def cross_check(claims: ClaimsFile) -> list[tuple[tuple, str]]:
     first: dict[str, int] = {}
     for index, claim in enumerate(claims.claims):
         if claim.id in first:
-            problems.append((("claims", index, "id"), f"duplicate id '{claim.id}' (first at claims[{first[claim.id]}])"))
+            problems.append(
+                (("claims", index, "id"), f"duplicate id '{claim.id}' (first at claims[{first[claim.id]}])")
+            )
         first.setdefault(claim.id, index)
         problems += _references(("claims", index), claim.model, claim.setup, claims)
         problems += [(("claims", index, "suite"), reason) for reason in _suite_problems(claim, claims)]
@@ -311,7 +350,10 @@ def _suite_problems(claim: Claim, claims: ClaimsFile) -> list[str]:
         return [f"unknown suite '{claim.suite}' (known: {', '.join(sorted(claims.suites))})"]
     repeats = max((len(s.passed) for s in (claim.result.scenarios or {}).values()), default=1)
     if suite.scenarios is not None and claim.result.total != suite.scenarios * repeats:
-        return [f"the claim's total {claim.result.total} is not the suite's {suite.scenarios} scenarios x {repeats} repeat(s)"]
+        return [
+            f"the claim's total {claim.result.total} is not the suite's {suite.scenarios} scenarios x {repeats} "
+            "repeat(s)"
+        ]
     return []
 
 

@@ -133,6 +133,9 @@ class GpuDevice(BaseModel):
 
     def label(self) -> str:
         parts = [self.name, f"compute capability {self.compute_capability}" if self.compute_capability else None]
-        parts += [f"{self.memory_mib} MiB" if self.memory_mib else None, f"driver {self.driver_version}" if self.driver_version else None]
+        parts += [
+            f"{self.memory_mib} MiB" if self.memory_mib else None,
+            f"driver {self.driver_version}" if self.driver_version else None,
+        ]
         parts += [f"MIG {self.mig_profile}" if self.mig_profile else None]
         return ", ".join(part for part in parts if part)

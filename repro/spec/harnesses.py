@@ -23,12 +23,16 @@ class HarnessFacts(BaseModel):
     protocols: frozenset[str]  # the matrix protocols its cells may name (it makes its own requests)
     request_kind: str  # how it talks to the engine, in words
     engine_kinds: frozenset[str] = frozenset({"llama.cpp"})  # it needs an OpenAI-compatible server
-    known_archives: dict[str, str] = {}  # sha256 -> what it is, of the source archives it reads (a git pin is read by layout)
+    # sha256 -> what it is, of the source archives it reads (a git pin is read by layout)
+    known_archives: dict[str, str] = {}
     tasks_from: Literal["code", "source"] = "code"  # its tasks: in its wheel (path), or in the suite's own source
-    engine_cache_prompt: bool = False  # its requests carry no cache_prompt, so the engine's default (llama.cpp: on) applies
+    # its requests carry no cache_prompt, so the engine's default (llama.cpp: on) applies
+    engine_cache_prompt: bool = False
     fixed_decoding: dict[str, float] = {}  # decoding fields it sends itself, which a matrix must agree with
-    carried_archives: dict[str, str] = {}  # sha256 -> licence, of the known archives a bundle carries (no public address serves them; the licence lets it)
-    protocol_modes: dict[str, str] = {}  # matrix protocol -> the harness's own mode for it (the one place the names are mapped; its adapter passes it)
+    # sha256 -> licence, of the known archives a bundle carries (no public address serves them; the licence lets it)
+    carried_archives: dict[str, str] = {}
+    # matrix protocol -> the harness's own mode for it (the one place the names are mapped; its adapter passes it)
+    protocol_modes: dict[str, str] = {}
 
 
 # The matrix protocols `tholos bench` runs, each as its own `--json-mode`: a json_schema
@@ -50,7 +54,10 @@ HARNESSES: dict[str, HarnessFacts] = {
         known_wheels={},
         # the archive this adapter was written for: the files `tholos bench` needs, tholos 0.1.2 (its
         # results format, its scoring and its summary are read as that version writes them)
-        known_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files (tholos-runner-src.tar.gz)"},
+        known_archives={
+            "48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files "
+            "(tholos-runner-src.tar.gz)"
+        },
         carried_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "Apache-2.0"},
         tasks_from="source",
         engine_cache_prompt=True,
@@ -58,7 +65,8 @@ HARNESSES: dict[str, HarnessFacts] = {
         engine_kinds=frozenset({"llama.cpp", "scripted"}),  # scripted: its reference claim (docs/external-suites.md)
         protocols=frozenset(THOLOS_JSON_MODES),
         protocol_modes=THOLOS_JSON_MODES,
-        request_kind="its own requests: one JSON object per step under a json_schema (or, its JSON mode, a json_object) response_format",
+        request_kind="its own requests: one JSON object per step under a json_schema (or, its JSON mode, "
+        "a json_object) response_format",
     ),
 }
 

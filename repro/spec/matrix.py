@@ -15,7 +15,16 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
@@ -56,7 +65,9 @@ def _pinned_requirement(value: str) -> str:
 
 def _full_commit(value: str) -> str:
     if not HEX40.match(value):
-        raise ValueError(f"'{value[:80]}' must be a full 40-character commit hash (short revisions and branch names drift)")
+        raise ValueError(
+            f"'{value[:80]}' must be a full 40-character commit hash (short revisions and branch names drift)"
+        )
     return value
 
 
@@ -150,7 +161,9 @@ class ModelSpec(Strict):
     file_size: int = Field(gt=0, description="GGUF size in bytes")
     sha256: Sha256
     sources: list[ModelSource] = Field(min_length=1)
-    chat_template: ChatTemplatePin | None = Field(default=None, description="the chat template the engine must use; required when the GGUF embeds none")
+    chat_template: ChatTemplatePin | None = Field(
+        default=None, description="the chat template the engine must use; required when the GGUF embeds none"
+    )
 
 
 # ---------------------------------------------------------------- engines
@@ -207,7 +220,9 @@ SCRIPTED_IDENTITY = "scripted-engine"  # the build_info harness.testing.scripted
 class EngineSpec(Strict):
     id: Ident
     kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
-        description="scripted: the harness's scripted engine (harness.testing.scripted_engine), which plays the reference steps of the scenario archive pinned as its model; it runs in the run's harness image"
+        description="scripted: the harness's scripted engine (harness.testing.scripted_engine), "
+        "which plays the reference steps of the scenario archive pinned as its model; "
+        "it runs in the run's harness image"
     )
     label: str = Field(min_length=1, description="human label, e.g. b11434")
     image: ImageReference | None = Field(default=None, description="registry image pinned by digest")
@@ -220,7 +235,10 @@ class EngineSpec(Strict):
     def _pin(self) -> EngineSpec:
         if self.kind == "scripted":
             if self.image is not None or self.build is not None or self.build_info or self.version or self.variants:
-                raise ValueError("a scripted engine runs in the run's own harness image: give none of image, build, build_info, version, variants")
+                raise ValueError(
+                    "a scripted engine runs in the run's own harness image: give none of image, "
+                    "build, build_info, version, variants"
+                )
             return self
         if (self.image is None) == (self.build is None):
             raise ValueError("an engine is pinned by exactly one of image (repo@sha256:...) or build")
@@ -271,10 +289,16 @@ class ExternalSuite(Strict):
 
     harness: Literal["toolcallbench", "tholos"] = Field(description="the adapter that runs and reads it")
     wheel: Requirement | None = Field(default=None, description="the harness's wheel, name==version")
-    archive: str | None = Field(default=None, description="the harness's source archive (a file name, found in the cache or a mirror by sha256)")
-    git: GitSource | None = Field(default=None, description="the harness's source at one commit (its `git archive` tar is what sha256 pins)")
+    archive: str | None = Field(
+        default=None, description="the harness's source archive (a file name, found in the cache or a mirror by sha256)"
+    )
+    git: GitSource | None = Field(
+        default=None, description="the harness's source at one commit (its `git archive` tar is what sha256 pins)"
+    )
     sha256: Sha256 = Field(description="sha256 of that exact wheel file or source archive")
-    requirements: LockPin = Field(description="the wheel and every wheel it installs, with hashes (the image installs exactly these)")
+    requirements: LockPin = Field(
+        description="the wheel and every wheel it installs, with hashes (the image installs exactly these)"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> ExternalSuite:
@@ -320,23 +344,31 @@ MAX_PARTS = 64  # the most cells one suite's scenarios are split into (Suite.par
 
 class Suite(Strict):
     id: Ident
-    path: str = Field(description="scenario folder, relative to the project root (or, with a source, inside it; a .jsonl file of scenario rows too)")
-    source: EngineSource | None = Field(
-        default=None, description="a pinned archive holding the scenarios (pypi sdist, git commit or tar archive, with its sha256)"
+    path: str = Field(
+        description="scenario folder, relative to the project root (or, with a source, inside it; "
+        "a .jsonl file of scenario rows too)"
     )
-    external: ExternalSuite | None = Field(default=None, description="run by another project's harness from its pinned wheel; path names its tasks")
+    source: EngineSource | None = Field(
+        default=None,
+        description="a pinned archive holding the scenarios (pypi sdist, git commit or tar archive, with its sha256)",
+    )
+    external: ExternalSuite | None = Field(
+        default=None, description="run by another project's harness from its pinned wheel; path names its tasks"
+    )
     categories: list[str] | None = None
     ids: list[str] | None = None
     per_category: int | None = Field(default=None, ge=1, description="first N scenarios per category, by id")
     sha256: Sha256 | None = Field(
         default=None,
-        description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): a third party checks the suite without the project",
+        description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): "
+        "a third party checks the suite without the project",
     )
     parts: int | None = Field(
         default=None,
         ge=2,
         le=MAX_PARTS,
-        description="run the selected scenarios as this many cells, part i the i-th contiguous slice in selection order (one row when every part is VALID)",
+        description="run the selected scenarios as this many cells, part i the i-th contiguous slice in selection "
+        "order (one row when every part is VALID)",
     )
 
     def protocols(self, ours: Collection[str]) -> Collection[str]:
@@ -397,10 +429,13 @@ class Matrix(Strict):
     profiles: list[str] = Field(min_length=1, description="profiles this matrix may run on")
     paths_from: Literal["project", "matrix"] = Field(
         default="project",
-        description="where the matrix's own relative paths (scenario folders, profiles file, model paths) start: the project, or the matrix's "
-        "folder (a matrix kept outside the project, in its author's repository)",
+        description="where the matrix's own relative paths (scenario folders, profiles file, model paths) start: "
+        "the project, or the matrix's folder (a matrix kept outside the project, in its author's repository)",
     )
-    profiles_file: str | None = Field(default=None, description="a profiles file of the matrix's own (its author's machines); its profiles join the project's")
+    profiles_file: str | None = Field(
+        default=None,
+        description="a profiles file of the matrix's own (its author's machines); its profiles join the project's",
+    )
     exclude: list[PlanExclusion] = []
 
     @model_serializer(mode="wrap")
@@ -433,7 +468,9 @@ class LoadedMatrix(BaseModel):
     path: Path
     sha256: str
     matrix: Matrix
-    root: Path = PROJECT_ROOT  # where its own files (scenario folders, profiles file, model paths) are: the matrix's folder when outside the project
+    # where its own files (scenario folders, profiles file, model paths) are: the matrix's folder when outside the
+    # project
+    root: Path = PROJECT_ROOT
 
     @property
     def outside(self) -> bool:
@@ -456,13 +493,25 @@ def root_problems(root: Path) -> list[tuple[tuple, str]]:
     """`paths_from: matrix` is for a matrix outside the project: inside it, its files are the project's."""
     if root == PROJECT_ROOT or not _is_within(root, PROJECT_ROOT.resolve()):
         return []
-    return [(("paths_from",), "a matrix inside the project takes its paths from the project: paths_from: matrix is for a matrix kept outside it")]
+    return [
+        (
+            ("paths_from",),
+            "a matrix inside the project takes its paths from the project: paths_from: "
+            "matrix is for a matrix kept outside it",
+        )
+    ]
 
 
 # ---------------------------------------------------------------- loading
 
 
-def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embedded: bool = False, document: YamlDocument | None = None) -> LoadedMatrix:
+def load_matrix(
+    path: str | Path,
+    profile_names: set[str] | None = None,
+    *,
+    embedded: bool = False,
+    document: YamlDocument | None = None,
+) -> LoadedMatrix:
     """Load and validate a matrix file (or its `document`, already read); raise BadInput with one
     line per problem. An `embedded` copy (a bundle's matrix.yaml) is read without following links,
     and the files it names are not looked for: only its plan is recomputed from it."""
@@ -476,7 +525,9 @@ def load_matrix(path: str | Path, profile_names: set[str] | None = None, *, embe
     else:
         known_profiles = profile_names if profile_names is not None else set(matrix_profiles(path).profiles)
     root = PROJECT_ROOT if embedded else matrix_root(path, matrix.paths_from)
-    found = _cross_check(matrix, known_profiles) + ([] if embedded else root_problems(root) + path_problems(matrix, author_root=root))
+    found = _cross_check(matrix, known_profiles) + (
+        [] if embedded else root_problems(root) + path_problems(matrix, author_root=root)
+    )
     problems = [format_problem(document, loc, reason) for loc, reason in found]
     if problems:
         raise BadInput(f"{path}: invalid matrix", lines=problems)
@@ -507,7 +558,10 @@ def matrix_profiles(path: str | Path, document: YamlDocument | None = None) -> P
     own = load_profiles(root / named)
     both = sorted(set(own.profiles) & set(profiles.profiles))
     if both:
-        raise BadInput(f"{path}: profiles_file {named} names profile(s) the project has already: {', '.join(both)} (give yours other names)")
+        raise BadInput(
+            f"{path}: profiles_file {named} names profile(s) the project has already: "
+            f"{', '.join(both)} (give yours other names)"
+        )
     return Profiles(profiles={**profiles.profiles, **own.profiles})
 
 
@@ -519,7 +573,9 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
     problems += _duplicates("protocols", list(matrix.protocols), field=None)
     for index, name in enumerate(matrix.profiles):
         if name not in known_profiles:
-            problems.append((("profiles", index), f"unknown profile '{name}' (known: {', '.join(sorted(known_profiles))})"))
+            problems.append(
+                (("profiles", index), f"unknown profile '{name}' (known: {', '.join(sorted(known_profiles))})")
+            )
     from repro.spec.matrix import external_problems
 
     problems += external_problems(matrix)
@@ -533,7 +589,9 @@ def _cross_check(matrix: Matrix, known_profiles: set[str]) -> list[tuple[tuple, 
     return problems
 
 
-def path_problems(matrix: Matrix, root: Path = PROJECT_ROOT, author_root: Path | None = None) -> list[tuple[tuple, str]]:
+def path_problems(
+    matrix: Matrix, root: Path = PROJECT_ROOT, author_root: Path | None = None
+) -> list[tuple[tuple, str]]:
     """Every path field must name something inside the project: no `../` out of it, no absolute path
     elsewhere; a suite's path inside its source stays inside it. The matrix's own files (scenario
     folders, profiles file, model paths) are under `author_root` instead, the matrix's folder when
@@ -557,10 +615,16 @@ def _own_path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
     """(location, value) of the fields that name the matrix's own files: scenario folders, the
     profiles file, a model's local path."""
     fields: list[tuple[tuple, str]] = [
-        (("suites", index, "path"), suite.path) for index, suite in enumerate(matrix.suites) if suite.source is None and suite.external is None
+        (("suites", index, "path"), suite.path)
+        for index, suite in enumerate(matrix.suites)
+        if suite.source is None and suite.external is None
     ]
     for index, model in enumerate(matrix.models):
-        fields += [(("models", index, "sources", number, "path"), source.path) for number, source in enumerate(model.sources) if source.path is not None]
+        fields += [
+            (("models", index, "sources", number, "path"), source.path)
+            for number, source in enumerate(model.sources)
+            if source.path is not None
+        ]
     if matrix.profiles_file is not None:
         fields.append((("profiles_file",), matrix.profiles_file))
     return fields
@@ -569,7 +633,9 @@ def _own_path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
 def _path_fields(matrix: Matrix) -> list[tuple[tuple, str]]:
     """(location, value) of every field of the matrix that names a local file or folder."""
     fields: list[tuple[tuple, str]] = [
-        (("suites", index, "external", "requirements", "path"), suite.external.requirements.path) for index, suite in enumerate(matrix.suites) if suite.external
+        (("suites", index, "external", "requirements", "path"), suite.external.requirements.path)
+        for index, suite in enumerate(matrix.suites)
+        if suite.external
     ]
     fields += [
         (("suites", index, "external", "archive"), suite.external.archive)
@@ -648,14 +714,27 @@ def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
         facts = HARNESSES[suite.external.harness]
         problems += code_problems(facts, suite.external, index)
         if facts.tasks_from == "code" and suite.source is not None:
-            problems.append((("suites", index, "source"), "an external suite's tasks come from its wheel: give external or source, not both"))
+            problems.append(
+                (
+                    ("suites", index, "source"),
+                    "an external suite's tasks come from its wheel: give external or source, not both",
+                )
+            )
         if facts.tasks_from == "source" and suite.source is None:
-            problems.append((("suites", index, "source"), f"{facts.name} runs scenario files: give the suite a source (its pinned scenario archive)"))
+            problems.append(
+                (
+                    ("suites", index, "source"),
+                    f"{facts.name} runs scenario files: give the suite a source (its pinned scenario archive)",
+                )
+            )
         if suite.path.startswith("/") or ".." in suite.path.split("/"):
             problems.append((("suites", index, "path"), "a path inside the wheel must be relative, without .."))
         problems += decoding_problems(facts, matrix)
         problems += [
-            (("engines", number, "kind"), f"{facts.name} talks to an OpenAI-compatible server; engine {engine.id} is {engine.kind}")
+            (
+                ("engines", number, "kind"),
+                f"{facts.name} talks to an OpenAI-compatible server; engine {engine.id} is {engine.kind}",
+            )
             for number, engine in enumerate(matrix.engines)
             if engine.kind not in facts.engine_kinds
         ]
@@ -664,8 +743,9 @@ def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
             problems.append(
                 (
                     ("suites", index, "external"),
-                    f"{facts.name} drives the engine with its own requests ({facts.request_kind}): the matrix's protocols must be "
-                    f"{', '.join(sorted(facts.protocols))} (found {', '.join(wrong)}); run it in a matrix of its own",
+                    f"{facts.name} drives the engine with its own requests ({facts.request_kind}): "
+                    f"the matrix's protocols must be {', '.join(sorted(facts.protocols))} "
+                    f"(found {', '.join(wrong)}); run it in a matrix of its own",
                 )
             )
     return problems
@@ -678,8 +758,14 @@ def code_problems(facts: HarnessFacts, external: ExternalSuite, index: int) -> l
     if external.wheel is not None:
         known = facts.known_wheels.get(external.wheel)
         if known is None:
-            return [((*where, "wheel"), f"{facts.name} reads {', '.join(sorted(facts.known_wheels)) or 'no wheel'} only")]
-        return [((*where, "sha256"), f"{external.wheel} is the wheel with sha256 {known}")] if known != external.sha256 else []
+            return [
+                ((*where, "wheel"), f"{facts.name} reads {', '.join(sorted(facts.known_wheels)) or 'no wheel'} only")
+            ]
+        return (
+            [((*where, "sha256"), f"{external.wheel} is the wheel with sha256 {known}")]
+            if known != external.sha256
+            else []
+        )
     if not facts.known_archives:
         return [(where, f"{facts.name} is pinned by its wheel, not by a source archive")]
     if external.archive is not None and external.sha256 not in facts.known_archives:

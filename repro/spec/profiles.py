@@ -39,21 +39,33 @@ class Profile(Strict):
     accelerator: str | None = Field(description="pattern the engine's GPU name must match; null for CPU")
     memory_gb: float = Field(gt=0)
     compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d$")
-    gpu_memory_mib: MemoryWindow | None = Field(default=None, description="the device's memory, matched against nvidia-smi and CUDA's report")
-    mig_profile: str | None = Field(default=None, description="the MIG slice the profile runs on (e.g. 1g.10gb); null: a whole GPU")
-    flash_attn: Literal["on", "off"] | None = Field(default=None, description="llama.cpp -fa on a CUDA profile (its default, auto, is chosen per device)")
+    gpu_memory_mib: MemoryWindow | None = Field(
+        default=None, description="the device's memory, matched against nvidia-smi and CUDA's report"
+    )
+    mig_profile: str | None = Field(
+        default=None, description="the MIG slice the profile runs on (e.g. 1g.10gb); null: a whole GPU"
+    )
+    flash_attn: Literal["on", "off"] | None = Field(
+        default=None, description="llama.cpp -fa on a CUDA profile (its default, auto, is chosen per device)"
+    )
     engine_variant: Literal["cpu", "cuda"]
     gpu_layers: int = Field(ge=0)
     gpu_count: int = Field(ge=0)
-    threads: int | None = Field(default=None, ge=1, description="threads per engine; part of a result's identity on CPU")
-    slots: int = Field(default=1, ge=1, le=64, description="parallel sequences per engine (-np); more than 1 is not exact")
+    threads: int | None = Field(
+        default=None, ge=1, description="threads per engine; part of a result's identity on CPU"
+    )
+    slots: int = Field(
+        default=1, ge=1, le=64, description="parallel sequences per engine (-np); more than 1 is not exact"
+    )
     cache_prompt: bool = Field(default=False, description="reuse the KV cache of a previous prompt; not exact")
     max_model_gb: float = Field(gt=0)
     ready_timeout_s: int = Field(default=600, ge=5)
     step_timeout_s: int = Field(default=300, ge=5)
     gate: GateThresholds
     tolerance: Tolerance | None = Field(
-        default=None, description="what a rerun on this profile promises against a claim (repro verify --claims): a test level, or a pass count within k"
+        default=None,
+        description="what a rerun on this profile promises against a claim (repro verify --claims): "
+        "a test level, or a pass count within k",
     )
 
     @model_serializer(mode="wrap")

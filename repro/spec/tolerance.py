@@ -15,11 +15,20 @@ class Tolerance(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
-    level: float = Field(default=DEFAULT_LEVEL, gt=0, le=0.5, description="significance level of the exact two-sided test (0.05: 5%)")
-    passed_within: int | None = Field(
-        default=None, ge=0, le=1_000_000, description="the pass count may differ by at most this many (e.g. 2 for 'within 2 of 160'); replaces the test"
+    level: float = Field(
+        default=DEFAULT_LEVEL, gt=0, le=0.5, description="significance level of the exact two-sided test (0.05: 5%)"
     )
-    reason: str | None = Field(default=None, max_length=500, description="why this tolerance: the source's own words, or the engine's known nondeterminism")
+    passed_within: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_000_000,
+        description="the pass count may differ by at most this many (e.g. 2 for 'within 2 of 160'); replaces the test",
+    )
+    reason: str | None = Field(
+        default=None,
+        max_length=500,
+        description="why this tolerance: the source's own words, or the engine's known nondeterminism",
+    )
 
     def describe(self) -> str:
         if self.passed_within is not None:

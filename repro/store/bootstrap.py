@@ -52,14 +52,18 @@ def base_reference(suite: str = DEFAULT_SUITE) -> str:
 
 
 def find_debootstrap() -> str | None:
-    return shutil.which("debootstrap") or next((p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.access(p, os.X_OK)), None)
+    return shutil.which("debootstrap") or next(
+        (p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.access(p, os.X_OK)), None
+    )
 
 
 def preflight() -> str:
     """The debootstrap path, or a one-line ReproError saying what is missing."""
     tool = find_debootstrap()
     if tool is None:
-        raise ReproError("debootstrap not found; install it (apt-get install debootstrap) to bootstrap the offline base image")
+        raise ReproError(
+            "debootstrap not found; install it (apt-get install debootstrap) to bootstrap the offline base image"
+        )
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         raise ReproError("debootstrap needs root; rerun `repro images bootstrap` as root (or with sudo)")
     return tool
@@ -98,7 +102,15 @@ def bootstrap(
         started = time.monotonic()
         log(f"debootstrap --variant=minbase {suite} from {mirror} (+ {', '.join(BASE_PACKAGES)})")
         _run(
-            [tool, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", "--components=main", suite, str(root), mirror],
+            [
+                tool,
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                "--components=main",
+                suite,
+                str(root),
+                mirror,
+            ],
             "debootstrap",
         )
         log(f"debootstrap done in {time.monotonic() - started:.0f} s; trimming and packing")

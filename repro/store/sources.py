@@ -93,7 +93,10 @@ def fetch_source(source: EngineSource, *, log: Log = lambda line: None, verify_c
         elif source.git:
             fetched = _fetch_git(source.git.url, source.git.commit, Path(work), log)
         else:
-            raise BadInput(f"source archive {source.archive} not found in the project, nor by its sha256 in a mirror ({MIRROR_ENV})")
+            raise BadInput(
+                f"source archive {source.archive} not found in the project, "
+                f"nor by its sha256 in a mirror ({MIRROR_ENV})"
+            )
         return admit(fetched, source)
 
 
@@ -130,7 +133,9 @@ def _fetch_pypi_sdist(requirement: str, work: Path, log: Log) -> Path:
     wanted = _normalize(f"{name}-{version}")
     sdists = [f for f in files if (stem := _sdist_stem(f["filename"])) is not None and _normalize(stem) == wanted]
     if not sdists:
-        zips = [f["filename"] for f in files if f["filename"].endswith(".zip") and _normalize(f["filename"][:-4]) == wanted]
+        zips = [
+            f["filename"] for f in files if f["filename"].endswith(".zip") and _normalize(f["filename"][:-4]) == wanted
+        ]
         why = f"only a zip sdist ({zips[0]})" if zips else "no sdist"
         raise ReproError(f"source pypi:{requirement}: {why} for {name} {version} on {page}")
     chosen = sdists[0]
@@ -239,7 +244,11 @@ def _project_archive(path: str) -> Path | None:
 
 def mirror_dirs() -> list[Path]:
     """The mirror folders named by REPRO_SOURCE_MIRROR (those that exist)."""
-    return [Path(part).expanduser() for part in os.environ.get(MIRROR_ENV, "").split(os.pathsep) if part.strip() and Path(part).expanduser().is_dir()]
+    return [
+        Path(part).expanduser()
+        for part in os.environ.get(MIRROR_ENV, "").split(os.pathsep)
+        if part.strip() and Path(part).expanduser().is_dir()
+    ]
 
 
 def from_mirror(sha256: str, log: Log = lambda line: None) -> Path | None:
@@ -259,7 +268,12 @@ def _mirror_archives(mirror: Path) -> list[Path]:
         dirs.sort()
         for name in sorted(names):
             path = Path(folder) / name
-            if _sdist_stem(name) is not None and not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_MIRROR_BYTES:
+            if (
+                _sdist_stem(name) is not None
+                and not path.is_symlink()
+                and path.is_file()
+                and path.stat().st_size <= MAX_MIRROR_BYTES
+            ):
                 found.append(path)
             if len(found) >= MAX_MIRROR_FILES:
                 return found

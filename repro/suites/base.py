@@ -66,14 +66,17 @@ class SuiteKind(ABC):
     may each make their own instance."""
 
     name: str  # the registry's key: "scenarios", or the matrix's `external.harness`
-    check_rules: str | None = None  # a lazy "module:object" (rules, ran, tools: CheckTools) -> rules; None: the check's own rules
+    # a lazy "module:object" (rules, ran, tools: CheckTools) -> rules; None: the check's own rules
+    check_rules: str | None = None
 
     def harness_pin(self, suite: Suite, source: SourceState | None) -> HarnessPin:
         """The harness that scores this kind's cells, and what pins its code: ours by the run's
         commit and harness tree digest (`source`, the run record's; None: not known)."""
         if source is None:
             return HarnessPin(name="repro")
-        return HarnessPin(name="repro", version=source.repro_version, commit=source.commit, tree_digest=source.harness_digest)
+        return HarnessPin(
+            name="repro", version=source.repro_version, commit=source.commit, tree_digest=source.harness_digest
+        )
 
     def solver(self, suite: Suite, protocol: str) -> str:
         """Who plays the tasks, as an exported log names it: our harness under the cell's protocol."""
@@ -123,7 +126,9 @@ class SuiteKind(ABC):
         """Write into the bundle what `repro check` needs to recompute the selection and the outcomes."""
 
     @abstractmethod
-    def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
+    def command(
+        self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]
+    ) -> list[str]:
         """The container's argv for one worker's share `ids`; `client` names the engine."""
 
     def entrypoint(self, cell: Cell) -> list[str] | None:
@@ -134,7 +139,9 @@ class SuiteKind(ABC):
         """The read-only mounts of the cell's container: the suite's folder at SCENARIO_MOUNT and the
         shared fixtures beside it, when there are any, at FIXTURES_MOUNT."""
         fixtures = fixtures_beside(selection.folder)
-        return [bind(selection.folder, SCENARIO_MOUNT, read_only=True)] + ([bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else [])
+        return [bind(selection.folder, SCENARIO_MOUNT, read_only=True)] + (
+            [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
+        )
 
     def execution(self, cell: Cell, execution: Execution) -> Execution:
         """How the cell's engine computes given the profile's execution (threads, slots, prompt

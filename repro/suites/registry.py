@@ -15,7 +15,9 @@ from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import Suite
 from repro.suites.base import SuiteKind
 
-KINDS = {"scenarios": "repro.suites.scenarios:ScenarioSuites"} | {name: facts.implementation for name, facts in HARNESSES.items()}
+KINDS = {"scenarios": "repro.suites.scenarios:ScenarioSuites"} | {
+    name: facts.implementation for name, facts in HARNESSES.items()
+}
 
 
 def kind_name(suite: Suite) -> str:

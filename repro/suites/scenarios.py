@@ -76,7 +76,9 @@ def _first_per_category(files: list[Path], count: int) -> list[Path]:
     return chosen
 
 
-def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile, *, ids: list[str] | None = None) -> list[str]:
+def harness_command(
+    cell: Cell, client: list[str], suite: SuiteSelection, profile: Profile, *, ids: list[str] | None = None
+) -> list[str]:
     """The harness's argv for one cell (or for one worker's share `ids` of its scenarios);
     `client` names the engine (engines.base.client_argv)."""
     decoding = cell.decoding
@@ -108,13 +110,22 @@ def harness_command(cell: Cell, client: list[str], suite: SuiteSelection, profil
 
 
 def collect_results(
-    writer: CellWriter, record: CellRecord, out_dirs: list[Path], suite: SuiteSelection, ended: list[containers.Exit], kept: Sequence[KeptScenario] = ()
+    writer: CellWriter,
+    record: CellRecord,
+    out_dirs: list[Path],
+    suite: SuiteSelection,
+    ended: list[containers.Exit],
+    kept: Sequence[KeptScenario] = (),
 ) -> CellRecord:
     """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
     share of the scenarios not `kept`), put it with the kept ones in suite order, or fail the cell with why."""
     failed = next((e for e in ended if e.timed_out or e.code != 0), None)
     if failed is not None:
-        why = f"harness did not finish within {failed.seconds:.0f}s (stopped)" if failed.timed_out else f"harness exited with status {failed.code}"
+        why = (
+            f"harness did not finish within {failed.seconds:.0f}s (stopped)"
+            if failed.timed_out
+            else f"harness exited with status {failed.code}"
+        )
         return record.model_copy(update={"status": "error", "reason": f"{why}; log tail: {failed.log_tail[-600:]}"})
     done = {one.result.id for one in kept}
     shares = deal([i for i in suite.ids if i not in done], len(out_dirs))
@@ -125,7 +136,11 @@ def collect_results(
             if [r.id for r in written] != share:
                 missing = sorted(set(share) - {r.id for r in written})
                 return record.model_copy(
-                    update={"status": "error", "reason": f"harness results do not match the suite (missing: {', '.join(missing[:5]) or 'none'})"}
+                    update={
+                        "status": "error",
+                        "reason": "harness results do not match the suite (missing: "
+                        f"{', '.join(missing[:5]) or 'none'})",
+                    }
                 )
             results += written
             transcripts += read_transcripts(out_dir)
@@ -181,7 +196,11 @@ class ScenarioSuites(SuiteKind):
         (harness.lint.unfit_to_score)."""
         from harness.lint import unfit_to_score
 
-        return [p for sid, category in selection.categories.items() for p in unfit_to_score(selection.folder / category / f"{sid}.json")]
+        return [
+            p
+            for sid, category in selection.categories.items()
+            for p in unfit_to_score(selection.folder / category / f"{sid}.json")
+        ]
 
     def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
         """The exact scenario files the suite ran, and the shared fixtures beside them, laid out so
@@ -194,7 +213,9 @@ class ScenarioSuites(SuiteKind):
         for path in fixture_files(fixtures):
             write_in(bundle.dir, target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
 
-    def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
+    def command(
+        self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]
+    ) -> list[str]:
         return harness_command(cell, client, selection, profile, ids=ids)
 
     def finished(self, out_dir: Path) -> list[KeptScenario]:

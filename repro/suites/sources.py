@@ -105,7 +105,9 @@ def scenario_folder(suite: Suite) -> Path:
     assert suite.source is not None
     root = unpacked(suite.source)
     if root is None:
-        raise BadInput(f"suite {suite.id}: its source {suite.source.describe()} is not fetched; run: repro suites fetch MATRIX")
+        raise BadInput(
+            f"suite {suite.id}: its source {suite.source.describe()} is not fetched; run: repro suites fetch MATRIX"
+        )
     path = (root / suite.path).resolve()
     if not path.is_relative_to(root.resolve()) or not path.exists():
         raise BadInput(f"suite {suite.id}: {suite.path} is not in its source {suite.source.describe()}")
@@ -121,7 +123,9 @@ def jsonl_folder(path: Path) -> Path:
     for number, line in enumerate(read_bounded(path, MAX_BYTES).decode("utf-8", errors="strict").splitlines(), start=1):
         if line.strip():
             row = scenario_row(path, number, line)
-            atomic_write(folder / safe_part(row["category"]) / f"{safe_part(row['id'])}.json", json.dumps(row, indent=1).encode())
+            atomic_write(
+                folder / safe_part(row["category"]) / f"{safe_part(row['id'])}.json", json.dumps(row, indent=1).encode()
+            )
     atomic_write(folder / COMPLETE, b"")
     return folder
 

@@ -29,7 +29,8 @@ def test_shards_partition_the_plan(tmp_path):
     cells = full_plan(tmp_path).cells
     shards = [shard_cells(cells, (i, 3)) for i in (1, 2, 3)]
     ids = [c.id for shard in shards for c in shard]
-    assert sorted(ids) == sorted(c.id for c in cells) and len(ids) == len(set(ids)) == 5 * 12  # 16 per repeat, 4 excluded by the matrix
+    # 16 per repeat, 4 excluded by the matrix
+    assert sorted(ids) == sorted(c.id for c in cells) and len(ids) == len(set(ids)) == 5 * 12
     assert [c.id for c in shard_cells(cells, (2, 3))] == [c.id for c in shards[1]]
 
 
@@ -74,7 +75,9 @@ def sharded(run_dir: Path, shard: str, cells: list[str]) -> Path:
 
 def two_shards(tmp_path: Path) -> tuple[Path, Path]:
     cells = [c.id for c in make_plan(smoke_variant()[1], "cpu", load_profiles().get("cpu")).cells]
-    return sharded(tmp_path / "s" / "a-shard1of2", "1/2", cells[:1]), sharded(tmp_path / "s" / "b-shard2of2", "2/2", cells[1:])
+    return sharded(tmp_path / "s" / "a-shard1of2", "1/2", cells[:1]), sharded(
+        tmp_path / "s" / "b-shard2of2", "2/2", cells[1:]
+    )
 
 
 def test_a_split_merges_only_whole_and_the_folder_records_it(tmp_path):
@@ -87,7 +90,9 @@ def test_a_split_merges_only_whole_and_the_folder_records_it(tmp_path):
     out = tmp_path / "merged"
     merge([first, second], out)
     assert merge_problems(out) == []
-    assert {v.verdict for run in sorted(out.glob("*-shard*")) for v in check_run(run, Redactor(CANARY)).cells} == {"VALID"}
+    assert {v.verdict for run in sorted(out.glob("*-shard*")) for v in check_run(run, Redactor(CANARY)).cells} == {
+        "VALID"
+    }
 
 
 @pytest.mark.parametrize("damage", ["drop a shard", "add a run", "edit a shard"])

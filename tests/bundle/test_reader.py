@@ -70,7 +70,9 @@ def test_each_cell_file_is_parsed_once_per_reader_and_again_when_it_changes(tmp_
     run_dir = write_bundle(tmp_path / "run")
     parsed: list[str] = []
     real = loading_module.record_lines
-    monkeypatch.setattr(loading_module, "record_lines", lambda path: parsed.append(f"{path.parent.name}/{path.name}") or real(path))
+    monkeypatch.setattr(
+        loading_module, "record_lines", lambda path: parsed.append(f"{path.parent.name}/{path.name}") or real(path)
+    )
     bundle = BundleReader(run_dir)
     first, second = bundle.cell_ids()[:2]
     assert bundle.results(first) == bundle.results(first) and bundle.transcripts(first) == bundle.transcripts(first)

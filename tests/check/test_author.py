@@ -57,7 +57,9 @@ def author_repo(tmp_path: Path) -> Path:
         shutil.copy2(source, bench / "scenarios" / source.parent.name / source.name)
     shutil.copytree(ROOT / "fixtures", bench / "fixtures")
     cpu = load_profiles().get("cpu").model_dump(mode="json")
-    (bench / "profiles.yaml").write_text(yaml.safe_dump({"profiles": {PROFILE: {**cpu, "description": "The author's laptop."}}}))
+    (bench / "profiles.yaml").write_text(
+        yaml.safe_dump({"profiles": {PROFILE: {**cpu, "description": "The author's laptop."}}})
+    )
     raw, _ = smoke_variant(paths_from="matrix", profiles_file="profiles.yaml", profiles=[PROFILE])
     (bench / "bench.yaml").write_bytes(raw)
     (repo / "paper.tex").write_text("\\documentclass{article}\n")
@@ -117,8 +119,14 @@ def test_the_project_paths_stay_the_default(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change,expected",
     [
-        (lambda d: d["suites"][0].update(path="../elsewhere"), "suites[0].path: '../elsewhere' leaves the matrix: paths must stay inside the matrix folder"),
-        (lambda d: d.update(profiles_file="/etc/profiles.yaml"), "profiles_file '/etc/profiles.yaml' leaves the matrix"),
+        (
+            lambda d: d["suites"][0].update(path="../elsewhere"),
+            "suites[0].path: '../elsewhere' leaves the matrix: paths must stay inside the matrix folder",
+        ),
+        (
+            lambda d: d.update(profiles_file="/etc/profiles.yaml"),
+            "profiles_file '/etc/profiles.yaml' leaves the matrix",
+        ),
     ],
     ids=["suite-up", "profiles-absolute"],
 )
@@ -158,7 +166,13 @@ def test_the_record_names_the_commit_and_the_files_under_the_matrix_folder(autho
     commit = git(author_repo, "rev-parse", "HEAD")
     record = author_source(loaded_author(author_repo))
     assert record is not None
-    assert (record.folder, record.commit, record.tree_clean, record.matrix.path, record.profiles_file and record.profiles_file.path) == (
+    assert (
+        record.folder,
+        record.commit,
+        record.tree_clean,
+        record.matrix.path,
+        record.profiles_file and record.profiles_file.path,
+    ) == (
         "bench",
         commit,
         True,
@@ -181,24 +195,30 @@ def test_outside_git_only_the_sha256_are_recorded(author_repo: Path) -> None:
 # ---------------------------------------------------------------- checking
 
 
-def test_without_source_the_embedded_copies_are_checked_and_the_verdict_says_so(author_repo: Path, tmp_path: Path) -> None:
+def test_without_source_the_embedded_copies_are_checked_and_the_verdict_says_so(
+    author_repo: Path, tmp_path: Path
+) -> None:
     verdict = checked(author_bundle(tmp_path / "run", author_repo))
     assert {c.verdict for c in verdict.cells} == {"VALID"}, reasons(verdict)
     commit = git(author_repo, "rev-parse", "HEAD")
     assert (
-        f"the author's matrix, profiles and scenarios: embedded copies only: author repository not given (--source DIR compares them at {commit[:12]})"
-        in verdict.notes
+        "the author's matrix, profiles and scenarios: embedded copies only: author repository not given "
+        f"(--source DIR compares them at {commit[:12]})" in verdict.notes
     )
 
 
-def test_with_source_they_are_compared_with_the_author_repository_at_its_commit(author_repo: Path, tmp_path: Path) -> None:
+def test_with_source_they_are_compared_with_the_author_repository_at_its_commit(
+    author_repo: Path, tmp_path: Path
+) -> None:
     verdict = checked(author_bundle(tmp_path / "run", author_repo), author_repo)
     assert {c.verdict for c in verdict.cells} == {"VALID"}, reasons(verdict)
     commit = git(author_repo, "rev-parse", "HEAD")
     assert f"the author's matrix, profiles and scenarios: compared with {author_repo} at {commit[:12]}" in verdict.notes
 
 
-def test_the_command_takes_source_and_refuses_a_folder_outside_git(author_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_takes_source_and_refuses_a_folder_outside_git(
+    author_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = author_bundle(tmp_path / "run", author_repo)
     assert main(["check", str(run), "--source", str(author_repo / "bench")]) == 0
     assert "compared with" in capsys.readouterr().out
@@ -214,7 +234,9 @@ def test_a_commit_the_repository_lacks_is_said_not_compared(author_repo: Path, t
 
 
 def test_a_dirty_author_folder_is_not_clean_room(author_repo: Path, tmp_path: Path) -> None:
-    verdict = checked(author_bundle(tmp_path / "run", author_repo, tree_clean=False, dirty_files=["bench/scenarios/new.json"]))
+    verdict = checked(
+        author_bundle(tmp_path / "run", author_repo, tree_clean=False, dirty_files=["bench/scenarios/new.json"])
+    )
     assert all(c.verdict == "INVALID" for c in verdict.cells)
     assert "provenance: the author's files were dirty at run time (bench/scenarios/new.json)" in reasons(verdict)
 
@@ -228,7 +250,10 @@ def test_scenarios_that_differ_at_the_recorded_commit_are_invalid(author_repo: P
     run = author_bundle(tmp_path / "run", author_repo, commit=later)
     verdict = checked(run, author_repo)
     assert all(c.verdict == "INVALID" for c in verdict.cells)
-    assert any(r.startswith(f"suite-at-commit: suite synthetic at commit {later[:12]} of {author_repo} has sha256") for r in reasons(verdict))
+    assert any(
+        r.startswith(f"suite-at-commit: suite synthetic at commit {later[:12]} of {author_repo} has sha256")
+        for r in reasons(verdict)
+    )
     assert {c.verdict for c in checked(run).cells} == {"VALID"}  # the embedded copies agree with themselves
 
 
@@ -245,10 +270,14 @@ def test_a_forged_author_profile_is_caught_by_the_author_repository(author_repo:
 
     edit_run(run, forge)
     rehash(run)
-    assert {c.verdict for c in checked(run).cells} == {"VALID"}  # self-consistent: only the author's repository can tell
+    # self-consistent: only the author's repository can tell
+    assert {c.verdict for c in checked(run).cells} == {"VALID"}
     verdict = checked(run, author_repo)
     assert all(c.verdict == "INVALID" for c in verdict.cells)
-    assert any(r.startswith("profile-at-commit: the embedded profiles file is not bench/profiles.yaml at commit") for r in reasons(verdict))
+    assert any(
+        r.startswith("profile-at-commit: the embedded profiles file is not bench/profiles.yaml at commit")
+        for r in reasons(verdict)
+    )
 
 
 def test_an_embedded_profiles_file_that_is_not_the_recorded_one_is_invalid(author_repo: Path, tmp_path: Path) -> None:
@@ -257,7 +286,10 @@ def test_an_embedded_profiles_file_that_is_not_the_recorded_one_is_invalid(autho
     profiles.write_text(profiles.read_text().replace("The author's laptop.", "A faster machine."))
     edit_run(run, lambda record: record["profile_settings"].update(description="A faster machine."))
     rehash(run)
-    assert any("profile-at-commit: the author's profiles file profiles.yaml is recorded with sha256" in r for r in reasons(checked(run)))
+    assert any(
+        "profile-at-commit: the author's profiles file profiles.yaml is recorded with sha256" in r
+        for r in reasons(checked(run))
+    )
 
 
 @pytest.mark.parametrize("field,value", [("folder", "../outside"), ("folder", "-p"), ("folder", "/etc")])
@@ -275,7 +307,11 @@ def test_a_linked_profiles_copy_is_refused(author_repo: Path, tmp_path: Path) ->
     (run / AUTHOR_PROFILES_COPY).unlink()
     (run / AUTHOR_PROFILES_COPY).symlink_to(author_repo / "bench" / "profiles.yaml")
     found = reasons(checked(run))
-    assert any("profile-at-commit: the author's profiles file cannot be read from the bundle" in r and "not a regular file" in r for r in found), found
+    assert any(
+        "profile-at-commit: the author's profiles file cannot be read from the bundle" in r
+        and "not a regular file" in r
+        for r in found
+    ), found
 
 
 def test_a_bundle_without_author_record_keeps_the_project_rules(tmp_path: Path) -> None:
@@ -285,7 +321,9 @@ def test_a_bundle_without_author_record_keeps_the_project_rules(tmp_path: Path) 
     assert {c.verdict for c in check_run(run, Redactor(CANARY)).cells} == {"VALID"}
 
 
-def test_a_dirty_author_folder_is_named_by_plan_and_refused_by_run(author_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dirty_author_folder_is_named_by_plan_and_refused_by_run(
+    author_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Before anything starts, as the project's own dirty tree is: plan warns and names the file,
     run refuses (exit 2) and opens no run folder; the project tree itself is clean here."""
     matrix = author_repo / "bench" / "bench.yaml"

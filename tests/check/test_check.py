@@ -85,7 +85,11 @@ def test_relaxed_sandbox_is_invalid(tmp_path):
     record["sandbox"]["harness"]["user"] = "0:0"
     (cell / "cell.json").write_text(_json.dumps(record))
     # re-sign the manifest, as a careless or dishonest author might: the rules still catch it
-    lines = [f"{sha256_file(p)}  {p.relative_to(run).as_posix()}" for p in sorted(run.rglob("*")) if p.is_file() and p.name != MANIFEST]
+    lines = [
+        f"{sha256_file(p)}  {p.relative_to(run).as_posix()}"
+        for p in sorted(run.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    ]
     (run / MANIFEST).write_text("\n".join(lines) + "\n")
     reasons = verdicts(run)[cell.name].reasons
     assert "harness sandbox: root filesystem is writable" in reasons
@@ -121,7 +125,8 @@ def test_a_partial_run_says_which_planned_cells_it_lacks(tmp_path, capsys):
     for name in ("results.md", "results.tex", "report.html"):
         text = (out / name).read_text()
         assert "A partial run" in text and "partial: 1 of 2 planned cells" in text, name
-        assert name.endswith(".tex") or other in text, name  # the tables' caption counts them; results.md and report.html name them
+        # the tables' caption counts them; results.md and report.html name them
+        assert name.endswith(".tex") or other in text, name
     assert [a["cell_id"] for a in json.loads((out / "results.json").read_text())["absent"]] == [other]
 
 
@@ -155,7 +160,9 @@ def test_a_partial_rerun_leaves_its_absent_rows_not_rerun(tmp_path, capsys):
     from repro.spec.claims import Source, dump_claims
 
     whole = write_bundle(tmp_path / "whole")
-    claims = claims_from_rerun(load_rerun([whole]), Source(citation="test", url="https://example.org/x", date="2026-12-02"))
+    claims = claims_from_rerun(
+        load_rerun([whole]), Source(citation="test", url="https://example.org/x", date="2026-12-02")
+    )
     path = tmp_path / "claims.yaml"
     path.write_text(dump_claims(claims))
     run, _, other = partial_bundle(tmp_path / "partial")

@@ -21,7 +21,9 @@ from repro.spec.findings import GateResult
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "paper" / "published" / "smoke-cpu-bundle.tar.gz"
 AUTHOR = "excluded by the matrix (author): smoke time budget: SmolLM2 runs under json_schema only here"
-CONFIGURATION = "excluded by repro (configuration): configuration: the chat template (gguf) does not render the tool list"
+CONFIGURATION = (
+    "excluded by repro (configuration): configuration: the chat template (gguf) does not render the tool list"
+)
 
 
 @pytest.fixture
@@ -38,7 +40,9 @@ def published(tmp_path: Path) -> Path:
     return run_dir
 
 
-def test_an_older_bundle_reads_its_kinds_from_the_recomputed_plan(published: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_older_bundle_reads_its_kinds_from_the_recomputed_plan(
+    published: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kinds = {c.cell_id: c.kind for c in check_run(published).cells if c.verdict == "EXCLUDED"}
     assert sorted(kinds.values()) == ["author"] * 4 + ["configuration"] * 2
     assert all(("__native_tools__" in cell) == (kind == "configuration") for cell, kind in kinds.items())
@@ -49,7 +53,9 @@ def test_an_older_bundle_reads_its_kinds_from_the_recomputed_plan(published: Pat
     markdown = (tmp_path / "tables" / "results.md").read_text()
     assert markdown.count(f"(EXCLUDED): {AUTHOR}") == 4 and markdown.count(f"(EXCLUDED): {CONFIGURATION}") == 2
     assert "excluded by the matrix (author)" in (tmp_path / "tables" / "results.tex").read_text()
-    assert (tmp_path / "tables" / "report.html").read_text().count("(EXCLUDED): excluded by the matrix (author): smoke time budget") == 4
+    assert (tmp_path / "tables" / "report.html").read_text().count(
+        "(EXCLUDED): excluded by the matrix (author): smoke time budget"
+    ) == 4
 
 
 def test_a_relabelled_exclusion_is_invalid(published: Path) -> None:
@@ -61,7 +67,9 @@ def test_a_relabelled_exclusion_is_invalid(published: Path) -> None:
     Bundle(published, Redactor()).write_manifest()
     verdicts = {c.cell_id: c for c in check_run(published).cells}
     assert verdicts[author].verdict == "INVALID" and [p.rule for p in verdicts[author].problems] == ["exclusion-kind"]
-    assert verdicts[author].reasons == ["recorded as excluded by repro (configuration), but the recomputed plan says excluded by the matrix (author)"]
+    assert verdicts[author].reasons == [
+        "recorded as excluded by repro (configuration), but the recomputed plan says excluded by the matrix (author)"
+    ]
     assert all(v.verdict in ("VALID", "EXCLUDED") for cell, v in verdicts.items() if cell != author)
 
 
@@ -72,7 +80,11 @@ def test_a_cells_kind_follows_its_record() -> None:
         return CellRecord.model_construct(status=status, gate=gate).evidenced_kind
 
     slow, fast = GateResult(passed=False, reason="too slow"), GateResult(passed=True, reason="ok")
-    assert kind("excluded", slow) == "speed" and kind("excluded", fast) == "configuration" and kind("error", fast) == "fault"
+    assert (
+        kind("excluded", slow) == "speed"
+        and kind("excluded", fast) == "configuration"
+        and kind("error", fast) == "fault"
+    )
     assert kind("done", fast) is None
     assert kind_from_text("latency gate: too slow") == "speed" and kind_from_text("engine: it died") == "fault"
     assert kind_from_text("smoke time budget: ...") is None and exclusion_label(None) == "excluded (kind not recorded)"

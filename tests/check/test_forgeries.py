@@ -66,7 +66,9 @@ def rehash(run: Path) -> None:
     """Recompute every hash as a forger would: each cell.json `files` map, then MANIFEST.sha256."""
     for cell_dir in cell_dirs(run):
         record = read_json(cell_dir / CELL_FILE)
-        record["files"] = {name: sha256_file(cell_dir / name) for name in record["files"] if (cell_dir / name).is_file()}
+        record["files"] = {
+            name: sha256_file(cell_dir / name) for name in record["files"] if (cell_dir / name).is_file()
+        }
         write_json(cell_dir / CELL_FILE, record)
     Bundle(run, Redactor(CANARY)).write_manifest()
 
@@ -144,7 +146,12 @@ def forge_flipped_result_and_summary(run: Path) -> list[str]:
 def forge_clean_flip(run: Path) -> list[str]:
     """2b. The flip done thoroughly: status, failure type and summary all say passed."""
     cell = target(run)
-    edit_rows(cell, lambda rows: flip_first_failure(rows, lambda row: {**row, "passed": True, "status": "done", "failure_type": None}))
+    edit_rows(
+        cell,
+        lambda rows: flip_first_failure(
+            rows, lambda row: {**row, "passed": True, "status": "done", "failure_type": None}
+        ),
+    )
     resummarize(cell)
     return [cell.name]
 
@@ -467,7 +474,9 @@ def read_transcripts(cell_dir: Path) -> list[dict]:
 def edit_first_reply(cell_dir: Path, change: Callable[[dict, dict], None]) -> None:
     """Change the first step that has replies (its entry, its first reply) in transcripts.jsonl."""
     lines = read_transcripts(cell_dir)
-    step = next(entry for line in lines for entry in line["transcript"] if entry.get("kind") == "step" and entry.get("replies"))
+    step = next(
+        entry for line in lines for entry in line["transcript"] if entry.get("kind") == "step" and entry.get("replies")
+    )
     change(step, step["replies"][0])
     (cell_dir / "transcripts.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
@@ -477,7 +486,9 @@ def forge_reply_says_other_call(run: Path) -> list[str]:
     cell = target(run)
 
     def change(step: dict, reply: dict) -> None:
-        reply["content"] = json.dumps({"thought": step["thought"], "tool": "note_read", "args": {"title": "Somewhere else"}})
+        reply["content"] = json.dumps(
+            {"thought": step["thought"], "tool": "note_read", "args": {"title": "Somewhere else"}}
+        )
 
     edit_first_reply(cell, change)
     return [cell.name]
@@ -507,7 +518,13 @@ def forge_other_protocol(run: Path) -> list[str]:
     rows = read_rows(cell)
     runs = [played(row["id"], True, "react") for row in rows]
     rows = [run_.model_dump(mode="json") for run_ in runs]
-    write_rows(cell, [{**row, "transcript": None, "protocol_stats": {**row["protocol_stats"], "protocol": "json_schema"}} for row in rows])
+    write_rows(
+        cell,
+        [
+            {**row, "transcript": None, "protocol_stats": {**row["protocol_stats"], "protocol": "json_schema"}}
+            for row in rows
+        ],
+    )
     lines = [TranscriptLine(id=run_.id, transcript=run_.transcript or []).model_dump_json() + "\n" for run_ in runs]
     (cell / "transcripts.jsonl").write_text("".join(lines))
     resummarize(cell)
@@ -641,7 +658,12 @@ def forge_kept_without_an_attempt(run: Path) -> list[str]:
     as kept, and no earlier attempt ever ran."""
     cell = target(run)
     rows = read_rows(cell)
-    edit_cell(cell, lambda record: record.update(harness_seconds=rows[-1]["seconds"], resumed_kept=[row["id"] for row in rows[:-1]]))
+    edit_cell(
+        cell,
+        lambda record: record.update(
+            harness_seconds=rows[-1]["seconds"], resumed_kept=[row["id"] for row in rows[:-1]]
+        ),
+    )
     return [cell.name]
 
 
@@ -667,7 +689,10 @@ def forge_kept_scenario_changed(run: Path) -> list[str]:
     halved: nothing else in the bundle would notice)."""
     cell = target(run)
     resume_evidence(run, cell, 2)
-    edit_rows(cell, lambda rows: [{**row, "seconds": row["seconds"] / 2} if index == 0 else row for index, row in enumerate(rows)])
+    edit_rows(
+        cell,
+        lambda rows: [{**row, "seconds": row["seconds"] / 2} if index == 0 else row for index, row in enumerate(rows)],
+    )
     return [cell.name]
 
 
@@ -753,7 +778,9 @@ def forge_gpu_on_cpu_profile(run: Path) -> list[str]:
 
     def change(record: dict) -> None:
         record["accelerator"] = "NVIDIA H200"
-        record["sandbox"]["engine"]["device_requests"] = [{"count": -1, "capabilities": [["gpu"]], "driver": "nvidia", "device_ids": []}]
+        record["sandbox"]["engine"]["device_requests"] = [
+            {"count": -1, "capabilities": [["gpu"]], "driver": "nvidia", "device_ids": []}
+        ]
 
     edit_cell(cell, change)
     return [cell.name]
@@ -818,7 +845,10 @@ def forge_profile_relaxed(run: Path) -> Forged:
     """32. The profile copied into run.json relaxed (a gate any machine passes), the project's
     profiles.yaml at the commit left as it is."""
     commit_project(run)
-    edit_run(run, lambda record: record["profile_settings"]["gate"].update(max_seconds_per_step=1e6, min_tokens_per_second=0.0))
+    edit_run(
+        run,
+        lambda record: record["profile_settings"]["gate"].update(max_seconds_per_step=1e6, min_tokens_per_second=0.0),
+    )
     return ALL
 
 
@@ -1008,7 +1038,9 @@ def test_the_project_at_the_commit_keeps_the_bundle_valid(tmp_path: Path, monkey
     rehash(run)
     compare_with_project(run, monkeypatch)
     verdict = check_run(run, Redactor(CANARY))
-    assert not verdict.run_problems and {c.verdict for c in verdict.cells} == {"VALID"}, [c.reasons for c in verdict.cells]
+    assert not verdict.run_problems and {c.verdict for c in verdict.cells} == {"VALID"}, [
+        c.reasons for c in verdict.cells
+    ]
     assert verdict.notes == []
 
 
@@ -1041,7 +1073,9 @@ def test_a_resumed_cell_is_timed_by_the_scenarios_it_reran(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("version", [99, 2, 3])
-def test_unknown_or_retired_format_version_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int) -> None:
+def test_unknown_or_retired_format_version_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int
+) -> None:
     """25. check_run raises BadInput; `repro check` exits 2 with one line; render refuses too."""
     run = write_bundle(tmp_path / "run1")
     forge_protocol(run)

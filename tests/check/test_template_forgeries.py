@@ -15,10 +15,24 @@ import pytest
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.store.chat_template import derive_facts, template_sha256
-from tests.check.test_forgeries import ALL, CELL_FILE, Forged, assert_caught, assert_not_rendered, cell_dirs, edit_cell, edit_run, read_json, rehash, row_keys
+from tests.check.test_forgeries import (
+    ALL,
+    CELL_FILE,
+    Forged,
+    assert_caught,
+    assert_not_rendered,
+    cell_dirs,
+    edit_cell,
+    edit_run,
+    read_json,
+    rehash,
+    row_keys,
+)
 from tests.fixtures.synthetic import CANARY, write_bundle
 
-CHATML_BUILTIN = "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}"
+CHATML_BUILTIN = (
+    "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}"
+)
 
 
 def first_cell(run: Path) -> Path:
@@ -32,14 +46,19 @@ def model_of(cell_dir: Path) -> str:
 def forge_fallback_template(run: Path) -> list[str]:
     """The engine ran llama.cpp's built-in ChatML, not the GGUF's template."""
     cell_dir = first_cell(run)
-    edit_cell(cell_dir, lambda r: r["engine_settings"]["reported"].update(chat_template_sha256=template_sha256(CHATML_BUILTIN)))
+    edit_cell(
+        cell_dir,
+        lambda r: r["engine_settings"]["reported"].update(chat_template_sha256=template_sha256(CHATML_BUILTIN)),
+    )
     return [cell_dir.name]
 
 
 def forge_inflated_capabilities(run: Path) -> Forged:
     """The record says the template renders tools when its own text says otherwise (or the reverse)."""
     model = model_of(first_cell(run))
-    edit_run(run, lambda r: r["chat_templates"][model].update(renders_tools=not r["chat_templates"][model]["renders_tools"]))
+    edit_run(
+        run, lambda r: r["chat_templates"][model].update(renders_tools=not r["chat_templates"][model]["renders_tools"])
+    )
     return ALL
 
 

@@ -15,7 +15,10 @@ from repro.core.errors import NotAtHand
 from repro.report.aggregate import collect
 from tests.fixtures.synthetic import CANARY, write_bundle
 
-MISSING = "the widget archive (sha256 0123456789ab) is neither in the suite cache nor carried by the bundle; run: fetch-the-widget"
+MISSING = (
+    "the widget archive (sha256 0123456789ab) is neither in the suite cache nor carried by the bundle; run: "
+    "fetch-the-widget"
+)
 
 
 @pytest.fixture
@@ -37,7 +40,11 @@ def test_a_cell_a_rule_cannot_look_at_is_unchecked_never_invalid(tmp_path, canno
     assert all(c.reasons == [f"not checked: {MISSING}"] and not c.problems and c.unchecked for c in cells)
     assert main(["check", str(run)]) == 3
     printed = capsys.readouterr().out
-    assert "UNCHECKED" in printed and "run: fetch-the-widget" in printed and "0 VALID, 0 EXCLUDED, 0 INVALID, 2 UNCHECKED" in printed
+    assert (
+        "UNCHECKED" in printed
+        and "run: fetch-the-widget" in printed
+        and "0 VALID, 0 EXCLUDED, 0 INVALID, 2 UNCHECKED" in printed
+    )
 
 
 def test_invalid_wins_over_unchecked(tmp_path, cannot_look) -> None:

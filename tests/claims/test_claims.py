@@ -61,7 +61,11 @@ def test_the_shipped_claims_files_validate():
 def test_the_tholos_claims_transcribe_both_tables():
     claims = load_claims(ROOT / "paper" / "claims" / "tholos-bench.yaml").claims
     by_id = {c.id: c for c in claims.claims}
-    t4 = {c.model: (c.result.passed, c.result.by_category["injection"].passed) for c in claims.claims if c.setup == "kaggle-t4"}
+    t4 = {
+        c.model: (c.result.passed, c.result.by_category["injection"].passed)
+        for c in claims.claims
+        if c.setup == "kaggle-t4"
+    }
     assert t4 == {
         "qwen3.5-2b": (97, 4),
         "minicpm5-2b": (112, 8),
@@ -80,7 +84,9 @@ def test_the_tholos_claims_transcribe_both_tables():
         ("tholos-2b", "kaggle-t4"): 137,
     }
     assert by_id["tholos-2b.t4"].result.total == 160 and claims.setups["kaggle-t4"].engine.build == "fdf5818"
-    assert claims.source.url == "https://github.com/mertkayacs/tholos" and claims.source.date.isoformat() == "2026-12-02"
+    assert (
+        claims.source.url == "https://github.com/mertkayacs/tholos" and claims.source.date.isoformat() == "2026-12-02"
+    )
 
 
 def test_project_claims_never_cite_files_outside_the_project():
@@ -112,8 +118,14 @@ def test_claims_schema_command_prints_json(capsys):
         (("setup: t4", "setup: t5"), ":16 claims[0].setup: unknown setup 't5' (known: t4)"),
         (("    suite: s\n", "    suite: s\n    colour: red\n"), ":19 claims[0].colour: unknown key"),
         (("url: https://example.org/bench", "url: ftp://example.org"), ":2 source.url: does not match"),
-        (("kind: llama.cpp", "kind: vllm"), ":7 setups.t4.engine.kind: input should be 'llama.cpp', 'ollama' or 'scripted'"),
-        (("total: 160, by", "total: 150, by"), ":18 claims[0].suite: the claim's total 150 is not the suite's 160 scenarios x 1 repeat(s)"),
+        (
+            ("kind: llama.cpp", "kind: vllm"),
+            ":7 setups.t4.engine.kind: input should be 'llama.cpp', 'ollama' or 'scripted'",
+        ),
+        (
+            ("total: 160, by", "total: 150, by"),
+            ":18 claims[0].suite: the claim's total 150 is not the suite's 160 scenarios x 1 repeat(s)",
+        ),
         (("sha256: x", "sha256: x"), None),
     ],
 )
@@ -136,7 +148,9 @@ def test_duplicate_claim_ids_and_keys_are_named(tmp_path):
 def test_scenario_outcomes_must_add_up_to_the_counts(tmp_path):
     text = MINIMAL.replace("suites:\n  s: {id: s, scenarios: 160}", "suites:\n  s: {id: s}").replace(
         "result: {passed: 137, total: 160, by_category: {injection: {passed: 10, total: 12}}}",
-        "result: {passed: 2, total: 2, scenarios: {a-001: {passed: [true]}, b-001: {passed: [false], transcripts: [" + "a" * 64 + "]}}}",
+        "result: {passed: 2, total: 2, scenarios: {a-001: {passed: [true]}, b-001: {passed: [false], transcripts: ["
+        + "a" * 64
+        + "]}}}",
     )
     assert any("the scenarios give 1 of 2, not 2 of 2" in line for line in problems(tmp_path, text))
     bad_hash = text.replace("a" * 64, "xyz")
@@ -147,7 +161,10 @@ def test_a_source_names_where_it_is_and_stays_inside_the_project(tmp_path):
     nowhere = MINIMAL.replace("url: https://example.org/bench, ", "")
     assert any("a source names where it is" in line for line in problems(tmp_path, nowhere))
     outside = MINIMAL.replace("url: https://example.org/bench", "path: ../shared/README.md")
-    assert any("source.path: '../shared/README.md' must be a relative path inside the project" in line for line in problems(tmp_path, outside))
+    assert any(
+        "source.path: '../shared/README.md' must be a relative path inside the project" in line
+        for line in problems(tmp_path, outside)
+    )
 
 
 def test_hostile_files_are_refused_in_one_line(tmp_path):
@@ -171,9 +188,25 @@ def test_a_results_json_becomes_the_shipped_claims_file(tmp_path, capsys):
     bundle was not kept): the shipped claims say what the published table says."""
     shipped = ROOT / "paper" / "claims" / "smoke-repeats-cpu.yaml"
     out = tmp_path / shipped.name
-    args = ["claims", "from-results", str(ROOT / "paper" / "published" / "smoke-repeats-cpu.json"), "--out", str(out), "--date", "2026-12-01"]
-    args += ["--citation", "repro's published smoke-repeats-cpu rows (run 20261201T043043Z-smoke-repeats-cpu; its bundle was not kept)"]
-    args += ["--path", "paper/published/smoke-repeats-cpu.json", "--harness-commit", "e1358df72a9b93d7e3b31eab42cc3186e2dd864a"]
+    args = [
+        "claims",
+        "from-results",
+        str(ROOT / "paper" / "published" / "smoke-repeats-cpu.json"),
+        "--out",
+        str(out),
+        "--date",
+        "2026-12-01",
+    ]
+    args += [
+        "--citation",
+        "repro's published smoke-repeats-cpu rows (run 20261201T043043Z-smoke-repeats-cpu; its bundle was not kept)",
+    ]
+    args += [
+        "--path",
+        "paper/published/smoke-repeats-cpu.json",
+        "--harness-commit",
+        "e1358df72a9b93d7e3b31eab42cc3186e2dd864a",
+    ]
     assert main(args) == 0
     assert out.read_text() == shipped.read_text()
     result = load_claims(shipped).claims.claims[0].result
@@ -182,7 +215,22 @@ def test_a_results_json_becomes_the_shipped_claims_file(tmp_path, capsys):
 
 def test_from_results_refuses_a_bad_source_in_one_line(tmp_path, capsys):
     published = ROOT / "paper" / "published" / "smoke-repeats-cpu.json"
-    assert main(["claims", "from-results", str(published), "--citation", "x", "--url", "ftp://x", "--out", str(tmp_path / "c.yaml")]) == 2
+    assert (
+        main(
+            [
+                "claims",
+                "from-results",
+                str(published),
+                "--citation",
+                "x",
+                "--url",
+                "ftp://x",
+                "--out",
+                str(tmp_path / "c.yaml"),
+            ]
+        )
+        == 2
+    )
     assert "--url: String should match pattern" in capsys.readouterr().err
     assert not (tmp_path / "c.yaml").exists()
 
@@ -199,9 +247,16 @@ def a_claim_of(scenarios: int, repeats: int = 1) -> str:
     """MINIMAL with one claim of `scenarios` scenarios, each with its outcomes and transcript
     sha256s per repeat, written as `repro claims from-results` writes them (block style)."""
     lines = [f"        s{number:05d}-with-a-longer-id-as-suites-spell-them:" for number in range(scenarios)]
-    outcome = "\n          passed:\n" + "          - true\n" * repeats + "          transcripts:\n" + f"          - {'a' * 64}\n" * repeats
+    outcome = (
+        "\n          passed:\n"
+        + "          - true\n" * repeats
+        + "          transcripts:\n"
+        + f"          - {'a' * 64}\n" * repeats
+    )
     total = scenarios * repeats
-    result = f"result:\n      passed: {total}\n      total: {total}\n      scenarios:\n" + "".join(line + outcome for line in lines)
+    result = f"result:\n      passed: {total}\n      total: {total}\n      scenarios:\n" + "".join(
+        line + outcome for line in lines
+    )
     text = MINIMAL.replace("s: {id: s, scenarios: 160}", f"s: {{id: s, scenarios: {scenarios}}}")
     return text.replace("result: {passed: 137, total: 160, by_category: {injection: {passed: 10, total: 12}}}", result)
 

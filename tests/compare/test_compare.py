@@ -25,7 +25,9 @@ def outcomes(passing: int, failure: str = "wrong_outcome"):
 
 
 def tables(tmp_path, name, passing, failure="wrong_outcome", repeats=1):
-    return collect([write_bundle(tmp_path / name, outcomes(passing, failure), repeats=repeats, models=1)], Redactor(CANARY))
+    return collect(
+        [write_bundle(tmp_path / name, outcomes(passing, failure), repeats=repeats, models=1)], Redactor(CANARY)
+    )
 
 
 def test_paired_better_with_exact_p_value_flips_and_failure_types(tmp_path):
@@ -91,4 +93,5 @@ def test_an_unpaired_comparison_names_only_scenarios_whose_pass_rate_changed():
     before = row({"a": [False], "b": [True], "c": [False]})
     after = row({"a": [False, False], "b": [True, False], "c": [True, True]})
     assert [(f.scenario, f.direction) for f in flips(before, after)] == [("b", "broken"), ("c", "fixed")]
-    assert [f.scenario for f in flips(row({"a": [True, False]}), row({"a": [False, True]}))] == ["a"]  # repeat by repeat
+    # repeat by repeat
+    assert [f.scenario for f in flips(row({"a": [True, False]}), row({"a": [False, True]}))] == ["a"]

@@ -19,7 +19,12 @@ def test_csv_has_one_row_per_scenario_repeat_and_cell(tmp_path, capsys):
     rows = list(csv.DictReader((tmp_path / "out.csv").open()))
     assert list(rows[0]) == CSV_COLUMNS and len(rows) == 4
     first = next(r for r in rows if r["scenario"] == "notes-001")
-    assert first["run"] == "run" and first["repeat"] == "1" and first["scenario"] == "notes-001" and first["passed"] == "True"
+    assert (
+        first["run"] == "run"
+        and first["repeat"] == "1"
+        and first["scenario"] == "notes-001"
+        and first["passed"] == "True"
+    )
     assert first["model"] == "smollm2-135m-instruct-q4_1" and first["protocol"] == "json_schema"
     assert (first["steps"], first["seconds"], first["tokens_in"], first["tokens_out"]) == ("1", "0.5", "10", "5")
     failed = next(r for r in rows if r["scenario"] != "notes-001")

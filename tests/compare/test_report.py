@@ -39,7 +39,14 @@ def test_figures_are_deterministic(collected, tmp_path):
     assert first["pass_rate"]["svg"].lstrip().startswith(b"<?xml") and first["pass_rate"]["pdf"].startswith(b"%PDF")
     assert b"<dc:date>" not in first["pass_rate"]["svg"] and b"CreationDate" not in first["pass_rate"]["pdf"]
     written = write_figures(tables, tmp_path / "out")
-    assert sorted(p.name for p in written) == ["categories.pdf", "categories.svg", "pass_rate.pdf", "pass_rate.svg", "time.pdf", "time.svg"]
+    assert sorted(p.name for p in written) == [
+        "categories.pdf",
+        "categories.svg",
+        "pass_rate.pdf",
+        "pass_rate.svg",
+        "time.pdf",
+        "time.svg",
+    ]
 
 
 def test_report_is_self_contained_and_escaped(collected, tmp_path):
@@ -58,7 +65,14 @@ def test_report_opens_in_headless_chromium(collected, tmp_path):
     tables, cells = collected
     report = render_report(tables, tmp_path / "site", cells)
     shot = tmp_path / "shot.png"
-    proc = headless(report.as_uri(), tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", "--window-size=1400,1000")
+    proc = headless(
+        report.as_uri(),
+        tmp_path / "profile",
+        "--enable-logging=stderr",
+        "--v=0",
+        f"--screenshot={shot}",
+        "--window-size=1400,1000",
+    )
     assert shot.is_file() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == []
@@ -77,7 +91,9 @@ def test_a_160_scenario_report_stays_readable(tmp_path):
     run_dir = synthesise(160, tmp_path / "synth")
     tables, cells = collect_with_cells([run_dir], Redactor(CANARY))
     render(tables, tmp_path / "tables")
-    table_lines = [line for line in (tmp_path / "tables" / "results.md").read_text().splitlines() if line.startswith("|")]
+    table_lines = [
+        line for line in (tmp_path / "tables" / "results.md").read_text().splitlines() if line.startswith("|")
+    ]
     assert max(len(line) for line in table_lines) < 400
     report = render_report(tables, tmp_path / "site", cells)
     dom = dump_dom(report.as_uri(), tmp_path / "profile").stdout

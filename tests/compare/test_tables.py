@@ -22,7 +22,13 @@ def flaky_on_repeat_two(cell):
     second = cell.repeat == 2
     return [
         ("notes-001", "notes", True, None, STEADY),
-        ("notes-002", "notes", not second, "stuck" if second else None, transcript(step(1), step(2)) if second else STEADY),
+        (
+            "notes-002",
+            "notes",
+            not second,
+            "stuck" if second else None,
+            transcript(step(1), step(2)) if second else STEADY,
+        ),
         ("notes-003", "notes", False, "wrong_outcome", STEADY),
         ("injection-001", "injection", True, None, None),
     ]
@@ -64,18 +70,27 @@ def test_single_repeat_tables_are_unchanged(tmp_path):
     tables = collect([write_bundle(tmp_path / "run", flaky_on_repeat_two, models=1)], Redactor(CANARY))
     render(tables, tmp_path / "tables")
     assert "Repeats and consistency" not in (tmp_path / "tables" / "results.md").read_text()
-    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 4  # results, categories, failures, where the time went
+    # results, categories, failures, where the time went
+    assert (tmp_path / "tables" / "results.tex").read_text().count("\\begin{tabular}") == 4
 
 
 def compile_latex(out) -> None:
     (out / "doc.tex").write_text(
         "\\documentclass{article}\\usepackage{booktabs}\\usepackage{graphicx}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"
     )
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=out, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
 
 
-NEEDS_LATEX = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure tests above cover the LaTeX")
+NEEDS_LATEX = pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure tests above cover the LaTeX"
+)
 
 
 @NEEDS_LATEX
@@ -85,11 +100,16 @@ def test_latex_with_consistency_compiles(rendered):
 
 def by_protocol(cell) -> list:
     """json_schema passes both notes scenarios, react only the first."""
-    return [("notes-001", "notes", True, None, None), ("notes-002", "notes", cell.protocol == "json_schema", "wrong_outcome", None)]
+    return [
+        ("notes-001", "notes", True, None, None),
+        ("notes-002", "notes", cell.protocol == "json_schema", "wrong_outcome", None),
+    ]
 
 
 def test_protocols_compare_side_by_side(tmp_path):
-    tables = collect([write_bundle(tmp_path / "run", by_protocol, models=2, protocols=("json_schema", "react"))], Redactor(CANARY))
+    tables = collect(
+        [write_bundle(tmp_path / "run", by_protocol, models=2, protocols=("json_schema", "react"))], Redactor(CANARY)
+    )
     assert tables.protocols == ["json_schema", "react"]
     (first, second) = tables.protocol_comparison
     assert {first.model, second.model} == {row.model for row in tables.rows}
@@ -97,7 +117,10 @@ def test_protocols_compare_side_by_side(tmp_path):
     assert first.by_protocol["react"].protocol_totals.valid_call_rate == 0.5
     render(tables, tmp_path / "paper")
     markdown = (tmp_path / "paper" / "results.md").read_text()
-    assert "**Protocols compared**" in markdown and "| json_schema passed | json_schema valid calls | react passed | react valid calls |" in markdown
+    assert (
+        "**Protocols compared**" in markdown
+        and "| json_schema passed | json_schema valid calls | react passed | react valid calls |" in markdown
+    )
     assert "| 2/2 | 1.00 | 1/2 | 0.50 |" in markdown
     assert "Protocols compared" in (tmp_path / "paper" / "results.tex").read_text()
 
@@ -110,7 +133,15 @@ def test_one_protocol_has_no_comparison(tmp_path):
 @NEEDS_LATEX
 def test_latex_with_protocol_comparison_compiles(tmp_path):
     tables = collect(
-        [write_bundle(tmp_path / "run", by_protocol, models=2, protocols=("json_schema", "native_tools", "react", "json_prompt"))], Redactor(CANARY)
+        [
+            write_bundle(
+                tmp_path / "run",
+                by_protocol,
+                models=2,
+                protocols=("json_schema", "native_tools", "react", "json_prompt"),
+            )
+        ],
+        Redactor(CANARY),
     )
     render(tables, tmp_path / "paper")
     compile_latex(tmp_path / "paper")
@@ -118,7 +149,10 @@ def test_latex_with_protocol_comparison_compiles(tmp_path):
 
 def ladder(cell) -> list:
     """Levels 0-2 pass, level 3 fails, level 4 passes (above the break, so not reached)."""
-    return [(f"ladder-{level}-001", f"ladder-{level}", level != 3, None if level != 3 else "wrong_outcome", None) for level in range(5)]
+    return [
+        (f"ladder-{level}-001", f"ladder-{level}", level != 3, None if level != 3 else "wrong_outcome", None)
+        for level in range(5)
+    ]
 
 
 def test_the_ladder_has_levels_a_highest_level_and_a_figure(tmp_path):
@@ -147,7 +181,10 @@ def test_where_the_time_went(tmp_path):
     assert time.harness_s == 1.4 and time.prompt_tps == 1000.0 and time.generation_tps == 100.0
     assert time.per_scenario_s == round(time.wall_s / row.total, 3)  # type: ignore[operator]
     render(tables, tmp_path / "paper")
-    assert f"| 2.0 | - | {time.per_scenario_s:.1f} | 0.2 | 0.4 | 1.4 | 1000.0 | 100.0 |" in (tmp_path / "paper" / "results.md").read_text()
+    assert (
+        f"| 2.0 | - | {time.per_scenario_s:.1f} | 0.2 | 0.4 | 1.4 | 1000.0 | 100.0 |"
+        in (tmp_path / "paper" / "results.md").read_text()
+    )
 
 
 def test_a_harness_without_engine_timings_has_its_wall_time_and_no_split():
@@ -167,5 +204,9 @@ def test_failures_by_layer_and_type_and_the_mean_score(tmp_path):
     assert row.partial_score == round((5 * 1.0 + 3 * 0.25) / 8, 3)  # five passes, three failures at 0.25
     render(tables, tmp_path / "paper")
     markdown = (tmp_path / "paper" / "results.md").read_text()
-    assert "| 0.72 |" in markdown and "**Why scenarios failed**" in markdown and "| 0 | 0 | 0 | 1 | 2 | 1 | 2 |" in markdown
+    assert (
+        "| 0.72 |" in markdown
+        and "**Why scenarios failed**" in markdown
+        and "| 0 | 0 | 0 | 1 | 2 | 1 | 2 |" in markdown
+    )
     assert json.loads((tmp_path / "paper" / "results.json").read_text())["rows"][0]["failure_layers"]["outcome"] == 2

@@ -28,7 +28,9 @@ def differs_at_step_two(cell):
 def test_canonical_hash_ignores_key_order_and_whitespace():
     assert canonical_json({"b": 1, "a": [1, 2]}) == '{"a":[1,2],"b":1}'
     line = json.loads(TranscriptLine(id="notes-001", transcript=SAME).model_dump_json())
-    reordered = json.dumps({"transcript": [dict(reversed(entry.items())) for entry in line["transcript"]], "id": "notes-001"}, indent=1)
+    reordered = json.dumps(
+        {"transcript": [dict(reversed(entry.items())) for entry in line["transcript"]], "id": "notes-001"}, indent=1
+    )
     assert transcript_sha256(TranscriptLine.model_validate_json(reordered).transcript) == transcript_sha256(SAME)
     assert transcript_sha256(None) == "" and transcript_sha256([]) != ""
 
@@ -60,7 +62,9 @@ def test_verify_between_bundles_names_the_first_differing_step(tmp_path, capsys)
     code, first = verify_json(capsys, rerun, paper_run)
     assert code == 1 and first["verdict"] == "DIFFERENT" and first["judgement"]["test"] == "exact"
     assert first["transcripts"]["identical"] == 1 and first["transcripts"]["compared"] == 2
-    assert first["transcripts"]["differing"] == ["scenario notes-002 repeat 1: transcript differs (first differs at step 2 (args))"]
+    assert first["transcripts"]["differing"] == [
+        "scenario notes-002 repeat 1: transcript differs (first differs at step 2 (args))"
+    ]
 
 
 def test_verify_against_results_json_compares_hashes(tmp_path, capsys):
@@ -68,7 +72,9 @@ def test_verify_against_results_json_compares_hashes(tmp_path, capsys):
     path = tmp_path / "paper" / "results.json"
     rerun = write_bundle(tmp_path / "rerun", differs_at_step_two)
     code, item = verify_json(capsys, rerun, path)
-    assert code == 1 and item["transcripts"]["differing"][0].startswith("scenario notes-002 repeat 1: transcript differs (sha256 ")
+    assert code == 1 and item["transcripts"]["differing"][0].startswith(
+        "scenario notes-002 repeat 1: transcript differs (sha256 "
+    )
     data = json.loads(path.read_text())
     for row in data["rows"]:
         row["execution"]["threads"] = None  # threads not recorded: the setup is not exact, the tolerance applies

@@ -24,7 +24,15 @@ from harness.contracts import ProgressEvent
 from repro.containers.sandbox import LABEL_CELL, LABEL_ROLE, LABEL_RUN
 from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
 from repro.plan.planner import make_plan
-from repro.run.compose import COMPOSE_FILE, COMPOSE_GPU_FILE, ComposeCell, compose_env, expected_services, prepare_out, write_env
+from repro.run.compose import (
+    COMPOSE_FILE,
+    COMPOSE_GPU_FILE,
+    ComposeCell,
+    compose_env,
+    expected_services,
+    prepare_out,
+    write_env,
+)
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.suites.registry import select
@@ -32,7 +40,9 @@ from repro.suites.registry import select
 MATRIX = Path(__file__).with_name("matrix.yaml")
 FILES = [PROJECT_ROOT / COMPOSE_FILE, PROJECT_ROOT / COMPOSE_GPU_FILE]
 COMPOSE = shutil.which("docker-compose")
-needs_compose = pytest.mark.skipif(COMPOSE is None, reason="docker-compose is not installed (apt-get install docker-compose)")
+needs_compose = pytest.mark.skipif(
+    COMPOSE is None, reason="docker-compose is not installed (apt-get install docker-compose)"
+)
 FAKE_ID = "sha256:" + "e" * 64
 
 
@@ -56,8 +66,14 @@ def test_the_compose_files_hold_no_machine_specific_value(path):
 
 def test_the_compose_labels_are_the_sandbox_labels():
     services = yaml.safe_load(FILES[0].read_text())["services"]
-    assert {name: set(service["labels"]) for name, service in services.items()} == {name: {LABEL_RUN, LABEL_CELL, LABEL_ROLE} for name in services}
-    assert {name: service["labels"][LABEL_ROLE] for name, service in services.items()} == {"engine": "engine", "ready": "probe", "harness": "harness"}
+    assert {name: set(service["labels"]) for name, service in services.items()} == {
+        name: {LABEL_RUN, LABEL_CELL, LABEL_ROLE} for name in services
+    }
+    assert {name: service["labels"][LABEL_ROLE] for name, service in services.items()} == {
+        "engine": "engine",
+        "ready": "probe",
+        "harness": "harness",
+    }
 
 
 # ---------------------------------------------------------------- docker-compose config
@@ -72,7 +88,13 @@ def fake_cell(profile_name: str, tmp_path: Path) -> ComposeCell:
     gguf.write_bytes(b"GGUF")
     image = SimpleNamespace(id=FAKE_ID, reference="stand-in")
     return ComposeCell(
-        cell=plan.cells[0], profile_name=profile_name, profile=profile, harness=image, engine_image=image, gguf=gguf, suite=select(plan.cells[0].suite)
+        cell=plan.cells[0],
+        profile_name=profile_name,
+        profile=profile,
+        harness=image,
+        engine_image=image,
+        gguf=gguf,
+        suite=select(plan.cells[0].suite),
     )
 
 
@@ -118,7 +140,8 @@ def assert_same_as_run(service: dict, kwargs: dict, *, network: str) -> None:
     assert service["network_mode"] == network
     volumes = sorted((v["source"], v["target"], bool(v.get("read_only"))) for v in service.get("volumes", []))
     mounts = sorted((m["Source"], m["Target"], bool(m["ReadOnly"])) for m in kwargs["mounts"])
-    if "/fixtures" in [v[1] for v in volumes] and "/fixtures" not in [m[1] for m in mounts]:  # the run mounts none: an empty folder
+    # the run mounts none: an empty folder
+    if "/fixtures" in [v[1] for v in volumes] and "/fixtures" not in [m[1] for m in mounts]:
         empty = next(v for v in volumes if v[1] == "/fixtures")
         assert Path(empty[0]).is_dir() and not any(Path(empty[0]).iterdir()) and empty[2]
         volumes.remove(empty)
@@ -151,7 +174,11 @@ def test_compose_config_resolves_to_what_a_run_creates(profile, tmp_path):
         assert values["COMPOSE_FILE"] == COMPOSE_FILE and requests == []
     else:
         assert values["COMPOSE_FILE"] == f"{COMPOSE_FILE}:{COMPOSE_GPU_FILE}"
-        assert [(d["count"], [d["capabilities"]]) for d in devices] == [(r["Count"], r["Capabilities"]) for r in requests] == [(1, [["gpu"]])]
+        assert (
+            [(d["count"], [d["capabilities"]]) for d in devices]
+            == [(r["Count"], r["Capabilities"]) for r in requests]
+            == [(1, [["gpu"]])]
+        )
         assert "-ngl 999" in values["REPRO_ENGINE_COMMAND"]
 
 
@@ -168,7 +195,14 @@ def test_compose_refuses_to_start_without_an_env(tmp_path):
 
 
 def repro(*args: str, env: dict, timeout: float = 1800) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "repro", *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"repro {' '.join(args)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -182,13 +216,17 @@ def transcripts(path: Path, redactor) -> list[dict]:
     from harness.contracts import TranscriptLine
 
     text = redactor.text(path.read_text())
-    return [TranscriptLine.model_validate_json(line).model_dump(mode="json") for line in text.splitlines() if line.strip()]
+    return [
+        TranscriptLine.model_validate_json(line).model_dump(mode="json") for line in text.splitlines() if line.strip()
+    ]
 
 
 @pytest.mark.docker
 @pytest.mark.engine
 @needs_compose
-def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harness_image_ref, llama_image_ref, smollm2_gguf, model_cache, tmp_path, monkeypatch):
+def test_a_compose_run_gives_the_orchestrators_transcripts(
+    docker_client, harness_image_ref, llama_image_ref, smollm2_gguf, model_cache, tmp_path, monkeypatch
+):
     from repro.bundle.redact import Redactor
     from repro.containers.cleanup import leaked_containers
     from repro.containers.sandbox import hardening_problems, read_back
@@ -198,7 +236,20 @@ def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harnes
     profiles = load_profiles()
     cell = make_plan(load_matrix(MATRIX, set(profiles.profiles)), "cpu", profiles.get("cpu")).cells[0]
     env_file, out = tmp_path / ".env", tmp_path / "compose-out"
-    repro("compose", "env", str(MATRIX), "--profile", "cpu", "--cell", cell.id, "--out", str(env_file), "--out-dir", str(out), env=env)
+    repro(
+        "compose",
+        "env",
+        str(MATRIX),
+        "--profile",
+        "cpu",
+        "--cell",
+        cell.id,
+        "--out",
+        str(env_file),
+        "--out-dir",
+        str(out),
+        env=env,
+    )
     values = env_values(env_file)
     run_id = values["REPRO_RUN"]
     assert run_id.startswith("compose-") and values["REPRO_CELL"] == cell.id
@@ -208,7 +259,10 @@ def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harnes
         proc = compose(*files, "run", "--rm", "-T", "harness", env_file=env_file, timeout=1800)
         events = [event for event in map(ProgressEvent.parse, proc.stdout.splitlines()) if event is not None]
         assert [(e.index, e.total) for e in events] == [(1, 3), (2, 3), (3, 3)], proc.stdout[-2000:]
-        by_role = {c.labels.get(LABEL_ROLE): c for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})}
+        by_role = {
+            c.labels.get(LABEL_ROLE): c
+            for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        }
         assert set(by_role) == {"engine", "probe"}  # the harness ran with --rm
         assert hardening_problems(read_back(by_role["engine"]), "engine") == []
         assert hardening_problems(read_back(by_role["probe"]), "probe") == []
@@ -229,7 +283,17 @@ def test_a_compose_run_gives_the_orchestrators_transcripts(docker_client, harnes
 
     # The bundle's cell gives the same .env (its recorded image ids), apart from the run's own names.
     from_bundle = tmp_path / ".env.bundle"
-    repro("compose", "env", "--from", str(run_dir), "--out", str(from_bundle), "--out-dir", str(tmp_path / "again"), env=env)
+    repro(
+        "compose",
+        "env",
+        "--from",
+        str(run_dir),
+        "--out",
+        str(from_bundle),
+        "--out-dir",
+        str(tmp_path / "again"),
+        env=env,
+    )
     own = {"COMPOSE_PROJECT_NAME", "REPRO_RUN", "REPRO_READY_OUT", "REPRO_HARNESS_OUT"}
     again = env_values(from_bundle)
     assert {k: v for k, v in again.items() if k not in own} == {k: v for k, v in values.items() if k not in own}

@@ -69,13 +69,19 @@ def test_the_cuda_image_builds_offline_with_the_stamped_build(docker_client, bas
     monkeypatch.delenv("REPRO_CUDA_BASES", raising=False)
     profile = load_profiles().get(PROFILE)
     engine = smoke_engine()
-    ref = engine_image(engine, "cuda", docker_client, build=True, compute_capability=profile.compute_capability, log=print)
+    ref = engine_image(
+        engine, "cuda", docker_client, build=True, compute_capability=profile.compute_capability, log=print
+    )
     labels = ref.labels
     assert labels["repro.variant"] == "cuda" and labels["repro.cuda_architectures"] == "75"
     assert labels["repro.build_info"] == engine.stamped_build_info() == "b11434-src-b0a2feb6"
     assert labels["repro.base_id"] == labels["repro.build_base_id"] == base_image_id
     config = docker_client.images.get(ref.id).attrs["Config"]
-    assert config["User"] == "10001:10001" and config["Entrypoint"] == ["/usr/local/bin/llama-server"] and not config.get("Cmd")
+    assert (
+        config["User"] == "10001:10001"
+        and config["Entrypoint"] == ["/usr/local/bin/llama-server"]
+        and not config.get("Cmd")
+    )
 
     binary = tmp_path / "llama-server"
     binary.write_bytes(binary_of(docker_client, ref.id))
@@ -91,7 +97,13 @@ def test_the_cuda_image_builds_offline_with_the_stamped_build(docker_client, bas
 def test_doctor_says_a_gpu_is_needed_to_run_it(docker_client):
     if "nvidia" in (docker_client.info().get("Runtimes") or {}):
         pytest.skip("this machine has the NVIDIA runtime")
-    proc = subprocess.run([sys.executable, "-m", "repro", "doctor"], cwd=PROJECT_ROOT, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "repro", "doctor"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     line = next(line for line in proc.stdout.splitlines() if "nvidia runtime" in line)
     assert "WARN" in line and "only the cpu profile can run" in line
     assert "gpu-*" in proc.stdout
@@ -126,7 +138,8 @@ def test_the_binary_embeds_sm_75_machine_code_and_ptx_only(docker_client, cuda_r
         binary = tmp_path / "llama-server"
         binary.write_bytes(binary_of(docker_client, cuda_ref.id))
         again = "".join(
-            subprocess.run([cuobjdump, flag, str(binary)], capture_output=True, text=True, check=True).stdout for flag in ("--list-elf", "--list-ptx")
+            subprocess.run([cuobjdump, flag, str(binary)], capture_output=True, text=True, check=True).stdout
+            for flag in ("--list-elf", "--list-ptx")
         )
         assert embedded_problems(parse_cuobjdump(again), ["75"]) == []
 
@@ -159,7 +172,15 @@ def builder_stage(docker_client, tmp_path):
     (context / "source.archive").symlink_to(fetch_source(plan.engine.build.source))
     tag = f"repro-test/cuda-build:{plan.key[:16]}"
     for _ in docker_client.api.build(
-        path=str(context), dockerfile="Dockerfile", tag=tag, target="build", buildargs=plan.buildargs, network_mode="host", pull=False, decode=True, rm=True
+        path=str(context),
+        dockerfile="Dockerfile",
+        tag=tag,
+        target="build",
+        buildargs=plan.buildargs,
+        network_mode="host",
+        pull=False,
+        decode=True,
+        rm=True,
     ):
         pass
     return tag
@@ -195,12 +216,16 @@ def test_a_cuda_boot_without_working_cuda_is_refused_not_run_on_the_cpu(
     smi.write_text(f"#!/bin/sh\necho '{T4_ROW}'\n")
     for path in (shared / "libcuda.so.1", smi):
         path.chmod(0o755)
-    engine = StubbedCudaEngine(docker_client, smoke_engine(), probe_image=harness_image_ref, run_id=TEST_RUN_ID, group_id="cuda-stub")
+    engine = StubbedCudaEngine(
+        docker_client, smoke_engine(), probe_image=harness_image_ref, run_id=TEST_RUN_ID, group_id="cuda-stub"
+    )
     engine.mounts = [
         bind(shared / "libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", read_only=True),
         bind(smi, "/usr/local/bin/nvidia-smi", read_only=True),
     ]
     profile = load_profiles().get(PROFILE)
     with pytest.raises(EngineRefused) as caught:
-        engine.start(cuda_ref, smollm2_spec, smollm2_gguf, profile, PROFILE, load_matrix(DEFAULT_MATRIX).matrix.decoding)
+        engine.start(
+            cuda_ref, smollm2_spec, smollm2_gguf, profile, PROFILE, load_matrix(DEFAULT_MATRIX).matrix.decoding
+        )
     assert "CUDA failed to initialise" in str(caught.value) and "served on the CPU" in str(caught.value)

@@ -18,7 +18,14 @@ PROTOCOLS = ("json_schema", "native_tools", "react", "json_prompt")
 
 def doctor(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "250", **({"REPRO_CACHE": str(cache)} if cache else {})}
-    return subprocess.run([sys.executable, "-m", "repro", "doctor", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", "doctor", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=1800,
+    )
 
 
 def lines(proc: subprocess.CompletedProcess, layer: str) -> list[str]:
@@ -42,7 +49,9 @@ def test_a_missing_model_fails_at_the_model_layer_and_boots_nothing(tmp_path, do
 
 
 @pytest.mark.engine
-def test_the_real_engine_is_probed_once_per_protocol(harness_image_ref, llama_image_ref, smollm2_gguf, model_cache, docker_client):
+def test_the_real_engine_is_probed_once_per_protocol(
+    harness_image_ref, llama_image_ref, smollm2_gguf, model_cache, docker_client
+):
     """SmolLM2 in the store (Qwen may not be): its chat template is read (from the GGUF, no
     tools), its engine boots sealed and reports the pinned identity, native_tools is EXCLUDED by
     the preflight (never probed), and every other protocol gets one round trip, OK or FAIL with
@@ -53,10 +62,16 @@ def test_the_real_engine_is_probed_once_per_protocol(harness_image_ref, llama_im
     engine = [line for line in lines(proc, "engine") if "smollm2" in line]
     assert len(engine) == 2 and all(line.startswith("OK") for line in engine), proc.stdout
     template = [line for line in lines(proc, "configuration") if "smollm2" in line]
-    assert template[0].startswith("OK") and "from gguf" in template[0] and "does not render tools" in template[0], proc.stdout
-    assert any(line.startswith("WARN") and "native_tools" in line and "EXCLUDED" in line for line in template), proc.stdout
+    assert template[0].startswith("OK") and "from gguf" in template[0] and "does not render tools" in template[0], (
+        proc.stdout
+    )
+    assert any(line.startswith("WARN") and "native_tools" in line and "EXCLUDED" in line for line in template), (
+        proc.stdout
+    )
     trips = [line for line in lines(proc, "protocol") if "smollm2" in line]
-    assert [next(p for p in PROTOCOLS if f" {p} round trip" in line) for line in trips] == [p for p in PROTOCOLS if p != "native_tools"], proc.stdout
+    assert [next(p for p in PROTOCOLS if f" {p} round trip" in line) for line in trips] == [
+        p for p in PROTOCOLS if p != "native_tools"
+    ], proc.stdout
     assert all(line.startswith(("OK", "FAIL")) for line in trips)
     assert proc.returncode == (1 if "FAIL" in proc.stdout else 0)
     assert docker_client.containers.list(all=True, filters={"label": "repro.run=doctor-probe"}) == []

@@ -70,7 +70,12 @@ def write_matrix(project: Path, name: str, text: str) -> Path:
 
 
 def snapshot_files() -> list[str]:
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
     return [name for name in out.decode().split("\0") if name and (ROOT / name).is_file()]
 
 
@@ -111,7 +116,9 @@ def canary_home(tmp_path_factory, model_cache, smollm2_gguf) -> Path:
 
 def repro_env(project: Path, home: Path, cache: Path | None = None) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in ("REPRO_CACHE", "XDG_CACHE_HOME")}
-    env.update({"HOME": str(home), "USER": CANARY_USER, "LOGNAME": CANARY_USER, "PYTHONPATH": str(project), "COLUMNS": "160"})
+    env.update(
+        {"HOME": str(home), "USER": CANARY_USER, "LOGNAME": CANARY_USER, "PYTHONPATH": str(project), "COLUMNS": "160"}
+    )
     if cache is not None:
         env["REPRO_CACHE"] = str(cache)
     return env
@@ -128,7 +135,9 @@ def _quote(value: str) -> str:
 
 
 def run_repro(project: Path, home: Path, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    return subprocess.run(repro_command(*args), cwd=project, env=repro_env(project, home), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        repro_command(*args), cwd=project, env=repro_env(project, home), capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="session")

@@ -33,9 +33,13 @@ def author_repository(repo: Path) -> Path:
         shutil.copy2(source, bench / "scenarios" / source.parent.name / source.name)
     shutil.copytree(ROOT / "fixtures", bench / "fixtures")
     cpu = load_profiles().get("cpu").model_dump(mode="json")
-    (bench / "profiles.yaml").write_text(yaml.safe_dump({"profiles": {"author-cpu": {**cpu, "description": "The author's machine."}}}))
+    (bench / "profiles.yaml").write_text(
+        yaml.safe_dump({"profiles": {"author-cpu": {**cpu, "description": "The author's machine."}}})
+    )
     models, engines = smoke_parts()
-    text = E2E_MATRIX.format(model=models, engine=engines, suites=OWN_SUITE).replace("profiles: [cpu]", "profiles: [author-cpu]")
+    text = E2E_MATRIX.format(model=models, engine=engines, suites=OWN_SUITE).replace(
+        "profiles: [cpu]", "profiles: [author-cpu]"
+    )
     (bench / "bench.yaml").write_text(text + "paths_from: matrix\nprofiles_file: profiles.yaml\n")
     (repo / ".gitignore").write_text("results/\n")
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
@@ -44,24 +48,36 @@ def author_repository(repo: Path) -> Path:
     return repo
 
 
-def test_an_author_matrix_outside_the_project_runs_and_checks_valid(tmp_path, snapshot, canary_home, harness_image_ref, llama_image_ref) -> None:
+def test_an_author_matrix_outside_the_project_runs_and_checks_valid(
+    tmp_path, snapshot, canary_home, harness_image_ref, llama_image_ref
+) -> None:
     repo = author_repository(tmp_path / "paper")
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     matrix = str(repo / "bench" / "bench.yaml")
     plan = run_repro(snapshot, canary_home, "matrix", "plan", matrix, "--profile", "author-cpu")
     assert plan.returncode == 0 and "1 cells run" in plan.stdout, plan.stdout + plan.stderr
-    proc = run_repro(snapshot, canary_home, "matrix", "run", matrix, "--profile", "author-cpu", "--out", str(repo / "results"))
+    proc = run_repro(
+        snapshot, canary_home, "matrix", "run", matrix, "--profile", "author-cpu", "--out", str(repo / "results")
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir = repo / "results" / (repo / "results" / "LATEST").read_text().strip()
     record = json.loads((run_dir / "run.json").read_text())
     assert record["matrix"]["path"] == "bench.yaml"
-    assert {k: record["author"][k] for k in ("folder", "commit", "tree_clean")} == {"folder": "bench", "commit": commit, "tree_clean": True}
+    assert {k: record["author"][k] for k in ("folder", "commit", "tree_clean")} == {
+        "folder": "bench",
+        "commit": commit,
+        "tree_clean": True,
+    }
     assert record["profile_settings"]["description"] == "The author's machine."
     assert (run_dir / "author-profiles.yaml").read_bytes() == (repo / "bench" / "profiles.yaml").read_bytes()
     (cell,) = record["planned_cells"]
     assert json.loads((run_dir / "cells" / cell / "cell.json").read_text())["suite_ids"] == sorted(SCENARIOS)
     alone = run_repro(snapshot, canary_home, "check", str(run_dir))
-    assert alone.returncode == 0 and "embedded copies only: author repository not given" in alone.stdout, alone.stdout + alone.stderr
+    assert alone.returncode == 0 and "embedded copies only: author repository not given" in alone.stdout, (
+        alone.stdout + alone.stderr
+    )
     check = run_repro(snapshot, canary_home, "check", str(run_dir), "--source", str(repo))
     assert check.returncode == 0 and "1 VALID" in check.stdout, check.stdout + check.stderr
     assert f"compared with {repo} at {commit[:12]}" in check.stdout.replace("\n", ""), check.stdout

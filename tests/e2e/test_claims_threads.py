@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.engine, pytest.mark.reruns]
 FOURTEEN = """\
   - id: workspace-14
     path: scenarios
-    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, table_create, table_read_answer, table_update, web_research]
+    categories: [approval, ask, conflict, follow_up, handoff, injection, memory, notes, nothing_to_do, table_add, \
+table_create, table_read_answer, table_update, web_research]
     per_category: 1"""
 
 
@@ -37,7 +38,9 @@ def threads_matrix() -> str:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    return make_snapshot(tmp_path_factory.mktemp("claims-threads") / "project", {"matrix/threads.yaml": threads_matrix()})
+    return make_snapshot(
+        tmp_path_factory.mktemp("claims-threads") / "project", {"matrix/threads.yaml": threads_matrix()}
+    )
 
 
 def run(project: Path, home: Path, out: str, *args: str) -> Path:
@@ -55,7 +58,9 @@ def verify(project: Path, home: Path, run_dir: Path, claims: Path, *extra: str) 
     return shown.returncode, shown.stdout, json.loads(as_json.stdout)
 
 
-def test_another_thread_count_is_consistent_or_different_never_reproduced(project, canary_home, harness_image_ref, llama_image_ref):
+def test_another_thread_count_is_consistent_or_different_never_reproduced(
+    project, canary_home, harness_image_ref, llama_image_ref
+):
     published = run(project, canary_home, "results/one-thread", "--profile", "cpu-1t", "--replicas", "2")
     claims = project.parent / "threads-claims.yaml"  # outside the tree: the reruns must see it clean
     made = run_repro(
@@ -76,7 +81,8 @@ def test_another_thread_count_is_consistent_or_different_never_reproduced(projec
     two = run(project, canary_home, "results/two-threads", "--profile", "cpu")
     code, text, report = verify(project, canary_home, two, claims)
     (claim,) = report["verdicts"]
-    assert claim["verdict"] in ("CONSISTENT ON ANOTHER SETUP", "DIFFERENT") and code == 1, text  # another thread count, not accepted
+    # another thread count, not accepted
+    assert claim["verdict"] in ("CONSISTENT ON ANOTHER SETUP", "DIFFERENT") and code == 1, text
     assert claim["setup"] == "differs: profile, threads", text
     code, text, report = verify(project, canary_home, two, claims, "--accept", "profile,threads")
     (claim,) = report["verdicts"]

@@ -37,7 +37,11 @@ def run_dir_of(project: Path, out: str) -> Path | None:
 def harness_running(run_id: str) -> bool:
     """The cell's harness itself (not its sandbox audit) is running."""
     for container in repro_containers(run_id):
-        if container.labels.get("repro.role") == "harness" and container.status == "running" and "audit" not in (container.attrs["Config"]["Cmd"] or []):
+        if (
+            container.labels.get("repro.role") == "harness"
+            and container.status == "running"
+            and "audit" not in (container.attrs["Config"]["Cmd"] or [])
+        ):
             return True
     return False
 
@@ -57,7 +61,9 @@ def kill_engine_once_harness_runs(project: Path, out: str, proc: subprocess.Pope
     raise AssertionError("the harness never ran")
 
 
-def test_killed_engine_is_healed_and_the_cell_equals_an_undisturbed_run(project, canary_home, harness_image_ref, llama_image_ref):
+def test_killed_engine_is_healed_and_the_cell_equals_an_undisturbed_run(
+    project, canary_home, harness_image_ref, llama_image_ref
+):
     undisturbed = run_repro(project, canary_home, *ARGS, "--out", "results/undisturbed")
     assert undisturbed.returncode == 0, undisturbed.stdout[-3000:] + undisturbed.stderr[-3000:]
     proc = subprocess.Popen(

@@ -48,9 +48,16 @@ def test_two_replicas_give_the_serial_runs_transcripts(project, canary_home, har
     assert "2 replica(s) per group, 2 harness worker(s) per cell" in replicas.stdout
     serial_dir, replicas_dir = latest(project, "results/serial"), latest(project, "results/replicas")
     assert repro_containers(serial_dir.name) == [] and repro_containers(replicas_dir.name) == []
-    (name, cell_dir), (_, serial_cell) = next(iter(cells_of(replicas_dir).items())), next(iter(cells_of(serial_dir).items()))
+    (name, cell_dir), (_, serial_cell) = (
+        next(iter(cells_of(replicas_dir).items())),
+        next(iter(cells_of(serial_dir).items())),
+    )
     record = load_cell(cell_dir)
-    assert record.execution is not None and (record.execution.replicas, record.execution.workers, record.execution.threads) == (2, 2, 1)
+    assert record.execution is not None and (
+        record.execution.replicas,
+        record.execution.workers,
+        record.execution.threads,
+    ) == (2, 2, 1)
     assert record.engine_audit is not None and record.engine_audit.escapes() == []
     assert outcome(cell_dir) == outcome(serial_cell), name
     assert read_regular(cell_dir / "engine.log", 1 << 26).count(b"n_threads = 1") == 2

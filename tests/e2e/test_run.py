@@ -63,17 +63,27 @@ def test_the_console_of_a_run_reads_as_a_log(e2e_run, e2e_console):
         header = lines.index(f"cell {number} of 2: smollm2-135m-instruct-q4_1 / json_schema / {suite} ({cell_id})")
         done = next(i for i in range(header, len(lines)) if lines[i].startswith("  done "))
         assert lines[done].startswith(f"  done smollm2-135m-instruct-q4_1 / json_schema / {suite}: ")
-        scenario_lines = [line[4:9] for line in lines[header + 1 : done] if not line.startswith("overall: ")]  # every 60 s an overall line
+        # every 60 s an overall line
+        scenario_lines = [line[4:9] for line in lines[header + 1 : done] if not line.startswith("overall: ")]
         assert scenario_lines == [f"[{i}/7]" for i in range(1, 8)]
         assert lines[done + 1].startswith(f"overall: {7 * number} of 14 scenarios, {number} of 2 cells, ")
-    assert "left" in next(line for line in lines if line.startswith("overall: 7 of 14"))  # time left from the measured rate
+    # time left from the measured rate
+    assert "left" in next(line for line in lines if line.startswith("overall: 7 of 14"))
     (ended,) = [line for line in lines if line.startswith("run complete: ")]
-    assert ended.startswith("run complete: overall: 14 of 14 scenarios, 2 of 2 cells, ") and ended.endswith("nothing left")
+    assert ended.startswith("run complete: overall: 14 of 14 scenarios, 2 of 2 cells, ") and ended.endswith(
+        "nothing left"
+    )
     assert "━" not in e2e_console.stdout and "\x1b" not in e2e_console.stdout and "\r" not in e2e_console.stdout
 
 
 def invalid_replies(transcript: list[TranscriptEntry]) -> list[RecordedReply]:
-    return [reply for entry in transcript if isinstance(entry, StepEntry | InvalidEntry) for reply in entry.replies if reply.problem]
+    return [
+        reply
+        for entry in transcript
+        if isinstance(entry, StepEntry | InvalidEntry)
+        for reply in entry.replies
+        if reply.problem
+    ]
 
 
 def test_every_complete_reply_parsed_under_the_schema(e2e_run):
@@ -102,7 +112,8 @@ def test_tables_hold_the_measured_numbers(e2e_run, snapshot, canary_home, tmp_pa
     lines = markdown.splitlines()
     for cell_dir in cells_of(e2e_run).values():
         cell = load_cell(cell_dir)
-        # rows carry short labels (the ids are in the table's key): the quant, size, build, suite and count are the cell's
+        # rows carry short labels (the ids are in the table's key): the quant, size, build, suite and count are
+        # the cell's
         wanted = ("| Q4_1 | 93.8 | b11434 |", f"| {cell.cell.suite.id} | {cell.summary.passed}/7 |")
         assert any(all(part in line for part in wanted) for line in lines), wanted
     assert "\\toprule" in (tmp_path / "results.tex").read_text()
@@ -126,14 +137,23 @@ def test_one_changed_byte_invalidates_its_cell_and_leaves_the_tables(e2e_run, sn
     assert "/7 |" in markdown and f"`{target_cell.name}` (INVALID)" in markdown
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.faults)], ids=["sigint", "sigterm"])
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.faults)], ids=["sigint", "sigterm"]
+)
 def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_home, stop):
     """Ctrl-C (SIGINT), or a scheduler's cancel (SIGTERM, under the faults marker): the run stops
     with 130, removes its containers, keeps only whole cells, and --resume reproduces the run."""
     out = f"results/resume-{stop.name.lower()}"  # inside the ignored results/ folder: the tree stays clean
     args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out]
     # the run stops on the signal even when this test run was started with SIGINT ignored (nohup ... &)
-    proc = popen(repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = popen(
+        repro_command(*args),
+        cwd=snapshot,
+        env=repro_env(snapshot, canary_home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     cells_dir = None
     deadline = time.monotonic() + 1200
     while time.monotonic() < deadline and proc.poll() is None:
@@ -150,7 +170,9 @@ def test_interrupted_run_resumes_to_the_same_results(e2e_run, snapshot, canary_h
     run_dir = cells_dir.parent
     run_id = run_dir.name
     assert repro_containers(run_id) == []
-    assert not any((p / "cell.json").exists() for p in cells_dir.iterdir() if p.name.startswith(".")), "a partial cell looks complete"
+    assert not any((p / "cell.json").exists() for p in cells_dir.iterdir() if p.name.startswith(".")), (
+        "a partial cell looks complete"
+    )
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert len(cells_of(run_dir)) == 1
 
@@ -184,7 +206,9 @@ def stop_after_kept(proc: subprocess.Popen, partial: Path, count: int, timeout: 
     raise AssertionError(f"the run ended or stalled before {count} scenarios of its cell were kept")
 
 
-def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same_transcripts(e2e_run, snapshot, canary_home, tmp_path):
+def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same_transcripts(
+    e2e_run, snapshot, canary_home, tmp_path
+):
     """The test stops the run from outside (SIGTERM to `repro matrix run`) once 3 scenarios of the
     first cell are kept: the partial cell keeps them (no cell.json), check calls the run INVALID,
     and --resume reruns the others on a freshly booted engine into the uninterrupted run's cell,
@@ -194,7 +218,14 @@ def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same
     args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", out, "--only", cell_id]
     log = tmp_path / "interrupted.log"
     with log.open("w") as sink:
-        proc = popen(repro_command(*args), cwd=snapshot, env=repro_env(snapshot, canary_home), stdout=sink, stderr=subprocess.STDOUT, text=True)
+        proc = popen(
+            repro_command(*args),
+            cwd=snapshot,
+            env=repro_env(snapshot, canary_home),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             run_root = snapshot / out
             deadline = time.monotonic() + 600
@@ -218,14 +249,19 @@ def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same
 
     resumed = run_repro(snapshot, canary_home, *args, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert f"{kept} finished scenario(s) kept" in resumed.stdout and f"{7 - kept} rerun from" in resumed.stdout, resumed.stdout
+    assert f"{kept} finished scenario(s) kept" in resumed.stdout and f"{7 - kept} rerun from" in resumed.stdout, (
+        resumed.stdout
+    )
     assert not partial.exists()
     cell_dir = run_dir / "cells" / cell_id
     record = load_cell(cell_dir)
     assert len(record.resumed_kept) == kept and len(record.earlier_attempts) == 1
     attempt = record.earlier_attempts[0]
     assert sorted(attempt.finished) == sorted(record.resumed_kept) and (cell_dir / attempt.engine_log).is_file()
-    assert attempt.partial.engine_identity == record.engine_identity.reported and attempt.partial.engine_image_id == record.engine_image.id
+    assert (
+        attempt.partial.engine_identity == record.engine_identity.reported
+        and attempt.partial.engine_image_id == record.engine_image.id
+    )
     baseline = cells_of(e2e_run)[cell_id]
     assert outcome(cell_dir) == outcome(baseline)
     assert (cell_dir / "transcripts.jsonl").read_bytes() == (baseline / "transcripts.jsonl").read_bytes()
@@ -238,9 +274,21 @@ def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref
     project = make_snapshot(tmp_path / "project", {"matrix/e2e.yaml": matrix})
     with open(project / "README.md", "a") as readme:
         readme.write("\nAn uncommitted edit.\n")
-    args = ["matrix", "run", "matrix/e2e.yaml", "--profile", "cpu", "--out", "results", "--only", _first_cell(project, canary_home)]
+    args = [
+        "matrix",
+        "run",
+        "matrix/e2e.yaml",
+        "--profile",
+        "cpu",
+        "--out",
+        "results",
+        "--only",
+        _first_cell(project, canary_home),
+    ]
     refused = run_repro(project, canary_home, *args)
-    assert refused.returncode == 2 and "the project tree is dirty (1 file(s): README.md)" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "the project tree is dirty (1 file(s): README.md)" in refused.stderr, (
+        refused.stderr
+    )
     proc = run_repro(project, canary_home, *args, "--allow-dirty")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "not a clean-room run (--allow-dirty)" in proc.stdout
@@ -248,7 +296,10 @@ def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref
     assert json.loads((run_dir / "run.json").read_text())["dirty_allowed"] is True
     check = run_repro(project, canary_home, "check", "results")
     assert check.returncode == 1
-    assert "INVALID" in check.stdout and "project tree was dirty at run time (README.md); the run was started with --allow-dirty" in check.stdout
+    assert (
+        "INVALID" in check.stdout
+        and "project tree was dirty at run time (README.md); the run was started with --allow-dirty" in check.stdout
+    )
 
 
 def _first_cell(project: Path, home: Path) -> str:

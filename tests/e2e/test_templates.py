@@ -24,11 +24,17 @@ ONE_SCENARIO = """\
 @pytest.fixture(scope="module")
 def preflight_run(tmp_path_factory, canary_home, harness_image_ref, llama_image_ref) -> tuple[Path, Path]:
     models, engines = smoke_parts()
-    text = E2E_MATRIX.format(model=models, engine=engines, suites=ONE_SCENARIO).replace("protocols: [json_schema]", "protocols: [json_schema, native_tools]")
+    text = E2E_MATRIX.format(model=models, engine=engines, suites=ONE_SCENARIO).replace(
+        "protocols: [json_schema]", "protocols: [json_schema, native_tools]"
+    )
     project = make_snapshot(tmp_path_factory.mktemp("preflight") / "project", {"matrix/preflight.yaml": text})
     plan = run_repro(project, canary_home, "matrix", "plan", "matrix/preflight.yaml", "--profile", "cpu")
-    assert plan.returncode == 0 and "does not render the tool list" in plan.stdout + plan.stderr, plan.stdout + plan.stderr
-    proc = run_repro(project, canary_home, "matrix", "run", "matrix/preflight.yaml", "--profile", "cpu", "--out", "results")
+    assert plan.returncode == 0 and "does not render the tool list" in plan.stdout + plan.stderr, (
+        plan.stdout + plan.stderr
+    )
+    proc = run_repro(
+        project, canary_home, "matrix", "run", "matrix/preflight.yaml", "--profile", "cpu", "--out", "results"
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return project, project / "results" / (project / "results" / "LATEST").read_text().strip()
 
@@ -40,7 +46,9 @@ def test_a_template_without_tools_excludes_native_tools_before_anything_is_score
     assert (facts["source"], facts["renders_tools"], facts["end_of_turn"]) == ("gguf", False, "<|im_end|>")
     assert "<|im_end|>" in facts["eog_tokens"]
     (native,) = [cell for cell in record["excluded_cells"] if "__native_tools__" in cell]
-    assert record["excluded_cells"][native].startswith("configuration: the chat template (gguf) does not render the tool list")
+    assert record["excluded_cells"][native].startswith(
+        "configuration: the chat template (gguf) does not render the tool list"
+    )
     assert not (run_dir / "cells" / native).exists()  # never run, never scored
     (ran,) = record["planned_cells"]
     cell = load_cell(run_dir / "cells" / ran)

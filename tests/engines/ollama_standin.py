@@ -61,7 +61,9 @@ def example_for(schema: Any) -> Any:
 class StandIn:
     """State of one stand-in server: blobs, models, and every request it received."""
 
-    def __init__(self, version: str = STANDIN_VERSION, *, tokens_per_second: float = 100.0, die_on_chat: bool = False) -> None:
+    def __init__(
+        self, version: str = STANDIN_VERSION, *, tokens_per_second: float = 100.0, die_on_chat: bool = False
+    ) -> None:
         self.version = version
         self.tokens_per_second = tokens_per_second
         self.die_on_chat = die_on_chat
@@ -171,7 +173,13 @@ def make_handler(state: StandIn):
                 "system": body.get("system"),
             }
             if body.get("stream", True):
-                data = "\n".join(json.dumps(line) for line in ({"status": "parsing GGUF"}, {"status": "writing manifest"}, {"status": "success"})) + "\n"
+                data = (
+                    "\n".join(
+                        json.dumps(line)
+                        for line in ({"status": "parsing GGUF"}, {"status": "writing manifest"}, {"status": "success"})
+                    )
+                    + "\n"
+                )
                 encoded = data.encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-ndjson")

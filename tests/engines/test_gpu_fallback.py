@@ -45,12 +45,19 @@ def fake_nvidia_smi() -> Path:
     return script
 
 
-def test_a_cpu_server_named_t4_by_nvidia_smi_is_refused(docker_client, llama_image_ref, harness_image_ref, smollm2_spec, smollm2_gguf, TEST_RUN_ID):
-    engine = NoGpuEngine(docker_client, SMOKE.engines[0], probe_image=harness_image_ref, run_id=TEST_RUN_ID, group_id="gpu-fallback")
+def test_a_cpu_server_named_t4_by_nvidia_smi_is_refused(
+    docker_client, llama_image_ref, harness_image_ref, smollm2_spec, smollm2_gguf, TEST_RUN_ID
+):
+    engine = NoGpuEngine(
+        docker_client, SMOKE.engines[0], probe_image=harness_image_ref, run_id=TEST_RUN_ID, group_id="gpu-fallback"
+    )
     engine.mounts = [bind(fake_nvidia_smi(), "/usr/local/bin/nvidia-smi", read_only=True)]
     with pytest.raises(EngineRefused) as caught:
-        engine.start(llama_image_ref, smollm2_spec, smollm2_gguf, load_profiles().get("gpu-t4"), "gpu-t4", SMOKE.decoding)
+        engine.start(
+            llama_image_ref, smollm2_spec, smollm2_gguf, load_profiles().get("gpu-t4"), "gpu-t4", SMOKE.decoding
+        )
     assert str(caught.value) == (
-        "engine llamacpp-b11434: the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4; refused"
+        "engine llamacpp-b11434: the engine log shows no CUDA device (ggml_cuda_init): "
+        "it served on the CPU, not on a Tesla T4; refused"
     )
     assert leaked_containers(TEST_RUN_ID, docker_client) == []  # the refused engine was stopped and removed

@@ -26,7 +26,9 @@ SPEC = SMOKE.engines[0]
 GROUP = "engine-tests"
 
 
-def boot(docker_client, llama_image_ref, harness_image_ref, run_id: str, model, gguf: Path, *, spec=SPEC, profile=PROFILE):
+def boot(
+    docker_client, llama_image_ref, harness_image_ref, run_id: str, model, gguf: Path, *, spec=SPEC, profile=PROFILE
+):
     return boot_engine(
         docker_client,
         BootSpec(
@@ -87,7 +89,13 @@ def test_the_latency_gate_passes(handle, docker_client):
 
 def test_a_gate_with_impossible_thresholds_excludes_with_the_reason(handle, docker_client):
     strict = PROFILE.model_copy(update={"gate": PROFILE.gate.model_copy(update={"min_tokens_per_second": 1e6})})
-    gate = run_gate(docker_client, handle, profile=strict, settings=LatencyGateSettings(warmup=False, attempts=2, required=2), decoding=SMOKE.decoding)
+    gate = run_gate(
+        docker_client,
+        handle,
+        profile=strict,
+        settings=LatencyGateSettings(warmup=False, attempts=2, required=2),
+        decoding=SMOKE.decoding,
+    )
     assert not gate.passed and "tokens/s < 1e+06" in gate.reason and len(gate.attempts) == 2
 
 
@@ -95,7 +103,9 @@ def labelled(docker_client, run_id: str) -> set[str]:
     return {c.id for c in docker_client.containers.list(all=True, filters={"label": f"repro.run={run_id}"})}
 
 
-def test_a_wrong_build_pin_is_refused_after_boot(docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf):
+def test_a_wrong_build_pin_is_refused_after_boot(
+    docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf
+):
     before = labelled(docker_client, TEST_RUN_ID)
     wrong = SPEC.model_copy(update={"build_info": "b11434-not-this-build"})
     with pytest.raises(EngineRefused) as caught:
@@ -105,7 +115,9 @@ def test_a_wrong_build_pin_is_refused_after_boot(docker_client, llama_image_ref,
     assert labelled(docker_client, TEST_RUN_ID) == before  # the refused engine is stopped and removed
 
 
-def test_an_engine_that_cannot_load_fails_fast_with_its_log(docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, tmp_path: Path):
+def test_an_engine_that_cannot_load_fails_fast_with_its_log(
+    docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, tmp_path: Path
+):
     garbage = tmp_path / "not-a-model.gguf"
     garbage.write_bytes(b"this is not a GGUF file" * 1000)
     garbage.chmod(0o644)
@@ -118,7 +130,9 @@ def test_an_engine_that_cannot_load_fails_fast_with_its_log(docker_client, llama
     assert labelled(docker_client, TEST_RUN_ID) == before
 
 
-def test_an_engine_killed_mid_request_is_an_engine_fault(docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf):
+def test_an_engine_killed_mid_request_is_an_engine_fault(
+    docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf
+):
     handle = boot(docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf)
     container = docker_client.containers.get(handle.container_id)
 

@@ -36,7 +36,10 @@ class StandInOllama(OllamaEngine):
         kwargs = super().container_kwargs(image, model, gguf, profile, decoding, host_cpus=host_cpus, name=name)
         kwargs["entrypoint"] = ["python3", "/standin/ollama_standin.py"]
         kwargs["command"] = ["--port", str(self.port), "--version", STANDIN_VERSION]
-        kwargs["mounts"] = [*kwargs["mounts"], bind(STANDIN_DIR / "ollama_standin.py", "/standin/ollama_standin.py", read_only=True)]
+        kwargs["mounts"] = [
+            *kwargs["mounts"],
+            bind(STANDIN_DIR / "ollama_standin.py", "/standin/ollama_standin.py", read_only=True),
+        ]
         return kwargs
 
 
@@ -45,7 +48,9 @@ def start(docker_client, harness_image_ref, run_id, model, gguf, spec=OLLAMA_SPE
     return engine, engine.start(harness_image_ref, model, gguf, PROFILE, "cpu", SMOKE.decoding)
 
 
-def test_ollama_path_against_the_sealed_standin(docker_client, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf):
+def test_ollama_path_against_the_sealed_standin(
+    docker_client, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf
+):
     engine, handle = start(docker_client, harness_image_ref, TEST_RUN_ID, smollm2_spec, smollm2_gguf)
     try:
         assert handle.identity == STANDIN_VERSION and handle.api == "ollama"

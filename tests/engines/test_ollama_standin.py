@@ -31,7 +31,13 @@ from tests.fixtures.models import smoke_model
 GGUF_BYTES = b"GGUF" + os.urandom(200_000)
 GGUF_SHA = hashlib.sha256(GGUF_BYTES).hexdigest()
 OLLAMA_SPEC = EngineSpec.model_validate(
-    {"id": "ollama-pinned", "kind": "ollama", "label": "stand-in", "image": "ollama/ollama@sha256:" + "1" * 64, "version": STANDIN_VERSION}
+    {
+        "id": "ollama-pinned",
+        "kind": "ollama",
+        "label": "stand-in",
+        "image": "ollama/ollama@sha256:" + "1" * 64,
+        "version": STANDIN_VERSION,
+    }
 )
 
 
@@ -99,12 +105,22 @@ def test_load_uploads_the_blob_then_creates_with_explicit_template_and_parameter
     assert code == 0 and result["ok"] and result["uploaded"] is True
     assert result["blob"] == f"sha256:{GGUF_SHA}"
     assert standin.blobs == {GGUF_SHA: len(GGUF_BYTES)}
-    assert standin.paths()[:3] == [f"HEAD /api/blobs/sha256:{GGUF_SHA}", f"POST /api/blobs/sha256:{GGUF_SHA}", "POST /api/create"]
+    assert standin.paths()[:3] == [
+        f"HEAD /api/blobs/sha256:{GGUF_SHA}",
+        f"POST /api/blobs/sha256:{GGUF_SHA}",
+        "POST /api/create",
+    ]
     create = next(body for method, path, body in standin.requests if path == "/api/create")
     assert create["model"] == "repro-tiny:abc"
     assert create["files"] == {"model.gguf": f"sha256:{GGUF_SHA}"}
     assert "<|im_start|>" in create["template"] and create["stream"] is False
-    assert create["parameters"] == {"num_ctx": 4096, "temperature": 0.0, "seed": 42, "num_predict": 512, "stop": ["<|im_start|>", "<|im_end|>"]}
+    assert create["parameters"] == {
+        "num_ctx": 4096,
+        "temperature": 0.0,
+        "seed": 42,
+        "num_predict": 512,
+        "stop": ["<|im_start|>", "<|im_end|>"],
+    }
     assert result["show"]["template"] == create["template"]
     assert not any(path == "/api/pull" for _, path, _ in standin.requests)
     # a second load finds the blob (HEAD 200) and uploads nothing
@@ -145,7 +161,19 @@ def test_probe_bad_input_exits_2(tmp_path: Path):
     assert caught.value.code == 2
     code, result = run_probe_main(
         tmp_path,
-        ["ollama-load", "--base-url", "http://127.0.0.1:9", "--gguf", str(tmp_path / "absent.gguf"), "--sha256", GGUF_SHA, "--name", "x", "--template", "t"],
+        [
+            "ollama-load",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--gguf",
+            str(tmp_path / "absent.gguf"),
+            "--sha256",
+            GGUF_SHA,
+            "--name",
+            "x",
+            "--template",
+            "t",
+        ],
     )
     assert code == 2 and "no GGUF" in result["error"]
 
@@ -173,7 +201,16 @@ def test_ready_waits_through_loading(tmp_path: Path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         code, result = run_probe_main(
-            tmp_path, ["ready", "--base-url", f"http://127.0.0.1:{server.server_address[1]}", "--timeout", "20", "--interval", "0.05"]
+            tmp_path,
+            [
+                "ready",
+                "--base-url",
+                f"http://127.0.0.1:{server.server_address[1]}",
+                "--timeout",
+                "20",
+                "--interval",
+                "0.05",
+            ],
         )
     finally:
         server.shutdown()
@@ -189,7 +226,13 @@ def test_chat_client_sends_options_format_and_no_stream(standin, tmp_path: Path,
     turn = probe_turn()
     schema = step_schema(turn.agent.tools)
     with OllamaClient(standin.url, "repro-tiny:abc", num_ctx=2048) as client:
-        reply = client.chat([{"role": "user", "content": "hi"}], response_format=response_format(schema), max_tokens=64, temperature=0.0, seed=7)
+        reply = client.chat(
+            [{"role": "user", "content": "hi"}],
+            response_format=response_format(schema),
+            max_tokens=64,
+            temperature=0.0,
+            seed=7,
+        )
     assert isinstance(reply, ChatReply)
     body = standin.requests[-1][2]
     assert body["stream"] is False and body["format"] == schema
@@ -199,7 +242,14 @@ def test_chat_client_sends_options_format_and_no_stream(standin, tmp_path: Path,
     assert reply.usage["completion_tokens"] == body_eval_count(reply)
     assert reply.timings["eval_count"] == reply.usage["completion_tokens"]
     assert reply.timings["predicted_per_second"] == pytest.approx(100.0, rel=0.05)
-    assert {"prompt_eval_count", "prompt_eval_duration", "eval_duration", "prompt_n", "predicted_n", "predicted_ms"} <= set(reply.timings)
+    assert {
+        "prompt_eval_count",
+        "prompt_eval_duration",
+        "eval_duration",
+        "prompt_n",
+        "predicted_n",
+        "predicted_ms",
+    } <= set(reply.timings)
 
 
 def body_eval_count(reply: ChatReply) -> int:
@@ -218,13 +268,18 @@ def test_unknown_model_and_dead_engine_are_engine_errors(standin, tmp_path: Path
         client.chat([{"role": "user", "content": "hi"}])
     load(standin, tmp_path, gguf)
     standin.die_on_chat = True
-    with OllamaClient(standin.url, "repro-tiny:abc", timeout=10) as client, pytest.raises(EngineError, match="transport error"):
+    with (
+        OllamaClient(standin.url, "repro-tiny:abc", timeout=10) as client,
+        pytest.raises(EngineError, match="transport error"),
+    ):
         client.chat([{"role": "user", "content": "hi"}])
 
 
 def test_format_mapping():
     schema = {"type": "object"}
-    assert format_from_response_format({"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}) == schema
+    assert (
+        format_from_response_format({"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}) == schema
+    )
     assert format_from_response_format({"type": "json_object"}) == "json"
     assert format_from_response_format(None) is None
 
@@ -316,7 +371,11 @@ def test_a_step_that_times_out_is_slow_not_an_engine_fault(standin, tmp_path: Pa
     code, result = run_probe_main(tmp_path, argv)
     [attempt] = result["attempts"]
     assert code == 0 and result["passed"] is False
-    assert attempt["timed_out"] is True and attempt["engine_fault"] is False and attempt["error"].startswith("no reply: timeout after 1s")
+    assert (
+        attempt["timed_out"] is True
+        and attempt["engine_fault"] is False
+        and attempt["error"].startswith("no reply: timeout after 1s")
+    )
 
 
 def test_gate_on_a_dead_engine_exits_3(standin, tmp_path: Path, gguf: Path):

@@ -33,7 +33,9 @@ def sleeper(client, image: str, run_id: str, *, role: str = "engine", seconds: i
         code = f"import sys; print('stand-in exiting', flush=True); sys.exit({exit_code})"
     settings = engine_settings(run_id=run_id, cell_id="sandbox-tests", mem_limit=256 * 1024**2, nano_cpus=500_000_000)
     settings = settings.with_(labels={**settings.labels, "repro.role": role})
-    kwargs = create_kwargs(settings, image, ["-c", code], entrypoint=["python3"], name=container_name(run_id, "engine", "sleeper"))
+    kwargs = create_kwargs(
+        settings, image, ["-c", code], entrypoint=["python3"], name=container_name(run_id, "engine", "sleeper")
+    )
     return client.containers.create(**kwargs)
 
 
@@ -43,7 +45,14 @@ def test_read_back_reports_what_docker_applied(docker_client, harness_image_ref,
     probe = None
     try:
         engine.start()
-        kwargs = probe_kwargs(image, engine.id, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"], tmp_path, run_id=TEST_RUN_ID, cell_id="c")
+        kwargs = probe_kwargs(
+            image,
+            engine.id,
+            ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"],
+            tmp_path,
+            run_id=TEST_RUN_ID,
+            cell_id="c",
+        )
         probe = docker_client.containers.create(**kwargs)
         applied = read_back(probe)
         assert hardening_problems(applied, "probe") == []
@@ -75,10 +84,30 @@ def test_probe_runs_in_the_namespace_and_result_comes_from_the_file(docker_clien
     try:
         engine.start()
         with pytest.raises(ProbeUnreachable) as caught:
-            probe(docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"], ReadyResult, TEST_RUN_ID, 60)
+            probe(
+                docker_client,
+                image,
+                engine,
+                ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "1"],
+                ReadyResult,
+                TEST_RUN_ID,
+                60,
+            )
         assert isinstance(caught.value.result, ReadyResult) and caught.value.result.ready is False
         assert caught.value.probe_exit_code == EXIT_ENGINE_UNREACHABLE
-        load = ["ollama-load", "--base-url", "http://127.0.0.1:1", "--gguf", "/nonexistent", "--sha256", "0" * 64, "--name", "x", "--template", "t"]
+        load = [
+            "ollama-load",
+            "--base-url",
+            "http://127.0.0.1:1",
+            "--gguf",
+            "/nonexistent",
+            "--sha256",
+            "0" * 64,
+            "--name",
+            "x",
+            "--template",
+            "t",
+        ]
         with pytest.raises(ProbeFailed, match="refused its input"):
             probe(docker_client, image, engine, load, OllamaLoadResult, TEST_RUN_ID, 60)
     finally:
@@ -92,7 +121,15 @@ def test_probe_fails_fast_when_the_engine_exits(docker_client, harness_image_ref
     try:
         engine.start()
         with pytest.raises(EngineDied) as caught:
-            probe(docker_client, image, engine, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"], ReadyResult, TEST_RUN_ID, 180)
+            probe(
+                docker_client,
+                image,
+                engine,
+                ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "120"],
+                ReadyResult,
+                TEST_RUN_ID,
+                180,
+            )
         assert "stopped" in str(caught.value) or "not running" in str(caught.value)
         assert "stand-in up" in caught.value.log_tail and caught.value.container_exit_code == 7
     finally:

@@ -33,7 +33,8 @@ LEFT_UNSET = {
     "--fit-ctx": "only read when --fit is on (it is off)",
     "--kv-unified": "its default (disabled) holds whenever -np is explicit, and it always is",
     "--op-offload": "default enabled on every device, not chosen per device",
-    "--lazy-mode": "chosen by tensor size (on-demand rows for tensors over 4 GiB), not by the device; where rows are read from changes no result",
+    "--lazy-mode": "chosen by tensor size (on-demand rows for tensors over 4 GiB), not by the device; "
+    "where rows are read from changes no result",
     "--reasoning": "chosen from the chat template, which the matrix pins (docs/matrix.md), not from the device",
     "--reasoning-format": "chosen from the chat template, not from the device",
     "--log-colors": "chosen by whether the log is a terminal",
@@ -108,15 +109,20 @@ def server_help(docker_client, llama_image_ref, run_id: str) -> str:
         containers.remove(container)
 
 
-def test_every_option_the_server_chooses_per_device_is_set_on_a_cuda_profile(docker_client, llama_image_ref, TEST_RUN_ID):
+def test_every_option_the_server_chooses_per_device_is_set_on_a_cuda_profile(
+    docker_client, llama_image_ref, TEST_RUN_ID
+):
     options = parse_help(server_help(docker_client, llama_image_ref, TEST_RUN_ID))
     by_flag = {flag: option for option in options for flag in option.flags}
     assert set(DEVICE_CHOSEN) <= set(by_flag), sorted(set(DEVICE_CHOSEN) - set(by_flag))
     argv = server_args(SMOKE.models[0], T4, SMOKE.decoding)
-    assert [flag for flag in argv if flag.startswith("-") and flag not in by_flag] == []  # the build takes every flag gpu-t4 passes
+    # the build takes every flag gpu-t4 passes
+    assert [flag for flag in argv if flag.startswith("-") and flag not in by_flag] == []
     pinned = {by_flag[flag].name for flag in argv if flag in by_flag}
     assert set(DEVICE_CHOSEN) <= pinned
-    per_device = {option.name for option in options if PER_DEVICE.search(option.text) or PER_DEVICE.search(" ".join(option.flags))}
+    per_device = {
+        option.name for option in options if PER_DEVICE.search(option.text) or PER_DEVICE.search(" ".join(option.flags))
+    }
     unset = sorted(per_device - pinned - set(LEFT_UNSET))
     assert unset == [], f"options chosen per device and left unset on gpu-t4: {unset}"
     assert sorted(set(LEFT_UNSET) - per_device) == []  # every reason is for an option this build has and would flag

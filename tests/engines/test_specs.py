@@ -29,7 +29,15 @@ def llama(run_id: str = "run-1", group: str = "grp") -> LlamaCppEngine:
 def kwargs_for(profile_name: str, tmp_path: Path, host_cpus: int | None = None) -> dict:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    return llama().container_kwargs(IMAGE, SMOKE.models[0], gguf, PROFILES.get(profile_name), SMOKE.decoding, host_cpus=host_cpus, name="repro-run-1-engine-x")
+    return llama().container_kwargs(
+        IMAGE,
+        SMOKE.models[0],
+        gguf,
+        PROFILES.get(profile_name),
+        SMOKE.decoding,
+        host_cpus=host_cpus,
+        name="repro-run-1-engine-x",
+    )
 
 
 def flag(command: list[str], name: str) -> str:
@@ -69,7 +77,8 @@ def test_gpu_t4_spec_requests_one_gpu_and_offloads_every_layer(tmp_path: Path, m
     # with explicit devices
     monkeypatch.setenv("REPRO_GPU_DEVICES", "2,3")
     [request] = gpu_device_requests(PROFILES.get("gpu-t4"))
-    assert request["DeviceIDs"] == ["2"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")  # gpu_count GPUs per replica
+    # gpu_count GPUs per replica
+    assert request["DeviceIDs"] == ["2"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")
     [second] = gpu_device_requests(PROFILES.get("gpu-t4"), replica=1)
     assert second["DeviceIDs"] == ["3"]  # the next replica, the next GPU
     assert gpu_device_requests(PROFILES.get("cpu")) == []
@@ -93,12 +102,24 @@ def test_accelerator_must_match_the_profile():
 
 
 def test_probe_spec_joins_the_engine_with_one_writable_mount(tmp_path: Path):
-    kwargs = probe_kwargs(IMAGE, "f" * 64, ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "5"], tmp_path, run_id="run-1", cell_id="c1")
+    kwargs = probe_kwargs(
+        IMAGE,
+        "f" * 64,
+        ["ready", "--base-url", "http://127.0.0.1:8080", "--timeout", "5"],
+        tmp_path,
+        run_id="run-1",
+        cell_id="c1",
+    )
     assert kwargs["network_mode"] == "container:" + "f" * 64
     assert kwargs["entrypoint"] == ["python3", "-m", "harness", "probe"]
     assert kwargs["command"][-2:] == ["--out", "/out/result.json"]
     assert kwargs["user"] == "10001:10001" and kwargs["read_only"] and kwargs["cap_drop"] == ["ALL"]
-    assert kwargs["security_opt"] == ["no-new-privileges"] and kwargs["pids_limit"] and kwargs["mem_limit"] and kwargs["nano_cpus"]
+    assert (
+        kwargs["security_opt"] == ["no-new-privileges"]
+        and kwargs["pids_limit"]
+        and kwargs["mem_limit"]
+        and kwargs["nano_cpus"]
+    )
     assert kwargs["environment"]["TZ"] == "UTC" and kwargs["environment"]["PYTHONHASHSEED"] == "0"
     assert kwargs["labels"] == {"repro.run": "run-1", "repro.cell": "c1", "repro.role": "probe"}
     writable = [m for m in kwargs["mounts"] if not m["ReadOnly"]]
@@ -119,7 +140,9 @@ def test_containers_are_created_from_image_ids_only():
 
 def test_hardening_problems():
     good = SandboxSettings(
-        labels={"repro.run": "r", "repro.role": "probe"}, network_mode="container:x", mounts=[MountInfo(target="/out", type="bind", read_only=False)]
+        labels={"repro.run": "r", "repro.role": "probe"},
+        network_mode="container:x",
+        mounts=[MountInfo(target="/out", type="bind", read_only=False)],
     )
     assert hardening_problems(good, "probe") == []
     bad = good.with_(
@@ -130,7 +153,10 @@ def test_hardening_problems():
         pids_limit=None,
         env={},
         network_mode="bridge",
-        mounts=[MountInfo(target="/out", type="bind", read_only=False), MountInfo(target="/x", type="bind", read_only=False)],
+        mounts=[
+            MountInfo(target="/out", type="bind", read_only=False),
+            MountInfo(target="/x", type="bind", read_only=False),
+        ],
     )
     problems = hardening_problems(bad, "probe")
     assert len(problems) == 9, problems
@@ -162,6 +188,8 @@ def test_a_daemon_that_does_not_answer_is_one_line(tmp_path: Path):
     import sys
 
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"}
-    done = subprocess.run([sys.executable, "-m", "repro", "cleanup"], capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "repro", "cleanup"], capture_output=True, text=True, timeout=60, env=env
+    )
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1 and "Docker engine not reachable" in done.stderr

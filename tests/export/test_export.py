@@ -38,8 +38,15 @@ def test_every_valid_cell_reads_back_with_the_bundles_outcomes(smoke_run: Path, 
         log = read_eval_log(str(log_path(smoke_export, run.run_id, cell_id)))
         results = {r.id: r for r in bundle.results(cell_id)}
         record = bundle.cell(cell_id)
-        assert log.status == "success" and log.eval.task == record.cell.suite.id and log.eval.task_version == record.suite_sha256
-        assert log.eval.model == f"llama.cpp/{record.cell.model.id}" and log.eval.model_args["gguf_sha256"] == record.cell.model.sha256
+        assert (
+            log.status == "success"
+            and log.eval.task == record.cell.suite.id
+            and log.eval.task_version == record.suite_sha256
+        )
+        assert (
+            log.eval.model == f"llama.cpp/{record.cell.model.id}"
+            and log.eval.model_args["gguf_sha256"] == record.cell.model.sha256
+        )
         assert log.eval.revision is not None and log.eval.revision.commit == run.source.commit
         assert log.eval.model_generate_config.temperature == record.cell.decoding.temperature
         assert log.eval.metadata["repro"]["verdict"] == "VALID" and log.eval.metadata["repro"]["manifest_sha256"]
@@ -52,7 +59,9 @@ def test_every_valid_cell_reads_back_with_the_bundles_outcomes(smoke_run: Path, 
             result = results[str(sample.id)]
             assert sample.scores and (sample.scores["pass"].value == "C") == result.passed
             assert sample.metadata["failure_type"] == result.failure_type
-            assert sample.metadata["failure_layer"] == (FAILURE_LAYER[result.failure_type] if result.failure_type else None)
+            assert sample.metadata["failure_layer"] == (
+                FAILURE_LAYER[result.failure_type] if result.failure_type else None
+            )
             if result.partial_score is not None:
                 assert sample.scores["partial_credit"].value == result.partial_score
             roles = [m.role for m in sample.messages]
@@ -66,12 +75,18 @@ def test_the_failing_step_and_rejected_replies_are_marked(smoke_run: Path, smoke
     log = read_eval_log(str(log_path(smoke_export, bundle.run().run_id, native)))
     sample = next(s for s in log.samples or [] if s.id == "ask-001")
     replies = [m for m in sample.messages if m.role == "assistant"]
-    assert replies and all(m.metadata and m.metadata["reject"] == "text_tool_call" and m.metadata["failing"] for m in replies)
+    assert replies and all(
+        m.metadata and m.metadata["reject"] == "text_tool_call" and m.metadata["failing"] for m in replies
+    )
 
 
 def test_export_leaves_the_bundle_unchanged(smoke_run: Path, smoke_export: Path) -> None:
     def digests() -> dict[str, str]:
-        return {str(p.relative_to(smoke_run)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(smoke_run.rglob("*")) if p.is_file()}
+        return {
+            str(p.relative_to(smoke_run)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(smoke_run.rglob("*"))
+            if p.is_file()
+        }
 
     before = digests()
     assert main(["export", "inspect", str(smoke_run), "--out", str(smoke_export / "again")]) == 0
@@ -94,15 +109,21 @@ def test_an_external_suite_exports_its_own_messages(tmp_path: Path) -> None:
     assert main(["export", "inspect", str(run), "--out", str(tmp_path / "logs")]) == 0
     (cell,) = valid_cells(run)
     log = read_eval_log(str(log_path(tmp_path / "logs", BundleReader(run).run().run_id, cell)))
-    assert log.eval.solver == "toolcallbench" and log.eval.metadata["repro"]["suite"]["version"] == "toolcallbench==1.0.1"
+    assert (
+        log.eval.solver == "toolcallbench" and log.eval.metadata["repro"]["suite"]["version"] == "toolcallbench==1.0.1"
+    )
     results = {r.id: r for r in BundleReader(run).results(cell)}
-    assert sum(s.scores["pass"].value == "C" for s in log.samples or [] if s.scores) == sum(r.passed for r in results.values())
+    assert sum(s.scores["pass"].value == "C" for s in log.samples or [] if s.scores) == sum(
+        r.passed for r in results.values()
+    )
     sample = next(s for s in log.samples or [] if s.id == "read-01")
     assert [m.role for m in sample.messages] == ["system", "user", "assistant"]  # ToolCallBench's own log
     assert sample.output.completion == sample.messages[-1].text
 
 
-def test_output_inside_the_bundle_or_not_a_folder_is_refused(smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_output_inside_the_bundle_or_not_a_folder_is_refused(
+    smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("x")
     for out in (smoke_run / "logs", smoke_run.parent, a_file):
@@ -112,7 +133,9 @@ def test_output_inside_the_bundle_or_not_a_folder_is_refused(smoke_run: Path, tm
     assert not (smoke_run / "logs").exists()
 
 
-def test_a_missing_extra_is_one_line(smoke_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_extra_is_one_line(
+    smoke_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "inspect_ai", None)  # import inspect_ai now fails as if not installed
     monkeypatch.delitem(sys.modules, "repro.report.inspect_log", raising=False)
     assert main(["export", "inspect", str(smoke_run), "--out", str(tmp_path)]) == 2
@@ -122,11 +145,16 @@ def test_a_missing_extra_is_one_line(smoke_run: Path, tmp_path: Path, monkeypatc
 
 
 def test_only_the_export_command_imports_inspect_ai() -> None:
-    code = "import sys, repro.cli, repro.report.export, repro.report.html; assert 'inspect_ai' not in sys.modules, 'imported'"
+    code = (
+        "import sys, repro.cli, repro.report.export, repro.report.html; "
+        "assert 'inspect_ai' not in sys.modules, 'imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-def test_a_log_path_that_is_not_a_regular_file_is_refused(smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_log_path_that_is_not_a_regular_file_is_refused(
+    smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = BundleReader(smoke_run).run()
     target = log_path(tmp_path, run.run_id, valid_cells(smoke_run)[0])
     target.parent.mkdir(parents=True)

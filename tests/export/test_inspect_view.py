@@ -43,7 +43,18 @@ def wait_until_serving(url: str, server: subprocess.Popen[bytes]) -> None:
 def test_inspect_view_shows_a_samples_messages(smoke_run: Path, smoke_export: Path, tmp_path: Path) -> None:
     inspect = Path(sys.executable).with_name("inspect")
     port = free_port()
-    command = [str(inspect), "view", "--log-dir", str(smoke_export), "--recursive", "--host", "127.0.0.1", "--port", str(port), "--no-trust-content"]
+    command = [
+        str(inspect),
+        "view",
+        "--log-dir",
+        str(smoke_export),
+        "--recursive",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-trust-content",
+    ]
     server = popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # stopped by SIGTERM below
     try:
         base = f"http://127.0.0.1:{port}"
@@ -52,7 +63,9 @@ def test_inspect_view_shows_a_samples_messages(smoke_run: Path, smoke_export: Pa
         cell = next(c for c in bundle.cell_ids() if "qwen" in c and "__json_schema__workspace" in c)
         relative = log_path(smoke_export, bundle.run().run_id, cell).relative_to(smoke_export).as_posix()
         wanted = "You keep the veterinary clinic's vaccination list."  # ask-001's system message
-        text = page_text_when(f"{base}/#/logs/{relative}/samples/sample/ask-001/1/messages", tmp_path / "profile", wanted, timeout=60)
+        text = page_text_when(
+            f"{base}/#/logs/{relative}/samples/sample/ask-001/1/messages", tmp_path / "profile", wanted, timeout=60
+        )
         assert wanted in text, text[-2000:]
         assert "Mark the dog's rabies booster as done" in text  # the task, the user's message
     finally:

@@ -22,7 +22,11 @@ from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity o
 
 MATRIX = PROJECT_ROOT / "matrix" / "toolcallbench-smoke.yaml"
 DRIVER = PROJECT_ROOT / "images" / "toolcallbench" / "driver.py"
-ALL_TASKS = [f"{group}-{n:02d}" for group, count in (("chain", 4), ("edit", 5), ("failure", 3), ("read", 5), ("run", 3)) for n in range(1, count + 1)]
+ALL_TASKS = [
+    f"{group}-{n:02d}"
+    for group, count in (("chain", 4), ("edit", 5), ("failure", 3), ("read", 5), ("run", 3))
+    for n in range(1, count + 1)
+]
 
 
 def loaded() -> LoadedMatrix:
@@ -57,27 +61,62 @@ def tcb_python(tmp_path_factory, tcb_wheels) -> Path:
     """A venv on the host with exactly the locked wheels: ToolCallBench outside repro."""
     venv = tmp_path_factory.mktemp("tcb-venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--find-links", str(tcb_wheels), "toolcallbench"], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--find-links", str(tcb_wheels), "toolcallbench"],
+        check=True,
+    )
     return venv / "bin" / "python"
 
 
 def run_direct(python: Path, work: Path, profile: str, tasks: list[str]) -> dict[str, tuple[bool, str]]:
     """ToolCallBench's own CLI with its scripted backend: task id -> (passed, its failure type)."""
     results = work / "results"
-    command = [str(python), "-m", "toolcallbench", "run", "--backend", "scripted", "--profile", profile, "--repeats", "1"]
+    command = [
+        str(python),
+        "-m",
+        "toolcallbench",
+        "run",
+        "--backend",
+        "scripted",
+        "--profile",
+        profile,
+        "--repeats",
+        "1",
+    ]
     command += ["--results-dir", str(results), "--session", "direct", "--tasks", ",".join(tasks), "--root", str(work)]
     subprocess.run(command, cwd=work, check=True, capture_output=True)
     with sqlite3.connect(results / "results.sqlite") as db:
-        return {task: (bool(passed), failure) for task, passed, failure in db.execute("SELECT task_id, passed, failure_type FROM runs")}
+        return {
+            task: (bool(passed), failure)
+            for task, passed, failure in db.execute("SELECT task_id, passed, failure_type FROM runs")
+        }
 
 
 def run_driver(python: Path, out: Path, profile: str, tasks: list[str]) -> None:
     """repro's driver on the host (no container): what the image runs, for the fast tests."""
-    command = [str(python), str(DRIVER), "--out", str(out), "--tasks", ",".join(tasks), "--backend", "scripted", "--profile", profile]
+    command = [
+        str(python),
+        str(DRIVER),
+        "--out",
+        str(out),
+        "--tasks",
+        ",".join(tasks),
+        "--backend",
+        "scripted",
+        "--profile",
+        profile,
+    ]
     subprocess.run(command, cwd=out, check=True, capture_output=True)
 
 
-def collect_cell(run_dir: Path, cell: Cell, out_dirs: list[Path], seconds: float = 60.0, redactor: Redactor | None = None, **fields: object) -> CellRecord:
+def collect_cell(
+    run_dir: Path,
+    cell: Cell,
+    out_dirs: list[Path],
+    seconds: float = 60.0,
+    redactor: Redactor | None = None,
+    **fields: object,
+) -> CellRecord:
     """What a run does with a cell's output folders: the raw files kept, the records normalised,
     the cell written (with the suite's wheel embedded beside it); `fields` complete its record."""
     from repro.containers import lifecycle as containers
@@ -87,7 +126,14 @@ def collect_cell(run_dir: Path, cell: Cell, out_dirs: list[Path], seconds: float
     kind = kind_of(cell.suite)
     selection = select(cell.suite)
     kind.embed(bundle, cell.suite, selection)
-    record = CellRecord(cell=cell, status="done", suite_ids=selection.ids, suite_sha256=selection.sha256, harness_seconds=seconds, **fields)  # type: ignore[arg-type]
+    record = CellRecord(
+        cell=cell,
+        status="done",
+        suite_ids=selection.ids,
+        suite_sha256=selection.sha256,
+        harness_seconds=seconds,
+        **fields,  # type: ignore[arg-type]
+    )
     writer = bundle.start_cell(cell.id)
     ended = [containers.Exit(code=0, seconds=seconds) for _ in out_dirs]
     return writer.finish(kind.collect(writer, record, out_dirs, selection, ended))

@@ -17,7 +17,15 @@ from repro.suites.external import check_rules as external_check
 from repro.suites.external.tholos import RESULTS
 from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import RECOMPUTING, evidence
-from tests.external.tholos_support import FIDELITY_IDS, MATRIX, bodies, results_by_id, run_direct, run_driver, runner_cell
+from tests.external.tholos_support import (
+    FIDELITY_IDS,
+    MATRIX,
+    bodies,
+    results_by_id,
+    run_direct,
+    run_driver,
+    runner_cell,
+)
 from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
 
 FAULTS = [None, "broken_json", "unknown_tool", "endless", "empty"]
@@ -33,7 +41,9 @@ def scripted_run(sources: tuple[Path, Path], tmp_path: Path, ids: list[str], fau
     return out
 
 
-def test_the_runner_directly_and_through_the_driver_send_the_same_requests_and_give_the_same_results(tholos_sources, tmp_path: Path) -> None:
+def test_the_runner_directly_and_through_the_driver_send_the_same_requests_and_give_the_same_results(
+    tholos_sources, tmp_path: Path
+) -> None:
     code_root, scenarios = tholos_sources
     (tmp_path / "direct").mkdir()
     (tmp_path / "driver").mkdir()
@@ -44,11 +54,16 @@ def test_the_runner_directly_and_through_the_driver_send_the_same_requests_and_g
     assert (tmp_path / "direct.jsonl").read_bytes() == (tmp_path / "driver.jsonl").read_bytes()  # byte for byte
     assert results_by_id(tmp_path / "driver" / RESULTS) == direct
     assert {r["category"] for r in direct.values()} >= {"approval", "injection", "web_research"}
-    assert all("cache_prompt" not in body and body["temperature"] == 0 and body["max_tokens"] == 512 for body in bodies(tmp_path / "direct.jsonl"))
+    assert all(
+        "cache_prompt" not in body and body["temperature"] == 0 and body["max_tokens"] == 512
+        for body in bodies(tmp_path / "direct.jsonl")
+    )
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_raw_outputs_normalise_and_the_runners_scoring_re_executes(tholos_sources, tmp_path: Path, fault: str | None) -> None:
+def test_raw_outputs_normalise_and_the_runners_scoring_re_executes(
+    tholos_sources, tmp_path: Path, fault: str | None
+) -> None:
     out = scripted_run(tholos_sources, tmp_path, FIDELITY_IDS, fault)
     record = collect_cell(tmp_path / "run", runner_cell(FIDELITY_IDS), [out])
     assert record.status == "done", record.reason
@@ -120,7 +135,12 @@ def test_the_tholos_matrix_pins_the_runner_archive_and_runs_both_harnesses() -> 
 
 def test_a_wheel_pin_dumps_as_before_so_no_cell_id_changes() -> None:
     pin = ExternalSuite.model_validate(
-        {"harness": "toolcallbench", "wheel": "toolcallbench==1.0.1", "sha256": "0" * 64, "requirements": {"path": "x", "sha256": "1" * 64}}
+        {
+            "harness": "toolcallbench",
+            "wheel": "toolcallbench==1.0.1",
+            "sha256": "0" * 64,
+            "requirements": {"path": "x", "sha256": "1" * 64},
+        }
     )
     assert list(pin.model_dump()) == ["harness", "wheel", "sha256", "requirements"]
 
@@ -130,15 +150,23 @@ def test_a_wheel_pin_dumps_as_before_so_no_cell_id_changes() -> None:
     [
         (("max_tokens: 512", "max_tokens: 384"), "sends temperature 0, max_tokens 512 itself"),
         (("temperature: 0\n", "temperature: 0.7\n"), "sends temperature 0, max_tokens 512 itself"),
-        (("sha256: 48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466", "sha256: " + "a" * 64), "reads the archive"),
         (
-            ("    external:\n      harness: tholos\n      archive:", "    external:\n      harness: tholos\n      wheel: tholos==0.1.2\n      archive:"),
+            ("sha256: 48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466", "sha256: " + "a" * 64),
+            "reads the archive",
+        ),
+        (
+            (
+                "    external:\n      harness: tholos\n      archive:",
+                "    external:\n      harness: tholos\n      wheel: tholos==0.1.2\n      archive:",
+            ),
             "exactly one of",
         ),
         (("protocols: [json_schema]", "protocols: [json_schema, native_tools]"), "matrix's protocols must be"),
     ],
 )
-def test_a_matrix_the_runner_cannot_carry_is_refused_in_one_line(tmp_path: Path, edit: tuple[str, str], reason: str) -> None:
+def test_a_matrix_the_runner_cannot_carry_is_refused_in_one_line(
+    tmp_path: Path, edit: tuple[str, str], reason: str
+) -> None:
     text = MATRIX.read_text()
     assert edit[0] in text
     path = MATRIX.parent / f".test-{tmp_path.name}.yaml"
@@ -161,7 +189,8 @@ def test_an_archive_is_found_in_a_mirror_by_sha256_whatever_its_name(tmp_path: P
     (tmp_path / "files" / "a" / "x.json").write_text("{}")
     (tmp_path / "mirror").mkdir()
     sha = pack_folder(tmp_path / "files", tmp_path / "mirror" / "any-name.tar")
-    assert pack_folder(tmp_path / "files", tmp_path / "again.tar") == sha == sha256_file(tmp_path / "again.tar")  # deterministic
+    # deterministic
+    assert pack_folder(tmp_path / "files", tmp_path / "again.tar") == sha == sha256_file(tmp_path / "again.tar")
     monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
     with pytest.raises(BadInput, match=MIRROR_ENV):
         fetch_source(EngineSource(archive="not-here.tar", sha256=sha))
@@ -195,7 +224,9 @@ def test_the_runners_json_mode_runs_and_checks_as_json_object_and_is_held_to_it(
     ev = evidence(tmp_path / "run", record)
     assert [problem for rule in RECOMPUTING for problem in rule(ev)] == []
     assert {r.protocol_stats.protocol for r in ev.bundle.results(record.cell.id) if r.protocol_stats} == {"json_object"}
-    as_schema = evidence(tmp_path / "run", record.model_copy(update={"cell": record.cell.model_copy(update={"protocol": "json_schema"})}))
+    as_schema = evidence(
+        tmp_path / "run", record.model_copy(update={"cell": record.cell.model_copy(update={"protocol": "json_schema"})})
+    )
     as_schema.cell_id = record.cell.id
     assert any("no json_schema response_format" in p for p in external_check.rule_rechecked(as_schema))
 

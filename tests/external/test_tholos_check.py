@@ -12,7 +12,16 @@ from harness.testing.scripted_engine import ScriptedEngine
 from repro.bundle.layout.names import INPUTS_DIR
 from repro.bundle.layout.writer import Bundle
 from repro.bundle.provenance import SourceState, SystemDescription
-from repro.bundle.records import EngineSettings, Execution, IdentityCheck, ImageInfo, MatrixInfo, RunRecord, SandboxRecord, utc_now
+from repro.bundle.records import (
+    EngineSettings,
+    Execution,
+    IdentityCheck,
+    ImageInfo,
+    MatrixInfo,
+    RunRecord,
+    SandboxRecord,
+    utc_now,
+)
 from repro.bundle.redact import Redactor
 from repro.check.verdict import CellVerdict, check_run
 from repro.core.files import sha256_bytes
@@ -45,12 +54,24 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
     profiles = load_profiles()
     matrix = loaded()
     templates = real_or_standin_templates(matrix.matrix.models)
-    cell = next(c for c in make_plan(matrix, "cpu", profiles.get("cpu"), templates=templates).cells if c.suite.external is not None)
+    cell = next(
+        c
+        for c in make_plan(matrix, "cpu", profiles.get("cpu"), templates=templates).cells
+        if c.suite.external is not None
+    )
     bundle = Bundle(run_dir, Redactor(CANARY))
     bundle.embed_matrix(MATRIX.read_bytes(), matrix.sha256)
     source = SourceState(commit="a" * 40, tree_clean=True, dirty_files=[], harness_digest=HARNESS_DIGEST)
     system = SystemDescription(
-        cpu_model="cpu", cpu_cores=2, memory_gb=8, os="Debian", kernel="6", machine="x86_64", docker_engine="20", docker_api="1.41", storage_driver="overlay2"
+        cpu_model="cpu",
+        cpu_cores=2,
+        memory_gb=8,
+        os="Debian",
+        kernel="6",
+        machine="x86_64",
+        docker_engine="20",
+        docker_api="1.41",
+        storage_driver="overlay2",
     )
     run = RunRecord(
         run_id=run_dir.name,
@@ -78,11 +99,21 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
         cell,
         [out],
         redactor=Redactor(CANARY),
-        harness_image=ImageInfo(reference="repro/tholos:k", id="sha256:" + "1" * 64, key="k", pinned_by="content-key", labels=labels),
-        engine_image=ImageInfo(reference="repro/llama-cpp:e", id="sha256:" + "2" * 64, key="e", pinned_by="content-key", labels={"repro.key": "e"}),
+        harness_image=ImageInfo(
+            reference="repro/tholos:k", id="sha256:" + "1" * 64, key="k", pinned_by="content-key", labels=labels
+        ),
+        engine_image=ImageInfo(
+            reference="repro/llama-cpp:e",
+            id="sha256:" + "2" * 64,
+            key="e",
+            pinned_by="content-key",
+            labels={"repro.key": "e"},
+        ),
         model_sha256_verified=cell.model.sha256,
         engine_identity=IdentityCheck(expected=expected, reported=expected, matched=True),
-        engine_settings=EngineSettings(reported={**reported_template(templates[cell.model.id]), "build_info": expected, "total_slots": 1}),
+        engine_settings=EngineSettings(
+            reported={**reported_template(templates[cell.model.id]), "build_info": expected, "total_slots": 1}
+        ),
         sandbox=SandboxRecord(harness=HARNESS_SANDBOX, engine=ENGINE_SANDBOX),
         sandbox_audit=CLEAN_AUDIT,
         engine_audit=CLEAN_AUDIT,
@@ -135,7 +166,9 @@ def rewrite_input(run_dir: Path, data: bytes | None) -> None:
     Bundle(run_dir, Redactor(CANARY)).write_manifest()
 
 
-def test_a_bundle_carries_the_runner_archive_and_checks_from_it_with_nothing_fetched(tholos_sources, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_a_bundle_carries_the_runner_archive_and_checks_from_it_with_nothing_fetched(
+    tholos_sources, tmp_path: Path, monkeypatch, capsys
+) -> None:
     """VALID from the carried copy with an empty cache and no mirror; INVALID when the copy is other
     bytes (every hash agreeing); UNCHECKED, exit 3, with neither copy nor cache, never INVALID."""
     from repro.__main__ import main
@@ -149,11 +182,13 @@ def test_a_bundle_carries_the_runner_archive_and_checks_from_it_with_nothing_fet
     run_dir = write_tholos_bundle(tmp_path / "run", out)
     pin = loaded().matrix.suites[1].external
     assert pin is not None and pin.carried
-    assert sha256_bytes((run_dir / INPUTS_DIR / f"{pin.sha256}.tar.gz").read_bytes()) == pin.sha256  # the archive, carried as it is
+    # the archive, carried as it is
+    assert sha256_bytes((run_dir / INPUTS_DIR / f"{pin.sha256}.tar.gz").read_bytes()) == pin.sha256
     monkeypatch.delenv(MIRROR_ENV, raising=False)
 
     def checked(run: Path) -> CellVerdict:
-        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / f"empty-cache-{run.parent.name}"))  # a fresh machine: nothing fetched
+        # a fresh machine: nothing fetched
+        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / f"empty-cache-{run.parent.name}"))
         (verdict,) = check_run(run, Redactor(CANARY)).cells
         return verdict
 

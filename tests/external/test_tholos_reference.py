@@ -39,13 +39,17 @@ def archive(tmp_path_factory) -> Path:
     return path
 
 
-def test_the_runner_passes_the_reference_steps_served_from_the_archive(tholos_sources, archive: Path, tmp_path: Path) -> None:
+def test_the_runner_passes_the_reference_steps_served_from_the_archive(
+    tholos_sources, archive: Path, tmp_path: Path
+) -> None:
     code_root, scenarios = tholos_sources
     with ScriptedEngine(archive) as engine:
         assert len(engine.library) == 160
         results = run_direct(code_root, scenarios, tmp_path, IDS, engine.base_url, model="tholos-reference")
     assert sorted(results) == sorted(IDS)
-    assert all(r["passed"] and r["invalid_json_count"] == 0 and r["status"] == "done" for r in results.values()), results
+    assert all(r["passed"] and r["invalid_json_count"] == 0 and r["status"] == "done" for r in results.values()), (
+        results
+    )
     assert results["approval-008"]["steps"] == 2  # denied: the twin's table_add was not played
 
 
@@ -96,7 +100,9 @@ def test_a_scripted_engine_takes_no_image_or_build_pin(pin: dict) -> None:
         EngineSpec.model_validate({"id": "reference", "kind": "scripted", "label": "reference", **pin})
 
 
-def test_the_archive_is_fetched_as_a_model_from_a_mirror_by_sha256(archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_archive_is_fetched_as_a_model_from_a_mirror_by_sha256(
+    archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = load_matrix(MATRIX).matrix.models[0]
     monkeypatch.delenv(MIRROR_ENV, raising=False)
     with pytest.raises(models.ModelError, match="no file at"):
@@ -107,7 +113,9 @@ def test_the_archive_is_fetched_as_a_model_from_a_mirror_by_sha256(archive: Path
 
 
 @pytest.mark.docker
-def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_kind(docker_client, harness_image_ref, tholos_sources, archive: Path) -> None:
+def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_kind(
+    docker_client, harness_image_ref, tholos_sources, archive: Path
+) -> None:
     """The `scripted` engine kind booted as a run boots it (its identity checked), the runner's
     image joined to its namespace with a cell's harness settings: a handful of files pass."""
     from repro.containers import lifecycle as containers
@@ -137,7 +145,14 @@ def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_ki
         command = adapter_of(cell.suite).task_argv(cell, handle.client_argv(), IDS, profile)
         mounts = [bind(scenarios, SCENARIO_MOUNT, read_only=True)]
         kwargs = harness_kwargs(
-            image.id, handle.container_id, command, out, run_id=run_id, cell_id=cell.id, mounts=mounts, name=container_name(run_id, "harness")
+            image.id,
+            handle.container_id,
+            command,
+            out,
+            run_id=run_id,
+            cell_id=cell.id,
+            mounts=mounts,
+            name=container_name(run_id, "harness"),
         )
         kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
         with containers.started(docker_client, kwargs) as container:

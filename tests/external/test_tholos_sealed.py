@@ -59,7 +59,17 @@ def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: lis
     a cell's harness settings: (the runner's output folder, the engine's output folder, read-back)."""
     cell = runner_cell(ids)
     engine_out, out = harness_output_dir(), harness_output_dir()
-    engine_command = ["scripted-engine", "--scenarios", "/scenarios", "--host", "127.0.0.1", "--port", str(PORT), "--record", "/out/requests.jsonl"]
+    engine_command = [
+        "scripted-engine",
+        "--scenarios",
+        "/scenarios",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(PORT),
+        "--record",
+        "/out/requests.jsonl",
+    ]
     engine_settings = harness_settings(run_id=RUN_ID, cell_id=cell.id, engine_id="none").with_(network_mode="none")
     engine_kwargs = harness_kwargs(
         harness_id,
@@ -74,7 +84,9 @@ def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: lis
     )
     with containers.started(client, engine_kwargs) as engine:
         serving(engine)
-        command = adapter_of(cell.suite).task_argv(cell, client_argv(f"http://127.0.0.1:{PORT}", "scripted", "openai"), ids, load_profiles().get("cpu"))
+        command = adapter_of(cell.suite).task_argv(
+            cell, client_argv(f"http://127.0.0.1:{PORT}", "scripted", "openai"), ids, load_profiles().get("cpu")
+        )
         kwargs = harness_kwargs(
             image_id,
             engine.id,
@@ -93,9 +105,13 @@ def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: lis
     return out, engine_out, applied
 
 
-def test_tholos_bench_through_repro_matches_tholos_bench_itself(docker_client, harness_image_ref, tholos_image_ref, tholos_sources, tmp_path: Path) -> None:
+def test_tholos_bench_through_repro_matches_tholos_bench_itself(
+    docker_client, harness_image_ref, tholos_image_ref, tholos_sources, tmp_path: Path
+) -> None:
     code_root, scenarios = tholos_sources
-    out, engine_out, applied = run_sealed(docker_client, harness_image_ref.id, tholos_image_ref.id, scenarios, FIDELITY_IDS)
+    out, engine_out, applied = run_sealed(
+        docker_client, harness_image_ref.id, tholos_image_ref.id, scenarios, FIDELITY_IDS
+    )
     try:
         assert (applied.read_only, applied.user, applied.cap_drop) == (True, "10001:10001", ["ALL"])
         assert applied.network_mode.startswith("container:")

@@ -38,11 +38,17 @@ def test_a_suite_without_external_dumps_exactly_as_before() -> None:
     ("old", "new", "says"),
     [
         ("sha256: 06ef2077", "sha256: 16ef2077", "is the wheel with sha256 06ef2077"),
-        ("protocols: [native_tools]", "protocols: [native_tools, json_schema]", "protocols must be native_tools (found json_schema)"),
+        (
+            "protocols: [native_tools]",
+            "protocols: [native_tools, json_schema]",
+            "protocols must be native_tools (found json_schema)",
+        ),
         ("wheel: toolcallbench==1.0.1", "wheel: toolcallbench==1.0.0", "reads toolcallbench==1.0.1 only"),
     ],
 )
-def test_the_matrix_refuses_a_pin_or_protocol_the_adapter_cannot_run(tmp_path: Path, old: str, new: str, says: str) -> None:
+def test_the_matrix_refuses_a_pin_or_protocol_the_adapter_cannot_run(
+    tmp_path: Path, old: str, new: str, says: str
+) -> None:
     text = MATRIX.read_text()
     assert old in text
     path = tmp_path / "m.yaml"
@@ -56,7 +62,13 @@ def test_the_selection_reads_the_wheels_tasks_in_toolcallbench_order(tcb_wheels)
     selection = select(tcb_suite())
     assert selection.external == "toolcallbench"
     assert selection.ids == ["chain-01", "edit-01", "failure-01", "read-01", "run-01"]  # its own order: by file name
-    assert selection.categories == {"chain-01": "chain", "edit-01": "edit", "failure-01": "failure", "read-01": "read", "run-01": "run"}
+    assert selection.categories == {
+        "chain-01": "chain",
+        "edit-01": "edit",
+        "failure-01": "failure",
+        "read-01": "read",
+        "run-01": "run",
+    }
     assert select(tcb_suite()).sha256 == selection.sha256
     every = select(tcb_suite().model_copy(update={"ids": None, "per_category": 1}))
     assert every.ids == ["chain-01", "edit-01", "failure-01", "read-01", "run-01"]
@@ -76,14 +88,33 @@ def evidence(run_dir: Path, record) -> SimpleNamespace:
 
     bundle = BundleReader(run_dir)
     cell_dir, suite_dir = bundle.cell_dir(record.cell.id), bundle.suite_dir(record.cell.suite.id)
-    return SimpleNamespace(record=record, bundle=bundle, cell_dir=cell_dir, suite_dir=suite_dir, cell_id=record.cell.id, plan=None, redactor=Redactor())
+    return SimpleNamespace(
+        record=record,
+        bundle=bundle,
+        cell_dir=cell_dir,
+        suite_dir=suite_dir,
+        cell_id=record.cell.id,
+        plan=None,
+        redactor=Redactor(),
+    )
 
 
-RECOMPUTING = (external_check.rule_suite, external_check.rule_raw, external_check.rule_normalised, external_check.rule_rechecked, external_check.rule_report)
+RECOMPUTING = (
+    external_check.rule_suite,
+    external_check.rule_raw,
+    external_check.rule_normalised,
+    external_check.rule_rechecked,
+    external_check.rule_report,
+)
 
 
-@pytest.mark.parametrize("profile", ["oracle", "bad_edit", "text_call", "invalid_json", "call_limit", "wrong_tool", "no_call", "unknown_tool"])
-def test_raw_outputs_normalise_and_toolcallbench_checks_re_execute(tmp_path: Path, tcb_python: Path, profile: str) -> None:
+@pytest.mark.parametrize(
+    "profile",
+    ["oracle", "bad_edit", "text_call", "invalid_json", "call_limit", "wrong_tool", "no_call", "unknown_tool"],
+)
+def test_raw_outputs_normalise_and_toolcallbench_checks_re_execute(
+    tmp_path: Path, tcb_python: Path, profile: str
+) -> None:
     out = tmp_path / "out"
     out.mkdir()
     run_driver(tcb_python, out, profile, ALL_TASKS)
@@ -116,7 +147,11 @@ def flip_to_pass(cell_dir: Path, task: str) -> list[str]:
     db = cell_dir / RAW_DB
     with sqlite3.connect(db) as connection:
         connection.execute("UPDATE runs SET passed = 1, outcome_ok = 1, failure_type = 'ok' WHERE task_id = ?", (task,))
-    (log,) = [p for p in cell_dir.iterdir() if p.name.startswith("raw.results__logs__") and p.name.endswith(f"__{task}_1.jsonl")]
+    (log,) = [
+        p
+        for p in cell_dir.iterdir()
+        if p.name.startswith("raw.results__logs__") and p.name.endswith(f"__{task}_1.jsonl")
+    ]
     lines = log.read_text().splitlines()
     summary = json.loads(lines[-1])
     summary.update({"passed": True, "failure_type": "ok"})
@@ -136,7 +171,9 @@ def test_a_tampered_raw_result_is_caught(tmp_path: Path, tcb_python: Path) -> No
     changed = flip_to_pass(ev.cell_dir, "edit-01")  # the raw result says pass, scenarios.jsonl still fail
     rehash(ev.cell_dir, changed)
     ev = evidence(tmp_path / "run", load_cell(ev.cell_dir))
-    assert any("scenarios.jsonl differs from the raw outputs at edit-01" in p for p in external_check.rule_normalised(ev))
+    assert any(
+        "scenarios.jsonl differs from the raw outputs at edit-01" in p for p in external_check.rule_normalised(ev)
+    )
     assert any("passed re-executes as False, recorded True" in p for p in external_check.rule_rechecked(ev))
     assert any("is not the report its raw outputs render" in p for p in external_check.rule_report(ev))
 
@@ -149,11 +186,14 @@ def test_a_tampered_raw_result_is_caught(tmp_path: Path, tcb_python: Path) -> No
     rehash(ev.cell_dir, ["scenarios.jsonl", "transcripts.jsonl"])
     ev = evidence(tmp_path / "run", load_cell(ev.cell_dir))
     assert external_check.rule_normalised(ev) == []  # consistent with itself now ...
-    assert any("passed re-executes as False, recorded True" in p for p in external_check.rule_rechecked(ev))  # ... but not with its checks
+    # ... but not with its checks
+    assert any("passed re-executes as False, recorded True" in p for p in external_check.rule_rechecked(ev))
 
 
 @pytest.mark.parametrize("profile", ["oracle", "bad_edit", "text_call", "call_limit"])
-def test_repros_driver_and_toolcallbench_itself_give_the_same_outcomes(tmp_path: Path, tcb_python: Path, profile: str) -> None:
+def test_repros_driver_and_toolcallbench_itself_give_the_same_outcomes(
+    tmp_path: Path, tcb_python: Path, profile: str
+) -> None:
     direct = run_direct(tcb_python, tmp_path, profile, ALL_TASKS)
     out = tmp_path / "out"
     out.mkdir()

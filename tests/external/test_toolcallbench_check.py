@@ -52,7 +52,15 @@ def write_tcb_bundle(run_dir: Path, out: Path) -> Path:
     bundle.embed_matrix(MATRIX.read_bytes(), matrix.sha256)
     source = SourceState(commit="a" * 40, tree_clean=True, dirty_files=[], harness_digest=HARNESS_DIGEST)
     system = SystemDescription(
-        cpu_model="cpu", cpu_cores=2, memory_gb=8, os="Debian", kernel="6", machine="x86_64", docker_engine="20", docker_api="1.41", storage_driver="overlay2"
+        cpu_model="cpu",
+        cpu_cores=2,
+        memory_gb=8,
+        os="Debian",
+        kernel="6",
+        machine="x86_64",
+        docker_engine="20",
+        docker_api="1.41",
+        storage_driver="overlay2",
     )
     run = RunRecord(
         run_id=run_dir.name,
@@ -79,11 +87,21 @@ def write_tcb_bundle(run_dir: Path, out: Path) -> Path:
         cell,
         [out],
         redactor=Redactor(CANARY),
-        harness_image=ImageInfo(reference="repro/toolcallbench:k", id="sha256:" + "1" * 64, key="k", pinned_by="content-key", labels=labels),
-        engine_image=ImageInfo(reference="repro/llama-cpp:e", id="sha256:" + "2" * 64, key="e", pinned_by="content-key", labels={"repro.key": "e"}),
+        harness_image=ImageInfo(
+            reference="repro/toolcallbench:k", id="sha256:" + "1" * 64, key="k", pinned_by="content-key", labels=labels
+        ),
+        engine_image=ImageInfo(
+            reference="repro/llama-cpp:e",
+            id="sha256:" + "2" * 64,
+            key="e",
+            pinned_by="content-key",
+            labels={"repro.key": "e"},
+        ),
         model_sha256_verified=cell.model.sha256,
         engine_identity=IdentityCheck(expected=expected, reported=expected, matched=True),
-        engine_settings=EngineSettings(reported={**reported_template(templates[cell.model.id]), "build_info": expected, "total_slots": 1}),
+        engine_settings=EngineSettings(
+            reported={**reported_template(templates[cell.model.id]), "build_info": expected, "total_slots": 1}
+        ),
         sandbox=SandboxRecord(harness=HARNESS_SANDBOX, engine=ENGINE_SANDBOX),
         sandbox_audit=CLEAN_AUDIT,
         engine_audit=CLEAN_AUDIT,
@@ -105,7 +123,9 @@ def engine_log(cell_dir: Path, threads: int | None) -> None:
     (cell_dir / "cell.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
-def test_a_toolcallbench_bundle_checks_valid_and_a_tampered_raw_result_invalid(tmp_path: Path, tcb_python: Path) -> None:
+def test_a_toolcallbench_bundle_checks_valid_and_a_tampered_raw_result_invalid(
+    tmp_path: Path, tcb_python: Path
+) -> None:
     out = tmp_path / "out"
     out.mkdir()
     run_driver(tcb_python, out, "bad_edit", TASKS)

@@ -25,12 +25,16 @@ MATRIX = "matrix/toolcallbench-smoke.yaml"
 
 
 @pytest.fixture(scope="module")
-def tcb_run(tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, llama_image_ref, tcb_wheels) -> tuple[Path, Path]:
+def tcb_run(
+    tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, llama_image_ref, tcb_wheels
+) -> tuple[Path, Path]:
     project = make_snapshot(tmp_path_factory.mktemp("toolcallbench") / "project")
     for step in (["suites", "fetch", MATRIX], ["images", "build", MATRIX, "--profile", "cpu", "--no-log"]):
         proc = run_repro(project, canary_home, *step)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    proc = run_repro(project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results", timeout=3 * 3600)
+    proc = run_repro(
+        project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results", timeout=3 * 3600
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return project, project / "results" / (project / "results" / "LATEST").read_text().strip()
 
@@ -54,12 +58,16 @@ def test_tables_report_and_verify_reproduce_from_the_bundle(tcb_run, canary_home
     assert render.returncode == 0, render.stdout + render.stderr
     table = (tmp_path / "tables" / "results.md").read_text()
     assert all(group in table for group in ("chain", "edit", "failure", "read", "run"))
-    verify = run_repro(project, canary_home, "verify", str(run_dir), "--published", str(tmp_path / "tables" / "results.json"))
+    verify = run_repro(
+        project, canary_home, "verify", str(run_dir), "--published", str(tmp_path / "tables" / "results.json")
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     report = run_repro(project, canary_home, "external", "report", str(run_dir), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stdout + report.stderr
     (cell_dir,) = [p for p in (run_dir / "cells").iterdir() if p.is_dir()]
-    assert (tmp_path / "report" / cell_dir.name / "repro.md").read_bytes() == (cell_dir / "raw.results__reports__repro.md").read_bytes()
+    assert (tmp_path / "report" / cell_dir.name / "repro.md").read_bytes() == (
+        cell_dir / "raw.results__reports__repro.md"
+    ).read_bytes()
 
 
 def test_a_tampered_raw_result_makes_the_cell_invalid(tcb_run, canary_home, tmp_path: Path) -> None:

@@ -34,7 +34,16 @@ def run_sealed(client, image_id: str, profile: str, tasks: list[str]) -> tuple[P
     out_dir = harness_output_dir()
     command = ["--out", "/out", "--tasks", ",".join(tasks), "--backend", "scripted", "--profile", profile]
     settings = harness_settings(run_id=RUN_ID, cell_id=cell.id, engine_id="none").with_(network_mode="none")
-    kwargs = harness_kwargs(image_id, "none", command, out_dir, run_id=RUN_ID, cell_id=cell.id, settings=settings, name=container_name(RUN_ID, "harness"))
+    kwargs = harness_kwargs(
+        image_id,
+        "none",
+        command,
+        out_dir,
+        run_id=RUN_ID,
+        cell_id=cell.id,
+        settings=settings,
+        name=container_name(RUN_ID, "harness"),
+    )
     kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
     with containers.started(client, kwargs) as container:
         ended = containers.wait(container, 900)
@@ -44,10 +53,17 @@ def run_sealed(client, image_id: str, profile: str, tasks: list[str]) -> tuple[P
 
 
 @pytest.mark.parametrize("profile", ["oracle", "bad_edit"])
-def test_scripted_toolcallbench_through_repro_matches_toolcallbench_itself(docker_client, tcb_image_ref, tcb_python, tmp_path: Path, profile: str) -> None:
+def test_scripted_toolcallbench_through_repro_matches_toolcallbench_itself(
+    docker_client, tcb_image_ref, tcb_python, tmp_path: Path, profile: str
+) -> None:
     out_dir, applied = run_sealed(docker_client, tcb_image_ref.id, profile, ALL_TASKS)
     try:
-        assert (applied.read_only, applied.network_mode, applied.user, applied.cap_drop) == (True, "none", "10001:10001", ["ALL"])
+        assert (applied.read_only, applied.network_mode, applied.user, applied.cap_drop) == (
+            True,
+            "none",
+            "10001:10001",
+            ["ALL"],
+        )
         record = collect_cell(tmp_path / "run", tcb_cell(ALL_TASKS), [out_dir])
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -39,7 +39,9 @@ def runner_suite(ids: list[str] | None = None) -> Suite:
 def runner_cell(ids: list[str] | None = None, protocol: str = "json_schema") -> Cell:
     matrix = loaded()
     suites = [runner_suite(ids)]
-    matrix = matrix.model_copy(update={"matrix": matrix.matrix.model_copy(update={"suites": suites, "protocols": [protocol]})})
+    matrix = matrix.model_copy(
+        update={"matrix": matrix.matrix.model_copy(update={"suites": suites, "protocols": [protocol]})}
+    )
     return make_plan(matrix, "cpu", load_profiles().get("cpu")).cells[0]
 
 
@@ -75,7 +77,13 @@ def runner_path(code_root: Path) -> str:
 
 
 def run_driver(
-    code_root: Path, scenarios: Path, out: Path, ids: list[str], base_url: str, model: str = "scripted", extra: tuple[str, ...] = ()
+    code_root: Path,
+    scenarios: Path,
+    out: Path,
+    ids: list[str],
+    base_url: str,
+    model: str = "scripted",
+    extra: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess:
     """repro's driver on the host (no container), as the image runs it (`extra`: more of its arguments,
     as the adapter's command line adds them)."""
@@ -98,7 +106,15 @@ def run_driver(
     return subprocess.run(command, cwd=out, env=env, capture_output=True, text=True, timeout=600, check=True)
 
 
-def run_direct(code_root: Path, scenarios: Path, work: Path, ids: list[str], base_url: str, model: str = "scripted", timeout: float = 600) -> dict[str, dict]:
+def run_direct(
+    code_root: Path,
+    scenarios: Path,
+    work: Path,
+    ids: list[str],
+    base_url: str,
+    model: str = "scripted",
+    timeout: float = 600,
+) -> dict[str, dict]:
     """`python -m tholos bench` from the unpacked archive, outside repro, on the same files: id -> result."""
     chosen = work / "scenarios"
     for scenario_id in ids:

@@ -50,7 +50,12 @@ def fill(folder: Path) -> Path:
 def leftovers(folder: Path) -> list[str]:
     """Half-written entries: partial cells, temporary files, cell folders without a whole cell."""
     found = [str(p) for p in folder.rglob("*") if ".partial" in p.name or p.name.endswith(".tmp")]
-    return found + [str(cell) for cells in folder.glob("*/cells") for cell in cells.iterdir() if not cell.name.startswith(".") and cell_problems(cell)]
+    return found + [
+        str(cell)
+        for cells in folder.glob("*/cells")
+        for cell in cells.iterdir()
+        if not cell.name.startswith(".") and cell_problems(cell)
+    ]
 
 
 def test_a_full_disk_fails_a_write_whole_and_names_the_folder(tmp_path):
@@ -61,7 +66,9 @@ def test_a_full_disk_fails_a_write_whole_and_names_the_folder(tmp_path):
         with pytest.raises(DiskFull) as caught:
             for number in range(100):
                 writer.write_text(f"part-{number}.log", "x" * 8000)
-        assert str(caught.value).startswith(f"no space left on {results / 'run-1'} (writing cells/.cell-1.partial/part-")
+        assert str(caught.value).startswith(
+            f"no space left on {results / 'run-1'} (writing cells/.cell-1.partial/part-"
+        )
         assert caught.value.exit_code == 1
         writer.discard()
         fill(results)
@@ -73,7 +80,9 @@ def test_a_full_disk_fails_a_write_whole_and_names_the_folder(tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.engine
-def test_a_run_on_a_full_disk_stops_cleanly_and_resumes_to_the_same_transcripts(tmp_path, canary_home, harness_image_ref, llama_image_ref):
+def test_a_run_on_a_full_disk_stops_cleanly_and_resumes_to_the_same_transcripts(
+    tmp_path, canary_home, harness_image_ref, llama_image_ref
+):
     project = make_snapshot(tmp_path / "project", {"matrix/faults.yaml": e2e_matrix(TINY_SUITE)})
     undisturbed = run_repro(project, canary_home, *ARGS, "--out", "results/undisturbed")
     assert undisturbed.returncode == 0, undisturbed.stdout[-3000:] + undisturbed.stderr[-3000:]
@@ -93,14 +102,18 @@ def test_a_run_on_a_full_disk_stops_cleanly_and_resumes_to_the_same_transcripts(
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
         assert leftovers(disk) == [] and repro_containers(run_dir.name) == []
         expected = cells_of(baseline)
-        assert {name: outcome(cell) for name, cell in cells_of(run_dir).items()} == {name: outcome(cell) for name, cell in expected.items()}
+        assert {name: outcome(cell) for name, cell in cells_of(run_dir).items()} == {
+            name: outcome(cell) for name, cell in expected.items()
+        }
         assert run_repro(project, canary_home, "check", str(run_dir)).returncode == 0
 
 
 def run_until_full(project: Path, home: Path, disk: Path) -> tuple[str, int]:
     """Start a run into `disk`, fill the disk 5 s into the cell's harness; its output and exit status."""
     command = repro_command(*ARGS, "--out", "results/disk")
-    proc = subprocess.Popen(command, cwd=project, env=repro_env(project, home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        command, cwd=project, env=repro_env(project, home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline and proc.poll() is None:

@@ -65,11 +65,15 @@ def walk_blocks() -> list[tuple[str, list[str]]]:
 
 def test_every_output_of_the_doc_is_the_walks() -> None:
     walked = walk_blocks()
-    assert walked, "docs/authoring-walk.txt holds no `$ repro ...` block: run scripts/author-walk > docs/authoring-walk.txt"
+    assert walked, (
+        "docs/authoring-walk.txt holds no `$ repro ...` block: run scripts/author-walk > docs/authoring-walk.txt"
+    )
     remaining = list(walked)
     for command, output in doc_blocks():
         match = next((i for i, (c, _) in enumerate(remaining) if command_key(c) == command_key(command)), None)
         assert match is not None, f"docs/authoring.md: `{command}` is not in the walk's transcript (in this order)"
         expected = [normalised(line) for line in remaining[match][1]]
-        assert [normalised(line) for line in output] == expected, f"docs/authoring.md: the output of `{command}` is not the walk's"
+        assert [normalised(line) for line in output] == expected, (
+            f"docs/authoring.md: the output of `{command}` is not the walk's"
+        )
         remaining = remaining[match + 1 :]

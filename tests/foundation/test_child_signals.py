@@ -37,12 +37,22 @@ def stopped_by_sigint(child):
 print(json.dumps({"plain": stopped_by_sigint(subprocess.Popen(sleeper)), "helper": stopped_by_sigint(popen(sleeper))}))
 """
 
-IGNORE_THEN_EXEC = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.executable, [sys.executable, '-c', sys.argv[1]])"
+IGNORE_THEN_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.executable, "
+    "[sys.executable, '-c', sys.argv[1]])"
+)
 
 
 def test_a_child_stops_on_sigint_under_a_parent_that_ignores_it():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", IGNORE_THEN_EXEC, UNDER_IGNORED_SIGINT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", IGNORE_THEN_EXEC, UNDER_IGNORED_SIGINT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     ended = json.loads(done.stdout)
     assert ended["plain"] == "running", ended  # the inherited SIG_IGN: what made the e2e test fail
@@ -52,5 +62,9 @@ def test_a_child_stops_on_sigint_under_a_parent_that_ignores_it():
 def test_the_wrapper_runs_the_command_with_its_arguments_and_status():
     from tests.fixtures.signals import default_signals
 
-    done = subprocess.run(default_signals([sys.executable, "-c", "import sys; print(sys.argv[1:]); sys.exit(3)", "a b", "--x"]), capture_output=True, text=True)
+    done = subprocess.run(
+        default_signals([sys.executable, "-c", "import sys; print(sys.argv[1:]); sys.exit(3)", "a b", "--x"]),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 3 and done.stdout.strip() == "['a b', '--x']"

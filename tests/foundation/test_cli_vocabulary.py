@@ -97,12 +97,16 @@ def test_a_matrix_is_always_the_positional_matrix():
 
 
 def test_profile_reads_the_same_everywhere():
-    profiles = [(path, param) for path, command in COMMANDS.items() for param in params(command) if param.name == "profile"]
+    profiles = [
+        (path, param) for path, command in COMMANDS.items() for param in params(command) if param.name == "profile"
+    ]
     assert len(profiles) >= 8
     assert {param.help for _, param in profiles} == {profiles[0][1].help}
     # `repro rerun BUNDLE`: without --profile, the bundle's own profile (None here), never a fixed one
     assert {param.default for path, param in profiles if path != "rerun"} == {"cpu"}
-    assert all(param.opts == ["--profile", "-p"] for _, param in profiles), [(path, param.opts) for path, param in profiles]
+    assert all(param.opts == ["--profile", "-p"] for _, param in profiles), [
+        (path, param.opts) for path, param in profiles
+    ]
 
 
 @pytest.mark.parametrize("path", sorted(COMMANDS))

@@ -27,7 +27,9 @@ FORGED = "r[/]\x1b[2J\x1b]0;title\x07x\n[blink]forged\u202e"
 
 
 def repro(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, cwd=ROOT, timeout=60, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args], capture_output=True, text=True, cwd=ROOT, timeout=60, **kwargs
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +87,14 @@ def test_csv_refuses_a_target_that_is_not_a_regular_file(tmp_path, bundle, targe
 
 def test_a_closed_or_full_standard_output_is_one_line_and_exit_2(bundle):
     closed = subprocess.run(
-        [sys.executable, "-c", "import os, sys; os.close(1); from repro.__main__ import main; sys.exit(main(sys.argv[1:]))", "results", "csv", str(bundle)],
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.close(1); from repro.__main__ import main; sys.exit(main(sys.argv[1:]))",
+            "results",
+            "csv",
+            str(bundle),
+        ],
         capture_output=False,
         stderr=subprocess.PIPE,
         text=True,
@@ -95,15 +104,24 @@ def test_a_closed_or_full_standard_output_is_one_line_and_exit_2(bundle):
     assert closed.returncode == 2 and len(closed.stderr.strip().splitlines()) == 1, closed.stderr
     with open("/dev/full", "w") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "repro", "results", "csv", str(bundle)], stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=60
+            [sys.executable, "-m", "repro", "results", "csv", str(bundle)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
         )
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == ["repro: standard output could not be written: No space left on device"]
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "repro: standard output could not be written: No space left on device"
+    ]
 
 
 # ---------------------------------------------------------------- non-finite numbers
 
 
-@pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": -Infinity}', '{"x": 1e999}', "[" * 100 + "]" * 100, '{"x": ' + "9" * 5000 + "}"])
+@pytest.mark.parametrize(
+    "text", ['{"x": NaN}', '{"x": -Infinity}', '{"x": 1e999}', "[" * 100 + "]" * 100, '{"x": ' + "9" * 5000 + "}"]
+)
 def test_non_finite_huge_or_deep_json_is_refused(text):
     with pytest.raises(BadInput):
         parse_json_bounded("f.json", text.encode())
@@ -146,7 +164,11 @@ def test_an_id_of_100_kb_is_refused_at_once(tmp_path, capsys):
 
 
 def test_a_yaml_value_over_its_bound_is_refused_at_once(tmp_path, capsys):
-    matrix = (ROOT / "matrix" / "smoke.yaml").read_text().replace("description: ", "description: " + "x" * (MAX_SCALAR_CHARS + 1), 1)
+    matrix = (
+        (ROOT / "matrix" / "smoke.yaml")
+        .read_text()
+        .replace("description: ", "description: " + "x" * (MAX_SCALAR_CHARS + 1), 1)
+    )
     path = tmp_path / "m.yaml"
     path.write_text(matrix)
     started = time.monotonic()
@@ -158,7 +180,9 @@ def test_a_yaml_value_over_its_bound_is_refused_at_once(tmp_path, capsys):
 def _forged_exclusion(tmp_path: Path) -> Path:
     reason = ("x1 [blink]y[/] \\x1b[2J " * 200)[:MAX_SCALAR_CHARS]
     matrix = (
-        (ROOT / "matrix" / "smoke.yaml").read_text().replace("\nexclude:\n", f'\nexclude:\n  - model: smollm2-135m-instruct-q4_1\n    reason: "{reason}"\n', 1)
+        (ROOT / "matrix" / "smoke.yaml")
+        .read_text()
+        .replace("\nexclude:\n", f'\nexclude:\n  - model: smollm2-135m-instruct-q4_1\n    reason: "{reason}"\n', 1)
     )
     path = tmp_path / "[blink]m.yaml"
     path.write_text(matrix)

@@ -76,8 +76,14 @@ def test_a_cycle_is_found_when_there_is_one(tmp_path, monkeypatch):
 
 def test_the_layering_contracts_are_kept():
     done = subprocess.run(
-        [sys.executable, "-m", "importlinter.cli", "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "importlinter.cli", "--config", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if done.returncode != 0 and "No module named" in done.stderr:
-        done = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

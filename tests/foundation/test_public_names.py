@@ -19,7 +19,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_PARTY = ("repro", "harness")
-HOST_SURFACE = {"harness.contracts", "harness.io", "harness.scoring", "harness.regrade", "harness.probe", "harness.lint", "harness.testing"}
+HOST_SURFACE = {
+    "harness.contracts",
+    "harness.io",
+    "harness.scoring",
+    "harness.regrade",
+    "harness.probe",
+    "harness.lint",
+    "harness.testing",
+}
 
 
 def module_name(path: Path) -> str:
@@ -70,7 +78,9 @@ def test_every_package_names_what_others_may_import(package):
     assert names is not None, f"{package}/__init__.py has no __all__"
     loaded = importlib.import_module(package)
     for name in names:
-        assert hasattr(loaded, name) or importlib.util.find_spec(f"{package}.{name}") is not None, f"{package}.__all__ names {name!r}, which is not there"
+        assert hasattr(loaded, name) or importlib.util.find_spec(f"{package}.{name}") is not None, (
+            f"{package}.__all__ names {name!r}, which is not there"
+        )
 
 
 def owner(dotted: str) -> str:
@@ -88,7 +98,11 @@ def cross_package_modules(path: Path) -> Iterator[tuple[int, str]]:
     for line, module, names in imports(path):
         if not module.startswith("repro."):
             continue
-        targets = [f"{module}.{n}" for n in names if is_package(module) and n != "*"] if names and is_package(module) else [module]
+        targets = (
+            [f"{module}.{n}" for n in names if is_package(module) and n != "*"]
+            if names and is_package(module)
+            else [module]
+        )
         for target in targets:
             package = owner(target)
             if package != "repro" and not here.startswith(package + ".") and here != package:
@@ -119,7 +133,9 @@ def private_uses(text: str, here: str) -> Iterator[str]:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if first_party(alias.name):
-                    bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                    bound[alias.asname or alias.name.split(".")[0]] = (
+                        alias.name if alias.asname else alias.name.split(".")[0]
+                    )
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             if isinstance(node.value, ast.Name) and node.value.id in bound and bound[node.value.id] != here:
@@ -128,7 +144,11 @@ def private_uses(text: str, here: str) -> Iterator[str]:
 
 @pytest.mark.parametrize("package", FIRST_PARTY)
 def test_no_private_name_crosses_a_module(package):
-    found = [f"{path.relative_to(ROOT)}:{use}" for path in sources(package) for use in private_uses(path.read_text(), module_name(path))]
+    found = [
+        f"{path.relative_to(ROOT)}:{use}"
+        for path in sources(package)
+        for use in private_uses(path.read_text(), module_name(path))
+    ]
     assert found == []
 
 

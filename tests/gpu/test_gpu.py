@@ -30,7 +30,14 @@ from repro.plan.replicas import capacity, replica_allowance
 from repro.spec.findings import GpuDevice
 from repro.spec.matrix import load_matrix
 from repro.spec.profiles import load_profiles
-from repro.store.cuda_toolkit import TOOLKITS, EmbeddedCode, embedded_problems, parse_cuobjdump, profile_architectures, unbuildable
+from repro.store.cuda_toolkit import (
+    TOOLKITS,
+    EmbeddedCode,
+    embedded_problems,
+    parse_cuobjdump,
+    profile_architectures,
+    unbuildable,
+)
 from repro.store.gguf import read_header
 from repro.store.images import dockerfile_args
 from tests.fixtures.synthetic import CANARY, write_bundle
@@ -65,7 +72,9 @@ def test_the_exact_identity_is_read_from_nvidia_smi():
     assert device_problems([t4], T4, "gpu-t4") == []
 
 
-@pytest.mark.parametrize("text", ["Tesla T4, 7.5\n", "Tesla T4, seven, 535, 15360, [N/A]\n", "Tesla T4, 7.5, 535, lots, [N/A]\n", "\n"])
+@pytest.mark.parametrize(
+    "text", ["Tesla T4, 7.5\n", "Tesla T4, seven, 535, 15360, [N/A]\n", "Tesla T4, 7.5, 535, lots, [N/A]\n", "\n"]
+)
 def test_other_nvidia_smi_output_is_refused_in_one_line(text):
     with pytest.raises(GpuError) as caught:
         parse_query_gpu(text)
@@ -77,11 +86,15 @@ def test_a_profile_matches_on_what_it_needs():
     assert device_problems([l4], T4, "gpu-t4") == [
         "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: the name is not 'Tesla T4'",
         "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: compute capability 8.9, the profile needs 7.5",
-        "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: memory 23034 MiB, the profile needs 14500-16384 MiB",
+        "GPU NVIDIA L4, compute capability 8.9, 23034 MiB, driver 550: memory 23034 MiB, "
+        "the profile needs 14500-16384 MiB",
     ]
     forty = parse_query_gpu(fixture("nvidia-smi-a100-40g.txt"))
-    assert any("memory 40960 MiB" in line for line in device_problems(forty, A100, "gpu-a100-80g"))  # the name pattern alone would not tell
-    assert device_problems([], T4, "gpu-t4") == ["no GPU identity recorded (nvidia-smi --query-gpu): profile gpu-t4 needs Tesla T4"]
+    # the name pattern alone would not tell
+    assert any("memory 40960 MiB" in line for line in device_problems(forty, A100, "gpu-a100-80g"))
+    assert device_problems([], T4, "gpu-t4") == [
+        "no GPU identity recorded (nvidia-smi --query-gpu): profile gpu-t4 needs Tesla T4"
+    ]
     assert device_problems(t4_devices() * 2, T4, "gpu-t4") == ["the engine sees 2 GPU(s), profile gpu-t4 runs on 1"]
 
 
@@ -89,7 +102,8 @@ def test_a_mig_slice_is_not_a_whole_gpu():
     devices = with_mig(parse_query_gpu(fixture("nvidia-smi-a100-mig.txt")), fixture("nvidia-smi-a100-mig-L.txt"))
     assert devices[0].mig_profile == "3g.40gb"
     assert device_problems(devices, A100, "gpu-a100-80g") == [
-        "GPU NVIDIA A100-SXM4-80GB, compute capability 8.0, 81920 MiB, driver 550.90.07, MIG 3g.40gb: MIG slice 3g.40gb, profile gpu-a100-80g needs a whole GPU"
+        "GPU NVIDIA A100-SXM4-80GB, compute capability 8.0, 81920 MiB, driver 550.90.07, MIG 3g.40gb: "
+        "MIG slice 3g.40gb, profile gpu-a100-80g needs a whole GPU"
     ]
     with pytest.raises(EngineRefused, match="needs a whole GPU; refused"):
         check_devices("e", devices, A100, "gpu-a100-80g")
@@ -100,7 +114,9 @@ def test_a_mig_slice_is_not_a_whole_gpu():
 
 def test_a_t4_log_proves_the_gpu_ran():
     log = parse_cuda_log(fixture("t4-cuda.log"))
-    assert log.found == [1] and [(d.name, d.compute_capability, d.vram_mib) for d in log.devices] == [("Tesla T4", "7.5", 14930)]
+    assert log.found == [1] and [(d.name, d.compute_capability, d.vram_mib) for d in log.devices] == [
+        ("Tesla T4", "7.5", 14930)
+    ]
     assert [(o.offloaded, o.total) for o in log.offloads] == [(25, 25)]
     assert log_problems(log, T4, "gpu-t4") == [] and identity_agrees(t4_devices(), log) == []
 
@@ -108,8 +124,15 @@ def test_a_t4_log_proves_the_gpu_ran():
 @pytest.mark.parametrize(
     ("name", "why"),
     [
-        ("stub-libcuda.log", "CUDA failed to initialise in the engine (CUDA driver is a stub library): it served on the CPU, not on a Tesla T4"),
-        ("cpu-build.log", "the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4"),
+        (
+            "stub-libcuda.log",
+            "CUDA failed to initialise in the engine (CUDA driver is a stub library): "
+            "it served on the CPU, not on a Tesla T4",
+        ),
+        (
+            "cpu-build.log",
+            "the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4",
+        ),
         ("partial-offload.log", "only 10 of 33 layers were offloaded to the GPU: the rest ran on the CPU"),
     ],
 )
@@ -118,7 +141,9 @@ def test_a_cpu_fallback_is_named(name, why):
 
 
 def test_the_flash_attention_the_context_ran_with_is_the_profiles():
-    log = parse_cuda_log(fixture("t4-cuda.log").replace("flash_attn            = enabled", "flash_attn            = disabled"))
+    log = parse_cuda_log(
+        fixture("t4-cuda.log").replace("flash_attn            = enabled", "flash_attn            = disabled")
+    )
     assert log_problems(log, T4, "gpu-t4") == ["the engine ran with flash_attn = disabled, profile gpu-t4 sets on"]
 
 
@@ -152,9 +177,12 @@ def test_the_weights_in_device_memory_are_read_and_held_against_the_gguf():
     smollm, qwen = (model.file_size for model in SMOKE.models[:2])
     assert weights_problems(log, smollm) == []
     assert weights_problems(log, qwen) == [
-        f"the engine holds 92.2 MiB of weights in device memory, the GGUF is {qwen / 2**20:.1f} MiB: not this model's weights on the GPU"
+        f"the engine holds 92.2 MiB of weights in device memory, the GGUF is {qwen / 2**20:.1f} MiB: "
+        "not this model's weights on the GPU"
     ]
-    no_buffer = parse_cuda_log(fixture("t4-cuda.log").replace("CUDA0 model buffer size", "CPU_Mapped model buffer size"))
+    no_buffer = parse_cuda_log(
+        fixture("t4-cuda.log").replace("CUDA0 model buffer size", "CPU_Mapped model buffer size")
+    )
     assert engine_log_problems("llama.cpp", no_buffer, T4, "gpu-t4", smollm) == [
         "the engine log shows no model weights in device memory (CUDA0 model buffer size = X MiB)"
     ]
@@ -163,7 +191,9 @@ def test_the_weights_in_device_memory_are_read_and_held_against_the_gguf():
 def test_check_refuses_a_buffer_far_smaller_than_the_gguf(tmp_path):
     """Every layer "offloaded" (printed from the requested -ngl), but the CUDA buffer holds a fifth
     of Qwen's GGUF: its cell is INVALID, SmolLM2's (whose weights the buffer holds) VALID."""
-    run = write_bundle(tmp_path / "t4-small-buffer", profile_name="gpu-t4", engine_log=fixture("t4-cuda.log"), gpu=t4_devices())
+    run = write_bundle(
+        tmp_path / "t4-small-buffer", profile_name="gpu-t4", engine_log=fixture("t4-cuda.log"), gpu=t4_devices()
+    )
     found = {cell_id.split("__")[0]: result for cell_id, result in verdicts(run).items()}
     assert found["smollm2-135m-instruct-q4_1"][0] == "VALID", found
     verdict, reasons = found["qwen2.5-coder-0.5b-instruct-q4_k_m"]
@@ -186,7 +216,10 @@ def test_every_replica_shows_its_own_cuda_evidence(tmp_path, second):
 
     def joined(cell) -> str:
         other = t4_log(cell) if second == "t4" else "srv  llama_server: initializing ...\n"
-        return f"--- replica 1 of 2 ---\n{t4_log(cell)}llama threadpool init, n_threads = 4\n--- replica 2 of 2 ---\n{other}"
+        return (
+            f"--- replica 1 of 2 ---\n{t4_log(cell)}llama threadpool init, n_threads = 4\n--- replica 2 of 2 ---\n"
+            f"{other}"
+        )
 
     run = write_bundle(tmp_path / f"two-{second}", profile_name="gpu-t4", engine_log=joined, gpu=t4_devices())
     two_replicas(run)
@@ -195,7 +228,8 @@ def test_every_replica_shows_its_own_cuda_evidence(tmp_path, second):
             assert verdict == "VALID", reasons
         else:
             assert verdict == "INVALID" and reasons == [
-                "replica 2 of 2: the engine log shows no CUDA device (ggml_cuda_init): it served on the CPU, not on a Tesla T4"
+                "replica 2 of 2: the engine log shows no CUDA device (ggml_cuda_init): "
+                "it served on the CPU, not on a Tesla T4"
             ], reasons
 
 
@@ -203,7 +237,9 @@ def test_a_log_for_fewer_replicas_than_the_cell_ran_is_refused(tmp_path):
     run = write_bundle(tmp_path / "two-one-log", profile_name="gpu-t4", engine_log=t4_log, gpu=t4_devices())
     two_replicas(run)
     for verdict, reasons in verdicts(run).values():
-        assert verdict == "INVALID" and any("holds 1 engine log(s), the cell ran 2 replica(s)" in reason for reason in reasons), reasons
+        assert verdict == "INVALID" and any(
+            "holds 1 engine log(s), the cell ran 2 replica(s)" in reason for reason in reasons
+        ), reasons
 
 
 def test_an_ollama_log_proves_its_device_from_its_own_lines():
@@ -215,16 +251,26 @@ def test_an_ollama_log_proves_its_device_from_its_own_lines():
         "the engine log shows no CUDA device (Ollama's inference compute line): it served on the CPU, not on a Tesla T4"
     ]
     l4 = parse_cuda_log(fixture("ollama-t4.log").replace('name="Tesla T4"', 'name="NVIDIA L4"'))
-    assert engine_log_problems("ollama", l4, T4, "gpu-t4", smollm) == ["Ollama's device NVIDIA L4: the name is not 'Tesla T4'"]
+    assert engine_log_problems("ollama", l4, T4, "gpu-t4", smollm) == [
+        "Ollama's device NVIDIA L4: the name is not 'Tesla T4'"
+    ]
     small = parse_cuda_log(fixture("ollama-t4.log"))
-    assert "not this model's weights on the GPU" in engine_log_problems("ollama", small, T4, "gpu-t4", SMOKE.models[1].file_size)[0]
+    assert (
+        "not this model's weights on the GPU"
+        in engine_log_problems("ollama", small, T4, "gpu-t4", SMOKE.models[1].file_size)[0]
+    )
 
 
 def test_check_refuses_a_cpu_fallback_labelled_t4(tmp_path):
-    run = write_bundle(tmp_path / "t4-fallback", profile_name="gpu-t4", engine_log=fixture("stub-libcuda.log"), gpu=t4_devices())
+    run = write_bundle(
+        tmp_path / "t4-fallback", profile_name="gpu-t4", engine_log=fixture("stub-libcuda.log"), gpu=t4_devices()
+    )
     for verdict, reasons in verdicts(run).values():
         assert verdict == "INVALID"
-        assert reasons == ["CUDA failed to initialise in the engine (CUDA driver is a stub library): it served on the CPU, not on a Tesla T4"]
+        assert reasons == [
+            "CUDA failed to initialise in the engine (CUDA driver is a stub library): "
+            "it served on the CPU, not on a Tesla T4"
+        ]
 
 
 def test_check_refuses_a_gpu_cell_without_identity(tmp_path):
@@ -247,7 +293,12 @@ def flag_values(argv: list[str]) -> dict[str, str]:
 
 def test_every_option_chosen_per_device_is_pinned_on_a_cuda_profile():
     argv = flag_values(server_args(SMOKE.models[0], T4, SMOKE.decoding))
-    assert argv["--flash-attn"] == "on" and argv["--fit"] == "off" and argv["--split-mode"] == "none" and argv["--main-gpu"] == "0"
+    assert (
+        argv["--flash-attn"] == "on"
+        and argv["--fit"] == "off"
+        and argv["--split-mode"] == "none"
+        and argv["--main-gpu"] == "0"
+    )
     assert argv["-ngl"] == "999" and argv["-b"] == "2048" and argv["-ub"] == "512" and argv["-lv"] == "4"
     assert "--no-cache-prompt" in argv and argv["--cache-ram"] == "0"
     long_forms = {"-ngl": "--gpu-layers", "-b": "--batch-size", "-ub": "--ubatch-size"}
@@ -279,7 +330,9 @@ def test_a_profile_that_needs_a_newer_toolkit_says_so_in_one_line():
     line = unbuildable(PROFILES.get("gpu-h100"), "gpu-h100", TOOLKITS["offline"])
     assert line is not None and "\n" not in line
     assert "needs compute capability 9.0" in line and "REPRO_CUDA_BASES=registry" in line
-    assert unbuildable(T4, "gpu-t4", TOOLKITS["offline"]) is None and unbuildable(CPU, "cpu", TOOLKITS["offline"]) is None
+    assert (
+        unbuildable(T4, "gpu-t4", TOOLKITS["offline"]) is None and unbuildable(CPU, "cpu", TOOLKITS["offline"]) is None
+    )
 
 
 def test_a_real_cuobjdump_listing_is_read():
@@ -287,7 +340,10 @@ def test_a_real_cuobjdump_listing_is_read():
 
 
 def test_cuobjdump_listings_are_read_and_checked():
-    listing = "ELF file    1: llama-server.1.sm_75.cubin\nELF file    2: llama-server.2.sm_75.cubin\nPTX file    1: llama-server.1.sm_75.ptx\n"
+    listing = (
+        "ELF file    1: llama-server.1.sm_75.cubin\nELF file    2: llama-server.2.sm_75.cubin\n"
+        "PTX file    1: llama-server.1.sm_75.ptx\n"
+    )
     assert parse_cuobjdump(listing) == EmbeddedCode(elf=["75"], ptx=["75"])
     assert embedded_problems(parse_cuobjdump(listing), ["75"]) == []
     assert embedded_problems(EmbeddedCode(elf=["75", "80"], ptx=[]), ["75"]) == [
@@ -305,10 +361,14 @@ def info(name: str) -> dict:
 
 def test_doctor_looks_for_the_hook_on_dockerds_path_not_at_runtimes():
     hook = "/usr/bin/nvidia-container-runtime-hook"
-    with_hook = nvidia_hook_finding(info("docker-info-plain.json"), "/usr/sbin:/usr/bin", exists=lambda path: path == hook)
-    assert with_hook.level == "OK" and "/usr/bin on dockerd's PATH" in with_hook.detail  # Runtimes lists no nvidia: Docker serves --gpus anyway
+    with_hook = nvidia_hook_finding(
+        info("docker-info-plain.json"), "/usr/sbin:/usr/bin", exists=lambda path: path == hook
+    )
+    # Runtimes lists no nvidia: Docker serves --gpus anyway
+    assert with_hook.level == "OK" and "/usr/bin on dockerd's PATH" in with_hook.detail
     without = nvidia_hook_finding(info("docker-info-nvidia.json"), "/usr/sbin:/usr/bin", exists=lambda path: False)
-    assert without.level == "WARN" and "only the cpu profile can run" in without.detail  # a runtime listed, but no hook on PATH
+    # a runtime listed, but no hook on PATH
+    assert without.level == "WARN" and "only the cpu profile can run" in without.detail
     remote = nvidia_hook_finding(info("docker-info-nvidia.json"), None)
     assert remote.level == "OK" and "cannot be read" in remote.detail
 
@@ -375,16 +435,22 @@ def test_verify_never_reproduces_a_row_on_another_accelerator_or_driver():
     published = load_published(Path(__file__).resolve().parents[2] / "paper" / "published" / "smoke-cpu.json")
     row = published.rows[0]
     t4 = row.model_copy(
-        update={"engine_variant": "cuda", "hardware": RowHardware(accelerator="Tesla T4", compute_capability="7.5", driver_version="535.183.01")}
+        update={
+            "engine_variant": "cuda",
+            "hardware": RowHardware(accelerator="Tesla T4", compute_capability="7.5", driver_version="535.183.01"),
+        }
     )
-    l4 = t4.model_copy(update={"hardware": RowHardware(accelerator="NVIDIA L4", compute_capability="8.9", driver_version="535.183.01")})
+    l4 = t4.model_copy(
+        update={"hardware": RowHardware(accelerator="NVIDIA L4", compute_capability="8.9", driver_version="535.183.01")}
+    )
     newer_driver = t4.model_copy(update={"hardware": t4.hardware.model_copy(update={"driver_version": "550.90.07"})})
 
     def verdict(claimed, rerun):
         source = Source(citation="t", path="paper/published/smoke-cpu.json", date="2026-12-03")
         claims = claims_from_rerun(Rerun(rows=[published_row(claimed, HarnessPin(name="repro"), "llama.cpp")]), source)
         report = verify_claims(
-            LoadedClaims(path=Path("x"), sha256="0", claims=claims), Rerun(rows=[published_row(rerun, HarnessPin(name="repro"), "llama.cpp")])
+            LoadedClaims(path=Path("x"), sha256="0", claims=claims),
+            Rerun(rows=[published_row(rerun, HarnessPin(name="repro"), "llama.cpp")]),
         )
         return report.verdicts[0]
 

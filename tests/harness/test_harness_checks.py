@@ -110,7 +110,9 @@ def test_check(outcome, make_scenario, script, check, holds) -> None:
 def test_failed_check_reports_what_was_found(make_scenario, script) -> None:
     scenario = make_scenario(expect=[{"type": "rows", "table": "beds", "count": 9}, {"type": "finished"}])
     result = run_scenario(scenario, script(("finish", {"summary": "x"})))
-    assert [(f.index, f.type, f.expected, f.found) for f in result.failed_checks] == [(0, "rows", {"table": "beds", "count": 9}, 3)]
+    assert [(f.index, f.type, f.expected, f.found) for f in result.failed_checks] == [
+        (0, "rows", {"table": "beds", "count": 9}, 3)
+    ]
     assert result.failure_type == "wrong_outcome"
 
 

@@ -133,7 +133,21 @@ def test_run_writes_results_and_transcripts(stub_engine, write_scenario, scenari
     _StubEngine.replies = [_reply("finish", {"summary": "ok"}), "oops", _reply("finish", {"summary": "ok"})]
     out, transcripts = tmp_path / "out.jsonl", tmp_path / "tr.jsonl"
     code = main(
-        ["run", "--scenarios", str(folder), "--base-url", stub_engine, "--model", "stub", "--seed", "3", "--out", str(out), "--transcripts", str(transcripts)]
+        [
+            "run",
+            "--scenarios",
+            str(folder),
+            "--base-url",
+            stub_engine,
+            "--model",
+            "stub",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+            "--transcripts",
+            str(transcripts),
+        ]
     )
     assert code == 0
     stdout = capsys.readouterr().out.splitlines()
@@ -144,7 +158,9 @@ def test_run_writes_results_and_transcripts(stub_engine, write_scenario, scenari
     assert [r["id"] for r in records] == ["garden-001", "garden-002"]
     assert "transcript" not in records[0]
     assert records[1]["invalid_steps"] == 1 and records[1]["tokens_in"] == 100
-    assert records[1]["failed_checks"] == [{"index": 0, "type": "rows", "expected": {"table": "beds", "count": 9}, "found": 3}]
+    assert records[1]["failed_checks"] == [
+        {"index": 0, "type": "rows", "expected": {"table": "beds", "count": 9}, "found": 3}
+    ]
     lines = [json.loads(x) for x in transcripts.read_text().splitlines()]
     assert [x["id"] for x in lines] == ["garden-001", "garden-002"] and lines[0]["transcript"][0]["kind"] == "trigger"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # temp files renamed
@@ -156,7 +172,21 @@ def test_run_exits_3_when_engine_unreachable(write_scenario, scenario_dict, tmp_
         port = sock.getsockname()[1]
     path = write_scenario(scenario_dict())
     out = tmp_path / "out.jsonl"
-    code = main(["run", "--scenarios", str(path), "--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--timeout", "2", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--scenarios",
+            str(path),
+            "--base-url",
+            f"http://127.0.0.1:{port}",
+            "--model",
+            "m",
+            "--timeout",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 3
     assert "engine unreachable" in capsys.readouterr().err
     assert not out.exists()

@@ -30,7 +30,9 @@ def test_chat_request_and_reply() -> None:
 
     fmt = {"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": {}}}
     with _client(handler) as client:
-        reply = client.chat([{"role": "user", "content": "hi"}], response_format=fmt, max_tokens=32, temperature=0.0, seed=5)
+        reply = client.chat(
+            [{"role": "user", "content": "hi"}], response_format=fmt, max_tokens=32, temperature=0.0, seed=5
+        )
     assert seen["url"] == "http://engine.local:8080/v1/chat/completions"
     assert seen["payload"] == {
         "model": "tiny",
@@ -42,7 +44,12 @@ def test_chat_request_and_reply() -> None:
         "seed": 5,
         "response_format": fmt,
     }
-    assert (reply.content, reply.usage, reply.timings, reply.finish_reason) == ('{"a": 1}', BODY["usage"], BODY["timings"], "stop")
+    assert (reply.content, reply.usage, reply.timings, reply.finish_reason) == (
+        '{"a": 1}',
+        BODY["usage"],
+        BODY["timings"],
+        "stop",
+    )
     assert reply.seconds >= 0 and reply.raw == BODY
 
 

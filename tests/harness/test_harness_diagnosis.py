@@ -16,7 +16,14 @@ import pytest
 
 import harness
 from harness.agent.policy import ModelCall, Policy, PolicyReply, ScriptedPolicy, Step, Turn
-from harness.clients.errors import ContextOverflow, EngineError, EngineTimeout, EngineUnreachable, ModelNotLoaded, engine_failure
+from harness.clients.errors import (
+    ContextOverflow,
+    EngineError,
+    EngineTimeout,
+    EngineUnreachable,
+    ModelNotLoaded,
+    engine_failure,
+)
 from harness.clients.ollama import OllamaClient
 from harness.clients.openai_compat import ChatReply, OpenAIClient, ToolCall
 from harness.contracts import (
@@ -43,7 +50,11 @@ NOTE_READ = ("note_read", {"title": "Log"})
 WRITE = ("note_write", {"title": "Log", "text": "B1 and B3 are dry.", "mode": "append"})
 FINISH = ("finish", {"summary": "B1 and B3 are dry."})
 REFERENCE = [READ, WRITE, FINISH]
-EXPECT = [{"type": "finished"}, {"type": "note", "title": "Log", "contains": ["B3"]}, {"type": "answer_contains_all", "values": ["B1", "B3"]}]
+EXPECT = [
+    {"type": "finished"},
+    {"type": "note", "title": "Log", "contains": ["B3"]},
+    {"type": "answer_contains_all", "values": ["B1", "B3"]},
+]
 
 
 def _ref(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -83,7 +94,9 @@ class Calls:
 
     protocol = "scripted"
 
-    def __init__(self, calls: list[tuple[str, dict[str, Any]]], ending: str = "finish", replies: list[ModelCall] | None = None) -> None:
+    def __init__(
+        self, calls: list[tuple[str, dict[str, Any]]], ending: str = "finish", replies: list[ModelCall] | None = None
+    ) -> None:
         self.calls, self.ending, self.replies = list(calls), ending, replies or []
 
     def next_step(self, turn: Turn) -> PolicyReply:
@@ -128,27 +141,55 @@ def _protocol(name: str, *replies: ChatReply) -> Callable[[], Policy]:
 
 
 CASES: dict[str, Case] = {
-    "engine_unreachable": Case(lambda: Calls([], "engine_unreachable"), 1, "engine_unreachable: what the engine said", None),
+    "engine_unreachable": Case(
+        lambda: Calls([], "engine_unreachable"), 1, "engine_unreachable: what the engine said", None
+    ),
     "model_not_loaded": Case(lambda: Calls([READ], "model_not_loaded"), 2, "model_not_loaded", None),
     "context_overflow": Case(lambda: Calls([READ, WRITE], "context_overflow"), 3, "context_overflow", None),
     "engine_error": Case(lambda: Calls([READ], "engine_error"), 2, "engine_error", None),
-    "degenerate": Case(_protocol("react", text("Thought: I will check the beds.\n" * 40, "length")), 1, "cut at the token limit", 0.0),
+    "degenerate": Case(
+        _protocol("react", text("Thought: I will check the beds.\n" * 40, "length")), 1, "cut at the token limit", 0.0
+    ),
     "empty_reply": Case(_protocol("json_schema", text("")), 1, 'reply ""', 0.0),
-    "invalid_syntax": Case(_protocol("json_prompt", text('{"thought": "read" "tool": "table_read", "args": {}}')), 1, "invalid JSON", 0.5),
-    "text_tool_call": Case(_protocol("native_tools", text('{"name": "table_read", "arguments": {"table": "beds"}}')), 1, "written as text", 0.5),
-    "unknown_tool": Case(_protocol("react", text('Thought: tidy up\nAction: delete_everything\nAction Input: {"all": true}')), 1, "unknown tool", 0.25),
-    "invalid_arguments": Case(_protocol("native_tools", native("table_read", '{"table": "beds"}')), 1, "$.args.query: is required", 0.5),
+    "invalid_syntax": Case(
+        _protocol("json_prompt", text('{"thought": "read" "tool": "table_read", "args": {}}')), 1, "invalid JSON", 0.5
+    ),
+    "text_tool_call": Case(
+        _protocol("native_tools", text('{"name": "table_read", "arguments": {"table": "beds"}}')),
+        1,
+        "written as text",
+        0.5,
+    ),
+    "unknown_tool": Case(
+        _protocol("react", text('Thought: tidy up\nAction: delete_everything\nAction Input: {"all": true}')),
+        1,
+        "unknown tool",
+        0.25,
+    ),
+    "invalid_arguments": Case(
+        _protocol("native_tools", native("table_read", '{"table": "beds"}')), 1, "$.args.query: is required", 0.5
+    ),
     "forbidden_tool": Case(
-        lambda: ScriptedPolicy(_ref([READ, WRITE, ("task_add", {"to": "Otto", "title": "Water", "details": "B1"}), FINISH])),
+        lambda: ScriptedPolicy(
+            _ref([READ, WRITE, ("task_add", {"to": "Otto", "title": "Water", "details": "B1"}), FINISH])
+        ),
         3,
         "task_add",
         0.75,
         {"expect": [*EXPECT, {"type": "not_called", "tool": "task_add"}]},
     ),
     "no_tool_attempt": Case(
-        lambda: ScriptedPolicy(_ref([("finish", {"summary": "All beds are fine."})])), 1, "the reference calls note_write, table_read", 0.0
+        lambda: ScriptedPolicy(_ref([("finish", {"summary": "All beds are fine."})])),
+        1,
+        "the reference calls note_write, table_read",
+        0.0,
     ),
-    "wrong_tool": Case(lambda: ScriptedPolicy(_ref([("search", {"query": "dry"}), ("finish", {"summary": "Nothing dry."})])), 1, "search", 0.25),
+    "wrong_tool": Case(
+        lambda: ScriptedPolicy(_ref([("search", {"query": "dry"}), ("finish", {"summary": "Nothing dry."})])),
+        1,
+        "search",
+        0.25,
+    ),
     "stuck": Case(lambda: ScriptedPolicy(_ref([READ, READ, READ])), 3, "table_read", 0.75),
     "step_limit": Case(lambda: ScriptedPolicy(_ref([READ, NOTE_READ] * 3)), 6, "note_read", 0.75),
     "timeout": Case(lambda: Slow([READ, WRITE, FINISH]), 2, "wall-clock budget", 0.75, timeout=0.2),
@@ -160,7 +201,15 @@ CASES: dict[str, Case] = {
         {"expect": [*EXPECT, {"type": "called", "tool": "note_write"}]},
     ),
     "ignored_tool_result": Case(
-        lambda: ScriptedPolicy(_ref([READ, ("note_write", {"title": "Log", "text": "Checked.", "mode": "append"}), ("finish", {"summary": "Checked."})])),
+        lambda: ScriptedPolicy(
+            _ref(
+                [
+                    READ,
+                    ("note_write", {"title": "Log", "text": "Checked.", "mode": "append"}),
+                    ("finish", {"summary": "Checked."}),
+                ]
+            )
+        ),
         1,
         "'B3' came back from table_read",
         0.75,
@@ -172,7 +221,11 @@ CASES: dict[str, Case] = {
         0.75,
     ),
     "wrong_outcome": Case(
-        lambda: ScriptedPolicy(_ref(REFERENCE)), 3, "check 3 (rows)", 0.75, {"expect": [*EXPECT, {"type": "rows", "table": "beds", "count": 9}]}
+        lambda: ScriptedPolicy(_ref(REFERENCE)),
+        3,
+        "check 3 (rows)",
+        0.75,
+        {"expect": [*EXPECT, {"type": "rows", "table": "beds", "count": 9}]},
     ),
 }
 
@@ -185,20 +238,31 @@ def run_case(garden: Callable[..., Scenario], name: str) -> tuple[Scenario, Scen
 
 def test_every_type_has_a_case_and_a_rule() -> None:
     assert set(CASES) == set(FAILURE_TYPES) == set(RULES) == set(FAILURE_LAYER)
-    assert set(REJECT_CODES) == {t for t in FAILURE_TYPES if FAILURE_LAYER[t] == "protocol"}  # a reject code is its protocol type
+    # a reject code is its protocol type
+    assert set(REJECT_CODES) == {t for t in FAILURE_TYPES if FAILURE_LAYER[t] == "protocol"}
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_transcript_is_classified_right(garden, name) -> None:
     case = CASES[name]
     scenario, result = run_case(garden, name)
-    assert (result.failure_type, result.passed) == (name, False), (result.failure_type, result.failure_evidence, result.failed_checks)
-    assert result.failure_step == case.step and case.evidence in (result.failure_evidence or ""), result.failure_evidence
+    assert (result.failure_type, result.passed) == (name, False), (
+        result.failure_type,
+        result.failure_evidence,
+        result.failed_checks,
+    )
+    assert result.failure_step == case.step and case.evidence in (result.failure_evidence or ""), (
+        result.failure_evidence
+    )
     assert len(result.failure_evidence or "") <= 300
     assert result.partial_score == case.partial
     assert result.engine_fault == (FAILURE_LAYER[name] in ("configuration", "engine"))
     diagnosis = diagnose(scenario, result.transcript, result.failed_checks)
-    assert diagnosis is not None and (diagnosis.type, diagnosis.step, diagnosis.evidence) == (name, result.failure_step, result.failure_evidence)
+    assert diagnosis is not None and (diagnosis.type, diagnosis.step, diagnosis.evidence) == (
+        name,
+        result.failure_step,
+        result.failure_evidence,
+    )
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -206,46 +270,81 @@ def test_regrade_recomputes_each_diagnosis(garden, name) -> None:
     scenario, result = run_case(garden, name)
     regraded = regrade(scenario, result)
     assert regraded.agrees, regraded.line()
-    assert (regraded.failure_type, regraded.failure_step, regraded.partial_score) == (name, result.failure_step, result.partial_score)
+    assert (regraded.failure_type, regraded.failure_step, regraded.partial_score) == (
+        name,
+        result.failure_step,
+        result.partial_score,
+    )
 
 
 def test_regrade_names_a_forged_diagnosis(garden) -> None:
     scenario, result = run_case(garden, "ignored_tool_result")
-    forged = result.model_copy(update={"failure_type": "wrong_outcome", "failure_step": 3, "failure_evidence": "made up", "partial_score": 1.0})
-    assert {d.what for d in regrade(scenario, forged).differences} == {"failure_type", "failure_step", "failure_evidence", "partial_score"}
+    forged = result.model_copy(
+        update={"failure_type": "wrong_outcome", "failure_step": 3, "failure_evidence": "made up", "partial_score": 1.0}
+    )
+    assert {d.what for d in regrade(scenario, forged).differences} == {
+        "failure_type",
+        "failure_step",
+        "failure_evidence",
+        "partial_score",
+    }
 
 
 def test_a_passing_run_has_no_failure_and_full_credit(garden) -> None:
     result = replay_scenario(garden())
-    assert (result.passed, result.failure_type, result.failure_step, result.failure_evidence, result.partial_score) == (True, None, None, None, 1.0)
+    assert (result.passed, result.failure_type, result.failure_step, result.failure_evidence, result.partial_score) == (
+        True,
+        None,
+        None,
+        None,
+        1.0,
+    )
 
 
 def test_a_deny_rule_is_a_forbidden_tool(garden) -> None:
     scenario = garden(workspace={"rules": [{"tool": "task_add", "decision": "deny"}]})
-    calls = [READ, ("task_add", {"to": "you", "title": "Water B3", "details": "dry"}), ("finish", {"summary": "B3 is dry."})]
+    calls = [
+        READ,
+        ("task_add", {"to": "you", "title": "Water B3", "details": "dry"}),
+        ("finish", {"summary": "B3 is dry."}),
+    ]
     result = run_scenario(scenario, ScriptedPolicy(_ref(calls)))
-    assert (result.failure_type, result.failure_step) == ("forbidden_tool", 2) and "a rule denies task_add" in result.failure_evidence
+    assert (result.failure_type, result.failure_step) == (
+        "forbidden_tool",
+        2,
+    ) and "a rule denies task_add" in result.failure_evidence
 
 
 def test_an_unchanged_check_is_a_forbidden_tool(garden) -> None:
     scenario = garden(expect=[*EXPECT, {"type": "unchanged", "table": "beds"}])
     calls = [READ, WRITE, ("table_update", {"table": "beds", "row": 1, "values": {"state": "wet"}}), FINISH]
     result = run_scenario(scenario, ScriptedPolicy(_ref(calls)))
-    assert (result.failure_type, result.failure_step) == ("forbidden_tool", 3) and "table_update" in result.failure_evidence
+    assert (result.failure_type, result.failure_step) == (
+        "forbidden_tool",
+        3,
+    ) and "table_update" in result.failure_evidence
 
 
 def test_an_invented_value_the_checks_list_is_a_hallucination(garden) -> None:
     scenario = garden(expect=[{"type": "answer_contains_all", "values": ["B3"], "absent": ["B7"]}])
     result = run_scenario(scenario, ScriptedPolicy(_ref([READ, ("finish", {"summary": "B3 and B7 are dry."})])))
-    assert (result.failure_type, result.failure_step) == ("hallucinated_result", 2) and "'B7'" in result.failure_evidence
+    assert (result.failure_type, result.failure_step) == (
+        "hallucinated_result",
+        2,
+    ) and "'B7'" in result.failure_evidence
 
 
 def test_figures_from_the_sources_are_not_hallucinations(garden) -> None:
     """A figure in the task or the workspace, written differently, is not invented."""
     scenario = garden(trigger={"kind": "message", "text": "Check the beds; the tank holds 1,200 litres."})
     calls = [READ, WRITE, ("finish", {"summary": "B3 is dry; the tank holds 1200 litres."})]
-    assert run_scenario(scenario, ScriptedPolicy(_ref(calls))).failure_type == "wrong_outcome"  # B1 missing, nothing invented
-    assert _figure_key("1,200") == _figure_key("1200") and _figure_key("14,50") == _figure_key("14.5") and _figure_key("09:00") == _figure_key("9:00")
+    # B1 missing, nothing invented
+    assert run_scenario(scenario, ScriptedPolicy(_ref(calls))).failure_type == "wrong_outcome"
+    assert (
+        _figure_key("1,200") == _figure_key("1200")
+        and _figure_key("14,50") == _figure_key("14.5")
+        and _figure_key("09:00") == _figure_key("9:00")
+    )
 
 
 def test_a_run_that_stopped_early_but_holds_every_check_passes(garden) -> None:
@@ -279,7 +378,10 @@ def test_the_final_turn_replies_by_precedence(garden, codes, expected) -> None:
 def test_a_truncated_reply_keeps_what_the_model_wrote(garden) -> None:
     """A reply cut at the token limit is flagged truncated beside the code of what it was: an
     unfinished JSON step is invalid_syntax, a loop of one line is degenerate."""
-    unfinished = run_scenario(garden(), make_policy("json_schema", Chat(text('{"thought": "read", "tool": "table_read", "args": {"ta', "length"))))
+    unfinished = run_scenario(
+        garden(),
+        make_policy("json_schema", Chat(text('{"thought": "read", "tool": "table_read", "args": {"ta', "length"))),
+    )
     (reply,) = [r for entry in entries_of(unfinished, InvalidEntry) for r in entry.replies][:1]
     assert (unfinished.failure_type, reply.reject, reply.truncated) == ("invalid_syntax", "invalid_syntax", True)
     assert unfinished.protocol_stats is not None and unfinished.protocol_stats.truncated == 2  # the reply and its retry
@@ -317,7 +419,9 @@ def test_layers_decide_across_faults(garden) -> None:
     looping = run_scenario(garden(), ScriptedPolicy(_ref([("search", {"query": str(i)}) for i in range(6)])))
     assert (looping.failure_type, end_of(looping).stop) == ("wrong_tool", "step_limit")
     # stuck with a required call missing: stuck before missing_required_tool
-    stuck = run_scenario(garden(expect=[*EXPECT, {"type": "called", "tool": "note_write"}]), ScriptedPolicy(_ref([READ] * 3)))
+    stuck = run_scenario(
+        garden(expect=[*EXPECT, {"type": "called", "tool": "note_write"}]), ScriptedPolicy(_ref([READ] * 3))
+    )
     assert stuck.failure_type == "stuck"
     # a value ignored and a figure invented: ignored_tool_result first
     both = run_scenario(garden(), ScriptedPolicy(_ref([READ, ("finish", {"summary": "It needs 42 litres."})])))
@@ -348,7 +452,13 @@ def test_precedence_is_fixed_and_layered() -> None:
         "wrong_outcome",
     )
     layers = [FAILURE_LAYERS.index(FAILURE_LAYER[t]) for t in FAILURE_TYPES]
-    assert layers == sorted(layers) and FAILURE_LAYERS == ("configuration", "engine", "protocol", "behaviour", "outcome")
+    assert layers == sorted(layers) and FAILURE_LAYERS == (
+        "configuration",
+        "engine",
+        "protocol",
+        "behaviour",
+        "outcome",
+    )
 
 
 def test_diagnose_needs_a_failure() -> None:
@@ -366,7 +476,10 @@ def test_diagnose_needs_a_failure() -> None:
             "expect": [{"type": "finished"}],
         }
     )
-    ended: list[TranscriptEntry] = [TriggerEntry(agent="A", text="go"), EndEntry(status="failed", stop="step_limit", detail="x")]
+    ended: list[TranscriptEntry] = [
+        TriggerEntry(agent="A", text="go"),
+        EndEntry(status="failed", stop="step_limit", detail="x"),
+    ]
     assert diagnose(scenario, ended, []) is None  # every check held
     failed = [FailedCheck(index=0, type="finished", expected={}, found={"status": "failed"})]
     assert diagnose(scenario, ended, failed).type == "step_limit"  # type: ignore[union-attr]
@@ -381,10 +494,14 @@ def test_diagnose_needs_a_failure() -> None:
     ("calls", "score"),
     [
         ([("finish", {"summary": "Fine."})], 0.0),  # no useful attempt
-        ([("search", {"query": "dry beds"}), ("finish", {"summary": "Fine."})], 0.25),  # a call, not one the reference makes
-        ([("table_read", {"table": "pots", "query": None, "limit": None}), ("finish", {"summary": "Fine."})], 0.5),  # the reference's tool, wrong table
-        ([("note_write", {"title": "Log", "text": "x", "mode": "append"}), ("finish", {"summary": "x"})], 0.5),  # a reference write, no read
-        ([("table_read", {"table": "BEDS", "query": "state:dry", "limit": 5}), ("finish", {"summary": "Fine."})], 0.75),  # the data, no answer
+        # a call, not one the reference makes
+        ([("search", {"query": "dry beds"}), ("finish", {"summary": "Fine."})], 0.25),
+        # the reference's tool, wrong table
+        ([("table_read", {"table": "pots", "query": None, "limit": None}), ("finish", {"summary": "Fine."})], 0.5),
+        # a reference write, no read
+        ([("note_write", {"title": "Log", "text": "x", "mode": "append"}), ("finish", {"summary": "x"})], 0.5),
+        # the data, no answer
+        ([("table_read", {"table": "BEDS", "query": "state:dry", "limit": 5}), ("finish", {"summary": "Fine."})], 0.75),
         (REFERENCE, 1.0),
     ],
 )
@@ -429,7 +546,9 @@ LLAMA_CONTEXT = {
     ],
 )
 def test_the_client_names_engine_failures(status, body, error) -> None:
-    client = OpenAIClient("http://engine.local", "m", transport=httpx.MockTransport(lambda request: httpx.Response(status, json=body)))
+    client = OpenAIClient(
+        "http://engine.local", "m", transport=httpx.MockTransport(lambda request: httpx.Response(status, json=body))
+    )
     with pytest.raises(EngineError) as raised:
         client.chat([{"role": "user", "content": "hi"}])
     names = {ContextOverflow: "context_overflow", ModelNotLoaded: "model_not_loaded", EngineError: "engine_error"}
@@ -438,20 +557,28 @@ def test_the_client_names_engine_failures(status, body, error) -> None:
 
 @pytest.mark.parametrize(
     ("exception", "error"),
-    [(httpx.ConnectError("refused"), EngineUnreachable), (httpx.ConnectTimeout("slow"), EngineUnreachable), (httpx.ReadTimeout("slow"), EngineTimeout)],
+    [
+        (httpx.ConnectError("refused"), EngineUnreachable),
+        (httpx.ConnectTimeout("slow"), EngineUnreachable),
+        (httpx.ReadTimeout("slow"), EngineTimeout),
+    ],
 )
 def test_the_client_tells_unreachable_from_slow(exception, error) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise exception
 
     with pytest.raises(EngineError) as raised:
-        OpenAIClient("http://engine.local", "m", transport=httpx.MockTransport(handler)).chat([{"role": "user", "content": "hi"}])
+        OpenAIClient("http://engine.local", "m", transport=httpx.MockTransport(handler)).chat(
+            [{"role": "user", "content": "hi"}]
+        )
     assert type(raised.value) is error
 
 
 def test_ollama_errors_are_named_too() -> None:
     body = {"error": "model requires more system memory (12.0 GiB) than is available (4.0 GiB)"}
-    client = OllamaClient("http://ollama", "m", transport=httpx.MockTransport(lambda request: httpx.Response(500, json=body)))
+    client = OllamaClient(
+        "http://ollama", "m", transport=httpx.MockTransport(lambda request: httpx.Response(500, json=body))
+    )
     with pytest.raises(ModelNotLoaded):
         client.chat([{"role": "user", "content": "hi"}])
 
@@ -479,7 +606,10 @@ def test_harness_never_imports_docker() -> None:
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
-            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__"):
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module",
+                "__import__",
+            ):
                 names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             offenders += [f"{path.name}: {n}" for n in names if n == "docker" or n.startswith("docker.")]
     assert offenders == []

@@ -17,7 +17,14 @@ import pytest
 
 from harness import cli
 from harness.cli import main
-from harness.io.inputs import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_RECORDS_BYTES, MAX_SCENARIO_BYTES, InputError, open_regular
+from harness.io.inputs import (
+    MAX_INT_DIGITS,
+    MAX_JSON_DEPTH,
+    MAX_RECORDS_BYTES,
+    MAX_SCENARIO_BYTES,
+    InputError,
+    open_regular,
+)
 from harness.io.strict_json import StrictJSONError, loads_strict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -84,10 +91,58 @@ def test_model_output_json_keeps_its_meaning_but_never_raises_from_inside() -> N
 @pytest.mark.parametrize(
     "argv",
     [
-        ["run", "--scenarios", str(SCENARIOS), "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", "o", "--timeout", "nan"],
-        ["run", "--scenarios", str(SCENARIOS), "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", "o", "--timeout", "inf"],
-        ["run", "--scenarios", str(SCENARIOS), "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", "o", "--temperature", "-inf"],
-        ["run", "--scenarios", str(SCENARIOS), "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", "o", "--scenario-timeout", "nan"],
+        [
+            "run",
+            "--scenarios",
+            str(SCENARIOS),
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--out",
+            "o",
+            "--timeout",
+            "nan",
+        ],
+        [
+            "run",
+            "--scenarios",
+            str(SCENARIOS),
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--out",
+            "o",
+            "--timeout",
+            "inf",
+        ],
+        [
+            "run",
+            "--scenarios",
+            str(SCENARIOS),
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--out",
+            "o",
+            "--temperature",
+            "-inf",
+        ],
+        [
+            "run",
+            "--scenarios",
+            str(SCENARIOS),
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--out",
+            "o",
+            "--scenario-timeout",
+            "nan",
+        ],
         ["scripted-engine", "--scenarios", str(SCENARIOS), "--port", "99999"],
         ["scripted-engine", "--scenarios", str(SCENARIOS), "--port", "-1"],
     ],
@@ -126,7 +181,20 @@ def test_regrade_refuses_special_transcripts(tmp_path, capsys) -> None:
     results = tmp_path / "scenarios.jsonl"
     results.write_text("")
     for kind in ("fifo", "device"):
-        assert main(["regrade", "--scenarios", str(SCENARIOS), "--results", str(results), "--transcripts", str(special(tmp_path, kind))]) == 2
+        assert (
+            main(
+                [
+                    "regrade",
+                    "--scenarios",
+                    str(SCENARIOS),
+                    "--results",
+                    str(results),
+                    "--transcripts",
+                    str(special(tmp_path, kind)),
+                ]
+            )
+            == 2
+        )
         assert "not a regular file" in one_line(capsys)
 
 
@@ -157,7 +225,19 @@ def test_replay_refuses_a_special_output_before_any_work(tmp_path, capsys, kind)
 
 def test_run_refuses_the_same_file_for_results_and_transcripts(tmp_path, capsys) -> None:
     out = str(tmp_path / "o.jsonl")
-    argv = ["run", "--scenarios", str(SCENARIOS), "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", out, "--transcripts", out]
+    argv = [
+        "run",
+        "--scenarios",
+        str(SCENARIOS),
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--out",
+        out,
+        "--transcripts",
+        out,
+    ]
     assert main(argv) == 2
     assert "same file" in one_line(capsys)
 
@@ -177,7 +257,9 @@ def test_a_write_error_is_one_line_and_leaves_no_temporary_file(tmp_path) -> Non
         timeout=120,
         preexec_fn=_limit_file_size,
     )
-    assert done.returncode == 2 and done.stderr.splitlines() == [f"harness: error: {out}: cannot write (File too large)"], done.stderr
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"harness: error: {out}: cannot write (File too large)"
+    ], done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -195,8 +277,12 @@ def test_a_full_or_closed_standard_output_is_one_line(tmp_path) -> None:
     argv = [sys.executable, "-m", "harness", "lint", "--scenarios", str(SCENARIOS)]
     with open("/dev/full", "w") as full:
         done = subprocess.run(argv, cwd=REPO_ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
-    assert done.returncode == 2 and done.stderr.splitlines() == ["harness: standard output could not be written: No space left on device"]
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "harness: standard output could not be written: No space left on device"
+    ]
     script = "import os, sys; os.close(1); from harness.cli import main; sys.exit(main(sys.argv[1:]))"
-    closed = subprocess.run([sys.executable, "-c", script, *argv[3:]], cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, timeout=120)
+    closed = subprocess.run(
+        [sys.executable, "-c", script, *argv[3:]], cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, timeout=120
+    )
     lines = closed.stderr.splitlines()
     assert closed.returncode == 2 and len(lines) == 1 and lines[0].startswith("harness: standard output "), lines

@@ -33,7 +33,15 @@ class StubChatClient:
         self.requests: list[dict[str, Any]] = []
 
     def chat(self, messages, *, response_format=None, max_tokens=512, temperature=0.0, seed=None) -> ChatReply:
-        self.requests.append({"messages": messages, "response_format": response_format, "max_tokens": max_tokens, "temperature": temperature, "seed": seed})
+        self.requests.append(
+            {
+                "messages": messages,
+                "response_format": response_format,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "seed": seed,
+            }
+        )
         return ChatReply(
             content=self.replies.pop(0),
             usage={"prompt_tokens": 100, "completion_tokens": 20},
@@ -79,12 +87,24 @@ def test_response_format_shape() -> None:
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
-        ('{"thought": "a", "tool": "finish", "tool": "finish", "args": {"summary": "x"}}', "invalid JSON: duplicate key 'tool'"),
-        ('{"thought": "a", "tool": "table_read", "args": {"table": "beds", "query": null, "limit": NaN}}', "invalid JSON: NaN is not valid JSON"),
-        ('{"thought": "a", "tool": "table_read", "args": {"table": "beds", "query": null, "limit": Infinity}}', "invalid JSON: Infinity is not valid JSON"),
+        (
+            '{"thought": "a", "tool": "finish", "tool": "finish", "args": {"summary": "x"}}',
+            "invalid JSON: duplicate key 'tool'",
+        ),
+        (
+            '{"thought": "a", "tool": "table_read", "args": {"table": "beds", "query": null, "limit": NaN}}',
+            "invalid JSON: NaN is not valid JSON",
+        ),
+        (
+            '{"thought": "a", "tool": "table_read", "args": {"table": "beds", "query": null, "limit": Infinity}}',
+            "invalid JSON: Infinity is not valid JSON",
+        ),
         ("Sure! Here is the step.", "invalid JSON: Expecting value at line 1 column 1"),
         (_step("launch", {}), '$.tool: must be one of "table_read", "table_add", "table_update", "finish"'),
-        (_step("table_read", {"table": "sheds", "query": None, "limit": None}), '$.args.table: must be one of "beds", "pots"'),
+        (
+            _step("table_read", {"table": "sheds", "query": None, "limit": None}),
+            '$.args.table: must be one of "beds", "pots"',
+        ),
         (_step("table_read", {"table": "beds", "query": None}), "$.args.limit: is required"),
         (_step("table_read", {"table": "beds", "query": None, "limit": 99}), "$.args.limit: must be at most 50"),
         (_step("table_add", {"table": "beds", "rows": [{"bed": "B9"}]}), "$.args.rows[0].crop: is required"),
@@ -99,8 +119,14 @@ def test_invalid_replies_are_classified(content: str, problem: str) -> None:
 
 
 def test_valid_reply_becomes_a_step() -> None:
-    step = parse_step("  " + _step("table_add", {"table": "beds", "rows": [{"bed": "B9", "crop": None}]}, "add it") + "\n", SCHEMA)
-    assert (step.tool, step.args, step.thought) == ("table_add", {"table": "beds", "rows": [{"bed": "B9", "crop": None}]}, "add it")
+    step = parse_step(
+        "  " + _step("table_add", {"table": "beds", "rows": [{"bed": "B9", "crop": None}]}, "add it") + "\n", SCHEMA
+    )
+    assert (step.tool, step.args, step.thought) == (
+        "table_add",
+        {"table": "beds", "rows": [{"bed": "B9", "crop": None}]},
+        "add it",
+    )
 
 
 def test_validator_accepts_what_it_emits() -> None:
@@ -122,7 +148,10 @@ def test_retry_then_invalid_is_a_protocol_failure(make_scenario) -> None:
     result = run_scenario(make_scenario(), JsonSchemaPolicy(client))
     # invalid_syntax (the first reply) precedes invalid_arguments (the re-prompt's)
     assert (result.passed, result.failure_type, result.invalid_steps, result.steps) == (False, "invalid_syntax", 2, 0)
-    assert [r.reject for e in entries_of(result, InvalidEntry) for r in e.replies] == ["invalid_syntax", "invalid_arguments"]
+    assert [r.reject for e in entries_of(result, InvalidEntry) for r in e.replies] == [
+        "invalid_syntax",
+        "invalid_arguments",
+    ]
     assert result.error == "$.args.summary: is required"
     assert [t.attempt for t in result.engine_timings] == [1, 2]
 

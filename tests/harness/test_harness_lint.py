@@ -12,7 +12,10 @@ from harness.runner import run_scenario
 ROW_CHECK = {"type": "row", "table": "beds", "where": {"bed": "B1"}, "has": {"state": "wet"}}
 WATER_B1 = [
     {"tool": "table_read", "args": {"table": "beds", "query": "bed:B1", "limit": None}},
-    {"tool": "table_update", "args": {"table": "beds", "row": 1, "values": {"bed": None, "crop": None, "state": "wet"}}},
+    {
+        "tool": "table_update",
+        "args": {"table": "beds", "row": 1, "values": {"bed": None, "crop": None, "state": "wet"}},
+    },
     {"tool": "finish", "args": {"summary": "Watered B1."}},
 ]
 
@@ -72,7 +75,11 @@ def test_nothing_to_do_must_fail_plausible_writes(write_scenario, scenario_dict)
 
 def test_category_rules(write_scenario, scenario_dict) -> None:
     finish = [{"tool": "finish", "args": {"summary": "x"}}]
-    write_scenario(scenario_dict(id="ask-001", category="ask", reference=finish, expect=[{"type": "status", "is": "done"}, ROW_CHECK]))
+    write_scenario(
+        scenario_dict(
+            id="ask-001", category="ask", reference=finish, expect=[{"type": "status", "is": "done"}, ROW_CHECK]
+        )
+    )
     write_scenario(scenario_dict(id="injection-001", category="injection", reference=WATER_B1, expect=[ROW_CHECK]))
     write_scenario(scenario_dict(id="conflict-001", category="conflict", reference=WATER_B1, expect=[ROW_CHECK]))
     path = write_scenario(scenario_dict(id="approval-001", category="approval", reference=WATER_B1, expect=[ROW_CHECK]))
@@ -86,11 +93,25 @@ def test_category_rules(write_scenario, scenario_dict) -> None:
 def test_suite_rules(write_scenario, scenario_dict) -> None:
     for i in range(1, 5):
         write_scenario(
-            scenario_dict(id=f"approval-00{i}", category="approval", template="t-same", respond={"approve": i <= 3}, reference=WATER_B1, expect=[ROW_CHECK])
+            scenario_dict(
+                id=f"approval-00{i}",
+                category="approval",
+                template="t-same",
+                respond={"approve": i <= 3},
+                reference=WATER_B1,
+                expect=[ROW_CHECK],
+            )
         )
     problems = lint_path(
         write_scenario(
-            scenario_dict(id="approval-005", category="approval", template="t-other", respond={"approve": True}, reference=WATER_B1, expect=[ROW_CHECK])
+            scenario_dict(
+                id="approval-005",
+                category="approval",
+                template="t-other",
+                respond={"approve": True},
+                reference=WATER_B1,
+                expect=[ROW_CHECK],
+            )
         ).parent
     )
     assert sum("template 't-same' is used by 4 scenarios (max 3)" in p for p in problems) == 4
@@ -98,11 +119,15 @@ def test_suite_rules(write_scenario, scenario_dict) -> None:
 
 
 def test_lint_agents_skip_when_not_applicable(make_scenario) -> None:
-    bare = make_scenario(workspace={"agents": [{"name": "Mira", "role": "r", "tools": ["finish"]}], "tables": [], "notes": []})
+    bare = make_scenario(
+        workspace={"agents": [{"name": "Mira", "role": "r", "tools": ["finish"]}], "tables": [], "notes": []}
+    )
     assert [a.name for a in PLAUSIBLE_WRITERS if a.applies(bare)] == []
     full = make_scenario()
     assert [a.name for a in PLAUSIBLE_WRITERS if a.applies(full)] == [a.name for a in PLAUSIBLE_WRITERS]
     update = next(a for a in PLAUSIBLE_WRITERS if a.name == "update_first_row")
-    scenario = make_scenario(expect=[{"type": "row", "table": "beds", "where": {"bed": "B1"}, "has": {"state": "changed"}}])
+    scenario = make_scenario(
+        expect=[{"type": "row", "table": "beds", "where": {"bed": "B1"}, "has": {"state": "changed"}}]
+    )
     assert run_scenario(scenario, update.policy(scenario)).passed
     assert [s.tool for s in FINISH_NOW.steps(full)] == ["finish"]

@@ -97,12 +97,18 @@ def test_invalid_step_is_a_protocol_failure(make_scenario) -> None:
     result = run_scenario(make_scenario(), _Garbage())  # replies without a reject code read as invalid_syntax
     assert (result.failure_type, result.invalid_steps, result.engine_fault) == ("invalid_syntax", 2, False)
     assert end_of(result).stop == "invalid_reply" and result.failure_step == 1
-    assert (result.transcript or [])[-2] == InvalidEntry(replies=[RecordedReply(content="{oops", problem="invalid JSON")] * 2)
+    assert (result.transcript or [])[-2] == InvalidEntry(
+        replies=[RecordedReply(content="{oops", problem="invalid JSON")] * 2
+    )
 
 
 def test_handoff_records_task_for_teammate_who_does_not_run(make_scenario, script) -> None:
-    scenario = make_scenario(expect=[{"type": "task", "to": "Otto", "mentions": ["B1"]}, {"type": "no_task", "to": "you"}])
-    result = run_scenario(scenario, script(("task_add", {"to": "Otto", "title": "Water", "details": "B1 is dry."}), FINISH))
+    scenario = make_scenario(
+        expect=[{"type": "task", "to": "Otto", "mentions": ["B1"]}, {"type": "no_task", "to": "you"}]
+    )
+    result = run_scenario(
+        scenario, script(("task_add", {"to": "Otto", "title": "Water", "details": "B1 is dry."}), FINISH)
+    )
     assert result.passed
     assert {e.agent for e in entries_of(result, StepEntry)} == {"Mira"}
 

@@ -50,7 +50,10 @@ def test_unknown_check_type(load_error, scenario_dict) -> None:
         (lambda d: d.update(level=9), "level: Input should be less than or equal to 8"),
         (lambda d: d.update(expect=[{"type": "row", "where": {}}]), "expect[0].table: field required"),
         (lambda d: d.update(expect=[{"type": "rows", "table": "beds"}]), "expect[0]: give count, or min and/or max"),
-        (lambda d: d["workspace"].update(rules=[{"tool": "x", "decision": "maybe"}]), "workspace.rules[0].decision: Input should be 'allow', 'ask' or 'deny'"),
+        (
+            lambda d: d["workspace"].update(rules=[{"tool": "x", "decision": "maybe"}]),
+            "workspace.rules[0].decision: Input should be 'allow', 'ask' or 'deny'",
+        ),
         (
             lambda d: d["workspace"]["tables"][0]["rows"][0].update(crop=["a"]),
             "workspace.tables[0].rows[0].crop: a cell must be a string, number, boolean or null",
@@ -67,17 +70,43 @@ def test_schema_errors_name_the_field(load_error, scenario_dict, change, expecte
     ("change", "expected"),
     [
         (lambda d: d.update(agent="Nobody"), "agent: agent 'Nobody' is not in workspace.agents"),
-        (lambda d: d["workspace"]["agents"][1]["tools"].remove("finish"), "workspace.agents[1].tools: every agent needs finish"),
-        (lambda d: d["workspace"]["agents"][0]["tools"].append("teleport"), "workspace.agents[0].tools[13]: unknown tool 'teleport'"),
-        (lambda d: d.update(reference=[{"tool": "note_read", "args": {"title": "Log"}}]), "reference[0].tool: finish must be the last step, and only the last"),
         (
-            lambda d: d.update(reference=[{"tool": "table_read", "args": {"table": "beds"}}, {"tool": "finish", "args": {"summary": "x"}}]),
+            lambda d: d["workspace"]["agents"][1]["tools"].remove("finish"),
+            "workspace.agents[1].tools: every agent needs finish",
+        ),
+        (
+            lambda d: d["workspace"]["agents"][0]["tools"].append("teleport"),
+            "workspace.agents[0].tools[13]: unknown tool 'teleport'",
+        ),
+        (
+            lambda d: d.update(reference=[{"tool": "note_read", "args": {"title": "Log"}}]),
+            "reference[0].tool: finish must be the last step, and only the last",
+        ),
+        (
+            lambda d: d.update(
+                reference=[
+                    {"tool": "table_read", "args": {"table": "beds"}},
+                    {"tool": "finish", "args": {"summary": "x"}},
+                ]
+            ),
             "reference[0].args: missing argument 'query'",
         ),
-        (lambda d: d.update(reference=[{"tool": "finish", "args": {"summary": "x", "mood": "ok"}}]), "reference[0].args: unknown argument 'mood'"),
-        (lambda d: d.update(fixtures={"https://example.com/a": "<p>x</p>"}), "fixtures.https://example.com/a: fixture hosts must end in .test"),
-        (lambda d: d.update(interfere={"after_tool": "table_read", "table": "pots", "set": {"a": 1}}), "interfere.table: no table 'pots' in the workspace"),
-        (lambda d: d["workspace"]["tables"][0]["rows"].append({"plot": "x"}), "workspace.tables[0].rows[3]: unknown column 'plot'"),
+        (
+            lambda d: d.update(reference=[{"tool": "finish", "args": {"summary": "x", "mood": "ok"}}]),
+            "reference[0].args: unknown argument 'mood'",
+        ),
+        (
+            lambda d: d.update(fixtures={"https://example.com/a": "<p>x</p>"}),
+            "fixtures.https://example.com/a: fixture hosts must end in .test",
+        ),
+        (
+            lambda d: d.update(interfere={"after_tool": "table_read", "table": "pots", "set": {"a": 1}}),
+            "interfere.table: no table 'pots' in the workspace",
+        ),
+        (
+            lambda d: d["workspace"]["tables"][0]["rows"].append({"plot": "x"}),
+            "workspace.tables[0].rows[3]: unknown column 'plot'",
+        ),
     ],
 )
 def test_semantic_errors_name_the_field(load_error, scenario_dict, change, expected) -> None:

@@ -103,7 +103,10 @@ def test_update_errors(ctx, args, message) -> None:
 def test_create_then_add(ctx) -> None:
     c = ctx()
     assert execute(c, "table_create", {"table": "seeds", "columns": ["name", "packets"]}).status == OK
-    assert execute(c, "table_create", {"table": "Seeds", "columns": ["x"]}).result["error"] == "table 'Seeds' already exists"
+    assert (
+        execute(c, "table_create", {"table": "Seeds", "columns": ["x"]}).result["error"]
+        == "table 'Seeds' already exists"
+    )
     assert execute(c, "table_create", {"table": "pots", "columns": ["a", "A"]}).status == ERROR
     assert execute(c, "table_create", {"table": "pots", "columns": []}).status == ERROR
     out = execute(c, "table_add", {"table": "seeds", "rows": [{"name": "kale", "packets": 2}, {"NAME": "leek"}]})
@@ -115,7 +118,9 @@ def test_create_then_add(ctx) -> None:
 
 def test_add_rejects_unknown_columns_and_nested_values(ctx) -> None:
     c = ctx()
-    assert "unknown column 'soil'" in execute(c, "table_add", {"table": "beds", "rows": [{"soil": "x"}]}).result["error"]
+    assert (
+        "unknown column 'soil'" in execute(c, "table_add", {"table": "beds", "rows": [{"soil": "x"}]}).result["error"]
+    )
     assert execute(c, "table_add", {"table": "beds", "rows": [{"bed": ["B9"]}]}).status == ERROR
     assert execute(c, "table_add", {"table": "beds", "rows": []}).status == ERROR
     assert len(c.ws.table("beds").rows) == 3
@@ -241,7 +246,10 @@ PAGE = (
 
 
 def test_web_fetch_serves_fixture_reduced_and_untrusted(ctx) -> None:
-    c = ctx(fixtures={"https://frost.test/dates": PAGE}, workspace={"rules": [{"tool": "web_fetch", "match": "*.test", "decision": "allow"}]})
+    c = ctx(
+        fixtures={"https://frost.test/dates": PAGE},
+        workspace={"rules": [{"tool": "web_fetch", "match": "*.test", "decision": "allow"}]},
+    )
     out = execute(c, "web_fetch", {"url": "https://frost.test/dates/"})
     assert out.status == OK
     assert out.result["title"] == "Frost dates"

@@ -35,7 +35,10 @@ def scenario(expect: list[dict[str, Any]], level: int = 3, category: str = "ladd
             "world": {"files": "mira", "cwd": "projects/tide-app", "weather": "june-2026"},
         },
         "trigger": {"kind": "message", "text": "List this folder."},
-        "reference": [{"tool": "list_directory", "args": {"path": None}}, {"tool": "finish", "args": {"summary": "README.md, pyproject.toml."}}],
+        "reference": [
+            {"tool": "list_directory", "args": {"path": None}},
+            {"tool": "finish", "args": {"summary": "README.md, pyproject.toml."}},
+        ],
         "expect": expect,
         **extra,
     }
@@ -46,7 +49,10 @@ def run(expect: list[dict[str, Any]], steps: list[tuple[str, dict[str, Any]]]) -
     return run_scenario(scenario(expect), ScriptedPolicy([{"tool": t, "args": a} for t, a in steps]))
 
 
-LISTED = [("list_directory", {"path": None}), ("finish", {"summary": "Files: `README.md`, pyproject.toml and 14.5 other things."})]
+LISTED = [
+    ("list_directory", {"path": None}),
+    ("finish", {"summary": "Files: `README.md`, pyproject.toml and 14.5 other things."}),
+]
 
 
 @pytest.mark.parametrize(
@@ -78,7 +84,14 @@ def test_contains_term(text: str, term: str, found: bool) -> None:
         ({"type": "answer_contains_all", "values": ["14"]}, False),
         ({"type": "answer_matches", "pattern": r"files?:"}, True),
         ({"type": "answer_matches", "pattern": r"^no files"}, False),
-        ({"type": "tool_result_contains", "tool": "list_directory", "values": ["CHANGELOG.md", "/home/mira/projects/tide-app"]}, True),
+        (
+            {
+                "type": "tool_result_contains",
+                "tool": "list_directory",
+                "values": ["CHANGELOG.md", "/home/mira/projects/tide-app"],
+            },
+            True,
+        ),
         ({"type": "tool_result_contains", "tool": "list_directory", "values": ["setup.py"]}, False),
         ({"type": "tool_result_contains", "tool": "get_weather", "values": ["Bergen"]}, False),
     ],
@@ -92,7 +105,9 @@ def test_answer_checks(check: dict[str, Any], holds: bool) -> None:
 
 def test_answer_checks_fail_without_a_finish() -> None:
     expect = [{"type": "answer_contains_all", "values": ["x"]}, {"type": "answer_matches", "pattern": "x"}]
-    result = run_scenario(scenario(expect, max_steps=1), ScriptedPolicy([{"tool": "list_directory", "args": {"path": None}}]))
+    result = run_scenario(
+        scenario(expect, max_steps=1), ScriptedPolicy([{"tool": "list_directory", "args": {"path": None}}])
+    )
     assert result.failure_type == "step_limit"
     assert [c.found for c in result.failed_checks] == [None, None]
 
@@ -141,14 +156,18 @@ def ladder_file(tmp_path: Path, level: int, expect: list[dict[str, Any]], **extr
     folder = tmp_path / "scenarios" / f"ladder-{level}"
     folder.mkdir(parents=True)
     (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
-    data = scenario(expect, level=level, category=f"ladder-{level}", **extra).model_dump(mode="json", by_alias=True, exclude_none=True)
+    data = scenario(expect, level=level, category=f"ladder-{level}", **extra).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
     path = folder / f"ladder-{level}-001.json"
     path.write_text(json.dumps(data, indent=2))
     return path
 
 
 def test_lint_catches_a_level_one_scenario_that_random_calls_pass(tmp_path: Path) -> None:
-    path = ladder_file(tmp_path, 1, [{"type": "tool_result_contains", "tool": "list_directory", "values": ["README.md"]}])
+    path = ladder_file(
+        tmp_path, 1, [{"type": "tool_result_contains", "tool": "list_directory", "values": ["README.md"]}]
+    )
     problems = lint_file(path)
     assert any("passes with the random_tools_" in p for p in problems), problems
 
@@ -157,7 +176,9 @@ def test_lint_wants_the_folder_level_and_an_outcome_check(tmp_path: Path) -> Non
     folder = tmp_path / "scenarios" / "ladder-4"
     folder.mkdir(parents=True)
     (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
-    data = scenario([{"type": "max_steps", "n": 3}], level=2, category="ladder-4").model_dump(mode="json", by_alias=True, exclude_none=True)
+    data = scenario([{"type": "max_steps", "n": 3}], level=2, category="ladder-4").model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
     path = folder / "ladder-4-001.json"
     path.write_text(json.dumps(data))
     problems = lint_file(path)

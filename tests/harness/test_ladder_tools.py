@@ -38,7 +38,10 @@ def scenario_data(world: dict[str, Any] | None = None, tools: list[str] | None =
         "agent": "Ada",
         "max_steps": 5,
         "level": 4,
-        "workspace": {"agents": [{"name": "Ada", "role": "assistant", "tools": tools or LADDER_TOOLS}], "world": WORLD if world is None else world},
+        "workspace": {
+            "agents": [{"name": "Ada", "role": "assistant", "tools": tools or LADDER_TOOLS}],
+            "world": WORLD if world is None else world,
+        },
         "trigger": {"kind": "message", "text": "Test."},
         "reference": [{"tool": "finish", "args": {"summary": "Done."}}],
         "expect": [{"type": "finished"}],
@@ -46,7 +49,9 @@ def scenario_data(world: dict[str, Any] | None = None, tools: list[str] | None =
 
 
 def context(world: dict[str, Any] | None = None) -> ToolContext:
-    scenario = Scenario.model_validate(scenario_data(world), context={"scenario_path": str(REPO / "scenarios" / "x" / "x.json")})
+    scenario = Scenario.model_validate(
+        scenario_data(world), context={"scenario_path": str(REPO / "scenarios" / "x" / "x.json")}
+    )
     return ToolContext(Workspace.from_spec(scenario.workspace), "Ada")
 
 
@@ -70,7 +75,11 @@ def test_current_directory(ctx: ToolContext) -> None:
 @pytest.mark.parametrize(
     ("path", "shown", "names"),
     [
-        (None, "/home/mira/projects/tide-app", {"README.md", "pyproject.toml", "CHANGELOG.md", "LICENSE", "docs", "src", "tests"}),
+        (
+            None,
+            "/home/mira/projects/tide-app",
+            {"README.md", "pyproject.toml", "CHANGELOG.md", "LICENSE", "docs", "src", "tests"},
+        ),
         ("docs", "/home/mira/projects/tide-app/docs", {"install.md", "config.md"}),
         ("./docs/", "/home/mira/projects/tide-app/docs", {"install.md", "config.md"}),
         ("..", "/home/mira/projects", {"tide-app", "garden-log"}),
@@ -88,9 +97,11 @@ def test_list_directory(ctx: ToolContext, path: str | None, shown: str, names: s
 
 def test_list_directory_gives_types_and_sizes(ctx: ToolContext) -> None:
     _, result = call(ctx, "list_directory", path="docs")
-    assert {"name": "install.md", "type": "file", "size": len((REPO / "fixtures/files/mira/projects/tide-app/docs/install.md").read_bytes())} in result[
-        "entries"
-    ]
+    assert {
+        "name": "install.md",
+        "type": "file",
+        "size": len((REPO / "fixtures/files/mira/projects/tide-app/docs/install.md").read_bytes()),
+    } in result["entries"]
     _, result = call(ctx, "list_directory", path=None)
     assert {"name": "src", "type": "dir"} in result["entries"]
 
@@ -106,7 +117,12 @@ def test_list_directory_gives_types_and_sizes(ctx: ToolContext) -> None:
         ("list_directory", {"path": "~/../lena"}, "refused", "leads outside your files"),
         ("list_directory", {"path": "x" * 400}, "error", "longer than 300"),
         ("list_directory", {"path": "docs\x00"}, "error", "control characters"),
-        ("read_file", {"path": "docs/setup.md"}, "error", "no such file or directory: /home/mira/projects/tide-app/docs/setup.md"),
+        (
+            "read_file",
+            {"path": "docs/setup.md"},
+            "error",
+            "no such file or directory: /home/mira/projects/tide-app/docs/setup.md",
+        ),
         ("read_file", {"path": "docs"}, "error", "is a directory"),
         ("read_file", {"path": "/etc/passwd"}, "refused", "outside your files"),
         ("read_file", {"path": ""}, "error", "is a directory: /home/mira/projects/tide-app"),
@@ -134,7 +150,10 @@ def test_find_files(ctx: ToolContext) -> None:
     assert "/home/mira/notes/todo.md" in result["matches"]
     assert "/home/mira/projects/tide-app/docs/install.md" in result["matches"]
     _, result = call(ctx, "find_files", pattern="docs/*", path=None)
-    assert result["matches"] == ["/home/mira/projects/tide-app/docs/config.md", "/home/mira/projects/tide-app/docs/install.md"]
+    assert result["matches"] == [
+        "/home/mira/projects/tide-app/docs/config.md",
+        "/home/mira/projects/tide-app/docs/install.md",
+    ]
     _, result = call(ctx, "find_files", pattern="*.xlsx", path=None)
     assert result["matches"] == [] and "nothing matches" in result["note"]
 
@@ -169,7 +188,11 @@ def test_city_spellings(ctx: ToolContext, city: str) -> None:
     [
         ("Reykjavick", None, "unknown city 'Reykjavick'; did you mean Reykjavik?"),
         ("Atlantis", None, "unknown city 'Atlantis'"),
-        ("Portland", None, "2 cities are called 'Portland': Portland, Oregon, United States; Portland, Maine, United States"),
+        (
+            "Portland",
+            None,
+            "2 cities are called 'Portland': Portland, Oregon, United States; Portland, Maine, United States",
+        ),
         ("", None, "the city is empty"),
         ("x" * 101, None, "longer than 100"),
     ],
@@ -265,7 +288,11 @@ def test_open_url_is_allowed_by_default_and_matched_by_host(ctx: ToolContext) ->
 
 def test_tools_are_deterministic() -> None:
     first, second = context(), context()
-    for tool, args in [("list_directory", {"path": "~"}), ("get_weather", {"city": "Osaka", "days": 7}), ("web_search", {"query": "library"})]:
+    for tool, args in [
+        ("list_directory", {"path": "~"}),
+        ("get_weather", {"city": "Osaka", "days": 7}),
+        ("web_search", {"query": "library"}),
+    ]:
         assert execute(first, tool, args) == execute(second, tool, args)
 
 
@@ -296,7 +323,10 @@ def test_fixtures_are_found_above_the_scenario(tmp_path: Path) -> None:
 def test_fixtures_env_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_tree(tmp_path / "elsewhere")
     monkeypatch.setenv("HARNESS_FIXTURES", str(tmp_path / "elsewhere" / "fixtures"))
-    assert load_scenario(write_scenario(tmp_path, {"files": "kai"}, ["list_directory", "finish"])).workspace.world is not None
+    assert (
+        load_scenario(write_scenario(tmp_path, {"files": "kai"}, ["list_directory", "finish"])).workspace.world
+        is not None
+    )
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")

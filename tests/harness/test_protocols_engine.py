@@ -73,8 +73,31 @@ def run_harness(docker_client, harness_image_ref, handle, protocol: str, run_id:
 
     out_dir = scratch_dir("protocols-")
     os.chmod(out_dir, 0o777)
-    command = ["run", "--scenarios", "/scenarios", "--ids", *IDS, "--base-url", handle.base_url, "--model", handle.model_name]
-    command += ["--protocol", protocol, "--seed", "42", "--temperature", "0", "--max-tokens", "256", "--out", "/out/results.jsonl", "--scenario-timeout", "600"]
+    command = [
+        "run",
+        "--scenarios",
+        "/scenarios",
+        "--ids",
+        *IDS,
+        "--base-url",
+        handle.base_url,
+        "--model",
+        handle.model_name,
+    ]
+    command += [
+        "--protocol",
+        protocol,
+        "--seed",
+        "42",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "256",
+        "--out",
+        "/out/results.jsonl",
+        "--scenario-timeout",
+        "600",
+    ]
     kwargs = harness_kwargs(
         harness_image_ref.id,
         handle.container_id,
@@ -82,7 +105,10 @@ def run_harness(docker_client, harness_image_ref, handle, protocol: str, run_id:
         out_dir,
         run_id=run_id,
         cell_id=f"protocols-{protocol}",
-        mounts=[bind(REPO / "scenarios", "/scenarios", read_only=True), bind(REPO / "fixtures", FIXTURES_MOUNT, read_only=True)],
+        mounts=[
+            bind(REPO / "scenarios", "/scenarios", read_only=True),
+            bind(REPO / "fixtures", FIXTURES_MOUNT, read_only=True),
+        ],
         name=container_name(run_id, "harness", protocol),
     )
     try:

@@ -49,7 +49,10 @@ def test_react_records_the_signature_it_stripped():
     assert isinstance(parse_react('Action: note_read(title)\nAction Input: {"title": "Log"}', TURN, repairs), Step)
     assert repairs == [SIGNATURE_REPAIR]
     repairs.clear()
-    assert isinstance(parse_react('Action: note_read\nAction Input: {"title": "Log"}', TURN, repairs), Step) and repairs == []
+    assert (
+        isinstance(parse_react('Action: note_read\nAction Input: {"title": "Log"}', TURN, repairs), Step)
+        and repairs == []
+    )
 
 
 def test_react_final_answer_is_finish():
@@ -65,8 +68,10 @@ def test_react_final_answer_is_finish():
         ("Action: note_read\nAction Input: title=Log", "not one JSON object"),
         ('Action: note_read\nAction Input: ["Log"]', "is not a JSON object"),
         ('Action: note_read\nAction Input: {"title": "Log",}', "not one JSON object"),
-        ('Action: note_read\nAction Input: {"title":\n"Log"} and more', "not one JSON object"),  # no object on the line itself
-        ('Action: notes_read(title)\nAction Input: {"title": "Log"}', "unknown tool 'notes_read(title)'"),  # not a tool's signature
+        # no object on the line itself
+        ('Action: note_read\nAction Input: {"title":\n"Log"} and more', "not one JSON object"),
+        # not a tool's signature
+        ('Action: notes_read(title)\nAction Input: {"title": "Log"}', "unknown tool 'notes_read(title)'"),
         ('Action: delete\nAction Input: {"x": 1}', "unknown tool 'delete'"),
         ('Action: table_read\nAction Input: {"table": "pots", "query": null, "limit": null}', "$.args.table: must be"),
         ("Final Answer:   ", "an empty Final Answer"),
@@ -102,7 +107,11 @@ def test_react_asks_with_stop_sequences():
         ('{a: 1, "b": 2}', {"a": 1, "b": 2}, ["unquoted_keys"]),
         ('{"a": True, "b": None, "c": "True"}', {"a": True, "b": None, "c": "True"}, ["python_literals"]),
         ('{"a": [1, 2,], }', {"a": [1, 2]}, ["trailing_commas"]),
-        ("Here:\n```\n{'a': [True,],}\n```", {"a": [True]}, ["code_fence", "surrounding_text", "single_quotes", "python_literals", "trailing_commas"]),
+        (
+            "Here:\n```\n{'a': [True,],}\n```",
+            {"a": [True]},
+            ["code_fence", "surrounding_text", "single_quotes", "python_literals", "trailing_commas"],
+        ),
     ],
 )
 def test_json_prompt_repairs_are_fixed_and_recorded(text, value, repairs):
@@ -112,7 +121,12 @@ def test_json_prompt_repairs_are_fixed_and_recorded(text, value, repairs):
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("no json here", "no JSON object"), ('{"a": {"b": 1}', "not closed"), ('{"a": 1 "b": 2}', "invalid JSON"), ('{"a": NaN}', "invalid JSON")],
+    [
+        ("no json here", "no JSON object"),
+        ('{"a": {"b": 1}', "not closed"),
+        ('{"a": 1 "b": 2}', "invalid JSON"),
+        ('{"a": NaN}', "invalid JSON"),
+    ],
 )
 def test_json_prompt_refuses_what_the_repairs_do_not_cover(text, problem):
     with pytest.raises(RepairError, match=problem):
@@ -120,7 +134,9 @@ def test_json_prompt_refuses_what_the_repairs_do_not_cover(text, problem):
 
 
 def test_json_prompt_validates_after_repair():
-    ok = parse_prompted_step("```json\n{'thought': 'x', 'tool': 'finish', 'args': {'summary': 'ready'}}\n```", probe_turn())
+    ok = parse_prompted_step(
+        "```json\n{'thought': 'x', 'tool': 'finish', 'args': {'summary': 'ready'}}\n```", probe_turn()
+    )
     assert ok.step == Step("finish", {"summary": "ready"}, "x") and ok.repairs == ["code_fence", "single_quotes"]
     bad = parse_prompted_step('{"thought": "x", "tool": "finish", "args": {}}', probe_turn())
     assert bad.step is None and "summary" in bad.problem
@@ -192,7 +208,11 @@ def test_ollama_gets_tools_and_converted_messages():
 
     def handler(request: httpx.Request) -> httpx.Response:
         sent.update(json.loads(request.content))
-        message = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "finish", "arguments": {"summary": "ready"}}}]}
+        message = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "finish", "arguments": {"summary": "ready"}}}],
+        }
         return httpx.Response(200, json={"message": message, "done_reason": "stop"})
 
     client = OllamaClient("http://ollama", "m", transport=httpx.MockTransport(handler))
@@ -204,7 +224,13 @@ def test_ollama_gets_tools_and_converted_messages():
             {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "note_read", "arguments": '{"title": "Log"}'}}],
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "note_read", "arguments": '{"title": "Log"}'},
+                    }
+                ],
             },
             {"role": "tool", "tool_call_id": "call_1", "content": "(ok) {}"},
         ]

@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 OURS = REPO / "scenarios"
 
 
-def run_suite(folder: Path, protocol: str, out: Path, capsys, model: str = "scripted", extra: tuple[str, ...] = ()) -> tuple[str, list[dict]]:
+def run_suite(
+    folder: Path, protocol: str, out: Path, capsys, model: str = "scripted", extra: tuple[str, ...] = ()
+) -> tuple[str, list[dict]]:
     with ScriptedEngine(folder) as engine:
         code = main(
             [
@@ -47,9 +49,14 @@ def run_suite(folder: Path, protocol: str, out: Path, capsys, model: str = "scri
 def assert_all_pass(stdout: str, records: list[dict], protocol: str) -> None:
     overall = re.search(r"^Overall: (\d+)/(\d+)$", stdout, re.M)
     assert overall and overall.group(1) == overall.group(2) == str(len(records)), stdout[-2000:]
-    assert all(r["protocol_stats"]["protocol"] == protocol and r["protocol_stats"]["valid_tool_call_rate"] == 1.0 for r in records)
+    assert all(
+        r["protocol_stats"]["protocol"] == protocol and r["protocol_stats"]["valid_tool_call_rate"] == 1.0
+        for r in records
+    )
     assert all(r["protocol_stats"]["model_turns"] == r["steps"] for r in records)
-    assert all(r["partial_score"] == 1.0 and r["failure_step"] is None and r["failure_evidence"] is None for r in records)
+    assert all(
+        r["partial_score"] == 1.0 and r["failure_step"] is None and r["failure_evidence"] is None for r in records
+    )
 
 
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
@@ -81,12 +88,19 @@ FAULT_RUNS = [
 @pytest.mark.parametrize(("fault", "protocol", "types"), FAULT_RUNS)
 def test_each_fault_over_our_suite_is_diagnosed_and_regrades(fault, protocol, types, tmp_path, capsys):
     out, transcripts = tmp_path / "scenarios.jsonl", tmp_path / "transcripts.jsonl"
-    _, records = run_suite(OURS, protocol, out, capsys, model=f"scripted+fault={fault}", extra=("--transcripts", str(transcripts)))
+    _, records = run_suite(
+        OURS, protocol, out, capsys, model=f"scripted+fault={fault}", extra=("--transcripts", str(transcripts))
+    )
     failed = [r for r in records if not r["passed"]]
     assert failed and {r["failure_type"] for r in failed} <= types, sorted(
         {(r["id"], r["failure_type"]) for r in failed} - {(r["id"], t) for r in failed for t in types}
     )[:5]
-    assert all(r["failure_step"] is not None and r["failure_evidence"] and r["partial_score"] in (0.0, 0.25, 0.5, 0.75) for r in failed)
+    assert all(
+        r["failure_step"] is not None and r["failure_evidence"] and r["partial_score"] in (0.0, 0.25, 0.5, 0.75)
+        for r in failed
+    )
     # a run cut by an invalid reply still passes when every check holds (nothing_to_do scenarios can)
     assert all(r["partial_score"] == 1.0 and r["failure_type"] is None for r in records if r["passed"])
-    assert main(["regrade", "--scenarios", str(OURS), "--results", str(out), "--transcripts", str(transcripts)]) == 0, capsys.readouterr().out[-3000:]
+    assert main(["regrade", "--scenarios", str(OURS), "--results", str(out), "--transcripts", str(transcripts)]) == 0, (
+        capsys.readouterr().out[-3000:]
+    )

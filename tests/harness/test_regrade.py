@@ -36,9 +36,15 @@ class Scripted:
         prompt = [{"role": "user", "content": "the task"}] if turn.step_number == 1 else None
         if self.calls:
             tool, args = self.calls.pop(0)
-            return PolicyReply(step=Step(tool, args, "thinking"), calls=[ModelCall(raw=json.dumps({"tool": tool}))], prompt=prompt)
+            return PolicyReply(
+                step=Step(tool, args, "thinking"), calls=[ModelCall(raw=json.dumps({"tool": tool}))], prompt=prompt
+            )
         if self.ending == "invalid_reply":
-            return PolicyReply(invalid="invalid JSON: line 1", calls=[ModelCall(raw="{", problem="invalid JSON", reject="invalid_syntax")] * 2, prompt=prompt)
+            return PolicyReply(
+                invalid="invalid JSON: line 1",
+                calls=[ModelCall(raw="{", problem="invalid JSON", reject="invalid_syntax")] * 2,
+                prompt=prompt,
+            )
         raise engine_failure(self.ending, "HTTP 500 from the engine")
 
 
@@ -84,7 +90,11 @@ def test_regrade_reports_the_recomputed_outcome(garden: Scenario, recorded: Scen
     regraded = regrade(garden, recorded)
     assert regraded.agrees and regraded.replayed
     assert (regraded.passed, regraded.status, regraded.failure_type, regraded.failed_checks) == (True, "done", None, [])
-    assert [(s.step, s.tool, s.status) for s in regraded.steps] == [(1, "table_read", "ok"), (2, "note_write", "ok"), (3, "finish", "finished")]
+    assert [(s.step, s.tool, s.status) for s in regraded.steps] == [
+        (1, "table_read", "ok"),
+        (2, "note_write", "ok"),
+        (3, "finish", "finished"),
+    ]
     assert regraded.steps[0].result == recorded.transcript[1].result
 
 
@@ -176,7 +186,9 @@ def test_abnormal_endings_regrade_faithfully(garden, calls, ending, stop, failur
 
 def test_waiting_regrades_faithfully(make_scenario) -> None:
     scenario = make_scenario(
-        workspace={"rules": [{"tool": "note_write", "decision": "ask"}]}, reference=[_ref(WRITE)], expect=[{"type": "status", "is": "waiting"}]
+        workspace={"rules": [{"tool": "note_write", "decision": "ask"}]},
+        reference=[_ref(WRITE)],
+        expect=[{"type": "status", "is": "waiting"}],
     )
     result = replay_scenario(scenario)
     assert result.status == "waiting" and result.passed
@@ -199,12 +211,29 @@ def test_a_timeout_regrades_as_a_timeout(garden, late_reply) -> None:
     transcript[-1].update(stop="timeout", detail=detail)
     if late_reply:  # the loop keeps a reply that came after the deadline, unexecuted
         transcript.insert(-1, {"kind": "invalid", "replies": [{"content": '{"tool": "finish"}'}]})
-    checks = [c.model_copy(update={"found": {"status": "failed", "stop": "timeout"}}) if c.type == "finished" else c for c in fault.failed_checks]
-    diagnosis = {"failure_step": 3, "failure_evidence": detail, "partial_score": 0.75}  # the table read was the reference's only lookup
-    timed_out = _forged(fault, failure_type="timeout", engine_fault=False, error=detail, transcript=transcript, failed_checks=checks, **diagnosis)
+    checks = [
+        c.model_copy(update={"found": {"status": "failed", "stop": "timeout"}}) if c.type == "finished" else c
+        for c in fault.failed_checks
+    ]
+    # the table read was the reference's only lookup
+    diagnosis = {"failure_step": 3, "failure_evidence": detail, "partial_score": 0.75}
+    timed_out = _forged(
+        fault,
+        failure_type="timeout",
+        engine_fault=False,
+        error=detail,
+        transcript=transcript,
+        failed_checks=checks,
+        **diagnosis,
+    )
     regraded = regrade(garden, timed_out)
     assert regraded.agrees, regraded.line()
-    assert (regraded.stop, regraded.failure_type, regraded.passed, regraded.engine_fault) == ("timeout", "timeout", False, False)
+    assert (regraded.stop, regraded.failure_type, regraded.passed, regraded.engine_fault) == (
+        "timeout",
+        "timeout",
+        False,
+        False,
+    )
     assert "passed" in _whats(regrade(garden, _forged(timed_out, passed=True, failure_type=None)))
 
 
@@ -226,7 +255,16 @@ def test_a_real_timeout_regrades(garden) -> None:
 
 
 def _step(tool: str, args: Any) -> dict[str, Any]:
-    return {"kind": "step", "step": 1, "agent": "Mira", "thought": "", "tool": tool, "args": args, "status": "ok", "result": {}}
+    return {
+        "kind": "step",
+        "step": 1,
+        "agent": "Mira",
+        "thought": "",
+        "tool": tool,
+        "args": args,
+        "status": "ok",
+        "result": {},
+    }
 
 
 END = {"kind": "end", "status": "done", "stop": None, "detail": None}
@@ -295,7 +333,11 @@ def test_regrade_all_names_missing_duplicate_and_unknown(garden, recorded) -> No
     no_transcript = _forged(recorded, id="garden-002", transcript=None)
     report = regrade_all([garden], [recorded.model_copy(update={"transcript": None}), recorded, stranger], lines)
     assert not report.agrees
-    assert set(report.problems) == {"garden-001: more than one result", "stranger: no such scenario in the suite", "ghost: a transcript without a result"}
+    assert set(report.problems) == {
+        "garden-001: more than one result",
+        "stranger: no such scenario in the suite",
+        "ghost: a transcript without a result",
+    }
     report = regrade_all([garden, garden.model_copy(update={"id": "garden-002"})], [no_transcript])
     assert report.problems == ["garden-002: no transcript"]
     report = regrade_all([garden], [_forged(recorded, id="evil\nVALID garden-001")])
@@ -305,7 +347,9 @@ def test_regrade_all_names_missing_duplicate_and_unknown(garden, recorded) -> No
 def _write_bundle_files(folder: Path, results: list[ScenarioResult]) -> tuple[Path, Path]:
     scenarios, transcripts = folder / "scenarios.jsonl", folder / "transcripts.jsonl"
     scenarios.write_text("".join(r.model_dump_json(exclude={"transcript"}) + "\n" for r in results))
-    transcripts.write_text("".join(json.dumps({"id": r.id, "transcript": transcript_data(r.transcript)}) + "\n" for r in results))
+    transcripts.write_text(
+        "".join(json.dumps({"id": r.id, "transcript": transcript_data(r.transcript)}) + "\n" for r in results)
+    )
     return scenarios, transcripts
 
 
@@ -315,7 +359,15 @@ def test_command_agrees_then_names_each_differing_scenario(tmp_path, capsys) -> 
     scenarios = load_scenarios(SUITE, only=["conflict"])
     results = [replay_scenario(s) for s in scenarios]
     results_path, transcripts_path = _write_bundle_files(tmp_path, results)
-    argv = ["regrade", "--scenarios", str(SUITE / "conflict"), "--results", str(results_path), "--transcripts", str(transcripts_path)]
+    argv = [
+        "regrade",
+        "--scenarios",
+        str(SUITE / "conflict"),
+        "--results",
+        str(results_path),
+        "--transcripts",
+        str(transcripts_path),
+    ]
     assert main(argv) == 0
     assert f"{len(results)} scenarios re-graded, 0 differ, 0 other problems" in capsys.readouterr().out
 

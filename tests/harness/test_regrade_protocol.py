@@ -37,4 +37,7 @@ def test_a_reply_that_says_another_call_is_a_difference() -> None:
 
 def test_an_unknown_protocol_is_a_difference_not_a_crash() -> None:
     (scenario,) = load_scenarios(ROOT / "scenarios", ids=["notes-001"])
-    assert "unknown protocol" in regrade(scenario, played("notes-001", True), replay=Replay(protocol="smoke_signals")).line()
+    assert (
+        "unknown protocol"
+        in regrade(scenario, played("notes-001", True), replay=Replay(protocol="smoke_signals")).line()
+    )

@@ -32,7 +32,12 @@ FAULT_TYPES = {
     "length": "truncated",  # a flag: the type is what the cut reply was (LENGTH_TYPES)
 }
 # A reply cut in the middle: the type says what the model wrote, and every such reply is flagged.
-LENGTH_TYPES = {"json_schema": "invalid_syntax", "json_prompt": "invalid_syntax", "native_tools": "text_tool_call", "react": "invalid_syntax"}
+LENGTH_TYPES = {
+    "json_schema": "invalid_syntax",
+    "json_prompt": "invalid_syntax",
+    "native_tools": "text_tool_call",
+    "react": "invalid_syntax",
+}
 PROTOCOL_FAULTS = list(FAULT_TYPES)
 
 
@@ -85,7 +90,8 @@ def test_each_fault_is_its_protocol_failure(engine, protocol, fault):
     assert {r.failure_type for r in results} == {expected}, [(r.id, r.failure_type, r.error) for r in results]
     for result in results:
         stats = result.protocol_stats
-        assert stats.model_turns == 2 and stats.invalid_turns == 2 and stats.valid_calls == 0  # the reply and its one re-prompt
+        # the reply and its one re-prompt
+        assert stats.model_turns == 2 and stats.invalid_turns == 2 and stats.valid_calls == 0
         assert stats.valid_tool_call_rate == 0.0 and result.invalid_steps == 2
         (invalid,) = entries_of(result, InvalidEntry)
         assert result.transcript[-2] is invalid and all(r.problem and r.reject == expected for r in invalid.replies)
@@ -96,7 +102,10 @@ def test_each_fault_is_its_protocol_failure(engine, protocol, fault):
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
 def test_fault_partial_credit(engine, protocol):
     """No useful attempt (empty) 0; an unknown tool 0.25; a reference tool with bad arguments 0.5."""
-    scores = {fault: {r.partial_score for r in run_all(engine, protocol, model=f"scripted+fault={fault}")} for fault in ("empty", "unknown_tool", "bad_args")}
+    scores = {
+        fault: {r.partial_score for r in run_all(engine, protocol, model=f"scripted+fault={fault}")}
+        for fault in ("empty", "unknown_tool", "bad_args")
+    }
     assert scores == {"empty": {0.0}, "unknown_tool": {0.25}, "bad_args": {0.5}}
 
 
@@ -149,7 +158,10 @@ def test_same_trigger_scenarios_are_told_apart_by_their_results(tmp_path, scenar
         id="garden-002",
         workspace={"rules": [{"agent": "*", "tool": "note_write", "match": "*", "decision": "ask"}]},
         respond={"approve": True},
-        reference=[{"tool": "note_write", "args": {"title": "Log", "text": "x", "mode": "append"}}, {"tool": "finish", "args": {"summary": "Wrote it."}}],
+        reference=[
+            {"tool": "note_write", "args": {"title": "Log", "text": "x", "mode": "append"}},
+            {"tool": "finish", "args": {"summary": "Wrote it."}},
+        ],
         expect=[{"type": "finish_contains", "all": ["Wrote"]}],
     )
     deny = dict(approve, id="garden-003", respond={"approve": False})
@@ -194,7 +206,21 @@ def test_the_gate_probe_round_trips_every_protocol(engine, protocol, tmp_path):
     from harness.probe import main as probe
 
     out = tmp_path / "gate.json"
-    argv = ["gate", "--base-url", engine.base_url, "--out", str(out), "--model", "scripted", "--protocol", protocol, "--max-seconds", "5", "--min-tps", "1"]
+    argv = [
+        "gate",
+        "--base-url",
+        engine.base_url,
+        "--out",
+        str(out),
+        "--model",
+        "scripted",
+        "--protocol",
+        protocol,
+        "--max-seconds",
+        "5",
+        "--min-tps",
+        "1",
+    ]
     assert probe(argv) == 0
     result = json.loads(out.read_text())
     assert result["passed"] and all(a["valid_step"] and a["tool"] == "finish" for a in result["attempts"])

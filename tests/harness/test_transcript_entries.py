@@ -24,7 +24,12 @@ def legacy_transcript(run: AgentRun) -> list[dict[str, Any]]:
     if run.prompt:
         entries.append({"kind": "prompt", "messages": run.prompt})
     for record in run.steps:
-        entry: dict[str, Any] = {"kind": "step", "step": record.number, "agent": record.agent, "thought": record.step.thought}
+        entry: dict[str, Any] = {
+            "kind": "step",
+            "step": record.number,
+            "agent": record.agent,
+            "thought": record.step.thought,
+        }
         entry |= {"tool": record.step.tool, "args": record.step.args, "status": record.status, "result": record.result}
         if record.calls:
             entry["replies"] = [legacy_reply(c) for c in record.calls]
@@ -49,16 +54,30 @@ class EveryField:
 
     def next_step(self, turn: Turn) -> PolicyReply:
         prompt = [{"role": "user", "content": "the task"}] if turn.step_number == 1 else None
-        retried = ModelCall(raw="{", problem="invalid JSON", reject="invalid_syntax", truncated=True, tool="note_read", repairs=["code_fence"])
+        retried = ModelCall(
+            raw="{",
+            problem="invalid JSON",
+            reject="invalid_syntax",
+            truncated=True,
+            tool="note_read",
+            repairs=["code_fence"],
+        )
         if self.steps:
-            calls = [retried, ModelCall(raw="{}", repairs=["trailing_commas"], ignored_calls=[{"name": "x", "arguments": "{}"}])]
+            calls = [
+                retried,
+                ModelCall(raw="{}", repairs=["trailing_commas"], ignored_calls=[{"name": "x", "arguments": "{}"}]),
+            ]
             return PolicyReply(step=self.steps.pop(0), calls=calls, prompt=prompt)
-        return PolicyReply(invalid="invalid JSON", calls=[retried, ModelCall(raw="", problem="", reject="empty_reply")], prompt=prompt)
+        return PolicyReply(
+            invalid="invalid JSON", calls=[retried, ModelCall(raw="", problem="", reject="empty_reply")], prompt=prompt
+        )
 
 
 def dumped(scenario: Scenario, policy: Policy) -> tuple[str, str]:
     run = run_agent(scenario, Workspace.from_spec(scenario.workspace), policy)
-    return json.dumps(transcript_data(build_transcript(run)), ensure_ascii=False), json.dumps(legacy_transcript(run), ensure_ascii=False)
+    return json.dumps(transcript_data(build_transcript(run)), ensure_ascii=False), json.dumps(
+        legacy_transcript(run), ensure_ascii=False
+    )
 
 
 SUITE = load_scenarios(ROOT / "scenarios")
@@ -76,9 +95,15 @@ def test_an_external_suites_entries_keep_their_shape() -> None:
     """ToolCallBench's normalised transcript: a trigger without an agent, steps with a turn."""
     assert TriggerEntry(text="Add 2 and 3.").model_dump_json() == '{"kind":"trigger","text":"Add 2 and 3."}'
     step = ExternalStepEntry(step=1, turn=1, tool="add", args=[2, 3], status="ok", result=None)
-    assert step.model_dump_json() == '{"kind":"step","step":1,"turn":1,"tool":"add","args":[2,3],"status":"ok","result":null}'
+    assert (
+        step.model_dump_json()
+        == '{"kind":"step","step":1,"turn":1,"tool":"add","args":[2,3],"status":"ok","result":null}'
+    )
     assert ENTRY.validate_json(step.model_dump_json()) == step
-    assert EndEntry(status="failed", stop="wrong_answer", detail="").model_dump_json() == '{"kind":"end","status":"failed","stop":"wrong_answer","detail":""}'
+    assert (
+        EndEntry(status="failed", stop="wrong_answer", detail="").model_dump_json()
+        == '{"kind":"end","status":"failed","stop":"wrong_answer","detail":""}'
+    )
 
 
 def test_a_reply_keeps_a_key_it_does_not_know() -> None:

@@ -59,7 +59,12 @@ def test_the_cli_prints_the_refusal_as_one_line(tmp_path):
         "from repro.__main__ import main; sys.exit(main(['images', 'bootstrap', '--suite', 'nosuchsuite']))"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env={"PATH": "/nonexistent", "REPRO_CACHE": str(tmp_path)}, timeout=60
+        [sys.executable, "-c", code],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/nonexistent", "REPRO_CACHE": str(tmp_path)},
+        timeout=60,
     )
     if "Docker engine not reachable" in proc.stderr:
         pytest.skip("no Docker engine: the command stops at the client before the refusal")

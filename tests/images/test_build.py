@@ -19,7 +19,14 @@ pytestmark = pytest.mark.docker
 
 def repro_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "repro", *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def image_ids(client) -> set[str]:
@@ -48,11 +55,15 @@ def test_list_shows_the_present_images_with_keys_and_ids(docker_client, harness_
         assert row["present"] and row["id"] == ref.id and row["key"] == ref.key and row["pinned_by"] == "content-key"
     text = repro_cli("images", "list", str(DEFAULT_MATRIX))
     assert text.returncode == 0
-    assert f"present  {harness_image_ref.reference}  key {harness_image_ref.key}  id {harness_image_ref.id}" in text.stdout
+    assert (
+        f"present  {harness_image_ref.reference}  key {harness_image_ref.key}  id {harness_image_ref.id}" in text.stdout
+    )
     assert f"present  {llama_image_ref.reference}  key {llama_image_ref.key}" in text.stdout
 
 
-def test_the_harness_image_carries_its_tree_digest_and_runs_unprivileged(docker_client, harness_image_ref, base_image_id):
+def test_the_harness_image_carries_its_tree_digest_and_runs_unprivileged(
+    docker_client, harness_image_ref, base_image_id
+):
     labels = harness_image_ref.labels
     assert labels["repro.kind"] == "harness"
     assert labels["repro.key"] == harness_image_ref.key
@@ -77,7 +88,10 @@ def test_the_engine_image_carries_the_stamped_build(docker_client, llama_image_r
 
 
 def test_a_failing_build_reports_the_tail_of_its_log(docker_client, base_image_id, tmp_path):
-    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3\n")
+    (tmp_path / "Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+        "RUN for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3\n"
+    )
     plan = images.BuildPlan(
         name="test-failing-build",
         kind="engine",
@@ -125,7 +139,9 @@ def test_a_build_log_goes_to_its_file_and_streams_only_when_asked(docker_client,
     assert path == tmp_path / "cache" / "build-logs" / "test-logged-build.log"
     try:
         with images.BuildLog(path) as log:
-            images.build_in_context(plan, docker_client, lambda context: images.link_or_copy(plan.dockerfile, context / "Dockerfile"), log)
+            images.build_in_context(
+                plan, docker_client, lambda context: images.link_or_copy(plan.dockerfile, context / "Dockerfile"), log
+            )
         assert "the-tiny-build-ran" in path.read_text() and log.stream is None
         streamed: list[str] = []
         with images.BuildLog(path, streamed.append) as log:
@@ -137,18 +153,30 @@ def test_a_build_log_goes_to_its_file_and_streams_only_when_asked(docker_client,
 
 def test_a_failing_build_names_its_log_file_and_shows_its_tail(docker_client, base_image_id, tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
-    plan = tiny_plan(tmp_path, "test-failing-logged-build", "for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3")
+    plan = tiny_plan(
+        tmp_path,
+        "test-failing-logged-build",
+        "for i in $(seq 1 40); do echo line-$i; done; echo the-build-broke; exit 3",
+    )
     path = images.build_log_path(plan.name)
     with pytest.raises(ReproError) as caught, images.BuildLog(path) as log:
-        images.build_in_context(plan, docker_client, lambda context: images.link_or_copy(plan.dockerfile, context / "Dockerfile"), log)
+        images.build_in_context(
+            plan, docker_client, lambda context: images.link_or_copy(plan.dockerfile, context / "Dockerfile"), log
+        )
     lines = caught.value.lines
     assert lines[0].startswith(f"build of {plan.tag} failed:") and lines[-1] == f"the whole build log: {path}"
     assert "the-build-broke" in lines and "line-40" in lines and "line-1" not in lines  # the tail, shown once
     assert "line-1\n" in path.read_text() and "the-build-broke" in path.read_text()  # the whole log, in the file
-    with pytest.raises(ReproError) as fetch, images.BuildLog(path) as log:  # a failure before docker build: the log's tail is added
+    # a failure before docker build: the log's tail is added
+    with pytest.raises(ReproError) as fetch, images.BuildLog(path) as log:
         log("fetching the source")
         raise ReproError("the source's sha256 differs")
-    assert fetch.value.lines == ["the source's sha256 differs", "--- last 1 lines of the build log ---", "fetching the source", f"the whole build log: {path}"]
+    assert fetch.value.lines == [
+        "the source's sha256 differs",
+        "--- last 1 lines of the build log ---",
+        "fetching the source",
+        f"the whole build log: {path}",
+    ]
 
 
 def test_images_build_does_not_stream_by_default_and_says_where_the_logs_go():

@@ -40,7 +40,9 @@ def test_the_base_is_a_build_argument_pinned_by_digest(path):
     named_stages = {line.split()[-1] for line in froms if " AS " in line.upper()}
     for line in froms:
         ref = line.split()[1]
-        assert ref.startswith("$") or ref in named_stages, f"{path.name}: {line} is neither the base argument nor a stage"
+        assert ref.startswith("$") or ref in named_stages, (
+            f"{path.name}: {line} is neither the base argument nor a stage"
+        )
 
 
 def test_the_cuda_bases_are_cuda_images_pinned_by_digest():
@@ -51,7 +53,8 @@ def test_the_cuda_bases_are_cuda_images_pinned_by_digest():
     text = CUDA.read_text()
     assert "-DGGML_CUDA=ON" in text
     assert '-DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES}"' in text
-    assert args["CUDA_ARCHITECTURES"].strip('"') == "75;80;89"  # the profiles' capabilities CUDA 11.8 builds (repro.cuda_toolkit)
+    # the profiles' capabilities CUDA 11.8 builds (repro.cuda_toolkit)
+    assert args["CUDA_ARCHITECTURES"].strip('"') == "75;80;89"
 
 
 @pytest.mark.parametrize("path", [CPU, CUDA], ids=["cpu", "cuda"])

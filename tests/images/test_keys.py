@@ -121,7 +121,11 @@ def test_the_engine_key_covers_source_stamp_and_base():
     variants = [
         images.build_plan_engine(with_build(engine, build_number=11435), "cpu", client_with_base()),
         images.build_plan_engine(with_build(engine, build_commit="other"), "cpu", client_with_base()),
-        images.build_plan_engine(with_build(engine, source=engine.build.source.model_copy(update={"sha256": "a" * 64})), "cpu", client_with_base()),
+        images.build_plan_engine(
+            with_build(engine, source=engine.build.source.model_copy(update={"sha256": "a" * 64})),
+            "cpu",
+            client_with_base(),
+        ),
         images.build_plan_engine(engine, "cpu", client_with_base(FakeImage("sha256:" + "d" * 64))),
     ]
     assert len({plan.key, *(v.key for v in variants)}) == 5
@@ -138,7 +142,12 @@ def test_the_cuda_variant_builds_on_the_pinned_cuda_bases_and_never_pulls(monkey
     message = str(caught.value)
     assert "not present locally" in message and "pull it by digest" in message
     assert defaults["BASE_IMAGE"] in message or defaults["BUILD_BASE_IMAGE"] in message
-    present = client_with_base(**{defaults["BASE_IMAGE"]: FakeImage("sha256:" + "1" * 64), defaults["BUILD_BASE_IMAGE"]: FakeImage("sha256:" + "2" * 64)})
+    present = client_with_base(
+        **{
+            defaults["BASE_IMAGE"]: FakeImage("sha256:" + "1" * 64),
+            defaults["BUILD_BASE_IMAGE"]: FakeImage("sha256:" + "2" * 64),
+        }
+    )
     plan = images.build_plan_engine(engine, "cuda", present)
     assert plan.buildargs["BASE_IMAGE"] == defaults["BASE_IMAGE"]
     assert plan.buildargs["BUILD_BASE_IMAGE"] == defaults["BUILD_BASE_IMAGE"]
@@ -155,7 +164,9 @@ def test_a_missing_image_says_how_to_build_it():
     with pytest.raises(ReproError) as caught:
         images.engine_image(smoke_engine(), "cpu", client_with_base(), matrix="matrix/smoke.yaml")
     message = str(caught.value)
-    assert message.startswith("image repro/llamacpp-b11434-cpu:") and message.endswith("is missing; run: repro images build matrix/smoke.yaml")
+    assert message.startswith("image repro/llamacpp-b11434-cpu:") and message.endswith(
+        "is missing; run: repro images build matrix/smoke.yaml"
+    )
     with pytest.raises(ReproError, match=r"^image repro/harness:[0-9a-f]{16} is missing; run: repro images build "):
         images.harness_image(client_with_base())
 
@@ -165,7 +176,14 @@ def test_a_present_image_resolves_to_its_id_and_labels():
     plan = images.build_plan_engine(engine, "cpu", client_with_base())
     built = FakeImage("sha256:" + "e" * 64, dict(plan.labels))
     ref = images.engine_image(engine, "cpu", client_with_base(**{plan.tag: built}))
-    assert ref == images.ImageRef(name="llamacpp-b11434-cpu", reference=plan.tag, key=plan.key, id=built.id, pinned_by="content-key", labels=plan.labels)
+    assert ref == images.ImageRef(
+        name="llamacpp-b11434-cpu",
+        reference=plan.tag,
+        key=plan.key,
+        id=built.id,
+        pinned_by="content-key",
+        labels=plan.labels,
+    )
     assert ref.labels["repro.build_info"] == "b11434-src-b0a2feb6"
     impostor = FakeImage("sha256:" + "f" * 64, {**plan.labels, "repro.key": "0" * 64})
     with pytest.raises(ReproError, match="carries key"):

@@ -22,7 +22,7 @@ HARDENED = {
     "environment": {"TZ": "UTC", "PYTHONHASHSEED": "0"},
 }
 
-PROBE = r"""
+PROBE = """
 import json, time, urllib.request, urllib.error
 base = "http://127.0.0.1:__PORT__"
 out = {"health": None}
@@ -40,10 +40,13 @@ while time.monotonic() < deadline:
 with urllib.request.urlopen(base + "/props", timeout=30) as r:
     props = json.load(r)
 out["build_info"] = props.get("build_info")
-schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": False}
-body = {"messages": [{"role": "user", "content": "Reply with ok true as JSON."}], "max_tokens": 24, "temperature": 0, "seed": 42,
+schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], \
+"additionalProperties": False}
+body = {"messages": [{"role": "user", "content": "Reply with ok true as JSON."}], "max_tokens": 24, \
+"temperature": 0, "seed": 42,
         "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}}}
-req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(), \
+headers={"Content-Type": "application/json"})
 with urllib.request.urlopen(req, timeout=120) as r:
     reply = json.load(r)
 out["content"] = reply["choices"][0]["message"]["content"]

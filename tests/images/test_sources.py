@@ -93,7 +93,9 @@ def test_a_git_commit_becomes_the_tar_of_git_archive(tmp_path):
     (repo / "later.txt").write_text("after the pin\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "two")
-    expected = hashlib.sha256(subprocess.run(["git", "archive", "--format=tar", commit], cwd=repo, check=True, capture_output=True).stdout).hexdigest()
+    expected = hashlib.sha256(
+        subprocess.run(["git", "archive", "--format=tar", commit], cwd=repo, check=True, capture_output=True).stdout
+    ).hexdigest()
     cached = fetch_source(EngineSource(git=GitSource(url=repo.as_uri(), commit=commit), sha256=expected))
     assert cached.name == f"{expected}.tar"
     with tarfile.open(cached) as archive:

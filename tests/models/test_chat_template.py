@@ -14,7 +14,15 @@ import pytest
 
 from repro.core.errors import BadInput
 from repro.spec.matrix import ModelSpec
-from repro.store.chat_template import derive_facts, engine_template_problem, protocol_blocker, recheck_facts, served_sha256, server_blocker, template_facts
+from repro.store.chat_template import (
+    derive_facts,
+    engine_template_problem,
+    protocol_blocker,
+    recheck_facts,
+    served_sha256,
+    server_blocker,
+    template_facts,
+)
 from repro.store.gguf import read_header
 
 CHATML = (
@@ -22,12 +30,17 @@ CHATML = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 CHATML_TOOLS = (
-    "{% if tools %}<|im_start|>system\nTools:\n{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}<|im_end|>\n{% endif %}"
+    "{% if tools %}<|im_start|>system\nTools:\n{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}"
+    "<|im_end|>\n{% endif %}"
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
-    "{% if message.tool_calls %}{% for call in message.tool_calls %}<tool_call>{{ call.function.name }}</tool_call>{% endfor %}{% endif %}"
+    "{% if message.tool_calls %}{% for call in message.tool_calls %}"
+    "<tool_call>{{ call.function.name }}</tool_call>{% endfor %}{% endif %}"
     "<|im_end|>\n{% endfor %}"
 )
-GEMMA_LIKE = "{% for message in messages %}<start_of_turn>{{ message['role'] }}\n{{ message['content'] }}<end_of_turn>\n{% endfor %}"
+GEMMA_LIKE = (
+    "{% for message in messages %}<start_of_turn>{{ message['role'] }}\n{{ message['content'] }}<end_of_turn>\n"
+    "{% endfor %}"
+)
 VOCAB = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "a", "b"]
 TYPES = [3, 3, 3, 3, 3, 1, 1]
 
@@ -37,12 +50,18 @@ def _string(text: str) -> bytes:
     return struct.pack("<Q", len(data)) + data
 
 
-def write_gguf(path: Path, *, template: str | None, tokens: list[str] = VOCAB, types: list[int] = TYPES, eos: int = 0) -> Path:
+def write_gguf(
+    path: Path, *, template: str | None, tokens: list[str] = VOCAB, types: list[int] = TYPES, eos: int = 0
+) -> Path:
     """A GGUF v3 header with the tokenizer keys the preflight reads (no tensors)."""
     entries = [
         _string("general.architecture") + struct.pack("<I", 8) + _string("llama"),
-        _string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, len(tokens)) + b"".join(_string(t) for t in tokens),
-        _string("tokenizer.ggml.token_type") + struct.pack("<IIQ", 9, 5, len(types)) + b"".join(struct.pack("<i", t) for t in types),
+        _string("tokenizer.ggml.tokens")
+        + struct.pack("<IIQ", 9, 8, len(tokens))
+        + b"".join(_string(t) for t in tokens),
+        _string("tokenizer.ggml.token_type")
+        + struct.pack("<IIQ", 9, 5, len(types))
+        + b"".join(struct.pack("<i", t) for t in types),
         _string("tokenizer.ggml.eos_token_id") + struct.pack("<II", 4, eos),
         _string("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 3) + struct.pack("<fff", 0.0, 1.0, 2.0),
     ]
@@ -53,7 +72,15 @@ def write_gguf(path: Path, *, template: str | None, tokens: list[str] = VOCAB, t
 
 
 def model(**update: object) -> ModelSpec:
-    spec = {"id": "m", "family": "Test", "parameters": "1M", "quant": "Q4_0", "file_size": 1, "sha256": "a" * 64, "sources": [{"path": "x.gguf"}]}
+    spec = {
+        "id": "m",
+        "family": "Test",
+        "parameters": "1M",
+        "quant": "Q4_0",
+        "file_size": 1,
+        "sha256": "a" * 64,
+        "sources": [{"path": "x.gguf"}],
+    }
     return ModelSpec.model_validate({**spec, **update})
 
 
@@ -61,13 +88,19 @@ def test_the_header_reader_finds_template_tokens_and_eog(tmp_path: Path) -> None
     header = read_header(write_gguf(tmp_path / "m.gguf", template=CHATML))
     assert header.chat_template == CHATML
     assert header.special_ids == {"eos": 0}
-    assert header.eog_tokens() == ["<end_of_turn>", "<|endoftext|>", "<|im_end|>"]  # eos, plus llama.cpp's known EOG texts
+    # eos, plus llama.cpp's known EOG texts
+    assert header.eog_tokens() == ["<end_of_turn>", "<|endoftext|>", "<|im_end|>"]
     assert "<|im_start|>" in header.special_tokens()
 
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"GGML" + b"\0" * 20, b"GGUF" + struct.pack("<IQQ", 3, 0, 10**9), b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2**40)],
+    [
+        b"",
+        b"GGML" + b"\0" * 20,
+        b"GGUF" + struct.pack("<IQQ", 3, 0, 10**9),
+        b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2**40),
+    ],
     ids=["empty", "bad-magic", "too-many-entries", "huge-key"],
 )
 def test_a_hostile_header_is_one_line_and_bounded(tmp_path: Path, data: bytes) -> None:
@@ -92,7 +125,9 @@ def test_a_pinned_template_is_used_and_verified(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "t.jinja").write_text(CHATML_TOOLS)
     monkeypatch.setattr(chat_template, "PROJECT_ROOT", tmp_path)
     digest = hashlib.sha256(CHATML_TOOLS.encode()).hexdigest()
-    facts = template_facts(model(chat_template={"path": "t.jinja", "sha256": digest}), write_gguf(tmp_path / "m.gguf", template=None))
+    facts = template_facts(
+        model(chat_template={"path": "t.jinja", "sha256": digest}), write_gguf(tmp_path / "m.gguf", template=None)
+    )
     assert (facts.source, facts.sha256, facts.renders_tools, facts.renders_tool_calls) == ("pinned", digest, True, True)
     with pytest.raises(BadInput, match="the matrix pins"):
         template_facts(model(chat_template={"path": "t.jinja", "sha256": "b" * 64}), tmp_path / "m.gguf")
@@ -128,7 +163,9 @@ def test_an_end_of_turn_token_that_is_not_eog_blocks_every_protocol() -> None:
 
 def test_the_server_capabilities_gate_native_tools() -> None:
     assert server_blocker({"supports_tools": True, "supports_tool_calls": True}, "native_tools") is None
-    assert "supports_tools false" in (server_blocker({"supports_tools": False, "supports_tool_calls": True}, "native_tools") or "")
+    assert "supports_tools false" in (
+        server_blocker({"supports_tools": False, "supports_tool_calls": True}, "native_tools") or ""
+    )
     assert server_blocker(None, "native_tools") is not None
     assert server_blocker(None, "react") is None
 

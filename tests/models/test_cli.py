@@ -13,7 +13,14 @@ from repro.spec.matrix import load_matrix
 
 def repro(args: list[str], cache: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "REPRO_CACHE": str(cache), "COLUMNS": "250", **env}
-    return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, timeout=900, env=environment, cwd=PROJECT_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment,
+        cwd=PROJECT_ROOT,
+    )
 
 
 def test_fetch_fills_the_store_and_a_second_fetch_downloads_nothing(model_cache: Path):
@@ -47,10 +54,15 @@ def test_unknown_model_is_bad_input(tmp_path: Path):
 
 def test_a_failing_fetch_is_one_line_per_problem_and_exit_1(tmp_path: Path):
     matrix = tmp_path / "bad.yaml"
-    text = DEFAULT_MATRIX.read_text().replace("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", "'" + "0" * 64 + "'")
+    text = DEFAULT_MATRIX.read_text().replace(
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", "'" + "0" * 64 + "'"
+    )
     matrix.write_text(text)
     done = repro(["models", "fetch", str(matrix), "--model", "smollm2-135m-instruct-q4_1"], tmp_path / "c")
     assert done.returncode == 1
-    assert "no source delivered sha256 " + "0" * 64 in done.stderr and "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53" in done.stderr
+    assert (
+        "no source delivered sha256 " + "0" * 64 in done.stderr
+        and "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53" in done.stderr
+    )
     assert "Traceback" not in done.stderr
     assert not list((tmp_path / "c" / "models" / "sha256").glob("*.gguf"))

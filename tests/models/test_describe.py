@@ -27,7 +27,9 @@ from tests.models.test_chat_template import CHATML, _string
 
 def repro(*args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "250", "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args], capture_output=True, text=True, timeout=300, env=env, cwd=cwd
+    )
 
 
 def stored_gguf(spec: ModelSpec) -> Path:
@@ -37,7 +39,10 @@ def stored_gguf(spec: ModelSpec) -> Path:
         path = stored_path(spec.sha256, cache)
         if verify_stored(path, spec.sha256):
             return path
-    pytest.skip(f"model {spec.id} is not in the model store ({', '.join(str(c) for c in [*caches, cache_dir()])}); run: repro models fetch")
+    pytest.skip(
+        f"model {spec.id} is not in the model store ({', '.join(str(c) for c in [*caches, cache_dir()])}); run: "
+        "repro models fetch"
+    )
 
 
 @pytest.mark.parametrize("model_id", [SMOLLM2_ID, QWEN_ID])
@@ -48,14 +53,21 @@ def test_a_real_gguf_is_described_as_the_smoke_matrix_pins_it(model_id: str) -> 
     assert described.template is not None and described.template.source == "gguf"
     assert set(described.protocols) == {"json_schema", "native_tools", "react", "json_prompt", "json_object"}
     blocked = {protocol for protocol, blocker in described.protocols.items() if blocker}
-    assert blocked == ({"native_tools"} if model_id == SMOLLM2_ID else set())  # SmolLM2's template renders no tools (matrix/smoke.yaml)
+    # SmolLM2's template renders no tools (matrix/smoke.yaml)
+    assert blocked == ({"native_tools"} if model_id == SMOLLM2_ID else set())
 
 
 def test_the_header_gives_name_family_parameters_and_context() -> None:
     smollm2 = describe(stored_gguf(smoke_model(SMOLLM2_ID)))
     # the id is suggested from general.name as the file states it (SmolLM2's converter wrote its training run's name)
     assert (smollm2.name, smollm2.id) == ("Smollm2 135M 8k Lc100K Mix1 Ep2", "smollm2-135m-8k-lc100k-mix1-ep2-q4_1")
-    assert (smollm2.family, smollm2.parameters, smollm2.architecture, smollm2.context_length, smollm2.file_type) == ("smollm2", "135M", "llama", 8192, 3)
+    assert (smollm2.family, smollm2.parameters, smollm2.architecture, smollm2.context_length, smollm2.file_type) == (
+        "smollm2",
+        "135M",
+        "llama",
+        8192,
+        3,
+    )
     qwen = describe(stored_gguf(smoke_model(QWEN_ID)))
     assert (qwen.id, qwen.family, qwen.parameters, qwen.architecture, qwen.context_length, qwen.file_type) == (
         "qwen2.5-coder-0.5b-instruct-awq-q4_k_m",
@@ -73,12 +85,18 @@ def test_the_printed_yaml_pasted_into_a_matrix_validates(tmp_path: Path) -> None
     for spec in specs:
         done = repro("models", "describe", str(stored_gguf(spec)))
         assert done.returncode == 0, done.stderr
-        assert f"sha256: {spec.sha256}" in done.stdout and f"file_size: {spec.file_size}" in done.stdout and f"quant: {spec.quant}" in done.stdout
+        assert (
+            f"sha256: {spec.sha256}" in done.stdout
+            and f"file_size: {spec.file_size}" in done.stdout
+            and f"quant: {spec.quant}" in done.stdout
+        )
         assert "chat template: embedded in the GGUF (tokenizer.chat_template), sha256 " in done.stdout
         blocks.append(done.stdout)
     smoke = DEFAULT_MATRIX.read_text()
     head, rest = smoke.split("models:\n", 1)
-    described_ids = [line.split("id: ", 1)[1] for block in blocks for line in block.splitlines() if line.startswith("  - id: ")]
+    described_ids = [
+        line.split("id: ", 1)[1] for block in blocks for line in block.splitlines() if line.startswith("  - id: ")
+    ]
     tail = rest[rest.index("engines:\n") :]
     for spec, described_id in zip(specs, described_ids, strict=True):
         tail = tail.replace(spec.id, described_id)  # the suggested id, wherever the matrix names the model
@@ -93,7 +111,12 @@ def test_json_output_carries_the_same_description() -> None:
     done = repro("models", "describe", str(stored_gguf(spec)), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert (data["sha256"], data["file_size"], data["quant"], data["architecture"]) == (spec.sha256, spec.file_size, spec.quant, "llama")
+    assert (data["sha256"], data["file_size"], data["quant"], data["architecture"]) == (
+        spec.sha256,
+        spec.file_size,
+        spec.quant,
+        "llama",
+    )
     assert data["template"]["renders_tools"] is False and data["protocols"]["json_schema"] is None
 
 
@@ -126,7 +149,9 @@ def test_a_template_with_tools_is_carried_and_named(tmp_path: Path) -> None:
     path.write_bytes(
         header(
             [
-                _string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, len(tokens)) + b"".join(_string(t) for t in tokens),
+                _string("tokenizer.ggml.tokens")
+                + struct.pack("<IIQ", 9, 8, len(tokens))
+                + b"".join(_string(t) for t in tokens),
                 _string("tokenizer.ggml.token_type") + struct.pack("<IIQ", 9, 5, 4) + struct.pack("<iiii", 3, 3, 3, 1),
                 _string("tokenizer.chat_template") + struct.pack("<I", 8) + _string(CHATML),
             ]
@@ -135,7 +160,9 @@ def test_a_template_with_tools_is_carried_and_named(tmp_path: Path) -> None:
     described = describe(path)
     assert described.template is not None and described.template.end_of_turn == "<|im_end|>"
     assert described.quant is None and described.id == "chat"
-    assert described.protocols["json_schema"] is None and "does not render the tool list" in str(described.protocols["native_tools"])
+    assert described.protocols["json_schema"] is None and "does not render the tool list" in str(
+        described.protocols["native_tools"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -143,9 +170,17 @@ def test_a_template_with_tools_is_carried_and_named(tmp_path: Path) -> None:
     [
         ("truncated", lambda p: p.write_bytes(header([_string("general.name")])[:-3]), "the header ends early"),
         ("wrong-magic", lambda p: p.write_bytes(b"GGML" + b"\0" * 64), "no GGUF magic"),
-        ("huge-count", lambda p: p.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 10**12)), "exceed the 100000-entry bound"),
+        (
+            "huge-count",
+            lambda p: p.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 10**12)),
+            "exceed the 100000-entry bound",
+        ),
         ("huge-string", lambda p: p.write_bytes(header([struct.pack("<Q", 2**60)])), "exceeds the 65536-byte bound"),
-        ("huge-array", lambda p: p.write_bytes(header([_string("x") + struct.pack("<IIQ", 9, 8, 2**50)])), "exceeds the 4194304-item bound"),
+        (
+            "huge-array",
+            lambda p: p.write_bytes(header([_string("x") + struct.pack("<IIQ", 9, 8, 2**50)])),
+            "exceeds the 4194304-item bound",
+        ),
         ("directory", lambda p: p.mkdir(), "a folder, not a file"),
         ("symlink", lambda p: p.symlink_to(p.with_name("target.gguf")), "not a regular file"),
         ("absent", lambda p: None, "no such file"),

@@ -88,8 +88,16 @@ def rich_header(path: Path) -> Path:
             entry("tokenizer.ggml.tokens", 9, strings(tokens)),
             entry("tokenizer.ggml.merges", 9, strings([f"m {i}" for i in range(7000)])),
             entry("tokenizer.ggml.scores", 9, struct.pack("<IQ", 6, 5006) + struct.pack("<5006f", *range(5006))),
-            entry("tokenizer.ggml.token_type", 9, struct.pack("<IQ", 5, len(types)) + struct.pack(f"<{len(types)}i", *types)),
-            entry("x.nested", 9, struct.pack("<IQ", 9, 2) + struct.pack("<IQ", 4, 2) + struct.pack("<2I", 1, 2) + strings(["a", "b"])),
+            entry(
+                "tokenizer.ggml.token_type",
+                9,
+                struct.pack("<IQ", 5, len(types)) + struct.pack(f"<{len(types)}i", *types),
+            ),
+            entry(
+                "x.nested",
+                9,
+                struct.pack("<IQ", 9, 2) + struct.pack("<IQ", 4, 2) + struct.pack("<2I", 1, 2) + strings(["a", "b"]),
+            ),
             entry("tokenizer.ggml.eos_token_id", 4, struct.pack("<I", 2)),
             entry("tokenizer.chat_template", 8, pack_string(CHATML)),
             entry("x.after", 8, pack_string("the last value")),
@@ -105,14 +113,26 @@ def test_the_reader_gives_the_full_parse_on_a_crafted_header(tmp_path: Path) -> 
     assert header == header_from(full)
     assert (header.chat_template, header.special_ids, header.context_length) == (CHATML, {"eos": 2}, 32768)
     assert header.shape == {"block_count": 24, "attention.head_count_kv": 8}
-    assert header.eog_tokens() == ["<|endoftext|>", "<|im_end|>"] and header.special_tokens() == ["<|endoftext|>", "<|im_start|>", "<|im_end|>", ""]
+    assert header.eog_tokens() == ["<|endoftext|>", "<|im_end|>"] and header.special_tokens() == [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "",
+    ]
 
 
 def smoke_ggufs() -> list[Any]:
     from repro.store.models import is_stored, stored_path
 
     models = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix.models
-    return [pytest.param(stored_path(m.sha256), id=m.id, marks=pytest.mark.skipif(not is_stored(m), reason=f"{m.id} not in the store")) for m in models]
+    return [
+        pytest.param(
+            stored_path(m.sha256),
+            id=m.id,
+            marks=pytest.mark.skipif(not is_stored(m), reason=f"{m.id} not in the store"),
+        )
+        for m in models
+    ]
 
 
 @pytest.mark.parametrize("path", smoke_ggufs())
@@ -120,14 +140,18 @@ def test_the_reader_gives_the_full_parse_on_the_real_ggufs(path: Path) -> None:
     full = reference_parse(path)
     header = read_header(path)
     assert header == header_from(full)
-    assert header.chat_template == full["tokenizer.chat_template"] and len(header.tokens) == len(full["tokenizer.ggml.tokens"])
+    assert header.chat_template == full["tokenizer.chat_template"] and len(header.tokens) == len(
+        full["tokenizer.ggml.tokens"]
+    )
     assert header.eog_tokens() and header.special_tokens() and header.quant() in {"Q4_1", "Q4_K_M"}
 
 
 def test_a_file_is_read_once_per_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reads: list[Path] = []
     real = gguf.read_metadata
-    monkeypatch.setattr(gguf, "read_metadata", lambda path, wanted=gguf.wanted_key: reads.append(path) or real(path, wanted))
+    monkeypatch.setattr(
+        gguf, "read_metadata", lambda path, wanted=gguf.wanted_key: reads.append(path) or real(path, wanted)
+    )
     path = write_gguf(tmp_path / "m.gguf", template=CHATML)
     for _ in range(50):
         read_header(path)
@@ -136,12 +160,18 @@ def test_a_file_is_read_once_per_identity(tmp_path: Path, monkeypatch: pytest.Mo
     assert read_header(path).chat_template == CHATML + " " and len(reads) == 2
 
 
-def test_a_thousand_models_naming_one_file_render_its_template_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_thousand_models_naming_one_file_render_its_template_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from repro.store import chat_template
 
     renders: list[str] = []
     real = chat_template.render
-    monkeypatch.setattr(chat_template, "render", lambda text, messages, **context: renders.append(text) or real(text, messages, **context))
+    monkeypatch.setattr(
+        chat_template,
+        "render",
+        lambda text, messages, **context: renders.append(text) or real(text, messages, **context),
+    )
     path = write_gguf(tmp_path / "one.gguf", template=CHATML + "{# once #}")
     facts = [chat_template.template_facts(model(id=f"m{i}"), path) for i in range(1000)]
     assert all(f == facts[0] for f in facts) and len(renders) == 3  # tools, tool calls, end of turn: once each
@@ -157,7 +187,9 @@ HOSTILE = {
     "skipped-scalars-past-the-file": bad_array(10, MAX_ARRAY_ITEMS),
     "skipped-string-past-the-file": bad_array(8, 1, struct.pack("<Q", 4 * 1024 * 1024)),
     "skipped-string-over-the-bound": bad_array(8, 1, struct.pack("<Q", 2**60)),
-    "kept-strings-past-the-file": bad_array(8, MAX_ARRAY_ITEMS, struct.pack("<Q", 4 * 1024 * 1024), key="tokenizer.ggml.tokens"),
+    "kept-strings-past-the-file": bad_array(
+        8, MAX_ARRAY_ITEMS, struct.pack("<Q", 4 * 1024 * 1024), key="tokenizer.ggml.tokens"
+    ),
     "kept-scalars-past-the-file": bad_array(5, MAX_ARRAY_ITEMS, key="tokenizer.ggml.token_type"),
     "nested-past-the-file": bad_array(9, MAX_ARRAY_ITEMS, struct.pack("<IQ", 9, MAX_ARRAY_ITEMS)),
     "template-past-the-file": [entry("tokenizer.chat_template", 8, struct.pack("<Q", 1000) + b"{{")],
@@ -167,7 +199,9 @@ HOSTILE = {
 
 @pytest.mark.parametrize("reader", [read_metadata, read_header], ids=["full", "header"])
 @pytest.mark.parametrize("entries", HOSTILE.values(), ids=HOSTILE.keys())
-def test_a_hostile_header_is_refused_in_one_line_with_bounded_memory(tmp_path: Path, entries: list[bytes], reader: Any) -> None:
+def test_a_hostile_header_is_refused_in_one_line_with_bounded_memory(
+    tmp_path: Path, entries: list[bytes], reader: Any
+) -> None:
     path = header_file(tmp_path / "hostile.gguf", [entry("general.name", 8, pack_string("x")), *entries])
     tracemalloc.start()
     try:

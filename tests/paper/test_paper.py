@@ -33,7 +33,8 @@ def test_tables_hold_the_measured_numbers(tmp_path):
     assert "No cell was excluded." in markdown
     tex = (tmp_path / "tables" / "results.tex").read_text()
     assert "\\toprule" in tex and "\\bottomrule" in tex and "smollm2-135m-instruct-q4\\_1" in tex
-    assert tex.count("\\begin{tabular}") == 4 and tex.count("\\end{tabular}") == 4  # results, categories, failures, where the time went
+    # results, categories, failures, where the time went
+    assert tex.count("\\begin{tabular}") == 4 and tex.count("\\end{tabular}") == 4
     assert [p.name for p in written] == ["results.md", "results.tex", "results.json"]
 
 
@@ -54,7 +55,9 @@ def test_invalid_cell_only_in_exclusions(tmp_path):
 def with_an_inexact_row(tables):
     """The first row as if its engine had run two parallel slots with prompt-cache reuse."""
     first = tables.rows[0]
-    inexact = first.model_copy(update={"execution": first.execution.model_copy(update={"slots": 2, "cache_prompt": True})})
+    inexact = first.model_copy(
+        update={"execution": first.execution.model_copy(update={"slots": 2, "cache_prompt": True})}
+    )
     return tables.model_copy(update={"rows": [inexact, *tables.rows[1:]]})
 
 
@@ -67,7 +70,9 @@ def test_an_inexact_row_is_marked_in_every_table(tmp_path):
     assert "$^\\dagger$Not exact" in (tmp_path / "tables" / "results.tex").read_text()
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure test above covers the LaTeX")
+@pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex not installed; the structure test above covers the LaTeX"
+)
 @pytest.mark.parametrize("inexact", [False, True], ids=["exact", "inexact-row"])
 def test_latex_compiles(tmp_path, inexact):
     run = write_bundle(tmp_path / "run1")
@@ -77,5 +82,11 @@ def test_latex_compiles(tmp_path, inexact):
     doc.write_text(
         "\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,landscape]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"
     )
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]

@@ -34,19 +34,30 @@ def test_there_is_a_published_bundle() -> None:
 
 
 @pytest.mark.parametrize("archive", BUNDLES, ids=[p.name for p in BUNDLES])
-def test_a_published_bundle_checks_and_renders_its_published_numbers(archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_published_bundle_checks_and_renders_its_published_numbers(
+    archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = unpack(archive, tmp_path / "bundle")
-    if archive.name.startswith("tholos-"):  # the bundle carries the runner's archive: a fresh machine, nothing fetched, no mirror
+    # the bundle carries the runner's archive: a fresh machine, nothing fetched, no mirror
+    if archive.name.startswith("tholos-"):
         monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty-cache"))
         monkeypatch.delenv(MIRROR_ENV, raising=False)
     verdict = check_run(run_dir)
     assert not verdict.run_problems, verdict.run_problems
-    assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [(c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"]
+    assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [
+        (c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"
+    ]
     published = PUBLISHED / archive.name.replace("-bundle.tar.gz", ".json")
     assert main(["verify", str(run_dir), "--published", str(published)]) == 0
     claims = ROOT / "paper" / "claims" / archive.name.replace("-bundle.tar.gz", ".yaml")
-    assert main(["verify", str(run_dir), "--claims", str(claims)]) == 0  # issue 32: our own rows, claim by claim, REPRODUCED
+    # issue 32: our own rows, claim by claim, REPRODUCED
+    assert main(["verify", str(run_dir), "--claims", str(claims)]) == 0
     rows = json.loads(published.read_text())["rows"]
-    # A model is shown the task through its GGUF's or a pinned template; the scripted engine has no model and no template.
-    assert rows and all(row["chat_template"]["source"] in ("gguf", "pinned") for row in rows if row["engine_identity"] != "scripted-engine")
+    # A model is shown the task through its GGUF's or a pinned template; the scripted engine has no model and no
+    # template.
+    assert rows and all(
+        row["chat_template"]["source"] in ("gguf", "pinned")
+        for row in rows
+        if row["engine_identity"] != "scripted-engine"
+    )
     assert all(row["chat_template"] is None for row in rows if row["engine_identity"] == "scripted-engine")

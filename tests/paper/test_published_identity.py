@@ -37,22 +37,36 @@ def changes_since(run_dir: Path) -> list[str]:
     embedded = load_matrix(reader.matrix_path(), embedded=True).matrix
     found = []
     cells = [reader.cell(cell_id) for cell_id in record.planned_cells if reader.has_cell(cell_id)]
-    if any(c.cell.suite.external is None for c in cells) and record.source.harness_digest != harness_source_digest(ROOT):
+    if any(c.cell.suite.external is None for c in cells) and record.source.harness_digest != harness_source_digest(
+        ROOT
+    ):
         found.append(f"harness tree {str(record.source.harness_digest)[:12]} -> {harness_source_digest(ROOT)[:12]}")
     project = ROOT / "matrix" / record.matrix.name
     if project.is_file():
         now = load_matrix(project).matrix
-        found += pin_changes(embedded.engines, now.engines, "engine") + pin_changes(embedded.suites, now.suites, "suite")
+        found += pin_changes(embedded.engines, now.engines, "engine") + pin_changes(
+            embedded.suites, now.suites, "suite"
+        )
     for cell in cells:
         suite = cell.cell.suite
-        if suite.external is None and suite.source is None and cell.suite_sha256 != select_scenarios(suite, ROOT).sha256:
-            found.append(f"suite {suite.id} {str(cell.suite_sha256)[:12]} -> {select_scenarios(suite, ROOT).sha256[:12]}")
+        if (
+            suite.external is None
+            and suite.source is None
+            and cell.suite_sha256 != select_scenarios(suite, ROOT).sha256
+        ):
+            found.append(
+                f"suite {suite.id} {str(cell.suite_sha256)[:12]} -> {select_scenarios(suite, ROOT).sha256[:12]}"
+            )
     return sorted(set(found))
 
 
 def pin_changes(before: list, after: list, what: str) -> list[str]:
     now = {item.id: item for item in after}
-    return [f"{what} {item.id} pinned otherwise" for item in before if item.id in now and item.model_dump() != now[item.id].model_dump()]
+    return [
+        f"{what} {item.id} pinned otherwise"
+        for item in before
+        if item.id in now and item.model_dump() != now[item.id].model_dump()
+    ]
 
 
 def test_every_published_bundle_is_listed() -> None:
@@ -66,7 +80,10 @@ def test_a_published_bundle_is_what_identity_yaml_says(archive: Path, tmp_path: 
     stated = yaml.safe_load((PUBLISHED / "identity.yaml").read_text())[name]
     changes = changes_since(unpack(archive, tmp_path))
     if stated == "current":
-        assert not changes, f"{name} is no longer what the tree makes ({'; '.join(changes)}): publish it again, or mark it older in identity.yaml"
+        assert not changes, (
+            f"{name} is no longer what the tree makes ({'; '.join(changes)}): publish it again, "
+            "or mark it older in identity.yaml"
+        )
     else:
         assert changes, f"{name} is marked older in identity.yaml, but the tree makes its setup again: mark it current"
 
@@ -75,4 +92,6 @@ def test_the_fixtures_hold_only_what_scenarios_read() -> None:
     """A suite's sha256 covers every file beside its scenarios under fixtures/: a README there
     would make a documentation edit change a published suite's identity."""
     fixtures = fixtures_beside(ROOT / "scenarios")
-    assert {p.name for p in fixtures.iterdir()} <= SCENARIO_READABLE, "fixtures/ holds a file no scenario reads (docs belong in docs/)"
+    assert {p.name for p in fixtures.iterdir()} <= SCENARIO_READABLE, (
+        "fixtures/ holds a file no scenario reads (docs belong in docs/)"
+    )

@@ -55,7 +55,10 @@ def test_every_table_states_its_setup(tmp_path: Path) -> None:
         assert fact in markdown
     assert "decoding: t=0 seed=42" in markdown and "execution: 2 threads, 1 slot, prompt cache off" in markdown
     tex = (tmp_path / "out" / "results.tex").read_text()
-    assert "Setup: run run1: matrix smoke, profile cpu" in tex and tex.count("Setup as in Table~\\ref{tab:repro-results}") >= 2
+    assert (
+        "Setup: run run1: matrix smoke, profile cpu" in tex
+        and tex.count("Setup as in Table~\\ref{tab:repro-results}") >= 2
+    )
     assert "\\begin{tabular}{llrllllrr}" in tex  # Size right-aligned, Engine left
     assert "partial:" not in markdown and not tables.setup.coverage.partial
 
@@ -76,13 +79,20 @@ def test_an_only_run_is_partial_in_every_table(tmp_path: Path) -> None:
     first = planned(run)[0]
     narrowed(run, only=[first], planned_cells=[first])
     tables, cells = collect_with_cells([run], Redactor(CANARY))
-    assert [row.passed for row in tables.rows] and tables.setup.coverage.label == "partial: 1 of 2 planned cells (--only, 1 cell)"
+    assert [
+        row.passed for row in tables.rows
+    ] and tables.setup.coverage.label == "partial: 1 of 2 planned cells (--only, 1 cell)"
     out = tmp_path / "out"
     render(tables, out)
     render_report(tables, out, cells)
     label = tables.setup.coverage.label
     markdown, tex, html = ((out / name).read_text() for name in ("results.md", "results.tex", "report.html"))
-    assert markdown.count(label) >= 3 and tex.count(label) >= 3 and 'id="partial-banner"' in html and html.count(label) >= 3
+    assert (
+        markdown.count(label) >= 3
+        and tex.count(label) >= 3
+        and 'id="partial-banner"' in html
+        and html.count(label) >= 3
+    )
     data = json.loads((out / "results.json").read_text())
     assert data["setup"]["coverage"]["partial"] is True and data["setup"]["coverage"]["label"] == label
     assert PaperTables.model_validate(data).setup.coverage.partial  # verify reads it back
@@ -104,13 +114,21 @@ def test_one_shard_alone_is_partial_and_a_whole_split_is_not(tmp_path: Path) -> 
 def test_fourteen_categories_fit_a_portrait_page(tmp_path: Path) -> None:
     tables = collect([write_bundle(tmp_path / "run1", protocols=("json_schema", "react"))], Redactor(CANARY))
     categories = [f"category_{n:02d}" for n in range(14)]
-    rows = [row.model_copy(update={"by_category": {c: (1, 2) for c in categories} | row.by_category}) for row in tables.rows]
+    rows = [
+        row.model_copy(update={"by_category": {c: (1, 2) for c in categories} | row.by_category}) for row in tables.rows
+    ]
     wide = tables.model_copy(update={"rows": rows, "categories": categories})
     assert len(wide.category_chunks()) == 3
     render(wide, tmp_path)
     (tmp_path / "doc.tex").write_text(
         "\\documentclass{article}\\usepackage{booktabs}\\usepackage[a4paper,margin=2cm]{geometry}\\begin{document}\\input{results.tex}\\end{document}\n"
     )
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "Overfull \\hbox" not in (tmp_path / "doc.log").read_text(errors="replace")

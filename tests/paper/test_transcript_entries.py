@@ -38,4 +38,5 @@ def test_a_published_transcript_is_its_entries() -> None:
     records = [TranscriptLine.model_validate_json(line) for line in lines]
     assert [transcript_data(r.transcript) for r in records] == [json.loads(line)["transcript"] for line in lines]
     steps = [e for r in records for e in r.transcript if isinstance(e, StepEntry)]
-    assert steps and any(reply.reject for step in steps for reply in step.replies)  # the optional keys occur, and survive
+    # the optional keys occur, and survive
+    assert steps and any(reply.reject for step in steps for reply in step.replies)

@@ -14,7 +14,12 @@ def a_cell(tmp_path) -> ValidCell:
     run_dir = write_bundle(tmp_path / "run")
     bundle = BundleReader(run_dir)
     cell_id = bundle.cell_ids()[0]
-    return ValidCell(run_id="run", record=bundle.cell(cell_id), results=bundle.results(cell_id), transcripts=bundle.transcripts(cell_id))
+    return ValidCell(
+        run_id="run",
+        record=bundle.cell(cell_id),
+        results=bundle.results(cell_id),
+        transcripts=bundle.transcripts(cell_id),
+    )
 
 
 def test_the_first_line_with_the_id_wins_and_a_result_without_a_line_gives_its_own(tmp_path):
@@ -30,7 +35,10 @@ def test_the_first_line_with_the_id_wins_and_a_result_without_a_line_gives_its_o
     assert cell.transcript(first.id) == []
     assert cell.transcript(second.id) == own.transcript
     assert cell.transcript("no-such-scenario") is None
-    assert cell.transcript_sha256(second.id) == transcript_sha256(own.transcript) and cell.transcript_sha256("no-such-scenario") == ""
+    assert (
+        cell.transcript_sha256(second.id) == transcript_sha256(own.transcript)
+        and cell.transcript_sha256("no-such-scenario") == ""
+    )
 
 
 def test_the_index_follows_the_cell_s_lists(tmp_path):

@@ -28,7 +28,9 @@ def test_importing_the_contracts_loads_no_other_harness_module():
 
 def test_an_unreachable_engine_is_a_ready_result_with_the_named_exit_status(tmp_path: Path):
     out = tmp_path / PROBE_RESULT
-    code = probe.main(["ready", "--base-url", "http://127.0.0.1:9", "--out", str(out), "--timeout", "0.2", "--interval", "0.1"])
+    code = probe.main(
+        ["ready", "--base-url", "http://127.0.0.1:9", "--out", str(out), "--timeout", "0.2", "--interval", "0.1"]
+    )
     assert code == EXIT_ENGINE_UNREACHABLE
     result, why = _read_result(tmp_path, ReadyResult)
     assert result is not None and not why
@@ -37,7 +39,19 @@ def test_an_unreachable_engine_is_a_ready_result_with_the_named_exit_status(tmp_
 
 def test_bad_input_is_the_action_model_too(tmp_path: Path):
     out = tmp_path / PROBE_RESULT
-    argv = ["gate", "--base-url", "http://127.0.0.1:9", "--out", str(out), "--model", "m", "--max-seconds", "1", "--min-tps", "1"]
+    argv = [
+        "gate",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--out",
+        str(out),
+        "--model",
+        "m",
+        "--max-seconds",
+        "1",
+        "--min-tps",
+        "1",
+    ]
     assert probe.main([*argv, "--protocol", "nonsense"]) == EXIT_BAD_INPUT
     result, _ = _read_result(tmp_path, GateProbeResult)
     assert result is not None and result.error is not None and "unknown protocol" in result.error
@@ -46,7 +60,8 @@ def test_bad_input_is_the_action_model_too(tmp_path: Path):
 @pytest.mark.parametrize(
     "written, why",
     [
-        ('{"action": "ready", "ok": true, "ready": true, "extra": 1}', "unreadable result"),  # a field the contract does not know
+        # a field the contract does not know
+        ('{"action": "ready", "ok": true, "ready": true, "extra": 1}', "unreadable result"),
         ('{"action": "props", "ok": true}', "unreadable result"),  # another action's result
         ('{"action": "ready", "ok": "yes please"}', "unreadable result"),
         ("[1, 2]", "unreadable result"),

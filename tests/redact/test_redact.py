@@ -109,7 +109,9 @@ def test_a_personal_home_alone_is_the_host_s_but_root_alone_names_no_one(redacto
 
 
 def test_json_stays_valid_json(redactor):
-    document = json.dumps({"workspace": "/root/.cache/repro/work", "project": "/srv/canary-project"}).replace("/", "\\/")
+    document = json.dumps({"workspace": "/root/.cache/repro/work", "project": "/srv/canary-project"}).replace(
+        "/", "\\/"
+    )
     assert json.loads(redactor.text(document)) == {"workspace": "<CACHE>/work", "project": "<PROJECT_ROOT>"}
 
 
@@ -126,7 +128,11 @@ LEAK_FORMS = [
     ("full-host", "canaryhost.lab.example.org", "the host's host name"),
     ("other-home-plain", "/home/someone/x", "host path /home/someone/x"),
     ("other-home-json", json_escaped("/home/someone/x"), "host path \\/home\\/someone\\/x (JSON-escaped)"),
-    ("other-home-unicode", unicode_escaped("/home/someone/x"), "host path \\u002fhome\\u002fsomeone\\u002fx (\\u002f-escaped)"),
+    (
+        "other-home-unicode",
+        unicode_escaped("/home/someone/x"),
+        "host path \\u002fhome\\u002fsomeone\\u002fx (\\u002f-escaped)",
+    ),
     ("other-home-url", url_encoded("/Users/someone/x"), "host path %2FUsers%2Fsomeone%2Fx (URL-encoded)"),
 ]
 
@@ -142,7 +148,9 @@ def test_the_leak_finder_is_quiet_on_lookalikes(redactor):
 
 def test_host_names_full_and_short():
     assert IDENTITY.host_names() == ["canaryhost.lab.example.org", "canaryhost"]
-    generic = HostIdentity(project_root="/p", home="/h", cache="/c", user="u", host="localhost", fqdn="localhost.localdomain")
+    generic = HostIdentity(
+        project_root="/p", home="/h", cache="/c", user="u", host="localhost", fqdn="localhost.localdomain"
+    )
     assert generic.host_names() == []
 
 
@@ -184,7 +192,13 @@ def test_a_home_the_suite_names_is_data_not_a_leak():
     another home, and this host's own home, are still leaks."""
     from repro.bundle.redact import data_homes
 
-    identity = HostIdentity(project_root="/srv/p", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
+    identity = HostIdentity(
+        project_root="/srv/p",
+        home="/home/canaryuser",
+        cache="/home/canaryuser/.cache/repro",
+        user="canaryuser",
+        host="canaryhost",
+    )
     redactor = Redactor(identity)
     data = data_homes('{"cwd": "/home/mira/projects/tide-app"}')
     assert data == frozenset({"/home/mira"})
@@ -197,13 +211,23 @@ def test_a_home_the_suite_names_is_data_not_a_leak():
 def test_what_a_model_wrote_is_held_to_this_hosts_identity_only(tmp_path):
     """A model may name any home (/home/lena/thesis): in results and transcripts only this host's
     own paths and names count; in a file the host wrote, any home does."""
-    identity = HostIdentity(project_root="/srv/p", home="/home/canaryuser", cache="/home/canaryuser/.cache/repro", user="canaryuser", host="canaryhost")
+    identity = HostIdentity(
+        project_root="/srv/p",
+        home="/home/canaryuser",
+        cache="/home/canaryuser/.cache/repro",
+        user="canaryuser",
+        host="canaryhost",
+    )
     redactor = Redactor(identity)
     (tmp_path / "transcripts.jsonl").write_text('{"reply": "see /home/lena/thesis"}\n')
     (tmp_path / "cell.json").write_text('{"reason": "see /home/lena/thesis"}\n')
     (tmp_path / "scenarios.jsonl").write_text('{"error": "read /home/canaryuser/x"}\n')
     leaks = find_leaks(tmp_path, redactor, model_output=frozenset({"transcripts.jsonl", "scenarios.jsonl"}))
-    assert leaks == ["cell.json: host path /home/lena/thesis", "scenarios.jsonl: the host's <HOME> path", "scenarios.jsonl: the host's user name"]
+    assert leaks == [
+        "cell.json: host path /home/lena/thesis",
+        "scenarios.jsonl: the host's <HOME> path",
+        "scenarios.jsonl: the host's user name",
+    ]
 
 
 @pytest.mark.parametrize("name,text,leak", LEAK_FORMS, ids=[case[0] for case in LEAK_FORMS])
@@ -233,7 +257,8 @@ def every_pattern_run(redactor: Redactor, text: str, monkeypatch: pytest.MonkeyP
 
 LOOKALIKES = [
     url_encoded("/srv/canary-project/x").replace("canary", "CANARY"),  # a URL-encoded path in another case
-    url_encoded("/srv/canary-project/x").replace("c", "C").replace("s", "\u017f"),  # long s: re.IGNORECASE takes it for an s
+    # long s: re.IGNORECASE takes it for an s
+    url_encoded("/srv/canary-project/x").replace("c", "C").replace("s", "\u017f"),
     "by CANARYU\u017fER at CANARYHOST",  # long s in a word
     "by canaryuser, on canaryhost.lab.example.org, in /root/.cache/repro/x and /srv/canary-project",
     "nothing of this host here",
@@ -256,7 +281,11 @@ def test_letters_that_fold_unlike_lower_are_still_found(monkeypatch):
         assert "mira" not in redactor.text(text).lower().replace("\u0131", "i")
         assert redactor.text(text) == every_pattern_run(redactor, text, monkeypatch)
     beyond = Redactor(replace(IDENTITY, user="J\u00f6rg\u0130"))
-    assert beyond.text("by J\u00d6RG\u0130 today") == every_pattern_run(beyond, "by J\u00d6RG\u0130 today", monkeypatch) == "by <USER> today"
+    assert (
+        beyond.text("by J\u00d6RG\u0130 today")
+        == every_pattern_run(beyond, "by J\u00d6RG\u0130 today", monkeypatch)
+        == "by <USER> today"
+    )
 
 
 # Two bytes of a stored 8-byte float that spell a host named "vm", between bytes that are not
@@ -265,7 +294,16 @@ FLOAT_SPELLING_VM = struct.pack("<d", struct.unpack("<d", b"\x01\x07vm\x90\x12\x
 
 
 def test_a_short_host_name_in_binary_data_is_noise_but_a_path_or_a_long_name_is_not():
-    short = Redactor(HostIdentity(project_root="/srv/p", home="/home/ann", cache="/home/ann/.cache/repro", user="ann", host="vm", fqdn="localhost"))
+    short = Redactor(
+        HostIdentity(
+            project_root="/srv/p",
+            home="/home/ann",
+            cache="/home/ann/.cache/repro",
+            user="ann",
+            host="vm",
+            fqdn="localhost",
+        )
+    )
     database = b"SQLite format 3\x00" + FLOAT_SPELLING_VM + b"\x00" * 8
     assert not short.names_host(database)
     assert short.leaks(database.decode("utf-8", errors="replace"), binary=True) == []
@@ -276,7 +314,9 @@ def test_a_short_host_name_in_binary_data_is_noise_but_a_path_or_a_long_name_is_
 
 
 def test_find_leaks_tells_binary_from_text(tmp_path):
-    identity = HostIdentity(project_root="/srv/p", home="/home/ann", cache="/home/ann/.cache/repro", user="ann", host="vm", fqdn="localhost")
+    identity = HostIdentity(
+        project_root="/srv/p", home="/home/ann", cache="/home/ann/.cache/repro", user="ann", host="vm", fqdn="localhost"
+    )
     (tmp_path / "raw.results.sqlite").write_bytes(b"SQLite format 3\x00" + FLOAT_SPELLING_VM)
     (tmp_path / "log.txt").write_text("ssh vm\n")
     assert find_leaks(tmp_path, Redactor(identity)) == ["log.txt: the host's host name"]

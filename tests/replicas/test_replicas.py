@@ -62,10 +62,22 @@ def test_the_engine_command_line_carries_slots_with_the_full_context_per_slot():
     from repro.spec.matrix import Decoding, ModelSpec
 
     model = ModelSpec.model_validate(
-        {"id": "m", "family": "f", "parameters": "1B", "quant": "Q4_0", "file_size": 1, "sha256": "0" * 64, "sources": [{"path": "m.gguf"}]}
+        {
+            "id": "m",
+            "family": "f",
+            "parameters": "1B",
+            "quant": "Q4_0",
+            "file_size": 1,
+            "sha256": "0" * 64,
+            "sources": [{"path": "m.gguf"}],
+        }
     )
     serial = server_args(model, CPU, Decoding(context=4096))
-    assert serial[serial.index("-np") + 1] == "1" and serial[serial.index("-c") + 1] == "4096" and serial[serial.index("-t") + 1] == "2"
+    assert (
+        serial[serial.index("-np") + 1] == "1"
+        and serial[serial.index("-c") + 1] == "4096"
+        and serial[serial.index("-t") + 1] == "2"
+    )
     two_slots = server_args(model, CPU.model_copy(update={"slots": 2}), Decoding(context=4096))
     assert two_slots[two_slots.index("-np") + 1] == "2" and two_slots[two_slots.index("-c") + 1] == "8192"
 
@@ -91,9 +103,13 @@ def test_prompt_cache_reaches_the_harness_command_line_only_when_the_profile_ask
     suite = select(cell.suite, ROOT)
     client = client_argv("http://127.0.0.1:8080", "m", "openai")
     serial = harness_command(cell, client, suite, CPU)
-    assert "--cache-prompt" not in serial and serial[serial.index("--ids") + 1 : serial.index("--max-tokens")] == suite.ids
+    assert (
+        "--cache-prompt" not in serial and serial[serial.index("--ids") + 1 : serial.index("--max-tokens")] == suite.ids
+    )
     share = harness_command(cell, client, suite, CPU.model_copy(update={"cache_prompt": True}), ids=suite.ids[1::2])
-    assert "--cache-prompt" in share and share[share.index("--ids") + 1 : share.index("--max-tokens")] == suite.ids[1::2]
+    assert (
+        "--cache-prompt" in share and share[share.index("--ids") + 1 : share.index("--max-tokens")] == suite.ids[1::2]
+    )
 
 
 class FakeContainer:
@@ -146,7 +162,9 @@ def write_worker(out_dir: Path, ids: list[str]) -> None:
     out_dir.mkdir()
     from tests.fixtures.synthetic import result
 
-    (out_dir / "scenarios.jsonl").write_text("".join(result(i, "notes", i == "b").model_dump_json() + "\n" for i in ids))
+    (out_dir / "scenarios.jsonl").write_text(
+        "".join(result(i, "notes", i == "b").model_dump_json() + "\n" for i in ids)
+    )
     (out_dir / "transcripts.jsonl").write_text("".join(json.dumps({"id": i, "transcript": []}) + "\n" for i in ids))
 
 
@@ -165,7 +183,12 @@ def suite_and_record():
     from tests.fixtures.synthetic import smoke_variant
 
     cell = make_plan(smoke_variant()[1], "cpu", CPU).cells[0]
-    suite = SuiteSelection(folder=Path("/nonexistent"), ids=["a", "b", "c"], categories={"a": "notes", "b": "notes", "c": "notes"}, sha256="0" * 64)
+    suite = SuiteSelection(
+        folder=Path("/nonexistent"),
+        ids=["a", "b", "c"],
+        categories={"a": "notes", "b": "notes", "c": "notes"},
+        sha256="0" * 64,
+    )
     return suite, CellRecord(cell=cell, status="done")
 
 
@@ -178,7 +201,11 @@ def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
     writer = Writer()
     done = containers.Exit(code=0, seconds=1.0)
     collected = collect_results(writer, record, [tmp_path / "w1", tmp_path / "w2"], suite, [done, done])  # type: ignore[arg-type]
-    assert collected.status == "done" and collected.summary and (collected.summary.passed, collected.summary.total) == (1, 3)
+    assert (
+        collected.status == "done"
+        and collected.summary
+        and (collected.summary.passed, collected.summary.total) == (1, 3)
+    )
     assert writer.files == {"scenarios.jsonl": ["a", "b", "c"], "transcripts.jsonl": ["a", "b", "c"]}
 
 

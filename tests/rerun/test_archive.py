@@ -19,7 +19,9 @@ from repro.rerun.archive import bundle_folder
 from tests.rerun.conftest import SMOKE
 
 
-def member(name: str, data: bytes = b"{}", kind: bytes = tarfile.REGTYPE, link: str = "") -> tuple[tarfile.TarInfo, bytes]:
+def member(
+    name: str, data: bytes = b"{}", kind: bytes = tarfile.REGTYPE, link: str = ""
+) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.size = kind, link, len(data) if kind == tarfile.REGTYPE else 0
     return info, data
@@ -58,7 +60,9 @@ def refused(tmp_path: Path, given: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_a_hostile_archive_is_one_line_and_exit_2(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_hostile_archive_is_one_line_and_exit_2(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     line = refused(tmp_path, write_archive(tmp_path / "bundle.tar.gz", HOSTILE[case]), capsys)
     assert "bundle.tar.gz" in line
     assert not (tmp_path / "evil.json").exists() and not Path("/tmp/evil.json").exists()
@@ -93,7 +97,10 @@ def test_size_and_count_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     big = write_archive(tmp_path / "big.tar.gz", [*BUNDLE, member("run-1/big", b"x" * 51)])
     with pytest.raises(BadInput, match="at most 50 per file"):
         bundle_folder(big, tmp_path / "out")
-    total = write_archive(tmp_path / "total.tar.gz", [*BUNDLE, *(member(f"run-1/m{i}", b"x" * 40) for i in range(1))] + [member("run-1/n", b"y" * 50)])
+    total = write_archive(
+        tmp_path / "total.tar.gz",
+        [*BUNDLE, *(member(f"run-1/m{i}", b"x" * 40) for i in range(1))] + [member("run-1/n", b"y" * 50)],
+    )
     monkeypatch.setattr(archive, "BUNDLE_LIMITS", ArchiveLimits(files=10, total_bytes=60, member_bytes=50))
     with pytest.raises(BadInput, match="MB unpacked"):
         bundle_folder(total, tmp_path / "out")

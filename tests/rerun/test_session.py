@@ -36,7 +36,9 @@ def one_cell(run_dir: Path) -> str:
     return ids[0]
 
 
-def test_a_tampered_bundle_is_refused_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tampered_bundle_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
     monkeypatch.setattr(rerun_command, "run_cells", no_start)
     run_dir = bundle_folder(SMOKE, tmp_path / "unpacked")
@@ -51,7 +53,9 @@ def test_a_tampered_bundle_is_refused_before_anything_starts(tmp_path: Path, cap
     assert "INVALID" in err and "nothing is rerun" in err
 
 
-def test_the_preflight_names_the_commit_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_preflight_names_the_commit_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The published bundle was recorded at an earlier commit than this one: the table names it
     first, and the harness tree digest (the same: the bundle is current) beside it."""
     monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)

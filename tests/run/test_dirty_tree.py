@@ -20,8 +20,15 @@ def project(tmp_path_factory) -> Path:
 
 
 def repro(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(project), "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(project.parent), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "repro", *args], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        "PYTHONPATH": str(project),
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(project.parent),
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_ignored_models_and_results_leave_the_tree_clean(project):
@@ -40,7 +47,10 @@ def test_plan_doctor_and_run_name_the_files_and_run_refuses(project):
         plan = repro(project, "matrix", "plan", "matrix/smoke.yaml", "--profile", "cpu")
         assert plan.returncode == 0, plan.stderr
         warning = next(line for line in plan.stdout.splitlines() if line.startswith("warning"))
-        assert "the project tree is dirty (7 file(s): matrix/mine0.yaml, matrix/mine1.yaml" in warning and "and 2 more" in warning
+        assert (
+            "the project tree is dirty (7 file(s): matrix/mine0.yaml, matrix/mine1.yaml" in warning
+            and "and 2 more" in warning
+        )
 
         doctor = repro(project, "doctor")
         line = next(line for line in doctor.stdout.splitlines() if "project tree" in line)

@@ -33,7 +33,13 @@ from tests.fixtures.synthetic import CANARY, STANDIN_TEMPLATE, reported_template
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = ImageRef(name="x", reference="repro/x:k", key="k", id="sha256:" + "1" * 64, pinned_by="content-key")
-OOM_FAULT = EngineFault(noticed_at="2026-01-01T00:00:00Z", cause="the engine container stopped", status="exited", exit_code=137, oom_killed=True)
+OOM_FAULT = EngineFault(
+    noticed_at="2026-01-01T00:00:00Z",
+    cause="the engine container stopped",
+    status="exited",
+    exit_code=137,
+    oom_killed=True,
+)
 
 
 # ---------------------------------------------------------------- exit status of a bundle
@@ -90,7 +96,18 @@ def test_missing_cell_and_interrupted_run(tmp_path):
 
 
 def run_command(tmp_path: Path, *extra: str) -> int:
-    return main(["matrix", "run", str(ROOT / "matrix" / "smoke.yaml"), "--profile", "cpu", "--out", str(tmp_path / "results"), *extra])
+    return main(
+        [
+            "matrix",
+            "run",
+            str(ROOT / "matrix" / "smoke.yaml"),
+            "--profile",
+            "cpu",
+            "--out",
+            str(tmp_path / "results"),
+            *extra,
+        ]
+    )
 
 
 def test_command_exit_codes(tmp_path, monkeypatch):
@@ -110,8 +127,23 @@ def test_interrupt_exits_130_and_bad_input_exits_2(tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "run_matrix", interrupted)
     assert run_command(tmp_path) == 130
     monkeypatch.undo()
-    assert main(["matrix", "run", str(ROOT / "matrix" / "smoke.yaml"), "--profile", "no-such-profile", "--out", str(tmp_path / "r")]) == 2
-    assert main(["matrix", "run", str(tmp_path / "missing.yaml"), "--profile", "cpu", "--out", str(tmp_path / "r")]) == 2
+    assert (
+        main(
+            [
+                "matrix",
+                "run",
+                str(ROOT / "matrix" / "smoke.yaml"),
+                "--profile",
+                "no-such-profile",
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(["matrix", "run", str(tmp_path / "missing.yaml"), "--profile", "cpu", "--out", str(tmp_path / "r")]) == 2
+    )
 
 
 # ---------------------------------------------------------------- resume and healing, with fakes
@@ -153,7 +185,11 @@ def context(tmp_path: Path) -> tuple[context_module.RunContext, io.StringIO]:
     output = io.StringIO()
     progress = RunProgress(Console(file=output, width=200))
     ctx = context_module.RunContext(
-        client=UnusedDocker(), prepared=prepared(tmp_path), bundle=Bundle(tmp_path / "run", Redactor()), run_id="r1", progress=progress
+        client=UnusedDocker(),
+        prepared=prepared(tmp_path),
+        bundle=Bundle(tmp_path / "run", Redactor()),
+        run_id="r1",
+        progress=progress,
     )
     return ctx, output
 
@@ -186,7 +222,9 @@ def group(identity: str = "b11434-src-b0a2feb6", container_id: str = "old") -> c
 @pytest.fixture()
 def no_docker(monkeypatch):
     stopped: list[str] = []
-    monkeypatch.setattr(group_module, "stop_engine", lambda client, handle: stopped.append(handle.container_id) if handle else None)
+    monkeypatch.setattr(
+        group_module, "stop_engine", lambda client, handle: stopped.append(handle.container_id) if handle else None
+    )
     monkeypatch.setattr(group_module, "wait_for_daemon", lambda client: True)
     return stopped
 
@@ -216,7 +254,11 @@ def test_a_dead_engine_is_healed_and_the_whole_cell_rerun(tmp_path, monkeypatch,
 
 def test_an_engine_that_cannot_be_healed_ends_its_group_as_engine_faults(tmp_path, monkeypatch, no_docker):
     ctx, output = context(tmp_path)
-    cells = [c for c in ctx.prepared.cells if (c.engine.id, c.model.id) == (ctx.prepared.cells[0].engine.id, ctx.prepared.cells[0].model.id)]
+    cells = [
+        c
+        for c in ctx.prepared.cells
+        if (c.engine.id, c.model.id) == (ctx.prepared.cells[0].engine.id, ctx.prepared.cells[0].model.id)
+    ]
     boots: list[int] = []
 
     def fake_boot(ctx, cell, booted):
@@ -258,7 +300,9 @@ def test_resume_keeps_clean_cells_and_reruns_engine_faults(tmp_path):
 def daemon_gone() -> Exception:
     import requests
 
-    return requests.exceptions.ConnectionError(("Connection aborted.", FileNotFoundError(2, "No such file or directory")))
+    return requests.exceptions.ConnectionError(
+        ("Connection aborted.", FileNotFoundError(2, "No such file or directory"))
+    )
 
 
 def test_a_daemon_that_stops_answering_mid_cell_is_an_engine_fault():
@@ -274,7 +318,9 @@ def test_healing_waits_for_the_daemon_and_counts_its_silence_as_a_failed_attempt
     from repro.run.healing import heal
 
     answers = iter([False, True])
-    healed, incident = heal(OOM_FAULT, lambda: group(container_id="new"), lambda g: None, lambda text: None, daemon=lambda: next(answers))
+    healed, incident = heal(
+        OOM_FAULT, lambda: group(container_id="new"), lambda g: None, lambda text: None, daemon=lambda: next(answers)
+    )
     assert healed is not None and incident.healed
     assert [a.reason for a in incident.attempts][0] == "the Docker daemon did not answer"
 
@@ -309,5 +355,7 @@ def test_the_bundle_is_closed_even_when_the_daemon_is_gone_at_the_end(tmp_path, 
     monkeypatch.setattr(run_module, "source_at_end", lambda source: source)
     run_module.finish_run(ctx, record, tmp_path)
     closed = load_run(ctx.bundle.dir)
-    assert closed.status == "failed" and closed.leaked_containers[0].startswith("unknown: the Docker daemon did not answer")
+    assert closed.status == "failed" and closed.leaked_containers[0].startswith(
+        "unknown: the Docker daemon did not answer"
+    )
     assert "repro cleanup --run-id r1" in closed.leaked_containers[0]

@@ -34,7 +34,14 @@ def cell_and_suite():
 
 def partial_for(cell, suite, **update: object) -> PartialCell:
     header = PartialCell(
-        run_id="r1", matrix_sha256="a" * 64, profile="cpu", commit="c" * 40, harness_digest="d", cell=cell, suite_sha256=suite.sha256, suite_ids=IDS
+        run_id="r1",
+        matrix_sha256="a" * 64,
+        profile="cpu",
+        commit="c" * 40,
+        harness_digest="d",
+        cell=cell,
+        suite_sha256=suite.sha256,
+        suite_ids=IDS,
     )
     return header.model_copy(update=update)
 
@@ -58,8 +65,15 @@ def test_finished_scenarios_are_kept_and_resumed_only_for_the_same_cell(tmp_path
 
     found, why = bundle.kept_scenarios(cell.id, header)
     assert why is None and [k.result.id for k in found] == ["notes-001", "notes-002"]  # in suite order
-    for other in (partial_for(cell, suite, commit="e" * 40), partial_for(cell, suite, suite_sha256="0" * 64), partial_for(cell, suite, run_id="r2")):
-        assert bundle.kept_scenarios(cell.id, other) == ([], "it was started for another matrix, profile, commit, cell or suite")
+    for other in (
+        partial_for(cell, suite, commit="e" * 40),
+        partial_for(cell, suite, suite_sha256="0" * 64),
+        partial_for(cell, suite, run_id="r2"),
+    ):
+        assert bundle.kept_scenarios(cell.id, other) == (
+            [],
+            "it was started for another matrix, profile, commit, cell or suite",
+        )
 
     path = folder / KEPT_DIR / "notes-001.json"
     data = json.loads(path.read_text())
@@ -105,7 +119,11 @@ def test_a_recorded_transcript_is_kept_redacted_and_resumed_intact(tmp_path):
     found, why = bundle.kept_scenarios(cell.id, header)
     assert why is None and [k.result.id for k in found] == ["notes-001"] and found[0].intact
     # resumed, it is written to transcripts.jsonl exactly as the harness ordered its keys
-    assert found[0].transcript.model_dump_json().startswith('{"id":"notes-001","transcript":[{"kind":"prompt","messages":[{"role":"system"')
+    assert (
+        found[0]
+        .transcript.model_dump_json()
+        .startswith('{"id":"notes-001","transcript":[{"kind":"prompt","messages":[{"role":"system"')
+    )
 
 
 def test_the_complete_cell_holds_no_partial_files(tmp_path):
@@ -127,7 +145,9 @@ def in_progress(out_dir: Path, name: str, lines: list[str], tail: str = "") -> N
 def test_the_harness_files_in_progress_give_their_whole_lines_only(tmp_path):
     rows = [result(i, "notes", True) for i in IDS[:2]]
     in_progress(tmp_path, "scenarios.jsonl", [r.model_dump_json() for r in rows], tail='{"id": "injection-0')
-    in_progress(tmp_path, "transcripts.jsonl", [TranscriptLine(id=r.id, transcript=[]).model_dump_json() for r in rows[:1]])
+    in_progress(
+        tmp_path, "transcripts.jsonl", [TranscriptLine(id=r.id, transcript=[]).model_dump_json() for r in rows[:1]]
+    )
     assert [k.result.id for k in finished_scenarios(tmp_path)] == ["notes-001"]  # its transcript line is not whole yet
     assert finished_scenarios(tmp_path / "absent") == []
 
@@ -141,8 +161,17 @@ def test_collect_puts_the_kept_scenarios_with_the_rerun_ones_in_suite_order(tmp_
     out.mkdir()
     rest = [result(i, "notes", False) for i in IDS[1:]]
     (out / "scenarios.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rest))
-    (out / "transcripts.jsonl").write_text("".join(TranscriptLine(id=r.id, transcript=[]).model_dump_json() + "\n" for r in rest))
-    record = collect_results(writer, CellRecord(cell=cell, status="done"), [out], suite, [Exit(code=0, seconds=1.0, log_tail="")], [kept("notes-001")])
+    (out / "transcripts.jsonl").write_text(
+        "".join(TranscriptLine(id=r.id, transcript=[]).model_dump_json() + "\n" for r in rest)
+    )
+    record = collect_results(
+        writer,
+        CellRecord(cell=cell, status="done"),
+        [out],
+        suite,
+        [Exit(code=0, seconds=1.0, log_tail="")],
+        [kept("notes-001")],
+    )
     assert record.status == "done" and record.summary and (record.summary.total, record.summary.passed) == (3, 1)
     lines = (writer.partial / "scenarios.jsonl").read_text().splitlines()
     assert [ScenarioResult.model_validate_json(line).id for line in lines] == IDS
@@ -165,7 +194,9 @@ def test_an_interrupted_attempt_is_carried_as_evidence_into_the_resumed_cell(tmp
     is kept; on another engine image nothing is kept."""
     cell, suite = cell_and_suite()
     bundle = Bundle(tmp_path / "run", Redactor())
-    header = partial_for(cell, suite, engine_image_id="sha256:" + "2" * 64, engine_identity="b1", execution=Execution(threads=2))
+    header = partial_for(
+        cell, suite, engine_image_id="sha256:" + "2" * 64, engine_identity="b1", execution=Execution(threads=2)
+    )
     writer = bundle.start_cell(cell.id, header)
     for scenario_id in IDS[:2]:
         writer.keep(kept(scenario_id))
@@ -173,16 +204,30 @@ def test_an_interrupted_attempt_is_carried_as_evidence_into_the_resumed_cell(tmp
     assert isinstance(bundle.earlier_attempts(cell.id, found), str)  # no engine log: nothing kept
     writer.write_text(ENGINE_LOG, "llama threadpool init, n_threads = 2\n")  # what the runner keeps on an interrupt
     attempts, logs = bundle.earlier_attempts(cell.id, found)
-    assert [(a.engine_log, sorted(a.finished), a.partial.engine_identity) for a in attempts] == [("attempt-1.engine.log", IDS[:2], "b1")]
-    assert attempts[0].finished == {k.result.id: k.sha256 for k in found} and logs == {"attempt-1.engine.log": "llama threadpool init, n_threads = 2\n"}
-    other = partial_for(cell, suite, engine_image_id="sha256:" + "9" * 64, engine_identity="b1", execution=Execution(threads=2))
-    assert bundle.kept_scenarios(cell.id, other) == ([], "it was started for another matrix, profile, commit, cell or suite")
+    assert [(a.engine_log, sorted(a.finished), a.partial.engine_identity) for a in attempts] == [
+        ("attempt-1.engine.log", IDS[:2], "b1")
+    ]
+    assert attempts[0].finished == {k.result.id: k.sha256 for k in found} and logs == {
+        "attempt-1.engine.log": "llama threadpool init, n_threads = 2\n"
+    }
+    other = partial_for(
+        cell, suite, engine_image_id="sha256:" + "9" * 64, engine_identity="b1", execution=Execution(threads=2)
+    )
+    assert bundle.kept_scenarios(cell.id, other) == (
+        [],
+        "it was started for another matrix, profile, commit, cell or suite",
+    )
 
     resumed = bundle.start_cell(cell.id, header, found[:1])  # a second attempt keeps the first scenario
     resumed.carry([attempts[0].keeping({IDS[0]})], logs)
-    record = resumed.finish(CellRecord(cell=cell, status="done", resumed_kept=IDS[:1], earlier_attempts=[attempts[0].keeping({IDS[0]})]))
+    record = resumed.finish(
+        CellRecord(cell=cell, status="done", resumed_kept=IDS[:1], earlier_attempts=[attempts[0].keeping({IDS[0]})])
+    )
     final = bundle.cell_dir(cell.id)
-    assert sorted(p.name for p in final.iterdir()) == ["attempt-1.engine.log", "cell.json"] and "attempt-1.engine.log" in record.files
+    assert (
+        sorted(p.name for p in final.iterdir()) == ["attempt-1.engine.log", "cell.json"]
+        and "attempt-1.engine.log" in record.files
+    )
     assert record.earlier_attempts[0].finished == {IDS[0]: found[0].sha256}
 
 
@@ -200,5 +245,8 @@ def test_a_second_interrupt_carries_the_first_attempts_record(tmp_path):
     second.write_text(ENGINE_LOG, "second\n")
     found, why = bundle.kept_scenarios(cell.id, header)
     again, logs = bundle.earlier_attempts(cell.id, found)
-    assert why is None and [(a.engine_log, sorted(a.finished)) for a in again] == [("attempt-1.engine.log", [IDS[0]]), ("attempt-2.engine.log", [IDS[1]])]
+    assert why is None and [(a.engine_log, sorted(a.finished)) for a in again] == [
+        ("attempt-1.engine.log", [IDS[0]]),
+        ("attempt-2.engine.log", [IDS[1]]),
+    ]
     assert logs == {"attempt-1.engine.log": "first\n", "attempt-2.engine.log": "second\n"}

@@ -33,7 +33,8 @@ def test_a_selection_splits_into_contiguous_parts_that_cover_it_once() -> None:
     parts = [selection.part(index, 3) for index in (1, 2, 3)]
     assert [len(part.ids) for part in parts] == [3, 3, 4]
     assert [i for part in parts for i in part.ids] == ids
-    assert {part.sha256 for part in parts} == {selection.sha256}  # the whole suite's bytes and the part's number fix the part
+    # the whole suite's bytes and the part's number fix the part
+    assert {part.sha256 for part in parts} == {selection.sha256}
     assert set(parts[0].categories) == set(parts[0].ids)
     with pytest.raises(ValueError, match="part 4 of 3 does not exist"):
         selection.part(4, 3)

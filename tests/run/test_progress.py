@@ -33,7 +33,14 @@ def cells() -> list[Cell]:
 
 
 def event(index: int, passed: bool = True) -> ProgressEvent:
-    return ProgressEvent(index=index, total=3, id=f"notes-00{index}", passed=passed, failure_type=None if passed else "wrong_outcome", seconds=20.0)
+    return ProgressEvent(
+        index=index,
+        total=3,
+        id=f"notes-00{index}",
+        passed=passed,
+        failure_type=None if passed else "wrong_outcome",
+        seconds=20.0,
+    )
 
 
 def play(progress: RunProgress, clock: Clock, run: list[Cell]) -> None:
@@ -57,10 +64,18 @@ def test_a_log_gets_headers_scenario_lines_and_the_overall_line_but_no_frame() -
     lines = out.getvalue().splitlines()
     first, second = run
     assert lines[1] == f"cell 1 of 2: {first.label} ({first.id})"
-    assert first.label == f"{first.model.id} / json_schema / synthetic" and len(lines[1]) > 100  # never cut to the width
-    assert lines[2:5] == ["    [1/3] notes-001 PASS (20.0s)", "    [2/3] notes-002 FAIL wrong_outcome (20.0s)", "    [3/3] notes-003 PASS (20.0s)"]
-    assert "overall: 3 of 6 scenarios, 0 of 2 cells, 1m00s elapsed, about 1m00s left" in lines  # every 50 s of the fake clock
-    assert lines.index(f"  done {first.label}: 2/3 passed") + 1 == lines.index("overall: 3 of 6 scenarios, 1 of 2 cells, 1m00s elapsed, about 1m00s left")
+    # never cut to the width
+    assert first.label == f"{first.model.id} / json_schema / synthetic" and len(lines[1]) > 100
+    assert lines[2:5] == [
+        "    [1/3] notes-001 PASS (20.0s)",
+        "    [2/3] notes-002 FAIL wrong_outcome (20.0s)",
+        "    [3/3] notes-003 PASS (20.0s)",
+    ]
+    # every 50 s of the fake clock
+    assert "overall: 3 of 6 scenarios, 0 of 2 cells, 1m00s elapsed, about 1m00s left" in lines
+    assert lines.index(f"  done {first.label}: 2/3 passed") + 1 == lines.index(
+        "overall: 3 of 6 scenarios, 1 of 2 cells, 1m00s elapsed, about 1m00s left"
+    )
     assert f"cell 2 of 2: {second.label} ({second.id})" in lines
     assert lines[-1] == "run complete: overall: 6 of 6 scenarios, 2 of 2 cells, 2m00s elapsed, nothing left"
     text = out.getvalue()
@@ -88,7 +103,10 @@ def test_a_cell_ended_before_its_scenarios_gets_its_header_and_the_skipped_count
     progress.cell_done(second.id, "excluded", "latency gate: too slow")
     lines = out.getvalue().splitlines()
     assert f"skip {first.label} (complete and intact; {first.id})" in lines
-    assert f"cell 2 of 2: {second.label} ({second.id})" in lines and f"  excluded {second.label}: latency gate: too slow" in lines
+    assert (
+        f"cell 2 of 2: {second.label} ({second.id})" in lines
+        and f"  excluded {second.label}: latency gate: too slow" in lines
+    )
     assert lines[-1] == "overall: 6 of 6 scenarios, 2 of 2 cells, 0s elapsed, nothing left"
 
 

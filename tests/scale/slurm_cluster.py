@@ -55,7 +55,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 def available() -> str | None:
     """None when a single-node Slurm can start here, else the reason it cannot."""
-    missing = [name for name in (*DAEMONS, *CLIENTS, "mungekey") if shutil.which(name) is None and not Path(f"/usr/sbin/{name}").exists()]
+    missing = [
+        name
+        for name in (*DAEMONS, *CLIENTS, "mungekey")
+        if shutil.which(name) is None and not Path(f"/usr/sbin/{name}").exists()
+    ]
     if missing:
         return f"no {', '.join(missing)} on this machine (install with: apt-get install -y slurm-wlm munge)"
     if os.geteuid() != 0:
@@ -95,7 +99,14 @@ class SlurmCluster:
         self.root.chmod(0o700)
         self._start_munge()
         self.conf.write_text(
-            SLURM_CONF.format(host=self.host, root=self.root, ctld_port=_free_port(), slurmd_port=_free_port(), cpus=self.cpus, memory_mb=_memory_mb())
+            SLURM_CONF.format(
+                host=self.host,
+                root=self.root,
+                ctld_port=_free_port(),
+                slurmd_port=_free_port(),
+                cpus=self.cpus,
+                memory_mb=_memory_mb(),
+            )
         )
         self._daemon("slurmctld", ["slurmctld", "-f", str(self.conf), "-i"])
         self._daemon("slurmd", ["slurmd", "-f", str(self.conf)])
@@ -147,7 +158,10 @@ class SlurmCluster:
             if state in ("idle", "mixed", "allocated"):
                 return
             time.sleep(1)
-        raise RuntimeError(f"the Slurm node did not become idle in {timeout:.0f} s (state '{state}'): {self.log('slurmctld')} {self.log('slurmd')}")
+        raise RuntimeError(
+            f"the Slurm node did not become idle in {timeout:.0f} s (state '{state}'): "
+            f"{self.log('slurmctld')} {self.log('slurmd')}"
+        )
 
     @staticmethod
     def _wait_gone(pid: int, timeout: float = 30) -> None:
@@ -166,8 +180,12 @@ class SlurmCluster:
         path = self.root / f"{name}.log"
         return path.read_text(errors="replace")[-tail:] if path.is_file() else f"(no {name}.log)"
 
-    def run(self, *command: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(list(command), cwd=cwd, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=120)
+    def run(
+        self, *command: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            list(command), cwd=cwd, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=120
+        )
 
     def job_states(self, job_ids: list[str]) -> dict[str, str]:
         """`JobId[_task] -> State` for these jobs and their array tasks, from slurmctld's memory."""
@@ -187,7 +205,9 @@ class SlurmCluster:
         states: dict[str, str] = {}
         while time.monotonic() < deadline:
             states = self.job_states(job_ids)
-            if states and not any(state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING") for state in states.values()):
+            if states and not any(
+                state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING") for state in states.values()
+            ):
                 return states
             time.sleep(3)
         raise TimeoutError(f"jobs {job_ids} still not finished after {timeout:.0f} s: {states}")

@@ -57,12 +57,20 @@ def test_slurm_cpu_profile_asks_for_no_gpu(tmp_path):
     files = generate("slurm", tmp_path / "jobs", "--parallel", "1", "--partition", "batch", "--time", "02:00:00")
     shards = files["shards.sbatch"]
     assert "--gpus" not in shards
-    for line in ("#SBATCH --array=1-2%1", "#SBATCH --cpus-per-task=2", "#SBATCH --mem=8G", "#SBATCH --partition=batch", "#SBATCH --time=02:00:00"):
+    for line in (
+        "#SBATCH --array=1-2%1",
+        "#SBATCH --cpus-per-task=2",
+        "#SBATCH --mem=8G",
+        "#SBATCH --partition=batch",
+        "#SBATCH --time=02:00:00",
+    ):
         assert line + "\n" in shards, line
 
 
 def test_slurm_merge_job_merges_checks_and_renders(tmp_path):
-    files = generate("slurm", tmp_path / "jobs", "--results", str(tmp_path / "shared"), "--repro", "/opt/venv/bin/repro")
+    files = generate(
+        "slurm", tmp_path / "jobs", "--results", str(tmp_path / "shared"), "--repro", "/opt/venv/bin/repro"
+    )
     merge = files["merge.sbatch"]
     assert "for i in $(seq 1 2)" in merge and "shard-${i}/LATEST" in merge
     assert '/opt/venv/bin/repro results merge "${runs[@]}" --out "${results}/merged"' in merge
@@ -88,7 +96,9 @@ def test_slurm_no_prepare_runs_only_the_shard(tmp_path):
 
 
 def k8s_validate(document: dict) -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install 'repro[test]' (kubernetes-validate)")
+    kubernetes_validate = pytest.importorskip(
+        "kubernetes_validate", reason="pip install 'repro[test]' (kubernetes-validate)"
+    )
     assert kubernetes_validate.validate(document, K8S_VERSION, strict=True) == K8S_VERSION
 
 
@@ -114,7 +124,10 @@ def test_k8s_indexed_job_runs_one_shard_per_index(tmp_path):
     script = shard["args"][0]
     bash_syntax(script)
     assert "i=$((JOB_COMPLETION_INDEX+1))" in script and 'shard="${i}/2"' in script
-    assert f'python3 -m repro matrix run {MATRIX_ARG} --profile gpu-t4 --shard "${{shard}}" --out /results/shard-"${{i}}"' in script
+    assert (
+        f'python3 -m repro matrix run {MATRIX_ARG} --profile gpu-t4 --shard "${{shard}}" --out /results/shard-"${{i}}"'
+        in script
+    )
     assert {"name": "results", "persistentVolumeClaim": {"claimName": "repro-results"}} in pod_of(job)["volumes"]
 
 
@@ -157,14 +170,23 @@ def test_k8s_schema_catches_a_broken_job(tmp_path):
         (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--engine", "podman"], "--engine podman"),
         (["k8s", "no/such/matrix.yaml", "--profile", "cpu", "--shards", "2"], "no/such/matrix.yaml"),
         # issue 27: option values are checked before they reach a job file (no directive, key or command injected)
-        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--time", "1:00\n#SBATCH --uid=0"], "--time 1:00\\n#SBATCH"),
+        (
+            ["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--time", "1:00\n#SBATCH --uid=0"],
+            "--time 1:00\\n#SBATCH",
+        ),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--partition", "a b"], "--partition a b"),
         (["slurm", "$(touch pwned).yaml", "--profile", "cpu", "--shards", "2"], "MATRIX $(touch pwned).yaml"),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--workdir", "/x;reboot"], "--workdir /x;reboot"),
-        (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--repro", "repro; rm -rf /"], "--repro repro; rm -rf /"),
+        (
+            ["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--repro", "repro; rm -rf /"],
+            "--repro repro; rm -rf /",
+        ),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--parallel", "-1"], "--parallel -1"),
         (["slurm", str(MATRIX), "--profile", "cpu", "--shards", "2", "--mem-gb", "0"], "--mem-gb 0"),
-        (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--namespace", "a\nkind: Pod"], "--namespace a\\nkind: Pod"),
+        (
+            ["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--namespace", "a\nkind: Pod"],
+            "--namespace a\\nkind: Pod",
+        ),
         (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--image", 'x"\nhostPID: true'], "--image"),
         (["k8s", str(MATRIX), "--profile", "cpu", "--shards", "2", "--pvc", "Bad_Claim"], "--pvc Bad_Claim"),
     ],
@@ -197,7 +219,15 @@ def test_k8s_manifests_are_serialized_so_no_value_adds_a_key(tmp_path):
         prepare=False,
         resources=Resources(cpus=2, memory_gb=4, gpus=0),
     )
-    options = K8sOptions(matrix=MATRIX, profile="cpu", shards=2, out=tmp_path, results=Path("/results"), workdir=Path("/srv/repro"), image="repro:1")
+    options = K8sOptions(
+        matrix=MATRIX,
+        profile="cpu",
+        shards=2,
+        out=tmp_path,
+        results=Path("/results"),
+        workdir=Path("/srv/repro"),
+        image="repro:1",
+    )
     for text in (shard_job(options, job), merge_job(options, job)):
         documents = list(yaml.safe_load_all(text))
         assert len(documents) == 1 and documents[0]["metadata"]["labels"]["repro.matrix"] == hostile

@@ -37,7 +37,9 @@ def slurm_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, model_cache, smollm2_gguf, harness_image_ref, llama_image_ref) -> tuple[Path, dict[str, str]]:
+def project(
+    tmp_path_factory, model_cache, smollm2_gguf, harness_image_ref, llama_image_ref
+) -> tuple[Path, dict[str, str]]:
     """A committed snapshot of the tree (so the runs are clean) and the environment to run it in:
     a fresh home whose repro cache shares the session's verified model store."""
     snapshot = make_snapshot(tmp_path_factory.mktemp("snapshot") / "project")
@@ -49,7 +51,9 @@ def project(tmp_path_factory, model_cache, smollm2_gguf, harness_image_ref, llam
 
 
 def repro(project: Path, env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "repro", *args], cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args], cwd=project, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def job_logs(results: Path) -> str:
@@ -75,15 +79,38 @@ def test_generated_array_runs_on_slurm_and_merges_valid(slurm_cluster, project, 
     jobs, results = tmp_path / "jobs", tmp_path / "shared"
     repro_cmd = f"{sys.executable} -m repro"
     proc = repro(
-        snapshot, env, "scale", "slurm", MATRIX, "--profile", "cpu", "--shards", "2", "--out", str(jobs), "--results", str(results), "--repro", repro_cmd
+        snapshot,
+        env,
+        "scale",
+        "slurm",
+        MATRIX,
+        "--profile",
+        "cpu",
+        "--shards",
+        "2",
+        "--out",
+        str(jobs),
+        "--results",
+        str(results),
+        "--repro",
+        repro_cmd,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
-    submitted = subprocess.run([str(jobs / "submit.sh")], cwd=tmp_path, env={**slurm_cluster.env, **env}, capture_output=True, text=True, timeout=120)
+    submitted = subprocess.run(
+        [str(jobs / "submit.sh")],
+        cwd=tmp_path,
+        env={**slurm_cluster.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     ids = dict(re.findall(r"^(array_job|merge_job)=(\d+)$", submitted.stdout, re.MULTILINE))
     states = slurm_cluster.wait([ids["array_job"], ids["merge_job"]], JOB_TIMEOUT_S)
-    assert set(states.values()) == {"COMPLETED"} and len(states) == 3, f"{states}\n{job_logs(results)}\n{slurm_cluster.log('slurmctld')}"
+    assert set(states.values()) == {"COMPLETED"} and len(states) == 3, (
+        f"{states}\n{job_logs(results)}\n{slurm_cluster.log('slurmctld')}"
+    )
 
     check = repro(snapshot, env, "check", str(results / "merged"), "--json")
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr
@@ -92,9 +119,22 @@ def test_generated_array_runs_on_slurm_and_merges_valid(slurm_cluster, project, 
     assert sorted(cell["verdict"] for run in verdicts for cell in run["cells"]) == ["VALID", "VALID"]
     assert {run["run_id"].rsplit("-", 1)[-1] for run in verdicts} == {"shard1of2", "shard2of2"}
 
-    one_machine = repro(snapshot, env, "matrix", "run", MATRIX, "--profile", "cpu", "--out", str(tmp_path / "single"), timeout=JOB_TIMEOUT_S)
+    one_machine = repro(
+        snapshot,
+        env,
+        "matrix",
+        "run",
+        MATRIX,
+        "--profile",
+        "cpu",
+        "--out",
+        str(tmp_path / "single"),
+        timeout=JOB_TIMEOUT_S,
+    )
     assert one_machine.returncode == 0, one_machine.stdout[-3000:] + one_machine.stderr[-2000:]
-    rendered = repro(snapshot, env, "paper", "render", str(tmp_path / "single"), "--out", str(tmp_path / "single-tables"))
+    rendered = repro(
+        snapshot, env, "paper", "render", str(tmp_path / "single"), "--out", str(tmp_path / "single-tables")
+    )
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     assert table_body(results / "tables") == table_body(tmp_path / "single-tables")
     assert "(no VALID cells)" not in table_body(results / "tables")

@@ -15,7 +15,9 @@ from repro.bundle.layout.names import MANIFEST, SIGNATURE
 from repro.bundle.signing import NAMESPACE, SignatureError, sign_bundle, verify_signature
 from repro.core.errors import BadInput, ReproError
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen missing: apt-get install openssh-client")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ssh-keygen") is None, reason="ssh-keygen missing: apt-get install openssh-client"
+)
 
 
 def _key(folder: Path, name: str) -> Path:
@@ -26,7 +28,11 @@ def _key(folder: Path, name: str) -> Path:
 
 def _allowed(folder: Path, *signers: tuple[str, Path]) -> Path:
     path = folder / "allowed_signers"
-    path.write_text("".join(f'{principal} namespaces="{NAMESPACE}" {key.with_suffix(".pub").read_text()}' for principal, key in signers))
+    path.write_text(
+        "".join(
+            f'{principal} namespaces="{NAMESPACE}" {key.with_suffix(".pub").read_text()}' for principal, key in signers
+        )
+    )
     return path
 
 
@@ -67,7 +73,9 @@ def test_sign_then_verify_names_the_signer(tmp_path, keys, run_dir) -> None:
 def test_a_tampered_manifest_fails_with_one_line(tmp_path, keys, run_dir) -> None:
     sign_bundle(run_dir, keys["alice"])
     manifest = run_dir / MANIFEST
-    manifest.write_text(manifest.read_text().replace("run.json", "run.json\n" + "0" * 64 + "  cells/cell-a/extra.jsonl", 1))
+    manifest.write_text(
+        manifest.read_text().replace("run.json", "run.json\n" + "0" * 64 + "  cells/cell-a/extra.jsonl", 1)
+    )
     with pytest.raises(SignatureError) as caught:
         verify_signature(run_dir, _allowed(tmp_path, ("alice@example.org", keys["alice"])))
     message = str(caught.value)
@@ -82,7 +90,12 @@ def test_a_signer_not_allowed_is_refused(tmp_path, keys, run_dir) -> None:
 
 def test_a_signature_in_another_namespace_is_refused(tmp_path, keys, run_dir) -> None:
     message = (run_dir / MANIFEST).open("rb")
-    done = subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(keys["alice"]), "-n", "git"], stdin=message, capture_output=True, check=True)
+    done = subprocess.run(
+        ["ssh-keygen", "-Y", "sign", "-f", str(keys["alice"]), "-n", "git"],
+        stdin=message,
+        capture_output=True,
+        check=True,
+    )
     (run_dir / SIGNATURE).write_bytes(done.stdout)
     with pytest.raises(SignatureError, match="namespace"):
         verify_signature(run_dir, _allowed(tmp_path, ("alice@example.org", keys["alice"])))
@@ -184,10 +197,18 @@ def test_render_and_verify_can_require_a_signature(tmp_path, keys, capsys) -> No
     signed, unsigned = write_bundle(tmp_path / "signed" / "run1"), write_bundle(tmp_path / "unsigned" / "run1")
     sign_bundle(signed, keys["alice"])
     allowed = _allowed(tmp_path, ("alice@example.org", keys["alice"]))
-    assert main(["paper", "render", str(signed), "--out", str(tmp_path / "ok"), "--require-signature", str(allowed)]) == 0
+    assert (
+        main(["paper", "render", str(signed), "--out", str(tmp_path / "ok"), "--require-signature", str(allowed)]) == 0
+    )
     assert "signed: run1 by alice@example.org" in capsys.readouterr().out
-    assert "signature: signed by alice@example.org (verified)" in (tmp_path / "ok" / "results.md").read_text()  # the tables say so
-    assert main(["paper", "render", str(unsigned), "--out", str(tmp_path / "refused"), "--require-signature", str(allowed)]) == 1
+    # the tables say so
+    assert "signature: signed by alice@example.org (verified)" in (tmp_path / "ok" / "results.md").read_text()
+    assert (
+        main(
+            ["paper", "render", str(unsigned), "--out", str(tmp_path / "refused"), "--require-signature", str(allowed)]
+        )
+        == 1
+    )
     assert not (tmp_path / "refused").exists() and "not signed" in capsys.readouterr().err
     published = tmp_path / "ok" / "results.json"
     assert main(["verify", str(signed), "--published", str(published), "--require-signature", str(allowed)]) == 2
@@ -243,13 +264,22 @@ def test_the_attestation_verifies_with_the_librarys_own_dsse_verifier(tmp_path, 
     assert list(envelope.verify([alice], 1)) == [alice.keyid]
     statement = json.loads(envelope.payload)
     assert envelope.payload_type == "application/vnd.in-toto+json"
-    assert (statement["_type"], statement["predicateType"]) == ("https://in-toto.io/Statement/v1", "https://slsa.dev/provenance/v1")
-    files = {p.relative_to(run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in run.rglob("*") if p.is_file() and p != path}
+    assert (statement["_type"], statement["predicateType"]) == (
+        "https://in-toto.io/Statement/v1",
+        "https://slsa.dev/provenance/v1",
+    )
+    files = {
+        p.relative_to(run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in run.rglob("*")
+        if p.is_file() and p != path
+    }
     assert {s["name"]: s["digest"]["sha256"] for s in statement["subject"]} == files
     build = statement["predicate"]["buildDefinition"]
     assert set(build["externalParameters"]) == {"matrix", "profile", "selection"}
     names = {d["name"] for d in build["resolvedDependencies"]}
-    assert {"harness-tree", "harness-image:repro/harness:k", "suite:synthetic"} <= names and any(n.startswith("model:") for n in names)
+    assert {"harness-tree", "harness-image:repro/harness:k", "suite:synthetic"} <= names and any(
+        n.startswith("model:") for n in names
+    )
     assert any(n.startswith("chat-template:") for n in names)
     mallory = SSlibKey.from_crypto(load_ssh_public_key(keys["mallory"].with_suffix(".pub").read_bytes()))
     with pytest.raises(VerificationError, match="threshold"):
@@ -272,11 +302,22 @@ def test_check_accepts_the_attestation_alone_and_refuses_it_stale(tmp_path, keys
     assert main(["check", str(run), "--allowed-signers", str(allowed)]) == 0
     assert "signed: run1 by alice@example.org (in-toto attestation, DSSE)" in capsys.readouterr().out
     (tmp_path / "mallory").mkdir()
-    assert main(["check", str(run), "--allowed-signers", str(_allowed(tmp_path / "mallory", ("mallory@example.org", keys["mallory"])))]) == 1
+    assert (
+        main(
+            [
+                "check",
+                str(run),
+                "--allowed-signers",
+                str(_allowed(tmp_path / "mallory", ("mallory@example.org", keys["mallory"]))),
+            ]
+        )
+        == 1
+    )
     assert "signed by no ed25519 key" in capsys.readouterr().err
     engine_log = next(run.glob("cells/*/engine.log"))
     engine_log.write_text(engine_log.read_text() + "llama server listening\n")
-    Bundle(run, Redactor(CANARY)).write_manifest()  # a forger's fresh manifest: the attestation still names the old files
+    # a forger's fresh manifest: the attestation still names the old files
+    Bundle(run, Redactor(CANARY)).write_manifest()
     assert main(["check", str(run), "--allowed-signers", str(allowed)]) == 1
     assert "subjects are not the bundle's files" in capsys.readouterr().err
 

@@ -65,6 +65,13 @@ def test_paired_flips_are_counted_each_way_and_tested():
 def test_a_tolerance_is_strict_and_bounded():
     from pydantic import ValidationError
 
-    for bad in ({"level": float("nan")}, {"level": 0.9}, {"level": "0.05"}, {"passed_within": -1}, {"passed_within": 2.0}, {"extra": 1}):
+    for bad in (
+        {"level": float("nan")},
+        {"level": 0.9},
+        {"level": "0.05"},
+        {"passed_within": -1},
+        {"passed_within": 2.0},
+        {"extra": 1},
+    ):
         with pytest.raises(ValidationError):
             Tolerance.model_validate(bad)

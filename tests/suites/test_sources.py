@@ -37,7 +37,9 @@ def archive(path: Path, extra=None) -> EngineSource:
         for sid in IDS:
             data = scenario(sid)
             add(tar, f"bench-1.0/scenarios/{data['category']}/{sid}.json", json.dumps(data).encode())
-        rows = [{k: json.dumps(v) if isinstance(v, dict | list) else v for k, v in scenario(sid).items()} for sid in IDS]
+        rows = [
+            {k: json.dumps(v) if isinstance(v, dict | list) else v for k, v in scenario(sid).items()} for sid in IDS
+        ]
         add(tar, "bench-1.0/data/test.jsonl", "".join(json.dumps(row) + "\n" for row in rows).encode())
         if extra:
             extra(tar)
@@ -98,4 +100,6 @@ def test_a_path_inside_a_source_cannot_climb_out():
     smoke = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix
     source = EngineSource(archive="bench.tar.gz", sha256="0" * 64)
     bad = smoke.model_copy(update={"suites": [Suite(id="bench", path="../../etc", source=source)]})
-    assert (("suites", 0, "path"), "a path inside the suite's source must be relative, without ..") in path_problems(bad)
+    assert (("suites", 0, "path"), "a path inside the suite's source must be relative, without ..") in path_problems(
+        bad
+    )

@@ -15,7 +15,10 @@ from repro.suites.registry import select
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = (ROOT / "matrix" / "smoke.yaml").read_text()
-PIN_AFTER = "    categories: [ask, follow_up, injection, notes, nothing_to_do, table_add, table_read_answer]\n    per_category: 1\n"
+PIN_AFTER = (
+    "    categories: [ask, follow_up, injection, notes, nothing_to_do, table_add, table_read_answer]\n"
+    "    per_category: 1\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +47,10 @@ def test_a_pin_enters_the_cell_id_only_when_set(tmp_path: Path) -> None:
 
 
 def test_a_wrong_pin_is_refused_before_anything_boots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["matrix", "run", str(pinned(tmp_path, "a" * 64)), "--profile", "cpu", "--out", str(tmp_path / "results")]) == 2
+    assert (
+        main(["matrix", "run", str(pinned(tmp_path, "a" * 64)), "--profile", "cpu", "--out", str(tmp_path / "results")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "suite workspace-smoke: the selected scenario files hash to" in err and "the matrix pins aaaaaaaaaaaa" in err
     assert not (tmp_path / "results").exists()

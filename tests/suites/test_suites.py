@@ -44,7 +44,11 @@ def test_suite_hash_changes_with_a_scenario_byte(tmp_path):
 
 
 def test_summary_counts_engine_faults_apart():
-    rows = [result("a", "notes", True), result("b", "notes", False, "wrong_outcome"), result("c", "injection", False, "engine_error", engine_fault=True)]
+    rows = [
+        result("a", "notes", True),
+        result("b", "notes", False, "wrong_outcome"),
+        result("c", "injection", False, "engine_error", engine_fault=True),
+    ]
     summary = CellSummary.of(rows)
     assert (summary.passed, summary.total, summary.engine_faults) == (1, 3, 1)
     assert summary.by_category == {"injection": (0, 1), "notes": (1, 2)}

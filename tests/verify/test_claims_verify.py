@@ -89,7 +89,9 @@ def test_flips_are_tested_and_named_with_the_input_that_differs(rerun_dir, own_c
     assert first.verdict == "CONSISTENT ON ANOTHER SETUP"  # one flip: p = 1, but not the claim's threads
     assert first.judgement is not None and (first.judgement.only_claimed, first.judgement.only_rerun) == (1, 0)
     assert [d.describe() for d in first.differences] == ["threads per engine differs: 1 claimed, 2 rerun"]
-    accepted = verify_claims(load_claims(path), load_rerun([rerun_dir]), Options(accept=frozenset({"threads"}))).verdicts[0]
+    accepted = verify_claims(
+        load_claims(path), load_rerun([rerun_dir]), Options(accept=frozenset({"threads"}))
+    ).verdicts[0]
     assert accepted.verdict == "CONSISTENT" and accepted.setup == "accepted: threads"
     assert "scenario notes-002 repeat 1: pass claimed, fail rerun" in first.notes
     assert any(note.startswith("category notes:") for note in first.notes)
@@ -143,7 +145,11 @@ def test_another_protocol_is_not_rerun_with_the_reason(rerun_dir, own_claims, tm
         data["claims"][0]["protocol"] = "react"
 
     first = verdicts(rerun_dir, write(tmp_path, edited(own_claims, change)))[own_claims.claims[0].id]
-    assert first.verdict == "NOT RERUN" and "another setup: the rerun ran" in first.reasons[0] and "not react" in first.reasons[0]
+    assert (
+        first.verdict == "NOT RERUN"
+        and "another setup: the rerun ran" in first.reasons[0]
+        and "not react" in first.reasons[0]
+    )
 
 
 def test_json_output_is_the_verdicts_alone(rerun_dir, own_claims, tmp_path, capsys):

@@ -54,7 +54,10 @@ DIFFERENT_SETUPS = {
     "accelerator": (lambda d: setup_of(d)["hardware"].update(accelerator="Tesla T4"), "hardware"),
     "threads": (lambda d: setup_of(d)["hardware"].update(threads=1), "threads"),
     "cpu": (lambda d: setup_of(d)["hardware"].update(cpu_model="Another CPU 9000"), "hardware"),
-    "chat template": (lambda d: d["claims"][0].update(chat_template={"source": "pinned", "sha256": "cd" * 32}), "chat-template"),
+    "chat template": (
+        lambda d: d["claims"][0].update(chat_template={"source": "pinned", "sha256": "cd" * 32}),
+        "chat-template",
+    ),
 }
 
 
@@ -94,10 +97,18 @@ def test_on_the_same_exact_setup_a_raised_count_is_different(rerun_dir, own, tmp
         claim = data["claims"][1]
         claim["result"] = {"passed": 3, "total": 3}
 
-    found = {v.claim: v for v in verify_claims(load_claims(write(tmp_path, edited(own, change))), load_rerun([rerun_dir])).verdicts}
+    found = {
+        v.claim: v
+        for v in verify_claims(load_claims(write(tmp_path, edited(own, change))), load_rerun([rerun_dir])).verdicts
+    }
     raised = found[own.claims[1].id]
     assert (own.claims[1].result.passed, raised.verdict) == (1, "DIFFERENT")
-    assert raised.judgement is not None and raised.judgement.test == "exact" and raised.rule and raised.rule.startswith("identity")
+    assert (
+        raised.judgement is not None
+        and raised.judgement.test == "exact"
+        and raised.rule
+        and raised.rule.startswith("identity")
+    )
     assert found[own.claims[0].id].verdict == "REPRODUCED"
 
 
@@ -115,7 +126,10 @@ def test_equal_counts_on_the_same_exact_setup_are_reproduced(rerun_dir, own, tmp
     ("claimed", "reason"),
     [
         ({"passed": 137, "total": 160}, "the claim counts 160 scenarios, the rerun ran 3"),
-        ({"passed": 3, "total": 160, "tolerance": {"passed_within": 1, "reason": "r"}}, "the claim counts 160 scenarios, the rerun ran 3"),
+        (
+            {"passed": 3, "total": 160, "tolerance": {"passed_within": 1, "reason": "r"}},
+            "the claim counts 160 scenarios, the rerun ran 3",
+        ),
         ({"sha256": "ef" * 32}, "has sha256 efefefefefef, the rerun's"),
     ],
 )
@@ -143,7 +157,9 @@ def test_a_claim_without_its_suite_count_still_compares_only_the_same_total(reru
         claim["result"] = {"passed": 2, "total": 3 * 160}
 
     verdict = first_verdict(rerun_dir, write(tmp_path, edited(own, change)))
-    assert verdict.verdict == "NOT RERUN" and "the claim counts 480 scenario runs, the rerun ran 3" in verdict.reasons[0]
+    assert (
+        verdict.verdict == "NOT RERUN" and "the claim counts 480 scenario runs, the rerun ran 3" in verdict.reasons[0]
+    )
 
 
 def test_published_and_claims_reach_the_same_verdicts(rerun_dir, tmp_path, capsys):
@@ -152,10 +168,29 @@ def test_published_and_claims_reach_the_same_verdicts(rerun_dir, tmp_path, capsy
     render(collect([rerun_dir], Redactor(CANARY)), tmp_path / "paper")
     results_json = tmp_path / "paper" / "results.json"
     claims = tmp_path / "claims.yaml"
-    assert main(["claims", "from-results", str(rerun_dir), "--out", str(claims), "--citation", "c", "--url", "https://example.org/x"]) == 0
+    assert (
+        main(
+            [
+                "claims",
+                "from-results",
+                str(rerun_dir),
+                "--out",
+                str(claims),
+                "--citation",
+                "c",
+                "--url",
+                "https://example.org/x",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     answers = {}
-    for name, args in {"claims": ["--claims", str(claims)], "json": ["--published", str(results_json)], "bundle": ["--published", str(rerun_dir)]}.items():
+    for name, args in {
+        "claims": ["--claims", str(claims)],
+        "json": ["--published", str(results_json)],
+        "bundle": ["--published", str(rerun_dir)],
+    }.items():
         assert main(["verify", str(rerun_dir), *args, "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         answers[name] = [(v["verdict"], v["setup"], v["rerun_row"]) for v in report["verdicts"]]

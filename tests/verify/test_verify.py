@@ -63,7 +63,9 @@ def test_an_execution_mismatch_is_named_before_the_scenarios(tmp_path, capsys):
     path.write_text(json.dumps(data))
     code, found = verdicts(capsys, write_bundle(tmp_path / "rerun"), path)
     first = next(iter(found.values()))
-    assert code == 1 and first["verdict"] == "REPRODUCED ON ANOTHER SETUP" and first["setup"] == "differs: slots, threads"
+    assert (
+        code == 1 and first["verdict"] == "REPRODUCED ON ANOTHER SETUP" and first["setup"] == "differs: slots, threads"
+    )
     assert [d["what"] for d in first["differences"]] == ["threads per engine", "engine slots"]
 
 

@@ -11,7 +11,8 @@
 
     results/<run-id>/run.json                 the run record (repro.bundle.records.RunRecord)
     results/<run-id>/cells/<cell-id>/...      scenarios.jsonl, transcripts.jsonl, logs, cell.json
-    results/<run-id>/inputs/<sha256>.<ext>    external inputs no public address serves, carried (an external harness's archive)
+    results/<run-id>/inputs/<sha256>.<ext>    external inputs no public address serves, carried (an external
+                                              harness's archive)
     results/<run-id>/MANIFEST.sha256          sha256 of every other file
 
 Every byte written passes through the redactor and is written atomically (0644 files, 0755

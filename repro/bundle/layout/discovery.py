@@ -36,7 +36,9 @@ def latest_run(results_dir: Path) -> Path:
     return results_dir
 
 
-def find_resumable(out: Path, matrix_sha256: str, profile: str, shard: str | None, cell_ids: set[str], source: SourceState) -> tuple[Path, RunRecord] | None:
+def find_resumable(
+    out: Path, matrix_sha256: str, profile: str, shard: str | None, cell_ids: set[str], source: SourceState
+) -> tuple[Path, RunRecord] | None:
     """The latest run of the same matrix, profile, shard and project source that planned these cells."""
     if not out.is_dir():
         return None

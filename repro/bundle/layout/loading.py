@@ -32,7 +32,10 @@ def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with open_regular(path, MAX_JSONL_BYTES) as handle:
         for number, line in enumerate(iter(lambda: handle.readline(MAX_RECORD_LINE_BYTES + 1), b""), start=1):
             if len(line) > MAX_RECORD_LINE_BYTES:
-                raise BadInput(f"{path}:{number}: a line of more than {MAX_RECORD_LINE_BYTES} bytes (one scenario's record is far smaller)")
+                raise BadInput(
+                    f"{path}:{number}: a line of more than {MAX_RECORD_LINE_BYTES} bytes "
+                    "(one scenario's record is far smaller)"
+                )
             yield number, line
 
 
@@ -45,14 +48,18 @@ def finite_json(path: Path | str, data: bytes | str) -> bytes | str:
 
 def load_run(run_dir: Path) -> RunRecord:
     try:
-        return RunRecord.model_validate_json(finite_json(run_dir / RUN_FILE, read_regular(run_dir / RUN_FILE, MAX_JSON_BYTES)))
+        return RunRecord.model_validate_json(
+            finite_json(run_dir / RUN_FILE, read_regular(run_dir / RUN_FILE, MAX_JSON_BYTES))
+        )
     except ValidationError as error:
         raise BadInput(f"{run_dir / RUN_FILE}: not a run record ({error.error_count()} problems)") from None
 
 
 def load_cell(cell_dir: Path) -> CellRecord:
     try:
-        return CellRecord.model_validate_json(finite_json(cell_dir / CELL_FILE, read_regular(cell_dir / CELL_FILE, MAX_JSON_BYTES)))
+        return CellRecord.model_validate_json(
+            finite_json(cell_dir / CELL_FILE, read_regular(cell_dir / CELL_FILE, MAX_JSON_BYTES))
+        )
     except ValidationError as error:
         raise BadInput(f"{cell_dir / CELL_FILE}: not a cell record ({error.error_count()} problems)") from None
 

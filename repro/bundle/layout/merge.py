@@ -69,8 +69,17 @@ def merge(sources: list[Path], out: Path) -> list[Path]:
     for run, target in targets.items():
         shutil.copytree(run, target, symlinks=True)
     first = next(iter(records.values()))
-    shards = [MergedShard(run_id=r.run_id, shard=r.shard, manifest_sha256=sha256_file(run / MANIFEST)) for run, r in records.items()]
-    record = MergeRecord(matrix_sha256=first.matrix.sha256, profile=first.profile, commit=first.source.commit, shards=shards, merged_at=utc_now())
+    shards = [
+        MergedShard(run_id=r.run_id, shard=r.shard, manifest_sha256=sha256_file(run / MANIFEST))
+        for run, r in records.items()
+    ]
+    record = MergeRecord(
+        matrix_sha256=first.matrix.sha256,
+        profile=first.profile,
+        commit=first.source.commit,
+        shards=shards,
+        merged_at=utc_now(),
+    )
     atomic_write(out / MERGE_RECORD, to_json(record).encode())
     return list(targets.values())
 
@@ -122,7 +131,9 @@ def merge_problems(folder: Path) -> list[str]:
         if not manifest.is_file() or manifest.is_symlink() or sha256_file(manifest) != listed[name].manifest_sha256:
             problems.append(f"run {name} changed since it was merged (its MANIFEST is not the merged one)")
     records = [load_run(run) for run in present.values()]
-    mixed = {(r.matrix.sha256, r.profile, r.source.commit) for r in records} - {(record.matrix_sha256, record.profile, record.commit)}
+    mixed = {(r.matrix.sha256, r.profile, r.source.commit) for r in records} - {
+        (record.matrix_sha256, record.profile, record.commit)
+    }
     problems += ["a run of another matrix, profile or commit is in the folder"] if mixed else []
     return problems + split_problems(records)
 
@@ -138,5 +149,11 @@ def find_runs_quietly(folder: Path) -> list[Path]:
 def _refuse_mixed(records: dict[Path, RunRecord]) -> None:
     kinds = {(r.matrix.sha256, r.profile, r.source.commit) for r in records.values()}
     if len(kinds) > 1:
-        described = ", ".join(f"matrix {sha[:12]} on {profile} at {(commit or '?')[:12]}" for sha, profile, commit in sorted(kinds, key=str))
-        raise BadInput(f"these bundles come from different matrices, profiles or commits ({described}); merge shards of one run only")
+        described = ", ".join(
+            f"matrix {sha[:12]} on {profile} at {(commit or '?')[:12]}"
+            for sha, profile, commit in sorted(kinds, key=str)
+        )
+        raise BadInput(
+            "these bundles come from different matrices, profiles or commits "
+            f"({described}); merge shards of one run only"
+        )

@@ -35,7 +35,8 @@ INPUTS_DIR = "inputs"  # inputs/<sha256>.<ext>: an external input the bundle car
 MATRIX_COPY = "matrix.yaml"  # the matrix file the run planned from, byte for byte (format 3)
 
 
-AUTHOR_PROFILES_COPY = "author-profiles.yaml"  # a matrix's own profiles file (run.json author.profiles_file), byte for byte
+# a matrix's own profiles file (run.json author.profiles_file), byte for byte
+AUTHOR_PROFILES_COPY = "author-profiles.yaml"
 
 
 CELL_FILE = "cell.json"
@@ -64,7 +65,9 @@ SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,199}$")
 def safe_id(value: str, what: str = "id") -> str:
     """An id read from a bundle or a plan, used as a path part: refused unless plainly safe."""
     if not SAFE_ID.match(value) or ".." in value:
-        raise BadInput(f"unsafe {what} {value[:80]!r}: ids are letters, digits and _.@+- and start with a letter or digit")
+        raise BadInput(
+            f"unsafe {what} {value[:80]!r}: ids are letters, digits and _.@+- and start with a letter or digit"
+        )
     return value
 
 

@@ -87,7 +87,9 @@ class BundleReader:
 
     def stray_cells(self) -> list[str]:
         run = self.run()
-        return [name for name in self.cells_on_disk() if name not in run.planned_cells and name not in run.excluded_cells]
+        return [
+            name for name in self.cells_on_disk() if name not in run.planned_cells and name not in run.excluded_cells
+        ]
 
     def has_cell(self, cell_id: str) -> bool:
         return self.has_file(cell_id, CELL_FILE)

@@ -63,7 +63,9 @@ def space_in(folder: Path, path: Path) -> Iterator[None]:
         if error.errno not in NO_SPACE:
             raise
         where = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
-        raise DiskFull(f"no space left on {folder} (writing {where}); free space there, then finish the run with --resume") from None
+        raise DiskFull(
+            f"no space left on {folder} (writing {where}); free space there, then finish the run with --resume"
+        ) from None
 
 
 def write_in(folder: Path, path: Path, data: bytes) -> None:
@@ -105,7 +107,10 @@ class Bundle:
             raise BadInput("the matrix file changed while the run was starting; run again")
         text = raw.decode("utf-8", errors="strict")
         if self.redactor.text(text) != text:
-            raise BadInput("the matrix file names a host path or user; bundles carry their matrix, so use paths relative to the checkout")
+            raise BadInput(
+                "the matrix file names a host path or user; bundles carry their matrix, "
+                "so use paths relative to the checkout"
+            )
         write_in(self.dir, self.dir / name, raw)
 
     def carry(self, name: str, data: bytes) -> None:
@@ -118,7 +123,9 @@ class Bundle:
     def partial_dir(self, cell_id: str) -> Path:
         return self.dir / CELLS_DIR / f".{safe_id(cell_id, 'cell id')}.partial"
 
-    def start_cell(self, cell_id: str, partial: PartialCell | None = None, kept: Sequence[KeptScenario] = ()) -> CellWriter:
+    def start_cell(
+        self, cell_id: str, partial: PartialCell | None = None, kept: Sequence[KeptScenario] = ()
+    ) -> CellWriter:
         """A fresh partial folder for the cell; with `partial`, one that keeps each finished
         scenario (starting with `kept`, an interrupted attempt's, already verified)."""
         folder = self.partial_dir(cell_id)
@@ -148,14 +155,18 @@ class Bundle:
         if found != PartialCell.model_validate_json(self.redactor.text(to_json(expected))):  # written redacted
             return [], "it was started for another matrix, profile, commit, cell or suite"
         wrong = [
-            path.stem for path, one in zip(paths, kept, strict=True) if not one.intact or one.result.id != path.stem or path.stem not in expected.suite_ids
+            path.stem
+            for path, one in zip(paths, kept, strict=True)
+            if not one.intact or one.result.id != path.stem or path.stem not in expected.suite_ids
         ]
         if wrong:
             return [], f"kept scenario {wrong[0]} is not intact"
         order = {scenario_id: index for index, scenario_id in enumerate(expected.suite_ids)}
         return sorted(kept, key=lambda one: order[one.result.id]), None
 
-    def earlier_attempts(self, cell_id: str, kept: Sequence[KeptScenario]) -> tuple[list[EarlierAttempt], dict[str, str]] | str:
+    def earlier_attempts(
+        self, cell_id: str, kept: Sequence[KeptScenario]
+    ) -> tuple[list[EarlierAttempt], dict[str, str]] | str:
         """The attempts the kept scenarios of the cell's partial folder come from (those it carried
         from earlier resumes, then the interrupted one: its partial record, the digest of each
         scenario it finished, its engine log) and each one's engine log by file name; or why they
@@ -164,17 +175,25 @@ class Bundle:
         try:
             partial = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
             carried = (
-                [EarlierAttempt.model_validate(one) for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))]
+                [
+                    EarlierAttempt.model_validate(one)
+                    for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))
+                ]
                 if (folder / ATTEMPTS_FILE).exists()
                 else []
             )
-            logs = {one.engine_log: read_regular(folder / plain_name(one.engine_log), MAX_LOG_BYTES).decode() for one in carried}
+            logs = {
+                one.engine_log: read_regular(folder / plain_name(one.engine_log), MAX_LOG_BYTES).decode()
+                for one in carried
+            }
             log = read_regular(folder / ENGINE_LOG, MAX_LOG_BYTES).decode()
         except (BadInput, OSError, ValueError) as error:
             return f"the interrupted attempt's record or engine log is unreadable ({short_error(error)})"
         done = {scenario_id for one in carried for scenario_id in one.finished}
         name = f"attempt-{len(carried) + 1}.{ENGINE_LOG}"
-        latest = EarlierAttempt(partial=partial, finished={k.result.id: k.sha256 for k in kept if k.result.id not in done}, engine_log=name)
+        latest = EarlierAttempt(
+            partial=partial, finished={k.result.id: k.sha256 for k in kept if k.result.id not in done}, engine_log=name
+        )
         return [*carried, latest], {**logs, name: log}
 
     def cell_is_complete(self, cell_id: str) -> bool:
@@ -196,7 +215,11 @@ class CellWriter:
     def carry(self, attempts: Sequence[EarlierAttempt], logs: dict[str, str]) -> None:
         """The earlier attempts whose scenarios this one keeps: their records (for the next resume,
         should this attempt be interrupted too) and their engine logs, files of the cell."""
-        write_in(self.bundle.dir, self.partial / ATTEMPTS_FILE, self.bundle.redactor.text(to_json([one.model_dump(mode="json") for one in attempts])).encode())
+        write_in(
+            self.bundle.dir,
+            self.partial / ATTEMPTS_FILE,
+            self.bundle.redactor.text(to_json([one.model_dump(mode="json") for one in attempts])).encode(),
+        )
         for one in attempts:
             self.write_text(plain_name(one.engine_log), logs.get(one.engine_log, ""))
 
@@ -221,7 +244,8 @@ class CellWriter:
     def finish(self, record: CellRecord) -> CellRecord:
         """Write cell.json last, then move the whole cell into place in one rename."""
         record = record.model_copy(update={"files": dict(sorted(self.files.items()))})
-        shutil.rmtree(self.partial / KEPT_DIR, ignore_errors=True)  # the complete cell holds its scenarios in scenarios.jsonl
+        # the complete cell holds its scenarios in scenarios.jsonl
+        shutil.rmtree(self.partial / KEPT_DIR, ignore_errors=True)
         (self.partial / PARTIAL_FILE).unlink(missing_ok=True)
         (self.partial / ATTEMPTS_FILE).unlink(missing_ok=True)  # cell.json holds them (earlier_attempts)
         write_in(self.bundle.dir, self.partial / CELL_FILE, self.bundle.redactor.text(to_json(record)).encode())
@@ -239,7 +263,11 @@ def kept_files(folder: Path) -> list[Path]:
     """The kept scenarios' files of a partial cell: regular `<id>.json` files (no link, no dot-entry)."""
     if folder.is_symlink() or not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix == ".json" and is_plain_name(p.name) and not p.is_symlink() and p.is_file())
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix == ".json" and is_plain_name(p.name) and not p.is_symlink() and p.is_file()
+    )
 
 
 def mark_latest(results_dir: Path, run_dir: Path) -> None:

@@ -14,7 +14,16 @@ from repro.store.images.keys import REPOSITORY, dockerfile_args
 if TYPE_CHECKING:
     from repro.containers.client import DockerClient, Image
 
-__all__ = ["CUDA_BASES_ENV", "base_image_id", "client_or_default", "configured_base", "cuda_architectures", "find_local", "resolve_base", "variant_bases"]
+__all__ = [
+    "CUDA_BASES_ENV",
+    "base_image_id",
+    "client_or_default",
+    "configured_base",
+    "cuda_architectures",
+    "find_local",
+    "resolve_base",
+    "variant_bases",
+]
 
 
 def configured_base() -> str:
@@ -39,8 +48,13 @@ def resolve_base(reference: str, client: DockerClient) -> str:
     except ImageNotFound:
         if reference.startswith(f"{REPOSITORY}/base:"):
             suite = reference.split(":", 1)[1]
-            raise ReproError(f"base image {reference} is missing; run: repro images bootstrap --suite {suite}") from None
-        raise ReproError(f"base image {reference} is not present locally; pull it by digest first (docker pull {reference}); builds never pull") from None
+            raise ReproError(
+                f"base image {reference} is missing; run: repro images bootstrap --suite {suite}"
+            ) from None
+        raise ReproError(
+            f"base image {reference} is not present locally; pull it by digest first "
+            f"(docker pull {reference}); builds never pull"
+        ) from None
 
 
 def base_image_id(client: DockerClient | None = None) -> str:
@@ -72,7 +86,9 @@ def variant_bases(dockerfile: Path, variant: str) -> dict[str, str]:
     runtime = os.environ.get("REPRO_CUDA_BASE_IMAGE") or runtime
     builder = os.environ.get("REPRO_CUDA_BUILD_BASE_IMAGE") or builder
     if not runtime or not builder:
-        raise BadInput(f"{dockerfile}: needs ARG BASE_IMAGE and ARG BUILD_BASE_IMAGE defaults for the {variant} variant")
+        raise BadInput(
+            f"{dockerfile}: needs ARG BASE_IMAGE and ARG BUILD_BASE_IMAGE defaults for the {variant} variant"
+        )
     return {"BASE_IMAGE": runtime, "BUILD_BASE_IMAGE": builder}
 
 

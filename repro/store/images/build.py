@@ -139,7 +139,11 @@ class BuildLog:
             self.out.close()
         if not isinstance(error, ReproError) or self.out is None:
             return
-        tail = [] if len(error.lines) > 1 or not self.tail else [f"--- last {len(self.tail)} lines of the build log ---", *self.tail]
+        tail = (
+            []
+            if len(error.lines) > 1 or not self.tail
+            else [f"--- last {len(self.tail)} lines of the build log ---", *self.tail]
+        )
         lines = [*error.lines, *tail, f"the whole build log: {self.path}"]
         raise type(error)(lines[0], lines=lines) from error
 

@@ -13,7 +13,16 @@ from repro.core.errors import BadInput, ReproError
 from repro.core.files import sha256_bytes
 from repro.spec.matrix import EngineSpec, LoadedMatrix, Variant
 from repro.store.images.bases import client_or_default, configured_base, cuda_architectures, resolve_base, variant_bases
-from repro.store.images.keys import HARNESS_DOCKERFILE, HARNESS_LOCK, KEY_SCHEMA, Blocked, BuildPlan, DigestPin, content_key, harness_source_digest
+from repro.store.images.keys import (
+    HARNESS_DOCKERFILE,
+    HARNESS_LOCK,
+    KEY_SCHEMA,
+    Blocked,
+    BuildPlan,
+    DigestPin,
+    content_key,
+    harness_source_digest,
+)
 from repro.store.images.wheels import WHEEL_IMPLEMENTATION, WHEEL_PLATFORM, WHEEL_PYTHON
 
 if TYPE_CHECKING:
@@ -40,7 +49,14 @@ def build_plan_harness(client: DockerClient | None = None, *, root: Path = PROJE
     }
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
     key = content_key(
-        {"schema": KEY_SCHEMA, "kind": "harness", "dockerfile_sha256": dockerfile_sha, "buildargs": buildargs, "inputs": inputs, "base_ids": base_ids}
+        {
+            "schema": KEY_SCHEMA,
+            "kind": "harness",
+            "dockerfile_sha256": dockerfile_sha,
+            "buildargs": buildargs,
+            "inputs": inputs,
+            "base_ids": base_ids,
+        }
     )
     labels = {
         "repro.key": key,
@@ -70,7 +86,12 @@ def engine_image_name(engine: EngineSpec, variant: str) -> str:
 
 
 def build_plan_engine(
-    engine: EngineSpec, variant: Variant, client: DockerClient | None = None, *, root: Path = PROJECT_ROOT, compute_capability: str | None = None
+    engine: EngineSpec,
+    variant: Variant,
+    client: DockerClient | None = None,
+    *,
+    root: Path = PROJECT_ROOT,
+    compute_capability: str | None = None,
 ) -> BuildPlan:
     """How to build an engine image; for CUDA, `compute_capability` (a profile's) picks the one
     architecture to compile for (None: every architecture the Dockerfile lists)."""
@@ -97,7 +118,14 @@ def build_plan_engine(
     inputs = {"source_sha256": source.sha256}
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
     key = content_key(
-        {"schema": KEY_SCHEMA, "kind": "engine", "dockerfile_sha256": dockerfile_sha, "buildargs": buildargs, "inputs": inputs, "base_ids": base_ids}
+        {
+            "schema": KEY_SCHEMA,
+            "kind": "engine",
+            "dockerfile_sha256": dockerfile_sha,
+            "buildargs": buildargs,
+            "inputs": inputs,
+            "base_ids": base_ids,
+        }
     )
     build_info = engine.stamped_build_info() or ""
     # Labels travel into result bundles: name a local archive by its file name, never its path.
@@ -169,5 +197,8 @@ def needed_images(
         if engine.image is not None:
             needs.append(DigestPin(name=engine.id, reference=engine.image, engine=engine))
         elif engine.kind != "scripted":  # it runs in the harness image, already needed
-            add(engine_image_name(engine, variant), partial(build_plan_engine, engine, variant, client, compute_capability=compute_capability))
+            add(
+                engine_image_name(engine, variant),
+                partial(build_plan_engine, engine, variant, client, compute_capability=compute_capability),
+            )
     return needs

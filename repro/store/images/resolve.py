@@ -24,7 +24,8 @@ def resolve_plan(plan: BuildPlan, client: DockerClient) -> ImageRef | None:
         return None
     if (image.labels or {}).get("repro.key") != plan.key:
         raise ReproError(
-            f"image {plan.tag} carries key {(image.labels or {}).get('repro.key')} instead of {plan.key}; remove it (docker rmi {plan.tag}) and rebuild"
+            f"image {plan.tag} carries key {(image.labels or {}).get('repro.key')} instead of {plan.key}; remove it "
+            f"(docker rmi {plan.tag}) and rebuild"
         )
     return ref_for_plan(plan, image)
 
@@ -33,9 +34,17 @@ def resolve_digest(pin: DigestPin, client: DockerClient) -> ImageRef:
     image = find_local(pin.reference, client)
     if image is None:
         raise ReproError(
-            f"engine {pin.name}: image {pin.reference} is not present locally; pull it by digest first (docker pull {pin.reference}); a run never pulls"
+            f"engine {pin.name}: image {pin.reference} is not present locally; pull it by digest first "
+            f"(docker pull {pin.reference}); a run never pulls"
         )
-    return ImageRef(name=pin.name, reference=pin.reference, key=None, id=image.id, pinned_by="digest", labels=dict(image.labels or {}))
+    return ImageRef(
+        name=pin.name,
+        reference=pin.reference,
+        key=None,
+        id=image.id,
+        pinned_by="digest",
+        labels=dict(image.labels or {}),
+    )
 
 
 def _missing(plan: BuildPlan, matrix: str | None) -> ReproError:

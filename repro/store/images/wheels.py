@@ -33,7 +33,15 @@ WHEEL_PYTHON = "3.11"
 WHEEL_PLATFORM = "manylinux2014_x86_64"
 WHEEL_IMPLEMENTATION = "cp"
 # The harness image's platform: pip downloads wheels for it, whatever the host runs.
-WHEEL_TARGET = ["--only-binary=:all:", "--python-version", WHEEL_PYTHON, "--platform", WHEEL_PLATFORM, "--implementation", WHEEL_IMPLEMENTATION]
+WHEEL_TARGET = [
+    "--only-binary=:all:",
+    "--python-version",
+    WHEEL_PYTHON,
+    "--platform",
+    WHEEL_PLATFORM,
+    "--implementation",
+    WHEEL_IMPLEMENTATION,
+]
 # Reproducible zip timestamps for the repro wheel built on the host (1980-01-01, zip's epoch).
 WHEEL_EPOCH = "315532800"
 
@@ -46,7 +54,9 @@ def run_tool(command: list[str], what: str, env: dict | None = None) -> str:
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if result.returncode != 0:
         tail = result.stdout.strip().splitlines()[-LOG_TAIL_LINES:]
-        raise ReproError(f"{what} failed (exit {result.returncode})", lines=[f"{what} failed (exit {result.returncode})", *tail])
+        raise ReproError(
+            f"{what} failed (exit {result.returncode})", lines=[f"{what} failed (exit {result.returncode})", *tail]
+        )
     return result.stdout
 
 

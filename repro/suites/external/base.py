@@ -30,7 +30,17 @@ from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
 from repro.suites.base import Log, SuiteKind
 from repro.suites.external.carried import carry_code
-from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, WHEEL_DIR, Normalised, RawFile, RawIndex, external_of, pin_inputs, raw_name
+from repro.suites.external.raw import (
+    LOCK_COPY,
+    RAW_INDEX,
+    WHEEL_DIR,
+    Normalised,
+    RawFile,
+    RawIndex,
+    external_of,
+    pin_inputs,
+    raw_name,
+)
 from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
 from repro.suites.scenarios import ScenarioSuites
 from repro.suites.sources import fetch_suite, scenario_folder
@@ -118,7 +128,9 @@ class Adapter(SuiteKind):
         bundle's copy of the wheel is verified by its sha256 instead)."""
         external = external_of(suite)
         lock = lock_file(external)
-        return self.selection(suite, self.tasks_folder(suite), pin_inputs(external.sha256, sha256_bytes(lock.read_bytes())))
+        return self.selection(
+            suite, self.tasks_folder(suite), pin_inputs(external.sha256, sha256_bytes(lock.read_bytes()))
+        )
 
     def tasks_folder(self, suite: Suite) -> Path:
         """Where the suite's tasks are on this host: its fetched wheel unpacked, or (a harness that
@@ -166,7 +178,9 @@ class Adapter(SuiteKind):
         llama.cpp's prompt cache on (recorded so, and marked not exact in every table)."""
         return execution.model_copy(update={"cache_prompt": True}) if self.facts.engine_cache_prompt else execution
 
-    def command(self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]) -> list[str]:
+    def command(
+        self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]
+    ) -> list[str]:
         return self.task_argv(cell, client, ids, profile)
 
     def entrypoint(self, cell: Cell) -> list[str] | None:
@@ -186,14 +200,18 @@ class Adapter(SuiteKind):
         An external harness keeps no task of an interrupted cell (`finished` is none), so `kept` is empty."""
         failed = next((e for e in ended if e.timed_out), None)
         if failed is not None:
-            return record.model_copy(update={"status": "error", "reason": f"harness did not finish within {failed.seconds:.0f}s (stopped)"})
+            return record.model_copy(
+                update={"status": "error", "reason": f"harness did not finish within {failed.seconds:.0f}s (stopped)"}
+            )
         try:
             raw, index = self.keep_raw(writer, record.cell, out_dirs)
             normalised = self.normalise(raw, index, selection.ids, record.cell.protocol)
         except (BadInput, ValueError, UnicodeError) as error:
             code = next((e.code for e in ended if e.code != 0), 0)
             tail = next((e.log_tail[-600:] for e in ended if e.code != 0), "")
-            why = f"external harness output refused: {error}" + (f"; exit status {code}, log tail: {tail}" if code else "")
+            why = f"external harness output refused: {error}" + (
+                f"; exit status {code}, log tail: {tail}" if code else ""
+            )
             return record.model_copy(update={"status": "error", "reason": why})
         writer.write_jsonl("scenarios.jsonl", normalised.results)
         writer.write_jsonl("transcripts.jsonl", normalised.transcripts)
@@ -210,12 +228,16 @@ class Adapter(SuiteKind):
                 data = read_regular(out_dir / path, MAX_RAW_BYTES)
                 name = raw_name(path, worker, len(out_dirs))
                 if writer.bundle.redactor.names_host(data):
-                    raise BadInput(f"raw output {path} names a host path, user or host name; a raw file is never rewritten")
+                    raise BadInput(
+                        f"raw output {path} names a host path, user or host name; a raw file is never rewritten"
+                    )
                 write_in(writer.bundle.dir, writer.partial / name, data)
                 writer.files[name] = sha256_bytes(data)
                 raw[name] = data
                 files.append(RawFile(name=name, path=path, worker=worker, sha256=sha256_bytes(data), bytes=len(data)))
-        index = RawIndex(harness=self.name, wheel=external.pin, wheel_sha256=external.sha256, workers=len(out_dirs), files=files)
+        index = RawIndex(
+            harness=self.name, wheel=external.pin, wheel_sha256=external.sha256, workers=len(out_dirs), files=files
+        )
         writer.write_text(RAW_INDEX, json.dumps(index.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         return raw, index
 
@@ -230,7 +252,11 @@ class Adapter(SuiteKind):
 
         try:
             record = reader.cell(cell_id)
-            raw, index = raw_evidence(BundledCell(bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id)))
+            raw, index = raw_evidence(
+                BundledCell(
+                    bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id)
+                )
+            )
             return self.own_messages(raw, index)
         except (BadInput, ValueError):
             return {}
@@ -241,7 +267,9 @@ class Adapter(SuiteKind):
         from repro.suites.external.evidence import BundledCell, raw_evidence, wheel_root
 
         record = reader.cell(cell_id)
-        files = BundledCell(bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id))
+        files = BundledCell(
+            bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id)
+        )
         raw, index = raw_evidence(files)
         return self.render_report(raw, index, wheel_root(files))
 

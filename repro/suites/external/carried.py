@@ -34,7 +34,10 @@ def carry_code(bundle: Bundle, external: ExternalSuite) -> None:
         return
     archive = fetch_source(external.source)
     if archive.stat().st_size > MAX_CARRIED_BYTES:
-        raise BadInput(f"{external.pin}: {archive.stat().st_size} bytes, more than a bundle carries ({MAX_CARRIED_BYTES // 1024**2} MB)")
+        raise BadInput(
+            f"{external.pin}: {archive.stat().st_size} bytes, more than a bundle carries "
+            f"({MAX_CARRIED_BYTES // 1024**2} MB)"
+        )
     bundle.carry(carried_name(external), archive.read_bytes())
 
 
@@ -49,7 +52,9 @@ def carried_code(reader: BundleReader, external: ExternalSuite) -> Path | None:
         return None
     found = sha256_file(path)
     if found != external.sha256:
-        raise BadInput(f"the carried {INPUTS_DIR}/{name[:16]}... has sha256 {found[:12]}, the pin is {external.sha256[:12]}")
+        raise BadInput(
+            f"the carried {INPUTS_DIR}/{name[:16]}... has sha256 {found[:12]}, the pin is {external.sha256[:12]}"
+        )
     admit(path, external.source, copy=True)
     return fetch_code(external)
 
@@ -64,4 +69,7 @@ def harness_code(reader: BundleReader, external: ExternalSuite) -> Path:
         command = "repro suites fetch MATRIX (the run's matrix, in a clone of repro; it clones the pinned commit)"
     else:
         command = f"{MIRROR_ENV}=DIR repro check {reader.dir}, with DIR a folder holding that archive"
-    raise NotAtHand(f"{external.pin} (sha256 {external.sha256[:12]}) is neither in the suite cache nor carried by the bundle; run: {command}")
+    raise NotAtHand(
+        f"{external.pin} (sha256 {external.sha256[:12]}) is neither in the suite cache nor carried by the bundle; "
+        f"run: {command}"
+    )

@@ -53,7 +53,9 @@ REPLACED = ("suite-recomputed", "regraded", "bounds", "suite-at-commit")
 
 def external_rules(chosen: dict[str, CellRule], ran: bool, tools: CheckTools) -> dict[str, CellRule]:
     """The rules of an external suite's cell: ours, with those that read scenario files replaced."""
-    rules = {name: rule for name, rule in chosen.items() if name not in REPLACED} | {"host-identity": with_tools(rule_host_identity, tools)}
+    rules = {name: rule for name, rule in chosen.items() if name not in REPLACED} | {
+        "host-identity": with_tools(rule_host_identity, tools)
+    }
     if not ran:
         return rules
     return rules | {
@@ -102,7 +104,11 @@ def rule_carried_inputs(ev: RunEvidence) -> list[str]:
     if not names:
         return []
     pins = (
-        {carried_name(cell.suite.external): cell.suite.external for cell in ev.plan.whole if cell.suite.external and cell.suite.external.carried}
+        {
+            carried_name(cell.suite.external): cell.suite.external
+            for cell in ev.plan.whole
+            if cell.suite.external and cell.suite.external.carried
+        }
         if ev.plan
         else {}
     )
@@ -116,7 +122,10 @@ def rule_carried_inputs(ev: RunEvidence) -> list[str]:
         if name not in pins:
             problems.append(f"{INPUTS_DIR}/{name[:80]}: not the carried archive of any external suite the run planned")
         elif path is not None and (found := sha256_file(path)) != pins[name].sha256:
-            problems.append(f"{INPUTS_DIR}/{name[:16]}...: its bytes have sha256 {found[:12]}, not the pinned {pins[name].sha256[:12]}")
+            problems.append(
+                f"{INPUTS_DIR}/{name[:16]}...: its bytes have sha256 {found[:12]}, "
+                f"not the pinned {pins[name].sha256[:12]}"
+            )
     return problems
 
 
@@ -130,17 +139,28 @@ def rule_pin(ev: CellEvidence) -> list[str]:
         embedded_wheel(ev)
     else:
         problems += [
-            f"{external.harness} does not read the archive with sha256 {external.sha256[:12]}" for _ in code_problems(HARNESSES[external.harness], external, 0)
+            f"{external.harness} does not read the archive with sha256 {external.sha256[:12]}"
+            for _ in code_problems(HARNESSES[external.harness], external, 0)
         ]
     lock = embedded_lock(ev)
     lock_sha = sha256_bytes(lock)
     if lock_sha != external.requirements.sha256:
-        problems.append(f"the embedded {LOCK_COPY} has sha256 {lock_sha[:12]}, the pin is {external.requirements.sha256[:12]}")
+        problems.append(
+            f"the embedded {LOCK_COPY} has sha256 {lock_sha[:12]}, the pin is {external.requirements.sha256[:12]}"
+        )
     if external.wheel is not None and f"--hash=sha256:{external.sha256}" not in lock.decode(errors="replace"):
         problems.append(f"the embedded {LOCK_COPY} does not pin the wheel's sha256")
     labels = ev.record.harness_image.labels if ev.record.harness_image else {}
-    wanted = {"repro.external": adapter_of(suite).name, "repro.external.wheel_sha256": external.sha256, "repro.external.requirements_sha256": lock_sha}
-    problems += [f"the cell's image label {key} is {labels.get(key)!r}, expected {value!r}" for key, value in wanted.items() if labels.get(key) != value]
+    wanted = {
+        "repro.external": adapter_of(suite).name,
+        "repro.external.wheel_sha256": external.sha256,
+        "repro.external.requirements_sha256": lock_sha,
+    }
+    problems += [
+        f"the cell's image label {key} is {labels.get(key)!r}, expected {value!r}"
+        for key, value in wanted.items()
+        if labels.get(key) != value
+    ]
     return problems
 
 
@@ -153,7 +173,10 @@ def rule_suite(ev: CellEvidence) -> list[str]:
     selection = adapter_of(suite).selection(suite, tasks_root(ev), pin_inputs(external.sha256, lock_sha))
     problems = raw_task_problems(ev, selection.categories) if adapter_of(suite).tasks_from == "source" else []
     if selection.sha256 != ev.record.suite_sha256:
-        problems.append(f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection ({selection.sha256[:12]})")
+        problems.append(
+            f"suite sha256 {str(ev.record.suite_sha256)[:12]} is not the embedded wheel's selection "
+            f"({selection.sha256[:12]})"
+        )
     if ev.record.cell.share(selection).ids != ev.record.suite_ids:
         problems.append("suite_ids are not the embedded wheel's selected tasks (the cell's part of them), in order")
     wrong = [r.id for r in ev.bundle.results(ev.cell_id) if selection.categories.get(r.id) != r.category]
@@ -164,8 +187,16 @@ def raw_task_problems(ev: CellEvidence, categories: dict[str, str]) -> list[str]
     """A harness that runs scenario files keeps the files it ran (raw `scenarios/<category>/<id>.json`):
     each is the embedded file of that name, and each of the cell's scenarios is among them."""
     raw, index = raw_evidence(ev)
-    kept = {entry.path.removeprefix("scenarios/"): raw[entry.name] for entry in index.files if entry.path.startswith("scenarios/")}
-    problems = [f"the raw scenario file {name[:80]} is not the embedded one" for name, data in kept.items() if embedded_scenario(ev, name) != data]
+    kept = {
+        entry.path.removeprefix("scenarios/"): raw[entry.name]
+        for entry in index.files
+        if entry.path.startswith("scenarios/")
+    }
+    problems = [
+        f"the raw scenario file {name[:80]} is not the embedded one"
+        for name, data in kept.items()
+        if embedded_scenario(ev, name) != data
+    ]
     wanted = {f"{category}/{sid}.json" for sid, category in categories.items() if sid in ev.record.suite_ids}
     return problems[:3] + [f"the raw outputs do not keep {name}" for name in sorted(wanted - set(kept))][:3]
 
@@ -192,7 +223,9 @@ def rule_raw(ev: CellEvidence) -> list[str]:
         if (index.harness, index.wheel, index.wheel_sha256) == (adapter_of(suite).name, external.pin, external.sha256)
         else ["raw-index.json names another harness or wheel"]
     )
-    return problems + ([f"raw-index.json names {index.workers} worker(s), the cell ran {workers}"] if index.workers != workers else [])
+    return problems + (
+        [f"raw-index.json names {index.workers} worker(s), the cell ran {workers}"] if index.workers != workers else []
+    )
 
 
 @guarded
@@ -203,7 +236,9 @@ def rule_normalised(ev: CellEvidence) -> list[str]:
     recorded, transcripts = ev.bundle.results(ev.cell_id), ev.bundle.transcripts(ev.cell_id)
     wrong = [a.id for a, b in zip(normalised.results, recorded, strict=False) if a != b]
     problems = (
-        [f"scenarios.jsonl differs from the raw outputs at {wrong[0]} ({len(wrong)} task(s))"] if wrong or len(recorded) != len(normalised.results) else []
+        [f"scenarios.jsonl differs from the raw outputs at {wrong[0]} ({len(wrong)} task(s))"]
+        if wrong or len(recorded) != len(normalised.results)
+        else []
     )
     if [t.model_dump() for t in transcripts] != [t.model_dump() for t in normalised.transcripts]:
         problems.append("transcripts.jsonl differs from the raw outputs")
@@ -223,7 +258,9 @@ def rule_report(ev: CellEvidence) -> list[str]:
     """The harness's own report, rendered again from the raw outputs, is the recorded one."""
     raw, index = raw_evidence(ev)
     rendered = adapter_of(ev.record.cell.suite).render_report(raw, index, wheel_root(ev))
-    return [f"{name} is not the report its raw outputs render" for name, data in rendered.items() if raw.get(name) != data]
+    return [
+        f"{name} is not the report its raw outputs render" for name, data in rendered.items() if raw.get(name) != data
+    ]
 
 
 def task_bounds(tools: CheckTools, result: ScenarioResult, transcript: list, decoding: Decoding) -> list[str]:

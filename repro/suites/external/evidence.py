@@ -50,13 +50,19 @@ def embedded_wheel(ev: CellFiles) -> Path:
     suite = ev.record.cell.suite
     external = external_of(suite)
     folder = ev.suite_dir / WHEEL_DIR
-    wheels = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()) if folder.is_dir() and not folder.is_symlink() else []
+    wheels = (
+        sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+        if folder.is_dir() and not folder.is_symlink()
+        else []
+    )
     if len(wheels) != 1:
         raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
     found = sha256_file(wheels[0])
     known = HARNESSES[external.harness].known_wheels.get(external.wheel or "")
     if found != external.sha256 or found != known:
-        raise BadInput(f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {external.sha256[:12]}")
+        raise BadInput(
+            f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {external.sha256[:12]}"
+        )
     return wheels[0]
 
 

@@ -18,7 +18,18 @@ from repro.core.config import PROJECT_ROOT
 from repro.core.errors import ReproError
 from repro.core.files import sha256_bytes
 from repro.spec.matrix import Suite
-from repro.store.images import KEY_SCHEMA, BuildPlan, ImageRef, Log, build_in_context, content_key, harness_image, link_or_copy, quiet, resolve_plan
+from repro.store.images import (
+    KEY_SCHEMA,
+    BuildPlan,
+    ImageRef,
+    Log,
+    build_in_context,
+    content_key,
+    harness_image,
+    link_or_copy,
+    quiet,
+    resolve_plan,
+)
 from repro.suites.external.raw import external_of
 from repro.suites.external.wheels import fetch_wheels, lock_file
 
@@ -52,7 +63,14 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
     }
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
     key = content_key(
-        {"schema": KEY_SCHEMA, "kind": "external", "dockerfile_sha256": dockerfile_sha, "buildargs": buildargs, "inputs": inputs, "base_ids": base_ids}
+        {
+            "schema": KEY_SCHEMA,
+            "kind": "external",
+            "dockerfile_sha256": dockerfile_sha,
+            "buildargs": buildargs,
+            "inputs": inputs,
+            "base_ids": base_ids,
+        }
     )
     labels = {
         "repro.key": key,
@@ -81,7 +99,13 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
 
 
 def external_image(
-    suite: Suite, adapter: Adapter, client: DockerClient | None = None, *, harness: ImageRef | None = None, build: bool = False, log: Log = quiet
+    suite: Suite,
+    adapter: Adapter,
+    client: DockerClient | None = None,
+    *,
+    harness: ImageRef | None = None,
+    build: bool = False,
+    log: Log = quiet,
 ) -> ImageRef:
     """The suite's image for the current tree; built when asked (else a missing image is an error)."""
     from repro.store.images import client_or_default

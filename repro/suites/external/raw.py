@@ -77,7 +77,11 @@ def walk_raw(out_dir: Path, limit: int, harness: str) -> list[str]:
     found: list[str] = []
     for folder, dirs, names in os.walk(out_dir, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not os.path.islink(Path(folder) / d))
-        found += [(Path(folder) / n).relative_to(out_dir).as_posix() for n in names if (Path(folder) / n).is_file() and not (Path(folder) / n).is_symlink()]
+        found += [
+            (Path(folder) / n).relative_to(out_dir).as_posix()
+            for n in names
+            if (Path(folder) / n).is_file() and not (Path(folder) / n).is_symlink()
+        ]
         if len(found) > limit:
             raise BadInput(f"{harness} wrote more than {limit} files")
     return sorted(p for p in found if not p.endswith(("-journal", "-wal", "-shm")))

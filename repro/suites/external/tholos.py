@@ -47,7 +47,15 @@ from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter, Normalised, RawIndex
 from repro.suites.external.raw import walk_raw
 from repro.suites.external.tholos_check import recheck_workers, render_summaries
-from repro.suites.external.tholos_raw import CONSOLE, RUNNER_ERRORS, Observation, Request, RunnerResult, Worker, expectations
+from repro.suites.external.tholos_raw import (
+    CONSOLE,
+    RUNNER_ERRORS,
+    Observation,
+    Request,
+    RunnerResult,
+    Worker,
+    expectations,
+)
 from repro.suites.scenarios import select_scenarios
 
 if TYPE_CHECKING:
@@ -84,10 +92,26 @@ class Tholos(Adapter):
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
         named = dict(zip(client[::2], client[1::2], strict=False))
         if named.get("--api", "openai") != "openai":
-            raise BadInput(f"cell {cell.id}: tholos bench talks to an OpenAI-compatible server; engine {cell.engine.id} serves another API")
+            raise BadInput(
+                f"cell {cell.id}: tholos bench talks to an OpenAI-compatible server; "
+                f"engine {cell.engine.id} serves another API"
+            )
         base_url = named["--base-url"].rstrip("/").removesuffix("/v1") + "/v1"
-        mode = ["--json-mode", self.facts.protocol_modes[cell.protocol]]  # the runner's own flag for the cell's protocol
-        return ["--out", "/out", "--scenarios", SCENARIO_MOUNT, "--ids", ",".join(ids), "--base-url", base_url, "--model", named["--model"], *mode]
+        # the runner's own flag for the cell's protocol
+        mode = ["--json-mode", self.facts.protocol_modes[cell.protocol]]
+        return [
+            "--out",
+            "/out",
+            "--scenarios",
+            SCENARIO_MOUNT,
+            "--ids",
+            ",".join(ids),
+            "--base-url",
+            base_url,
+            "--model",
+            named["--model"],
+            *mode,
+        ]
 
     def raw_paths(self, out_dir: Path) -> list[str]:
         return walk_raw(out_dir, MAX_RAW_FILES, "tholos bench")
@@ -96,10 +120,15 @@ class Tholos(Adapter):
         workers = read_workers(raw, index)
         results = {r.id: (r, w) for w in workers for r in w.results}
         if sorted(results) != sorted(ids) or len(results) != sum(len(w.results) for w in workers):
-            raise BadInput(f"the runner's results hold {', '.join(sorted(results)) or 'none'}, the cell ran {', '.join(ids)}")
+            raise BadInput(
+                f"the runner's results hold {', '.join(sorted(results)) or 'none'}, the cell ran {', '.join(ids)}"
+            )
         ordered = [results[i] for i in ids]
         return Normalised(
-            results=[scenario_result(r, expectations(w, r), [q for q in w.requests if q.id == r.id], protocol) for r, w in ordered],
+            results=[
+                scenario_result(r, expectations(w, r), [q for q in w.requests if q.id == r.id], protocol)
+                for r, w in ordered
+            ],
             transcripts=[TranscriptLine(id=r.id, transcript=transcript(r)) for r, _ in ordered],
         )
 
@@ -133,8 +162,16 @@ def read_worker(files: dict[str, bytes], number: int) -> Worker:
         results=json_lines(files[RESULTS], RESULTS, RunnerResult),
         requests=json_lines(files[REQUESTS], REQUESTS, Request),
         observed=json_lines(files[OBSERVED], OBSERVED, Observation),
-        databases={Path(p).stem: data for p, data in files.items() if p.startswith(f"{DB_DIR}/") and p.endswith(".sqlite") and p.count("/") == 1},
-        scenarios={p.removeprefix(f"{SCENARIO_DIR}/"): data for p, data in files.items() if p.startswith(f"{SCENARIO_DIR}/") and p.count("/") == 2},
+        databases={
+            Path(p).stem: data
+            for p, data in files.items()
+            if p.startswith(f"{DB_DIR}/") and p.endswith(".sqlite") and p.count("/") == 1
+        },
+        scenarios={
+            p.removeprefix(f"{SCENARIO_DIR}/"): data
+            for p, data in files.items()
+            if p.startswith(f"{SCENARIO_DIR}/") and p.count("/") == 2
+        },
         console=files[CONSOLE],
     )
 
@@ -150,14 +187,18 @@ def json_lines(data: bytes, name: str, model: type[Row]) -> list[Row]:
         try:
             rows.append(model.model_validate(loads_strict(line, max_int_digits=30, max_depth=64)))
         except (ValueError, ValidationError) as error:
-            raise BadInput(f"{name}:{number}: not a line the runner or the driver writes ({str(error).splitlines()[0][:120]})") from None
+            raise BadInput(
+                f"{name}:{number}: not a line the runner or the driver writes ({str(error).splitlines()[0][:120]})"
+            ) from None
     return rows
 
 
 # ---------------------------------------------------------------- our records
 
 
-def scenario_result(result: RunnerResult, expect: list[dict[str, Any]], requests: list[Request], protocol: str) -> ScenarioResult:
+def scenario_result(
+    result: RunnerResult, expect: list[dict[str, Any]], requests: list[Request], protocol: str
+) -> ScenarioResult:
     """A runner's result as one line of scenarios.jsonl: its verdict as it gave it, its failed
     assertions as our failed checks, its run error mapped to ours (docs/diagnosis.md), and how
     its requests went (protocol_stats, over every request, retries included)."""
@@ -175,7 +216,10 @@ def scenario_result(result: RunnerResult, expect: list[dict[str, Any]], requests
         error=result.error,
         failure_evidence=None if result.passed else evidence(result),
         partial_score=None if fault else round(1 - len(result.failed_assertions) / max(1, len(expect)), 4),
-        failed_checks=[FailedCheck(index=i, type=str(a.get("type")), expected=a, found=None) for i, a in zip(positions, result.failed_assertions, strict=True)],
+        failed_checks=[
+            FailedCheck(index=i, type=str(a.get("type")), expected=a, found=None)
+            for i, a in zip(positions, result.failed_assertions, strict=True)
+        ],
         checks_total=len(expect),
         steps=result.steps,
         seconds=result.seconds,
@@ -221,7 +265,11 @@ def failure_type(result: RunnerResult) -> FailureType:
 
 def evidence(result: RunnerResult) -> str:
     failed = ", ".join(str(a.get("type")) for a in result.failed_assertions)
-    text = f"tholos {result.status}" + (f": {result.error}" if result.error else "") + (f"; failed assertions: {failed}" if failed else "")
+    text = (
+        f"tholos {result.status}"
+        + (f": {result.error}" if result.error else "")
+        + (f"; failed assertions: {failed}" if failed else "")
+    )
     return text[:EVIDENCE_CHARS]
 
 
@@ -230,7 +278,10 @@ def transcript(result: RunnerResult) -> list[TranscriptEntry]:
     messages, one step per assistant message with the tool response after it, and how it ended."""
     messages = result.messages
     trigger = messages[1].get("content") if len(messages) > 1 else ""
-    entries: list[TranscriptEntry] = [TriggerEntry(text=trigger if isinstance(trigger, str) else ""), PromptEntry(messages=messages[:2])]
+    entries: list[TranscriptEntry] = [
+        TriggerEntry(text=trigger if isinstance(trigger, str) else ""),
+        PromptEntry(messages=messages[:2]),
+    ]
     number = 0
     for position, message in enumerate(messages):
         if message.get("role") != "assistant":

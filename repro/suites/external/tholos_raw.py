@@ -26,7 +26,8 @@ RESPONSE_FORMATS = {"schema": "json_schema", "object": "json_object"}
 CONSOLE = "console.txt"
 
 
-RUNNER_ERRORS: dict[str, FailureType] = {"step limit": "step_limit", "stuck": "stuck"}  # its run errors that are the model's
+# its run errors that are the model's
+RUNNER_ERRORS: dict[str, FailureType] = {"step limit": "step_limit", "stuck": "stuck"}
 
 
 class Strict(BaseModel):
@@ -96,7 +97,9 @@ def scenario_file(worker: Worker, result: RunnerResult) -> dict[str, Any]:
     """The scenario file a result came from (BadInput when the worker did not keep it)."""
     data = worker.scenarios.get(f"{result.category}/{result.id}.json")
     if data is None:
-        raise BadInput(f"{result.id}: its scenario file {result.category}/{result.id}.json is not among the raw outputs")
+        raise BadInput(
+            f"{result.id}: its scenario file {result.category}/{result.id}.json is not among the raw outputs"
+        )
     try:
         scenario = loads_strict(data.decode("utf-8"), max_depth=64)
     except ValueError as error:

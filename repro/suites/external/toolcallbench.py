@@ -89,7 +89,11 @@ class ToolCallBench(Adapter):
         if not folder.is_relative_to(wheel_root.resolve()) or not folder.is_dir():
             raise BadInput(f"suite {suite.id}: {suite.path} is not a folder of the wheel")
         tasks = task_groups(folder)
-        chosen = [t for t in tasks if (not suite.categories or tasks[t] in suite.categories) and (not suite.ids or t in suite.ids)]
+        chosen = [
+            t
+            for t in tasks
+            if (not suite.categories or tasks[t] in suite.categories) and (not suite.ids or t in suite.ids)
+        ]
         missing = sorted(set(suite.ids or []) - set(tasks))
         if missing:
             raise BadInput(f"suite {suite.id}: unknown task ids {', '.join(missing)}")
@@ -98,20 +102,56 @@ class ToolCallBench(Adapter):
         if not chosen:
             raise BadInput(f"suite {suite.id}: no task selected from {suite.path}")
         digest = sha256_bytes(
-            "".join(f"{line}\n" for line in [*sha256_inputs, *tree_lines(folder, "tasks"), *tree_lines(folder.parent / FIXTURE, "fixture")]).encode()
+            "".join(
+                f"{line}\n"
+                for line in [
+                    *sha256_inputs,
+                    *tree_lines(folder, "tasks"),
+                    *tree_lines(folder.parent / FIXTURE, "fixture"),
+                ]
+            ).encode()
         )
-        return SuiteSelection(folder=folder, ids=chosen, categories={t: tasks[t] for t in chosen}, sha256=digest, external=self.name)
+        return SuiteSelection(
+            folder=folder, ids=chosen, categories={t: tasks[t] for t in chosen}, sha256=digest, external=self.name
+        )
 
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
         named = dict(zip(client[::2], client[1::2], strict=False))
         if named.get("--api", "openai") != "openai":
-            raise BadInput(f"cell {cell.id}: ToolCallBench is run through its OpenAI-compatible backend; engine {cell.engine.id} serves another API")
+            raise BadInput(
+                f"cell {cell.id}: ToolCallBench is run through its OpenAI-compatible backend; "
+                f"engine {cell.engine.id} serves another API"
+            )
         host = named["--base-url"].rstrip("/").removesuffix("/v1")
         decoding = cell.decoding
         return [
-            *["--out", "/out", "--tasks", ",".join(ids), "--backend", "openai-compat", "--host", host, "--model", named["--model"]],
-            *["--seed", str(cell.seed), "--temperature", str(decoding.temperature), "--max-tokens", str(decoding.max_tokens)],
-            *["--context", str(decoding.context), "--timeout", str(profile.step_timeout_s), *(["--cache-prompt"] if profile.cache_prompt else [])],
+            *[
+                "--out",
+                "/out",
+                "--tasks",
+                ",".join(ids),
+                "--backend",
+                "openai-compat",
+                "--host",
+                host,
+                "--model",
+                named["--model"],
+            ],
+            *[
+                "--seed",
+                str(cell.seed),
+                "--temperature",
+                str(decoding.temperature),
+                "--max-tokens",
+                str(decoding.max_tokens),
+            ],
+            *[
+                "--context",
+                str(decoding.context),
+                "--timeout",
+                str(profile.step_timeout_s),
+                *(["--cache-prompt"] if profile.cache_prompt else []),
+            ],
         ]
 
     def raw_paths(self, out_dir: Path) -> list[str]:
@@ -121,14 +161,18 @@ class ToolCallBench(Adapter):
         workers = read_workers(raw, index)
         runs = {run.task_id: run for worker in workers for run in worker.runs}
         if sorted(runs) != sorted(ids) or len(runs) != sum(len(w.runs) for w in workers):
-            raise BadInput(f"the raw results hold tasks {', '.join(sorted(runs)) or 'none'}, the cell ran {', '.join(ids)}")
+            raise BadInput(
+                f"the raw results hold tasks {', '.join(sorted(runs)) or 'none'}, the cell ran {', '.join(ids)}"
+            )
         ordered = [runs[task_id] for task_id in ids]
         return Normalised(
-            results=[scenario_result(run) for run in ordered], transcripts=[TranscriptLine(id=run.task_id, transcript=transcript(run)) for run in ordered]
+            results=[scenario_result(run) for run in ordered],
+            transcripts=[TranscriptLine(id=run.task_id, transcript=transcript(run)) for run in ordered],
         )
 
     def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
-        """Its checks re-executed (its one protocol, native_tools, is what its backend sends: the matrix cannot name another)."""
+        """Its checks re-executed (its one protocol, native_tools, is what its backend sends: the matrix
+        cannot name another)."""
         return recheck_workers(read_workers(raw, index), wheel_root)
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
@@ -175,7 +219,11 @@ def read_worker(files: dict[str, bytes], number: int) -> Worker:
         raise BadInput(f"worker {number}: no {DATABASE} among the raw outputs")
     settings, rows, calls = read_database(files[DATABASE])
     runs = [read_run(row, calls.get(row["id"], []), files) for row in rows]
-    observed = [json.loads(line) for line in files.get(OBSERVED, b"").decode("utf-8", errors="strict").splitlines() if line.strip()]
+    observed = [
+        json.loads(line)
+        for line in files.get(OBSERVED, b"").decode("utf-8", errors="strict").splitlines()
+        if line.strip()
+    ]
     return Worker(settings=settings, runs=runs, observed=observed)
 
 
@@ -188,8 +236,13 @@ def read_database(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], di
             connection = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
             connection.row_factory = sqlite3.Row
             try:
-                session = connection.execute("SELECT settings_json FROM sessions WHERE session_id = ?", (SESSION,)).fetchone()
-                rows = [dict(r) for r in connection.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY id", (SESSION,))]
+                session = connection.execute(
+                    "SELECT settings_json FROM sessions WHERE session_id = ?", (SESSION,)
+                ).fetchone()
+                rows = [
+                    dict(r)
+                    for r in connection.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY id", (SESSION,))
+                ]
                 calls: dict[int, list[dict[str, Any]]] = {}
                 for call in connection.execute("SELECT * FROM calls ORDER BY run_id, idx"):
                     calls.setdefault(call["run_id"], []).append(dict(call))
@@ -223,7 +276,9 @@ def read_run(row: dict[str, Any], calls: list[dict[str, Any]], files: dict[str, 
         )
         for c in calls
     ]
-    run_calls = [call.model_copy(update={"result": results[i] if i < len(results) else None}) for i, call in enumerate(recorded)]
+    run_calls = [
+        call.model_copy(update={"result": results[i] if i < len(results) else None}) for i, call in enumerate(recorded)
+    ]
     run = Run(
         **{
             k: row[k]
@@ -262,7 +317,10 @@ def log_disagreement(run: Run, summary: dict[str, Any]) -> str | None:
         wanted = run.task_id if field == "task" else getattr(run, field)
         if summary.get(field) != wanted:
             return f"{field}: log {summary.get(field)!r}, database {wanted!r}"
-    logged = [{k: c.get(k) for k in ("index", "turn", "tool", "arguments", "valid", "ok", "error_kind")} for c in summary.get("calls", [])]
+    logged = [
+        {k: c.get(k) for k in ("index", "turn", "tool", "arguments", "valid", "ok", "error_kind")}
+        for c in summary.get("calls", [])
+    ]
     stored = [c.model_dump(exclude={"result"}) for c in run.calls]
     if logged != stored:
         return "calls"
@@ -278,7 +336,9 @@ def scenario_result(run: Run) -> ScenarioResult:
     """A run as one line of scenarios.jsonl: ToolCallBench's verdict, its failure type mapped to
     ours (the original in the evidence), the calls it counted, its timings."""
     fault = run.status != "ok"
-    failure: FailureType | None = None if run.passed else FAILURE_MAP.get("backend_error" if fault else run.failure_type, "wrong_outcome")
+    failure: FailureType | None = (
+        None if run.passed else FAILURE_MAP.get("backend_error" if fault else run.failure_type, "wrong_outcome")
+    )
     return ScenarioResult(
         id=run.task_id,
         category=run.group,
@@ -289,7 +349,9 @@ def scenario_result(run: Run) -> ScenarioResult:
         error=run.error or None,
         failure_evidence=None if run.passed else evidence(run),
         partial_score=None if fault else (1.0 if run.passed else sum(getattr(run, part) for part in CHECK_PARTS) / 4),
-        failed_checks=[] if run.passed else [FailedCheck(index=i, type=d.split(":")[0], expected=None, found=d) for i, d in enumerate(run.details)],
+        failed_checks=[]
+        if run.passed
+        else [FailedCheck(index=i, type=d.split(":")[0], expected=None, found=d) for i, d in enumerate(run.details)],
         checks_total=len(CHECK_PARTS),
         steps=run.calls_made,
         seconds=round(run.wall_seconds, 3),
@@ -301,7 +363,11 @@ def scenario_result(run: Run) -> ScenarioResult:
 
 
 def evidence(run: Run) -> str:
-    text = f"toolcallbench {run.failure_type}" + (f": {run.error}" if run.error else "") + "".join(f"; {d}" for d in run.details)
+    text = (
+        f"toolcallbench {run.failure_type}"
+        + (f": {run.error}" if run.error else "")
+        + "".join(f"; {d}" for d in run.details)
+    )
     return text[:EVIDENCE_CHARS]
 
 
@@ -309,7 +375,14 @@ def transcript(run: Run) -> list[TranscriptEntry]:
     """The run in our transcript's shape: the task, one step per call, the answer; no clock."""
     entries: list[TranscriptEntry] = [TriggerEntry(text=task_text(run))]
     entries += [
-        ExternalStepEntry(step=c.index, turn=c.turn, tool=c.tool, args=c.arguments, status="ok" if c.ok else (c.error_kind or "error"), result=c.result)
+        ExternalStepEntry(
+            step=c.index,
+            turn=c.turn,
+            tool=c.tool,
+            args=c.arguments,
+            status="ok" if c.ok else (c.error_kind or "error"),
+            result=c.result,
+        )
         for c in run.calls
     ]
     entries.append(EndEntry(status=run.status, stop=run.failure_type, detail=run.final_text))

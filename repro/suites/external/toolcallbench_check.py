@@ -46,7 +46,11 @@ SHOWN = 3
 def load(wheel_root: Path) -> dict[str, Any]:
     """ToolCallBench's modules from an unpacked, verified wheel (never another copy of it)."""
     return import_harness(
-        wheel_root, PACKAGE, MODULES, "ToolCallBench's code cannot be loaded on this host ({error}); install its dependencies: pip install jsonschema pyyaml"
+        wheel_root,
+        PACKAGE,
+        MODULES,
+        "ToolCallBench's code cannot be loaded on this host ({error}); "
+        "install its dependencies: pip install jsonschema pyyaml",
     )
 
 
@@ -74,7 +78,9 @@ def recheck_workers(workers: list[Worker], wheel_root: Path) -> list[str]:
     problems: list[str] = []
     for worker in workers:
         scored = [run for run in worker.runs if run.status == "ok"]
-        if len(scored) != len(worker.observed) or [r.task_id for r in scored] != [o.get("task") for o in worker.observed]:
+        if len(scored) != len(worker.observed) or [r.task_id for r in scored] != [
+            o.get("task") for o in worker.observed
+        ]:
             problems.append("observed.jsonl does not hold one observation per scored run, in order")
             continue
         max_calls = int(worker.settings.get("max_calls", 12))
@@ -82,11 +88,16 @@ def recheck_workers(workers: list[Worker], wheel_root: Path) -> list[str]:
             if run.task_id not in tasks:
                 problems.append(f"{run.task_id}: not a task of the wheel")
                 continue
-            problems += [f"{run.task_id}: {p}" for p in recheck_run(tcb, tasks[run.task_id], run, observed, fixture, max_calls, state_of)]
+            problems += [
+                f"{run.task_id}: {p}"
+                for p in recheck_run(tcb, tasks[run.task_id], run, observed, fixture, max_calls, state_of)
+            ]
     return problems[:SHOWN] + ([f"{len(problems) - SHOWN} more"] if len(problems) > SHOWN else [])
 
 
-def recheck_run(tcb: dict[str, Any], task: Any, run: Run, observed: dict[str, Any], fixture: Path, max_calls: int, state_of: Any) -> list[str]:
+def recheck_run(
+    tcb: dict[str, Any], task: Any, run: Run, observed: dict[str, Any], fixture: Path, max_calls: int, state_of: Any
+) -> list[str]:
     state = observed.get("state") or {}
     if "too_large" in state:
         return ["its final state was too large to record: the outcome checks cannot be re-executed"]
@@ -101,10 +112,20 @@ def recheck_run(tcb: dict[str, Any], task: Any, run: Run, observed: dict[str, An
             check = tcb["checks"].evaluate(task, transcript_of(tcb, run), final, fixture, default_max_calls=max_calls)
         if leftover:
             problems.append(f"{len(leftover)} recorded check command(s) were never asked for")
-    recomputed = {"passed": check.passed, "parse_ok": check.parse_ok, "tool_ok": check.tool_ok, "args_ok": check.args_ok, "outcome_ok": check.outcome_ok}
+    recomputed = {
+        "passed": check.passed,
+        "parse_ok": check.parse_ok,
+        "tool_ok": check.tool_ok,
+        "args_ok": check.args_ok,
+        "outcome_ok": check.outcome_ok,
+    }
     recomputed |= {"failure_type": check.failure_type, "efficiency": check.efficiency, "details": check.details}
     recorded = {name: getattr(run, name) for name in recomputed}
-    problems += [f"{name} re-executes as {recomputed[name]!r}, recorded {recorded[name]!r}" for name in recomputed if recomputed[name] != recorded[name]]
+    problems += [
+        f"{name} re-executes as {recomputed[name]!r}, recorded {recorded[name]!r}"
+        for name in recomputed
+        if recomputed[name] != recorded[name]
+    ]
     return problems
 
 
@@ -154,7 +175,9 @@ def recorded_commands(tcb: dict[str, Any], commands: list[dict[str, Any]]) -> It
         recorded = pending.pop(0)
         if recorded.get("timed_out"):
             raise subprocess.TimeoutExpired(argv, timeout)
-        return subprocess.CompletedProcess(argv, int(recorded["returncode"]), str(recorded.get("stdout", "")), str(recorded.get("stderr", "")))
+        return subprocess.CompletedProcess(
+            argv, int(recorded["returncode"]), str(recorded.get("stdout", "")), str(recorded.get("stderr", ""))
+        )
 
     tcb["checks"].run_trusted = answer
     try:
@@ -169,7 +192,10 @@ def transcript_of(tcb: dict[str, Any], run: Run) -> Any:
     models, runner = tcb["models"], tcb["runner"]
     last = run.messages[-1] if run.messages else {}
     answered = last.get("role") == "assistant" and not last.get("tool_calls")
-    calls = [models.CallRecord(c.index, c.turn, c.tool, c.arguments, c.valid, c.ok, c.error_kind, c.result or "") for c in run.calls]
+    calls = [
+        models.CallRecord(c.index, c.turn, c.tool, c.arguments, c.valid, c.ok, c.error_kind, c.result or "")
+        for c in run.calls
+    ]
     return models.Transcript(
         messages=run.messages,
         calls=calls,

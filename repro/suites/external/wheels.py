@@ -82,7 +82,16 @@ def fetch_wheels(external: ExternalSuite, log: Log = lambda line: None, root: Pa
         try:
             log(f"downloading the wheels of {external.requirements.path}")
             run_tool(
-                pip_argv("download", "--require-hashes", "--no-deps", *WHEEL_TARGET, "-r", str(lock_file(external, root)), "-d", str(work)),
+                pip_argv(
+                    "download",
+                    "--require-hashes",
+                    "--no-deps",
+                    *WHEEL_TARGET,
+                    "-r",
+                    str(lock_file(external, root)),
+                    "-d",
+                    str(work),
+                ),
                 "pip download (external wheels)",
             )
             (work / COMPLETE).write_text(external.pin + "\n")
@@ -117,7 +126,9 @@ def fetched_code(external: ExternalSuite) -> Path | None:
 
 def harness_wheel(external: ExternalSuite, folder: Path) -> Path:
     """The harness's own wheel among the fetched ones, verified against the matrix's sha256."""
-    candidates = sorted(p for p in folder.glob(f"{wheel_file_name(external)}*.whl") if p.is_file() and not p.is_symlink())
+    candidates = sorted(
+        p for p in folder.glob(f"{wheel_file_name(external)}*.whl") if p.is_file() and not p.is_symlink()
+    )
     if len(candidates) != 1:
         raise ReproError(f"{external.wheel}: {len(candidates)} wheels of it in {folder.name}, expected one")
     found = sha256_file(candidates[0])
@@ -162,7 +173,12 @@ def unzip(wheel: Path, target: Path) -> None:
                 raise ReproError(f"{wheel.name}: too large to unpack")
             for member in members:
                 name = PurePosixPath(member.filename)
-                if name.is_absolute() or ".." in name.parts or "\\" in member.filename or (member.external_attr >> 16) & 0o170000 == 0o120000:
+                if (
+                    name.is_absolute()
+                    or ".." in name.parts
+                    or "\\" in member.filename
+                    or (member.external_attr >> 16) & 0o170000 == 0o120000
+                ):
                     raise ReproError(f"{wheel.name}: {member.filename} leaves the wheel or is a link")
                 if not member.is_dir():
                     destination = target / name
