@@ -1,7 +1,7 @@
 """Check rule `bounds`: every number a cell records is finite, non-negative and consistent with
 the others and with the decoding settings, and each reply has exactly one timing.
 
-The numbers go straight into the time table (repro.report.aggregate.TimeSplit), so none is taken on its
+The numbers go straight into the time table (repro.report.tables.TimeSplit), so none is taken on its
 word: seconds (of a scenario, a request, the engine's boot, the harness, the gate), token counts
 (at most `max_tokens` per reply, prompt and reply within `context`), and the engine's own timings
 (milliseconds within the request's wall time, a generation speed that follows from its count and

@@ -1,8 +1,9 @@
 """From clean-room results to what a reader sees: the tables and their numbers, and the
 comparisons between runs.
 
-- ``aggregate``: rows recomputed from the VALID cells' ``scenarios.jsonl`` (``PaperTables``),
-  never pooling different settings; ``stats``: the intervals and tests behind them.
+- ``tables``: the rows' schema (``TableRow``, ``PaperTables``: what results.json holds);
+  ``aggregate``: the rows recomputed from the VALID cells' ``scenarios.jsonl``, never pooling
+  different settings; ``stats``: the intervals and tests behind them.
 - ``paper``: ``results.md``, ``results.tex``, ``results.json`` from ``PaperTables`` (rendering
   only); ``figures``: the figures; ``html``: the self-contained ``report.html``;
   ``templating``: the one jinja2 environment every rendered file uses.
@@ -28,5 +29,6 @@ __all__ = [
     "paper",
     "pins",
     "rerun_rows",
+    "tables",
     "verify",
 ]

@@ -29,9 +29,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from repro.plan.planner import Cell
-from repro.report.aggregate import TableRow
 from repro.report.pins import InputDifference, Pins, TemplatePin, differences, exactness
 from repro.report.rerun_rows import Rerun, RerunRow
+from repro.report.tables import TableRow
 from repro.report.tolerance import Judgement, judge_counts, judge_exact, judge_paired
 from repro.report.verify import TranscriptIdentity
 from repro.spec.claims import (

@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from repro.bundle.layout.names import RUN_FILE
 from repro.core.errors import BadInput
-from repro.report.aggregate import PaperTables, TableRow, collect
+from repro.report.aggregate import collect
 from repro.report.stats import Interval, Verdict, mcnemar, newcombe
+from repro.report.tables import PaperTables, TableRow
 from repro.report.verify import load_published
 
 RESULTS_JSON = "results.json"

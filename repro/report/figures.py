@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from repro.core.files import atomic_write
-from repro.report.aggregate import PaperTables, TableRow
+from repro.report.tables import PaperTables, TableRow
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -24,9 +24,10 @@ from pydantic import BaseModel
 from harness.contracts import FAILURE_LAYER, ScenarioResult
 from repro.core.files import atomic_write
 from repro.core.templating import template_environment
-from repro.report.aggregate import PROTOCOL_SHORT, PaperTables, TableRow, ValidCell
+from repro.report.aggregate import ValidCell
 from repro.report.export import log_path
 from repro.report.paper import TEMPLATES
+from repro.report.tables import PROTOCOL_SHORT, PaperTables, TableRow
 from repro.report.turns import Turn, transcript_turns
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import jinja2
 from repro.core.config import project_file
 from repro.core.files import atomic_write
 from repro.core.templating import template_environment
-from repro.report.aggregate import PROTOCOL_SHORT, PaperTables
 from repro.report.figures import CAPTIONS
+from repro.report.tables import PROTOCOL_SHORT, PaperTables
 
 TEMPLATES = project_file("paper/templates")
 TEX_REPLACEMENTS = {

@@ -13,8 +13,9 @@ from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import RunRecord
 from repro.core.errors import BadInput
 from repro.plan.planner import Cell, make_plan
-from repro.report.aggregate import PaperTables, TableRow, ValidCell, collect_with_cells
+from repro.report.aggregate import ValidCell, collect_with_cells
 from repro.report.pins import Pins, TemplatePin
+from repro.report.tables import PaperTables, TableRow
 from repro.report.verify import load_published
 from repro.spec.harnesses import HarnessPin
 from repro.spec.matrix import Decoding, load_matrix

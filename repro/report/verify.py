@@ -16,7 +16,8 @@ from pydantic import BaseModel
 from harness.contracts import ExternalStepEntry, StepEntry, TranscriptEntry
 from repro.core.errors import BadInput
 from repro.core.yamlsource import read_model_bounded
-from repro.report.aggregate import PaperTables, ValidCell
+from repro.report.aggregate import ValidCell
+from repro.report.tables import PaperTables
 
 Cells = dict[str, list[ValidCell]]
 

@@ -6,9 +6,10 @@ import json
 
 from repro.__main__ import main
 from repro.bundle.redact import Redactor
-from repro.report.aggregate import TableRow, collect
+from repro.report.aggregate import collect
 from repro.report.compare import compare, load_tables
 from repro.report.paper import render
+from repro.report.tables import TableRow
 from tests.compare.bundles import write_bundle
 from tests.fixtures.synthetic import CANARY
 

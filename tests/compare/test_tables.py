@@ -189,7 +189,7 @@ def test_where_the_time_went(tmp_path):
 
 def test_a_harness_without_engine_timings_has_its_wall_time_and_no_split():
     """The Tholos runner's results carry no engine timings: its row says '-' (None), never 0."""
-    from repro.report.aggregate import TimeSplit
+    from repro.report.tables import TimeSplit
 
     time = TimeSplit.of([], [])
     assert (time.prompt_s, time.generation_s, time.harness_s, time.per_scenario_s) == (None, None, None, None)

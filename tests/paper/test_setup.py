@@ -17,10 +17,11 @@ from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import RunRecord
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
-from repro.report.aggregate import PaperTables, collect, collect_with_cells
+from repro.report.aggregate import collect, collect_with_cells
 from repro.report.coverage import run_coverage
 from repro.report.html import render_report
 from repro.report.paper import render
+from repro.report.tables import PaperTables
 from tests.fixtures.synthetic import CANARY, write_bundle
 
 
