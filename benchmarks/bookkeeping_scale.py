@@ -47,7 +47,8 @@ from repro.bundle.provenance import author_source  # noqa: E402
 from repro.bundle.records import CellRecord, CellSummary, MatrixInfo, RunRecord  # noqa: E402
 from repro.bundle.redact import Redactor  # noqa: E402
 from repro.plan.planner import make_plan  # noqa: E402
-from repro.spec.matrix import LoadedMatrix, load_matrix  # noqa: E402
+from repro.spec.loading import load_matrix  # noqa: E402
+from repro.spec.matrix import LoadedMatrix  # noqa: E402
 from repro.suites.registry import kind_of, select  # noqa: E402
 
 PUBLISHED = ROOT / "paper" / "published" / "smoke-cpu-bundle.tar.gz"

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from repro.core.config import DEFAULT_MATRIX  # noqa: E402
-from repro.spec.matrix import load_matrix  # noqa: E402
+from repro.spec.loading import load_matrix  # noqa: E402
 from repro.spec.profiles import load_profiles  # noqa: E402
 
 RUN_ID = f"bench-{os.getpid()}"

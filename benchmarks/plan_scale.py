@@ -26,7 +26,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.spec.matrix import load_matrix  # noqa: E402
+from repro.spec.loading import load_matrix  # noqa: E402
 from repro.store.models import is_stored  # noqa: E402
 
 SMOKE = ROOT / "matrix" / "smoke.yaml"

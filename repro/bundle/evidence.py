@@ -16,7 +16,8 @@ from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput
 from repro.plan.planner import make_plan, parse_shard, select_cells, shard_cells
 from repro.spec.cells import Cell, ExclusionKind
-from repro.spec.matrix import LatencyGateSettings, ModelSpec, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import LatencyGateSettings, ModelSpec
 
 
 class AbsentCell(BaseModel):

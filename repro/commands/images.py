@@ -15,7 +15,8 @@ from rich.markup import escape
 
 from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
 from repro.core.errors import ReproError
-from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
+from repro.spec.loading import load_matrix, load_matrix_and_profiles
+from repro.spec.matrix import LoadedMatrix
 from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
 from repro.store.images import (
     Blocked,

@@ -20,7 +20,8 @@ from repro.core.terminal import printable, shown
 from repro.core.yamlsource import require_folder
 from repro.plan.planner import Plan, stored_plan
 from repro.spec.cells import Cell, exclusion_label
-from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles, matrix_json_schema
+from repro.spec.loading import load_matrix, load_matrix_and_profiles
+from repro.spec.matrix import LoadedMatrix, matrix_json_schema
 from repro.spec.profiles import Profile, is_profiles_file, load_profiles
 
 if TYPE_CHECKING:

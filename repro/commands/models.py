@@ -19,7 +19,8 @@ from rich.progress import (
 from repro.commands.vocabulary import Typer, matrix_argument
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
-from repro.spec.matrix import ModelSpec, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import ModelSpec
 from repro.store import models
 from repro.store.describe import describe as describe_gguf
 from repro.store.describe import spec_yaml

@@ -11,7 +11,7 @@ from rich.console import Console
 from repro.commands.vocabulary import Typer, matrix_argument
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.store.sources import MIRROR_ENV
 from repro.suites.registry import kind_of
 

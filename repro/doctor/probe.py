@@ -30,7 +30,8 @@ from repro.engines.registry import BootSpec, boot_engine
 from repro.plan.planner import make_plan, template_reason
 from repro.spec.cells import Cell
 from repro.spec.findings import TemplateFacts
-from repro.spec.matrix import LatencyGateSettings, LoadedMatrix, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import LatencyGateSettings, LoadedMatrix
 from repro.spec.profiles import Profile, load_profiles
 from repro.store.chat_template import server_blocker, template_facts
 from repro.store.images import ImageRef, engine_image, harness_image

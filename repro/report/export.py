@@ -30,7 +30,7 @@ from repro.core.yamlsource import require_file_target, require_folder
 from repro.plan.planner import Cell, make_plan
 from repro.report.aggregate import refuse_broken_merge
 from repro.report.setup import signature_state
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.suites.registry import kind_of
 
 EXTENSION = ".eval"

@@ -18,7 +18,8 @@ from repro.report.pins import Pins, TemplatePin
 from repro.report.tables import PaperTables, TableRow
 from repro.report.verify import load_published
 from repro.spec.harnesses import HarnessPin
-from repro.spec.matrix import Decoding, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import Decoding
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
 

@@ -32,7 +32,8 @@ from repro.plan.planner import Plan, stored_plan
 from repro.rerun.archive import bundle_folder
 from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups, machine_setup, refuse_unservable
 from repro.spec.cells import Cell
-from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
+from repro.spec.loading import load_matrix, load_matrix_and_profiles
+from repro.spec.matrix import LoadedMatrix
 from repro.store.models import is_stored
 from repro.suites.registry import kind_of
 

@@ -62,7 +62,7 @@ class ComposeCell:
 def from_matrix(matrix: Path, profile_name: str, cell_id: str, client: DockerClient | None = None) -> ComposeCell:
     """A planned cell of a matrix on a profile, its images (present, by content key) and model."""
     from repro.plan.planner import stored_plan
-    from repro.spec.matrix import load_matrix
+    from repro.spec.loading import load_matrix
     from repro.spec.profiles import load_profiles
     from repro.store.images import engine_image, harness_image
     from repro.store.models import model_path

@@ -51,7 +51,8 @@ from repro.run.progress import RunProgress
 from repro.run.resume import groups_to_run
 from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
-from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
+from repro.spec.loading import load_matrix, load_matrix_and_profiles
+from repro.spec.matrix import LoadedMatrix
 from repro.store.images import engine_image, harness_image
 from repro.store.models import model_path
 from repro.suites.registry import kind_of

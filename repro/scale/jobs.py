@@ -27,7 +27,7 @@ from repro.core.templating import template_environment
 from repro.plan.planner import stored_plan
 from repro.scale import k8s as k8s_manifests
 from repro.scale.options import K8sOptions, Resources, ScaleJob, ScaleOptions, SlurmOptions
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import Profile, load_profiles
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

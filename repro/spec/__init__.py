@@ -1,7 +1,7 @@
 """What a run is asked to do, and the records the stages pass each other: data, no behaviour.
 
-- `matrix`: the matrix file's models (`Matrix`, `Suite`, `ModelSpec`, `EngineSpec`, ...), loading
-  and validation (`FILE:LINE field: reason`);
+- `matrix`: the matrix file's models (`Matrix`, `Suite`, `ModelSpec`, `EngineSpec`, ...);
+  `loading`: reading and validating a matrix file (`FILE:LINE field: reason`);
 - `profiles`: the hardware profiles (matrix/profiles.yaml);
 - `harnesses`: what validation knows of each external harness (known releases, protocols);
 - `cells`: `Cell`, one model x engine x protocol x suite x repeat;
@@ -16,6 +16,7 @@ __all__ = [
     "claims",
     "findings",
     "harnesses",
+    "loading",
     "matrix",
     "profiles",
     "tolerance",

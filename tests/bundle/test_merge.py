@@ -12,7 +12,7 @@ from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.core.errors import BadInput
 from repro.plan.planner import make_plan, parse_shard, shard_cells
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from tests.fixtures.synthetic import CANARY, smoke_variant, write_bundle
 

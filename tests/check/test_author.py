@@ -22,7 +22,8 @@ from repro.bundle.records import AuthorSource
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.errors import BadInput
-from repro.spec.matrix import LoadedMatrix, load_matrix, load_matrix_and_profiles
+from repro.spec.loading import load_matrix, load_matrix_and_profiles
+from repro.spec.matrix import LoadedMatrix
 from repro.spec.profiles import load_profiles
 from tests.check.test_forgeries import edit_run, rehash
 from tests.fixtures.synthetic import CANARY, ROOT, SCENARIO_IDS, smoke_variant, write_bundle

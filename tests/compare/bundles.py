@@ -28,7 +28,7 @@ from repro.bundle.records import CellRecord, CellSummary, EngineSettings, Identi
 from repro.bundle.redact import Redactor
 from repro.plan.planner import make_plan
 from repro.spec.cells import Cell
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.suites.registry import select
 from tests.fixtures.synthetic import CANARY, ROOT, embed, reported_template, result, smoke_variant, synthetic_model

@@ -33,7 +33,7 @@ from repro.run.compose import (
     prepare_out,
     write_env,
 )
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.suites.registry import select
 

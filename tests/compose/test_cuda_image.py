@@ -28,7 +28,7 @@ from repro.containers.sandbox import bind
 from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
 from repro.engines.base import EngineRefused
 from repro.engines.llamacpp import LlamaCppEngine
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.cuda_toolkit import embedded_problems, parse_cuobjdump
 from repro.store.images import build_plan_engine, engine_image

@@ -12,7 +12,7 @@ from repro.engines.base import EngineRefused, check_accelerator, gpu_device_requ
 from repro.engines.llamacpp import LlamaCppEngine, server_args, summarize_props
 from repro.engines.registry import engine_class
 from repro.spec.findings import MountInfo, SandboxSettings
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 
 IMAGE = "sha256:" + "a" * 64

@@ -16,7 +16,8 @@ from repro.bundle.redact import Redactor
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import make_plan
 from repro.spec.cells import Cell
-from repro.spec.matrix import LoadedMatrix, Suite, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
 from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
 

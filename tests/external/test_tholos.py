@@ -12,7 +12,8 @@ import pytest
 from harness.testing.scripted_engine import ScriptedEngine
 from repro.check.verdict import CHECK_TOOLS
 from repro.core.errors import BadInput
-from repro.spec.matrix import ExternalSuite, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import ExternalSuite
 from repro.suites.external import check_rules as external_check
 from repro.suites.external.tholos import RESULTS
 from tests.external.conftest import collect_cell

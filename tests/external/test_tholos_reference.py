@@ -17,7 +17,8 @@ from harness.model.scenario import ScenarioError
 from harness.testing.scripted_engine import ScriptedEngine, runner_errors, scenarios_at
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import make_plan
-from repro.spec.matrix import EngineSpec, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import EngineSpec
 from repro.spec.profiles import load_profiles
 from repro.store import models
 from repro.store.sources import MIRROR_ENV

@@ -17,7 +17,8 @@ from repro.bundle.layout.reader import BundleReader
 from repro.check.verdict import CHECK_TOOLS
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file
-from repro.spec.matrix import Suite, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import Suite
 from repro.suites.external import check_rules as external_check
 from repro.suites.external.raw import RAW_INDEX
 from repro.suites.external.toolcallbench import FAILURE_MAP

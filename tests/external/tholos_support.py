@@ -15,7 +15,8 @@ import pytest
 
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import Cell, make_plan
-from repro.spec.matrix import LoadedMatrix, Suite, load_matrix
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
 from repro.store.sources import MIRROR_ENV
 

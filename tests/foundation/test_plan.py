@@ -12,7 +12,8 @@ import yaml
 
 from repro.__main__ import main
 from repro.plan.planner import make_plan
-from repro.spec.matrix import load_matrix, matrix_json_schema
+from repro.spec.loading import load_matrix
+from repro.spec.matrix import matrix_json_schema
 from repro.spec.profiles import load_profiles
 
 ROOT = Path(__file__).resolve().parents[2]

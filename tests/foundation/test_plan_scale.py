@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from benchmarks.plan_scale import scale_matrix
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.store import chat_template, gguf
 from repro.store.models import is_stored
 

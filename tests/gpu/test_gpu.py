@@ -28,7 +28,7 @@ from repro.engines.gpu import (
 from repro.engines.llamacpp import DEVICE_CHOSEN, server_args
 from repro.plan.replicas import capacity, replica_allowance
 from repro.spec.findings import GpuDevice
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.cuda_toolkit import (
     TOOLKITS,

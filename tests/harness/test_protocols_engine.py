@@ -37,7 +37,7 @@ def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_
     from repro.core.config import DEFAULT_MATRIX
     from repro.engines.base import stop_engine
     from repro.engines.registry import BootSpec, boot_engine
-    from repro.spec.matrix import load_matrix
+    from repro.spec.loading import load_matrix
     from repro.spec.profiles import load_profiles
     from repro.store.models import fetch, model_path
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 
 
 def repro(args: list[str], cache: Path, **env: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 import pytest
 
 from repro.core.errors import BadInput
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.store import gguf
 from repro.store.gguf import MAX_ARRAY_ITEMS, header_from, read_header, read_metadata
 from tests.models.test_chat_template import CHATML, model, write_gguf

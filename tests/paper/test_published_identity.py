@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from repro.bundle.layout.reader import BundleReader
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.store.images import harness_source_digest
 from repro.suites.base import fixtures_beside
 from repro.suites.scenarios import select_scenarios

@@ -24,7 +24,7 @@ from repro.plan.planner import make_plan
 from repro.run.healing import MAX_BOOTS, EngineLost
 from repro.run.progress import RunProgress
 from repro.spec.findings import GateResult, SandboxSettings
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.chat_template import derive_facts
 from repro.store.images import ImageRef

@@ -15,7 +15,7 @@ from repro.bundle.records import CellRecord, Execution, KeptScenario, PartialCel
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.containers.lifecycle import Exit
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.suites.registry import select
 from repro.suites.scenarios import collect_results, finished_scenarios

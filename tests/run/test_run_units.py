@@ -30,7 +30,7 @@ def test_each_repeat_carries_its_own_seed():
     """Repeat k sends seed + k - 1 (distinct samples); the cell still records the matrix's seed."""
     from repro.engines.base import client_argv
     from repro.plan.planner import make_plan
-    from repro.spec.matrix import load_matrix
+    from repro.spec.loading import load_matrix
     from repro.spec.profiles import load_profiles
     from repro.suites.registry import select
     from repro.suites.scenarios import harness_command

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from repro.core.errors import BadInput, ReproError
-from repro.spec.matrix import EngineSource, Suite, path_problems
+from repro.spec.loading import path_problems
+from repro.spec.matrix import EngineSource, Suite
 from repro.suites.registry import select
 from repro.suites.sources import fetch_suite
 
@@ -95,7 +96,7 @@ def _link(name: str, target: str) -> tarfile.TarInfo:
 
 
 def test_a_path_inside_a_source_cannot_climb_out():
-    from repro.spec.matrix import load_matrix
+    from repro.spec.loading import load_matrix
 
     smoke = load_matrix(ROOT / "matrix" / "smoke.yaml").matrix
     source = EngineSource(archive="bench.tar.gz", sha256="0" * 64)

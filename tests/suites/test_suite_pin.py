@@ -9,7 +9,7 @@ import pytest
 
 from repro.__main__ import main
 from repro.plan.planner import make_plan
-from repro.spec.matrix import load_matrix
+from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.suites.registry import select
 

@@ -62,7 +62,7 @@ class BundleReader:
         return manifest_problems(self.dir)
 
     def matrix_path(self) -> Path:
-        """The embedded matrix.yaml (repro.spec.matrix.load_matrix reads it embedded: bounded, no link)."""
+        """The embedded matrix.yaml (repro.spec.loading.load_matrix reads it embedded: bounded, no link)."""
         return self.dir / MATRIX_COPY
 
     def author_profiles(self) -> bytes:

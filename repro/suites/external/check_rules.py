@@ -36,7 +36,7 @@ from repro.bundle.layout.names import CELLS_DIR, INPUTS_DIR
 from repro.core.errors import BadInput, NotAtHand, ReproError
 from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
-from repro.spec.matrix import code_problems
+from repro.spec.loading import code_problems
 from repro.suites.base import CheckTools
 from repro.suites.external.base import adapter_of
 from repro.suites.external.carried import carried_name
