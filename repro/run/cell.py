@@ -32,7 +32,7 @@ from repro.run.resume import keep_finished, partial_of, resumed_scenarios, say_k
 from repro.spec.cells import Cell
 from repro.spec.findings import SandboxSettings, SuiteSelection
 from repro.spec.profiles import Profile
-from repro.suites.base import SCENARIO_MOUNT
+from repro.suites.base import SCENARIO_MOUNT, CellOutputs
 from repro.suites.registry import kind_of
 
 
@@ -72,7 +72,7 @@ def run_cell(
             )
             writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text(ENGINE_LOG, engine_logs(engines))
-        record = kind.collect(writer, record, out_dirs, suite, ended, kept)
+        record = kind.collect(writer, record, suite, CellOutputs(out_dirs, ended, kept))
         if engine_suspect(record, ended):
             with blame_engine(watch):
                 for engine, handle in zip(engines, group.handles, strict=True):

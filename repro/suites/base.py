@@ -51,6 +51,15 @@ FIXTURES_MOUNT = "/fixtures"  # the shared fixtures beside it (harness.model.fix
 Log = Callable[[str], None]
 
 
+class CellOutputs(NamedTuple):
+    """What a cell's harness containers left: each worker's output folder, how each container
+    ended, and the tasks an interrupted attempt kept (which the workers did not run this time)."""
+
+    out_dirs: list[Path]
+    ended: list[containers.Exit]
+    kept: Sequence[KeptScenario] = ()
+
+
 class CheckTools(NamedTuple):
     """What a kind's check rules borrow from the check (repro.check sits above the suites, so it
     passes them in: repro.check.verdict.CHECK_TOOLS)."""
@@ -159,17 +168,11 @@ class SuiteKind(ABC):
 
     @abstractmethod
     def collect(
-        self,
-        writer: CellWriter,
-        record: CellRecord,
-        out_dirs: list[Path],
-        selection: SuiteSelection,
-        ended: list[containers.Exit],
-        kept: Sequence[KeptScenario] = (),
+        self, writer: CellWriter, record: CellRecord, selection: SuiteSelection, outputs: CellOutputs
     ) -> CellRecord:
         """Each worker's outputs as the cell's records (written through `writer`), or the record of a
-        failed cell saying why; `kept`: the tasks an interrupted attempt finished (from `finished`),
-        which the workers did not run this time."""
+        failed cell saying why; `outputs.kept`: the tasks an interrupted attempt finished (from
+        `finished`), which the workers did not run this time."""
 
     def messages(self, reader: BundleReader, cell_id: str) -> dict[str, list[dict]]:
         """The harness's own chat messages per task, where it records them beside our transcript

@@ -8,7 +8,6 @@ folder and the ids to the harness container.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness.contracts import ScenarioResult, TranscriptLine
@@ -16,7 +15,6 @@ from repro.bundle.layout.loading import read_results, read_transcripts, record_l
 from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.writer import Bundle, CellWriter, write_in
 from repro.bundle.records import CellRecord, CellSummary, KeptScenario
-from repro.containers import lifecycle as containers
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, read_regular, sha256_file
@@ -25,7 +23,7 @@ from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
-from repro.suites.base import SCENARIO_MOUNT, Log, SuiteKind, fixture_files, fixtures_beside
+from repro.suites.base import SCENARIO_MOUNT, CellOutputs, Log, SuiteKind, fixture_files, fixtures_beside
 from repro.suites.sources import fetch_suite
 
 
@@ -109,16 +107,10 @@ def harness_command(
     ]
 
 
-def collect_results(
-    writer: CellWriter,
-    record: CellRecord,
-    out_dirs: list[Path],
-    suite: SuiteSelection,
-    ended: list[containers.Exit],
-    kept: Sequence[KeptScenario] = (),
-) -> CellRecord:
+def collect_results(writer: CellWriter, record: CellRecord, suite: SuiteSelection, outputs: CellOutputs) -> CellRecord:
     """Read what each harness worker wrote (untrusted: bounded, no links, typed; each exactly its
-    share of the scenarios not `kept`), put it with the kept ones in suite order, or fail the cell with why."""
+    share of the scenarios not kept), put it with the kept ones in suite order, or fail the cell with why."""
+    out_dirs, ended, kept = outputs
     failed = next((e for e in ended if e.timed_out or e.code != 0), None)
     if failed is not None:
         why = (
@@ -222,12 +214,6 @@ class ScenarioSuites(SuiteKind):
         return finished_scenarios(out_dir)
 
     def collect(
-        self,
-        writer: CellWriter,
-        record: CellRecord,
-        out_dirs: list[Path],
-        selection: SuiteSelection,
-        ended: list[containers.Exit],
-        kept: Sequence[KeptScenario] = (),
+        self, writer: CellWriter, record: CellRecord, selection: SuiteSelection, outputs: CellOutputs
     ) -> CellRecord:
-        return collect_results(writer, record, out_dirs, selection, ended, kept)
+        return collect_results(writer, record, selection, outputs)

@@ -19,6 +19,7 @@ from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix
 from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
+from repro.suites.base import CellOutputs
 from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
 
 MATRIX = PROJECT_ROOT / "matrix" / "toolcallbench-smoke.yaml"
@@ -137,4 +138,4 @@ def collect_cell(
     )
     writer = bundle.start_cell(cell.id)
     ended = [containers.Exit(code=0, seconds=seconds) for _ in out_dirs]
-    return writer.finish(kind.collect(writer, record, out_dirs, selection, ended))
+    return writer.finish(kind.collect(writer, record, selection, CellOutputs(out_dirs, ended)))

@@ -193,6 +193,7 @@ def suite_and_record():
 
 
 def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
+    from repro.suites.base import CellOutputs
     from repro.suites.scenarios import collect_results
 
     suite, record = suite_and_record
@@ -200,7 +201,7 @@ def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
     write_worker(tmp_path / "w2", ["b"])
     writer = Writer()
     done = containers.Exit(code=0, seconds=1.0)
-    collected = collect_results(writer, record, [tmp_path / "w1", tmp_path / "w2"], suite, [done, done])  # type: ignore[arg-type]
+    collected = collect_results(writer, record, suite, CellOutputs([tmp_path / "w1", tmp_path / "w2"], [done, done]))  # type: ignore[arg-type]
     assert (
         collected.status == "done"
         and collected.summary
@@ -210,13 +211,14 @@ def test_worker_outputs_are_put_back_in_suite_order(tmp_path, suite_and_record):
 
 
 def test_a_worker_that_writes_another_workers_scenario_fails_the_cell(tmp_path, suite_and_record):
+    from repro.suites.base import CellOutputs
     from repro.suites.scenarios import collect_results
 
     suite, record = suite_and_record
     write_worker(tmp_path / "w1", ["a", "b"])  # its share is a and c
     write_worker(tmp_path / "w2", ["b"])
     done = containers.Exit(code=0, seconds=1.0)
-    collected = collect_results(Writer(), record, [tmp_path / "w1", tmp_path / "w2"], suite, [done, done])  # type: ignore[arg-type]
+    collected = collect_results(Writer(), record, suite, CellOutputs([tmp_path / "w1", tmp_path / "w2"], [done, done]))  # type: ignore[arg-type]
     assert collected.status == "error" and "missing: c" in (collected.reason or "")
 
 

@@ -17,6 +17,7 @@ from repro.check.verdict import check_run
 from repro.containers.lifecycle import Exit
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
+from repro.suites.base import CellOutputs
 from repro.suites.registry import select
 from repro.suites.scenarios import collect_results, finished_scenarios
 from tests.fixtures.synthetic import CANARY, ROOT, result, write_bundle
@@ -164,14 +165,8 @@ def test_collect_puts_the_kept_scenarios_with_the_rerun_ones_in_suite_order(tmp_
     (out / "transcripts.jsonl").write_text(
         "".join(TranscriptLine(id=r.id, transcript=[]).model_dump_json() + "\n" for r in rest)
     )
-    record = collect_results(
-        writer,
-        CellRecord(cell=cell, status="done"),
-        [out],
-        suite,
-        [Exit(code=0, seconds=1.0, log_tail="")],
-        [kept("notes-001")],
-    )
+    outputs = CellOutputs([out], [Exit(code=0, seconds=1.0, log_tail="")], [kept("notes-001")])
+    record = collect_results(writer, CellRecord(cell=cell, status="done"), suite, outputs)
     assert record.status == "done" and record.summary and (record.summary.total, record.summary.passed) == (3, 1)
     lines = (writer.partial / "scenarios.jsonl").read_text().splitlines()
     assert [ScenarioResult.model_validate_json(line).id for line in lines] == IDS

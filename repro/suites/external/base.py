@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
-from collections.abc import Sequence
 from pathlib import Path
 
 from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import Bundle, CellWriter, write_in
-from repro.bundle.records import CellRecord, CellSummary, Execution, KeptScenario, SourceState
-from repro.containers import lifecycle as containers
+from repro.bundle.records import CellRecord, CellSummary, Execution, SourceState
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
 from repro.spec.cells import Cell
@@ -28,7 +26,7 @@ from repro.spec.harnesses import HARNESSES, HarnessFacts, HarnessPin
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
-from repro.suites.base import Log, SuiteKind
+from repro.suites.base import CellOutputs, Log, SuiteKind
 from repro.suites.external.carried import carry_code
 from repro.suites.external.raw import (
     LOCK_COPY,
@@ -187,17 +185,12 @@ class Adapter(SuiteKind):
         return self.program
 
     def collect(
-        self,
-        writer: CellWriter,
-        record: CellRecord,
-        out_dirs: list[Path],
-        selection: SuiteSelection,
-        ended: list[containers.Exit],
-        kept: Sequence[KeptScenario] = (),
+        self, writer: CellWriter, record: CellRecord, selection: SuiteSelection, outputs: CellOutputs
     ) -> CellRecord:
         """Keep each worker's raw outputs byte for byte, then record the normalised results, or fail the
         cell with why (a harness exit status other than 0 is the harness's: a server it could not reach).
         An external harness keeps no task of an interrupted cell (`finished` is none), so `kept` is empty."""
+        out_dirs, ended = outputs.out_dirs, outputs.ended
         failed = next((e for e in ended if e.timed_out), None)
         if failed is not None:
             return record.model_copy(
