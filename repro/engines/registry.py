@@ -4,10 +4,9 @@ imports an implementation, and each implementation imports the interface."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from repro.containers.client import DockerClient
 from repro.core.registry import load_object
@@ -35,14 +34,13 @@ def engine_for(
     return engine_class(spec.kind)(client, spec, probe_image=probe_image, run_id=run_id, group_id=group_id)
 
 
-class BootSpec(BaseModel):
+@dataclass(frozen=True)
+class BootSpec:
     """What one engine boot needs: the engine and its image, the probe image (the harness's), the
     model and its file, the profile (and its name) and decoding, and whose engine it is (the run,
     the (engine, model) group, which of the group's replicas)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
-
-    spec: EngineSpec
+    spec: EngineSpec  # as given: a pin that is wrong is the engine's to refuse after boot (not revalidated here)
     image: Any  # an ImageRef (repro.store.images), or an image id
     probe_image: Any
     model: ModelSpec
