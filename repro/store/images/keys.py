@@ -37,6 +37,7 @@ __all__ = [
     "content_key",
     "dockerfile_args",
     "harness_source_digest",
+    "image_key",
     "quiet",
     "ref_for_plan",
     "tree_files",
@@ -143,6 +144,13 @@ def harness_source_digest(root: str | Path = PROJECT_ROOT) -> str:
 
 def content_key(material: dict) -> str:
     return sha256_bytes(json.dumps(material, sort_keys=True, separators=(",", ":")).encode())
+
+
+def image_key(kind: str, dockerfile_sha256: str, buildargs: dict, inputs: dict, base_ids: dict) -> str:
+    """The content key of an image of `kind` (harness, engine, external): the key schema, the
+    Dockerfile's sha256, the build arguments, the input hashes and the ids of the bases it builds on."""
+    material = {"schema": KEY_SCHEMA, "kind": kind, "dockerfile_sha256": dockerfile_sha256, "buildargs": buildargs}
+    return content_key(material | {"inputs": inputs, "base_ids": base_ids})
 
 
 def dockerfile_args(path: str | Path) -> dict[str, str | None]:

@@ -16,12 +16,11 @@ from repro.store.images.bases import client_or_default, configured_base, cuda_ar
 from repro.store.images.keys import (
     HARNESS_DOCKERFILE,
     HARNESS_LOCK,
-    KEY_SCHEMA,
     Blocked,
     BuildPlan,
     DigestPin,
-    content_key,
     harness_source_digest,
+    image_key,
 )
 from repro.store.images.wheels import WHEEL_IMPLEMENTATION, WHEEL_PLATFORM, WHEEL_PYTHON
 
@@ -48,16 +47,7 @@ def build_plan_harness(client: DockerClient | None = None, *, root: Path = PROJE
         "wheel_target": f"{WHEEL_IMPLEMENTATION}{WHEEL_PYTHON}-{WHEEL_PLATFORM}",
     }
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
-    key = content_key(
-        {
-            "schema": KEY_SCHEMA,
-            "kind": "harness",
-            "dockerfile_sha256": dockerfile_sha,
-            "buildargs": buildargs,
-            "inputs": inputs,
-            "base_ids": base_ids,
-        }
-    )
+    key = image_key("harness", dockerfile_sha, buildargs, inputs, base_ids)
     labels = {
         "repro.key": key,
         "repro.kind": "harness",
@@ -117,16 +107,7 @@ def build_plan_engine(
     base_ids = {name: resolve_base(reference, client) for name, reference in bases.items()}
     inputs = {"source_sha256": source.sha256}
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
-    key = content_key(
-        {
-            "schema": KEY_SCHEMA,
-            "kind": "engine",
-            "dockerfile_sha256": dockerfile_sha,
-            "buildargs": buildargs,
-            "inputs": inputs,
-            "base_ids": base_ids,
-        }
-    )
+    key = image_key("engine", dockerfile_sha, buildargs, inputs, base_ids)
     build_info = engine.stamped_build_info() or ""
     # Labels travel into result bundles: name a local archive by its file name, never its path.
     source_label = f"archive:{Path(source.archive).name}" if source.archive else source.describe()

@@ -19,13 +19,12 @@ from repro.core.errors import ReproError
 from repro.core.files import sha256_bytes
 from repro.spec.matrix import Suite
 from repro.store.images import (
-    KEY_SCHEMA,
     BuildPlan,
     ImageRef,
     Log,
     build_in_context,
-    content_key,
     harness_image,
+    image_key,
     link_or_copy,
     quiet,
     resolve_plan,
@@ -62,16 +61,7 @@ def build_plan(suite: Suite, adapter: Adapter, harness: ImageRef, *, root: Path 
         "driver_sha256": sha256_bytes(driver.read_bytes()),
     }
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
-    key = content_key(
-        {
-            "schema": KEY_SCHEMA,
-            "kind": "external",
-            "dockerfile_sha256": dockerfile_sha,
-            "buildargs": buildargs,
-            "inputs": inputs,
-            "base_ids": base_ids,
-        }
-    )
+    key = image_key("external", dockerfile_sha, buildargs, inputs, base_ids)
     labels = {
         "repro.key": key,
         "repro.kind": "external",
