@@ -22,10 +22,14 @@ from repro.report.stats import mcnemar, wilson
 SAME = ("model_sha256", "engine_identity", "decoding", "profile")
 
 
+class Refused(ValueError):
+    """The two rows cannot be paired (said in one line)."""
+
+
 def pick(rows: list[dict], suite: str) -> dict:
     found = [row for row in rows if row["suite"] == suite]
     if len(found) != 1:
-        raise SystemExit(f"harness_effect: {len(found)} rows of suite {suite}, expected one")
+        raise Refused(f"harness_effect: {len(found)} rows of suite {suite}, expected one")
     return found[0]
 
 
@@ -33,11 +37,11 @@ def paired(ours: dict, theirs: dict) -> list[tuple[str, bool, bool]]:
     """(scenario id, ours passed, theirs passed) for every scenario both rows ran once."""
     differ = [field for field in SAME if ours.get(field) != theirs.get(field)]
     if differ:
-        raise SystemExit(f"harness_effect: the rows differ in {', '.join(differ)}: not one model on one setup")
+        raise Refused(f"harness_effect: the rows differ in {', '.join(differ)}: not one model on one setup")
     if sorted(ours["scenarios"]) != sorted(theirs["scenarios"]):
-        raise SystemExit("harness_effect: the rows ran different scenario ids")
+        raise Refused("harness_effect: the rows ran different scenario ids")
     if any(len(outcomes) != 1 for row in (ours, theirs) for outcomes in row["scenarios"].values()):
-        raise SystemExit("harness_effect: a scenario ran more than once (repeats): pair them by repeat first")
+        raise Refused("harness_effect: a scenario ran more than once (repeats): pair them by repeat first")
     return [(sid, ours["scenarios"][sid][0], theirs["scenarios"][sid][0]) for sid in sorted(ours["scenarios"])]
 
 
@@ -55,7 +59,7 @@ def main() -> int:
     try:
         ours, theirs = pick(rows, args.ours), pick(rows, args.theirs)
         pairs = paired(ours, theirs)
-    except SystemExit as refusal:
+    except Refused as refusal:
         print(refusal, file=sys.stderr)
         return 2
     for name, row in ((args.ours, ours), (args.theirs, theirs)):
