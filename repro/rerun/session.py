@@ -29,7 +29,7 @@ from repro.core.errors import BadInput
 from repro.core.files import sha256_file
 from repro.core.terminal import shown
 from repro.plan.planner import Plan, stored_plan
-from repro.rerun.archive import bundle_folder
+from repro.rerun.archive import bundle_folder, shard_run
 from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups, machine_setup, refuse_unservable
 from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
@@ -74,7 +74,7 @@ def default_out(given: Path) -> Path:
 
 def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> RerunPlan:
     out = options.out or default_out(options.bundle)
-    run_dir = bundle_folder(options.bundle, out)
+    run_dir = shard_run(bundle_folder(options.bundle, out), options.only)
     check = checked(run_dir, options.allowed_signers, author_repo)
     reader = BundleReader(run_dir)
     record = reader.run()

@@ -1,6 +1,7 @@
 """Every bundle published in paper/published/ checks with the current code: VALID (or EXCLUDED
 with its reason) cell by cell, no run-level problem, and its tables are the published ones and
-its claims file (paper/claims/) verifies.
+its claims file (paper/claims/) verifies. A bundle is one run folder, or a merged folder (MERGED.json
+beside its shard runs, as `repro results merge` writes it) that is the whole split it records.
 
 A format change either keeps the published bundles' format checkable or re-publishes them in the
 same change; this test is what says which."""
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.merge import merge_problems
 from repro.check.verdict import check_run
 from repro.store.sources import MIRROR_ENV
 
@@ -42,11 +45,13 @@ def test_a_published_bundle_checks_and_renders_its_published_numbers(
     if archive.name.startswith("tholos-"):
         monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty-cache"))
         monkeypatch.delenv(MIRROR_ENV, raising=False)
-    verdict = check_run(run_dir)
-    assert not verdict.run_problems, verdict.run_problems
-    assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [
-        (c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"
-    ]
+    assert not merge_problems(run_dir)
+    for run in find_runs(run_dir):
+        verdict = check_run(run)
+        assert not verdict.run_problems, verdict.run_problems
+        assert {cell.verdict for cell in verdict.cells} <= {"VALID", "EXCLUDED"}, [
+            (c.cell_id, c.reasons) for c in verdict.cells if c.verdict == "INVALID"
+        ]
     published = PUBLISHED / archive.name.replace("-bundle.tar.gz", ".json")
     assert main(["verify", str(run_dir), "--published", str(published)]) == 0
     claims = ROOT / "paper" / "claims" / archive.name.replace("-bundle.tar.gz", ".yaml")

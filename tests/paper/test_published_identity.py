@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from repro.bundle.layout.discovery import find_runs
 from repro.bundle.layout.reader import BundleReader
 from repro.spec.loading import load_matrix
 from repro.store.images import harness_source_digest
@@ -30,8 +31,12 @@ def unpack(archive: Path, into: Path) -> Path:
     return run_dir
 
 
-def changes_since(run_dir: Path) -> list[str]:
-    """What of the bundle's setup the tree no longer has."""
+def changes_since(bundle: Path) -> list[str]:
+    """What of the bundle's setup (each run of a merged one) the tree no longer has."""
+    return sorted({change for run_dir in find_runs(bundle) for change in run_changes(run_dir)})
+
+
+def run_changes(run_dir: Path) -> list[str]:
     reader = BundleReader(run_dir)
     record = reader.run()
     embedded = load_matrix(reader.matrix_path(), embedded=True).matrix

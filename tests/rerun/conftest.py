@@ -8,3 +8,4 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "paper" / "published"
 SMOKE = PUBLISHED / "smoke-cpu-bundle.tar.gz"
 TOOLCALLBENCH = PUBLISHED / "toolcallbench-smoke-cpu-bundle.tar.gz"
+THOLOS_RUNNER_FULL = PUBLISHED / "tholos-full-runner-cpu-bundle.tar.gz"  # a merged bundle: four shard runs

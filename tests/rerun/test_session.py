@@ -6,6 +6,7 @@ verdict of a bundle against itself is REPRODUCED with identical transcripts. No 
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -13,10 +14,10 @@ import pytest
 
 from repro.__main__ import main
 from repro.commands import rerun as rerun_command
-from repro.rerun.archive import bundle_folder
+from repro.rerun.archive import bundle_folder, run_cells, shard_run
 from repro.rerun.preflight import Setup, compare_setups, differences
 from repro.rerun.verdict import verdict_of
-from tests.rerun.conftest import SMOKE
+from tests.rerun.conftest import SMOKE, THOLOS_RUNNER_FULL
 
 ONE_CELL = "smollm2-135m-instruct-q4_1__llamacpp-b11434__json_schema__workspace-smoke__r1"
 
@@ -91,3 +92,29 @@ def test_a_bundle_against_itself_is_reproduced_with_identical_transcripts(tmp_pa
 def test_an_unknown_accept_name_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rerun", str(SMOKE), "--accept", "threads,colour"]) == 2
     assert "--accept colour: not an input name" in capsys.readouterr().err
+
+
+def test_a_merged_bundle_is_rerun_one_shard_at_a_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The published runner's 160 is four shard runs merged: without --only the rerun names each
+    shard's cell in one line; with a shard's cell it plans that shard's run, and only that cell."""
+    monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
+    assert main(["rerun", str(THOLOS_RUNNER_FULL), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "rerun one shard at a time" in err and "-p2of4" in err and len(err.strip().splitlines()) == 1
+    merged = bundle_folder(THOLOS_RUNNER_FULL, tmp_path / "out")
+    (second,) = [run for run in merged.iterdir() if run.name.endswith("shard2of4")]
+    (cell,) = run_cells(second)
+    assert shard_run(merged, [cell]) == second
+    with pytest.raises(Booted):
+        rerun_command.rerun(THOLOS_RUNNER_FULL, None, [cell], tmp_path / "out", False, [], None, None)
+    assert f"RUN  {cell}" in capsys.readouterr().out
+
+
+def test_a_merged_bundle_missing_a_shard_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    merged = bundle_folder(THOLOS_RUNNER_FULL, tmp_path / "out")
+    (fourth,) = [run for run in merged.iterdir() if run.name.endswith("shard4of4")]
+    shutil.rmtree(fourth)
+    assert main(["rerun", str(merged), "--only", "x"]) == 2
+    assert "not the merged folder its MERGED.json records" in capsys.readouterr().err
