@@ -27,7 +27,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.contracts import EXIT_BAD_INPUT, EXIT_ENGINE_UNREACHABLE, EXIT_FAILED, EXIT_OK, ScenarioResult, TranscriptLine
+from harness.contracts import (
+    EXIT_BAD_INPUT,
+    EXIT_ENGINE_UNREACHABLE,
+    EXIT_FAILED,
+    EXIT_OK,
+    ScenarioResult,
+    TranscriptLine,
+)
 from harness.io.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, require_output_file
 from harness.model.scenario import Scenario, ScenarioError, load_scenarios
 from harness.protocols import PROTOCOLS
@@ -48,24 +55,48 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness", description="The repro agent harness.")
-    commands = parser.add_subparsers(dest="command", metavar="{run,replay,lint,regrade,probe,scripted-engine}", parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", metavar="{run,replay,lint,regrade,probe,scripted-engine}", parser_class=_Parser
+    )
     commands.required = True
 
     run = commands.add_parser("run", help="run scenarios against an OpenAI-compatible engine")
     _scenario_options(run)
     run.add_argument("--base-url", required=True, help="engine root URL, e.g. http://127.0.0.1:8080")
     run.add_argument("--model", required=True, help="model name sent with each request")
-    run.add_argument("--protocol", default="json_schema", choices=list(PROTOCOLS), help="how steps are asked for and read (docs/harness.md)")
-    run.add_argument("--api", default="openai", choices=["openai", "ollama"], help="openai: /v1/chat/completions (llama.cpp); ollama: /api/chat")
+    run.add_argument(
+        "--protocol",
+        default="json_schema",
+        choices=list(PROTOCOLS),
+        help="how steps are asked for and read (docs/harness.md)",
+    )
+    run.add_argument(
+        "--api",
+        default="openai",
+        choices=["openai", "ollama"],
+        help="openai: /v1/chat/completions (llama.cpp); ollama: /api/chat",
+    )
     run.add_argument("--max-tokens", type=_positive_int, default=512)
     run.add_argument("--temperature", type=_finite_float, default=0.0)
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="seconds per request")
-    run.add_argument("--scenario-timeout", type=_positive_float, default=None, metavar="SECONDS", help="wall-clock budget per scenario (failure type timeout)")
+    run.add_argument(
+        "--scenario-timeout",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock budget per scenario (failure type timeout)",
+    )
     run.add_argument("--out", required=True, type=Path, help="results, one JSON line per scenario")
     run.add_argument("--transcripts", type=Path, help="write transcripts here instead of into --out")
-    run.add_argument("--progress", choices=["text", "json"], default="text", help="json: one ProgressEvent line per scenario")
-    run.add_argument("--cache-prompt", action="store_true", help="let llama.cpp reuse the KV cache of a previous prompt (faster, not exact)")
+    run.add_argument(
+        "--progress", choices=["text", "json"], default="text", help="json: one ProgressEvent line per scenario"
+    )
+    run.add_argument(
+        "--cache-prompt",
+        action="store_true",
+        help="let llama.cpp reuse the KV cache of a previous prompt (faster, not exact)",
+    )
 
     replay = commands.add_parser("replay", help="replay each scenario's reference as the model")
     _scenario_options(replay)
@@ -74,19 +105,31 @@ def build_parser() -> argparse.ArgumentParser:
     lint = commands.add_parser("lint", help="check scenario files against the project's rules")
     lint.add_argument("--scenarios", required=True, type=Path)
 
-    regrade = commands.add_parser("regrade", help="execute recorded transcripts again and compare with the recorded results")
-    regrade.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder the results came from")
+    regrade = commands.add_parser(
+        "regrade", help="execute recorded transcripts again and compare with the recorded results"
+    )
+    regrade.add_argument(
+        "--scenarios", required=True, type=Path, help="the scenario file or folder the results came from"
+    )
     regrade.add_argument("--results", required=True, type=Path, help="scenarios.jsonl")
-    regrade.add_argument("--transcripts", type=Path, help="transcripts.jsonl (default: the transcripts inside --results)")
+    regrade.add_argument(
+        "--transcripts", type=Path, help="transcripts.jsonl (default: the transcripts inside --results)"
+    )
 
     commands.add_parser("probe", help="engine probe (harness.probe)", add_help=False)
 
-    scripted = commands.add_parser("scripted-engine", help="serve scenarios' reference steps as an OpenAI-compatible engine")
-    scripted.add_argument("--scenarios", required=True, type=Path, help="the scenario file or folder to play, or a tar archive of them")
+    scripted = commands.add_parser(
+        "scripted-engine", help="serve scenarios' reference steps as an OpenAI-compatible engine"
+    )
+    scripted.add_argument(
+        "--scenarios", required=True, type=Path, help="the scenario file or folder to play, or a tar archive of them"
+    )
     scripted.add_argument("--port", type=_port, default=8080, help="0 to 65535 (0: a free port)")
     scripted.add_argument("--host", default="127.0.0.1")
     scripted.add_argument("--fault", choices=list(FAULTS), default=None, help="emit this failure mode in every reply")
-    scripted.add_argument("--record", type=Path, default=None, help="append each request body to this file, one JSON line each")
+    scripted.add_argument(
+        "--record", type=Path, default=None, help="append each request body to this file, one JSON line each"
+    )
     scripted.add_argument(
         "--pace",
         type=_positive_float,
@@ -260,7 +303,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": cmd_replay,
     "lint": cmd_lint,
     "regrade": cmd_regrade,
-    "scripted-engine": lambda args: serve_command(args.scenarios, args.host, args.port, args.fault, args.record, args.pace),
+    "scripted-engine": lambda args: serve_command(
+        args.scenarios, args.host, args.port, args.fault, args.record, args.pace
+    ),
 }
 
 
@@ -283,7 +328,9 @@ def _run_all(
             record = result.model_dump(mode="json", exclude={"transcript"} if transcripts else None)
             write_result(record)
             if transcripts:
-                write_transcript(TranscriptLine(id=result.id, transcript=result.transcript or []).model_dump(mode="json"))
+                write_transcript(
+                    TranscriptLine(id=result.id, transcript=result.transcript or []).model_dump(mode="json")
+                )
             print(progress(k, len(scenarios), result), flush=True)
     for line in summary_lines(results):
         print(line, flush=True)

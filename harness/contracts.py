@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, SerializerFunctionWrapHandler, Tag, TypeAdapter, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    SerializerFunctionWrapHandler,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+)
 
 # The closed set of failure types, in precedence order, each listed once under its layer: a failed
 # scenario gets the first type whose rule applies (harness.scoring.diagnosis decides;
@@ -43,7 +51,11 @@ FAILURE_TYPES: tuple[FailureType, ...] = get_args(FailureType)
 FAILURE_LAYERS: tuple[FailureLayer, ...] = get_args(FailureLayer)
 FAILURE_LAYER: dict[str, FailureLayer] = {
     failure: layer
-    for layer, group in zip(FAILURE_LAYERS, (ConfigurationFailure, EngineFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure), strict=True)
+    for layer, group in zip(
+        FAILURE_LAYERS,
+        (ConfigurationFailure, EngineFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure),
+        strict=True,
+    )
     for failure in get_args(group)
 }
 # Failures of the setup or the engine, never of the model: such a result has engine_fault true.
@@ -100,7 +112,9 @@ class Recorded(Contract):
     def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         fields = type(self).model_fields
         dumped: dict[str, Any] = handler(self)
-        return {key: value for key, value in dumped.items() if not (key in fields and _left_out(key, value, fields[key]))}
+        return {
+            key: value for key, value in dumped.items() if not (key in fields and _left_out(key, value, fields[key]))
+        }
 
 
 def _left_out(name: str, value: Any, field: Any) -> bool:
@@ -219,7 +233,9 @@ class ScenarioResult(Contract):
     failure_type: FailureType | None
     engine_fault: bool
     error: str | None = None
-    failure_step: int | None = None  # the step the failure happened at (the turn after the last step for a final invalid turn)
+    failure_step: int | None = (
+        None  # the step the failure happened at (the turn after the last step for a final invalid turn)
+    )
     failure_evidence: str | None = None  # the reply, the call or the check, shortened to about 300 characters
     partial_score: float | None = None  # 0, 0.25, 0.5, 0.75 or 1.0; None for a configuration or engine failure
     failed_checks: list[FailedCheck]
@@ -418,7 +434,11 @@ class SandboxAudit(Contract):
     def escapes(self) -> list[AuditItem]:
         """Items that were not both attempted and blocked, and required items that are missing."""
         seen = {item.name for item in self.items}
-        missing = [AuditItem(name=name, attempted=False, blocked=False, detail="not in the audit") for name in AUDIT_ITEMS if name not in seen]
+        missing = [
+            AuditItem(name=name, attempted=False, blocked=False, detail="not in the audit")
+            for name in AUDIT_ITEMS
+            if name not in seen
+        ]
         return [item for item in self.items if not (item.attempted and item.blocked)] + missing
 
 

@@ -285,7 +285,14 @@ class TranscriptPolicy:
     scenario, never taken from the record. Without one (a transcript of a scripted policy), the
     recorded steps are played as they are."""
 
-    def __init__(self, recorded: RecordedRun, protocol: str | None = None, *, parse: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+    def __init__(
+        self,
+        recorded: RecordedRun,
+        protocol: str | None = None,
+        *,
+        parse: bool = False,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
         self.recorded = recorded
         self.protocol = protocol  # as recorded, so the protocol figures are recomputed too
         self.taken = 0
@@ -301,7 +308,11 @@ class TranscriptPolicy:
             if self.chat is not None:
                 return self._parsed(entry.replies, turn)
             prompt = self._recorded_prompt(turn)
-            return PolicyReply(step=Step(entry.tool, copy.deepcopy(entry.args), entry.thought), calls=_calls(entry.replies), prompt=prompt)
+            return PolicyReply(
+                step=Step(entry.tool, copy.deepcopy(entry.args), entry.thought),
+                calls=_calls(entry.replies),
+                prompt=prompt,
+            )
         return self._ending(turn)
 
     def _recorded_prompt(self, turn: Turn) -> list[dict[str, Any]] | None:
@@ -345,7 +356,9 @@ class ReplayClient:
 
     def chat(self, messages: list[dict[str, Any]], **request: Any) -> ChatReply:
         if not self.pending:
-            self.short = f"step {self.step}: the {self.protocol} protocol asks for another reply, the transcript has none"
+            self.short = (
+                f"step {self.step}: the {self.protocol} protocol asks for another reply, the transcript has none"
+            )
             raise TranscriptOverrun(self.short)
         return recorded_answer(self.pending.pop(0), self.protocol)
 
@@ -368,7 +381,11 @@ def native_parts(raw: str) -> tuple[str, list[ToolCall]]:
     if not (isinstance(value, dict) and set(value) == {"content", "tool_calls"} and isinstance(value["content"], str)):
         return raw, []
     calls = value["tool_calls"]
-    if not (isinstance(calls, list) and calls and all(isinstance(c, dict) and set(c) == {"name", "arguments"} for c in calls)):
+    if not (
+        isinstance(calls, list)
+        and calls
+        and all(isinstance(c, dict) and set(c) == {"name", "arguments"} for c in calls)
+    ):
         return raw, []
     if not all(isinstance(c["name"], str) and isinstance(c["arguments"], str) for c in calls):
         return raw, []
@@ -376,7 +393,13 @@ def native_parts(raw: str) -> tuple[str, list[ToolCall]]:
 
 
 # ModelCall fields a transcript may carry (never the measured ones: those are not in transcripts).
-MODEL_CALL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelCall)) - {"raw", "seconds", "tokens_in", "tokens_out", "timings"}
+MODEL_CALL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelCall)) - {
+    "raw",
+    "seconds",
+    "tokens_in",
+    "tokens_out",
+    "timings",
+}
 
 
 def _calls(replies: list[RecordedReply] | None) -> list[ModelCall]:
@@ -401,7 +424,9 @@ class Replay(BaseModel):
     max_tokens: int = DEFAULT_MAX_TOKENS
 
 
-def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None, replay: Replay | None = None) -> Regrade:
+def regrade(
+    scenario: Scenario, result: ScenarioResult, transcript: Any = None, replay: Replay | None = None
+) -> Regrade:
     """Re-grade ``result`` of ``scenario`` from ``transcript`` (default: the result's own; entries,
     or untrusted data that should hold them); with ``replay.protocol``, every raw reply is parsed
     again by that protocol."""
@@ -422,9 +447,17 @@ def regrade(scenario: Scenario, result: ScenarioResult, transcript: Any = None, 
         regraded = _rescored_as_timeout(scenario, recorded, regraded, replay)
     differences = compare(result, recorded, regraded)
     if policy.client.short:
-        differences.insert(0, Difference(what="replies", recorded="fewer replies than the protocol reads", regraded=policy.client.short))
+        differences.insert(
+            0,
+            Difference(what="replies", recorded="fewer replies than the protocol reads", regraded=policy.client.short),
+        )
     if policy.overrun:
-        differences.insert(0, Difference(what="transcript", recorded=f"ends after {len(recorded.steps)} steps", regraded="the run goes on"))
+        differences.insert(
+            0,
+            Difference(
+                what="transcript", recorded=f"ends after {len(recorded.steps)} steps", regraded="the run goes on"
+            ),
+        )
     return _regrade(regraded, differences)
 
 
@@ -436,7 +469,9 @@ def _policy(recorded: RecordedRun, result: ScenarioResult, replay: Replay) -> Tr
     return TranscriptPolicy(recorded, getattr(stats, "protocol", None))
 
 
-def _rescored_as_timeout(scenario: Scenario, recorded: RecordedRun, result: ScenarioResult, replay: Replay) -> ScenarioResult:
+def _rescored_as_timeout(
+    scenario: Scenario, recorded: RecordedRun, result: ScenarioResult, replay: Replay
+) -> ScenarioResult:
     """A replay cannot run out of wall-clock time: the loop stopped at the recorded late reply as
     for an invalid one. Run it again, mark the run timed out, and score it the way the harness
     scores a timeout (checks that read the run record see ``timeout``)."""
@@ -445,9 +480,13 @@ def _rescored_as_timeout(scenario: Scenario, recorded: RecordedRun, result: Scen
     run = run_agent(scenario, ws, _policy(recorded, result, replay))
     run.stop = "timeout"
     outcomes = evaluate_all(scenario.expect, CheckContext(ws, before, run))
-    failed = [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed]
+    failed = [
+        FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed
+    ]
     transcript = build_transcript(run)
-    return result.model_copy(update={**verdict(scenario, transcript, failed), "failed_checks": failed, "transcript": transcript})
+    return result.model_copy(
+        update={**verdict(scenario, transcript, failed), "failed_checks": failed, "transcript": transcript}
+    )
 
 
 def _unusable(result: ScenarioResult, reason: str) -> Regrade:
@@ -490,7 +529,11 @@ def compare(recorded: ScenarioResult, transcript: RecordedRun, regraded: Scenari
     """Every difference between the recorded result and transcript and the re-graded ones."""
     old, new = _plain(recorded.model_dump(mode="json")), _plain(regraded.model_dump(mode="json"))
     names = [name for name in RESULT_FIELDS + OPTIONAL_RESULT_FIELDS if name in old or name in new]
-    differences = [Difference(what=name, recorded=old.get(name), regraded=new.get(name)) for name in names if old.get(name) != new.get(name)]
+    differences = [
+        Difference(what=name, recorded=old.get(name), regraded=new.get(name))
+        for name in names
+        if old.get(name) != new.get(name)
+    ]
     return differences + compare_transcripts(transcript, _replayed_run(regraded))
 
 
@@ -517,7 +560,11 @@ def _step_differences(recorded: list[StepEntry], regraded: list[StepEntry]) -> l
 
 
 def _field_differences(what: str, old: dict[str, Any], new: dict[str, Any], keys: tuple[str, ...]) -> list[Difference]:
-    return [Difference(what=f"{what} {key}", recorded=old.get(key), regraded=new.get(key)) for key in keys if old.get(key) != new.get(key)]
+    return [
+        Difference(what=f"{what} {key}", recorded=old.get(key), regraded=new.get(key))
+        for key in keys
+        if old.get(key) != new.get(key)
+    ]
 
 
 def _data(entry: BaseModel | None) -> Any:
@@ -538,7 +585,10 @@ def _plain(value: Any) -> Any:
 
 
 def regrade_all(
-    scenarios: Iterable[Scenario], results: Iterable[ScenarioResult], transcripts: Iterable[TranscriptLine] = (), replay: Replay | None = None
+    scenarios: Iterable[Scenario],
+    results: Iterable[ScenarioResult],
+    transcripts: Iterable[TranscriptLine] = (),
+    replay: Replay | None = None,
 ) -> RegradeReport:
     """Re-grade every result against the scenario of the same id and its transcript (from
     ``transcripts``, else the result's own); ``replay`` names the cell's protocol, if known."""
@@ -607,7 +657,9 @@ def _record(line: str, model: type[BaseModel]) -> BaseModel | str:
         return f"not a {model.__name__}: {where}: {error['msg']}"[:300]
 
 
-def regrade_files(scenarios: list[Scenario], results_path: Path, transcripts_path: Path | None, replay: Replay | None = None) -> RegradeReport:
+def regrade_files(
+    scenarios: list[Scenario], results_path: Path, transcripts_path: Path | None, replay: Replay | None = None
+) -> RegradeReport:
     """``regrade_all`` over a cell's ``scenarios.jsonl`` and ``transcripts.jsonl``."""
     problems: list[str] = []
     results = read_records(results_path, ScenarioResult, problems)
@@ -617,7 +669,9 @@ def regrade_files(scenarios: list[Scenario], results_path: Path, transcripts_pat
     return report
 
 
-def command(scenarios_path: Path, results_path: Path, transcripts_path: Path | None, replay: Replay | None = None) -> int:
+def command(
+    scenarios_path: Path, results_path: Path, transcripts_path: Path | None, replay: Replay | None = None
+) -> int:
     """``python -m harness regrade``: one line per differing scenario; 1 on any difference.
     ``replay.protocol`` parses every raw reply again under that protocol, as ``repro check`` does.
     Unreadable files and bad scenario files raise (``OSError``, ``ScenarioError``): bad input."""
@@ -625,5 +679,8 @@ def command(scenarios_path: Path, results_path: Path, transcripts_path: Path | N
     for line in report.lines():
         print(line)
     differing = sum(not r.agrees for r in report.regrades)
-    print(f"regrade: {len(report.regrades)} scenarios re-graded, {differing} differ, {len(report.problems)} other problems")
+    print(
+        f"regrade: {len(report.regrades)} scenarios re-graded, {differing} differ, "
+        f"{len(report.problems)} other problems"
+    )
     return 0 if report.agrees else 1

@@ -31,7 +31,9 @@ from harness.scoring.checks import CheckContext, evaluate_all
 from harness.scoring.diagnosis import diagnose, partial_credit
 
 
-def run_scenario(scenario: Scenario, policy: Policy, *, transcript: bool = True, timeout: float | None = None) -> ScenarioResult:
+def run_scenario(
+    scenario: Scenario, policy: Policy, *, transcript: bool = True, timeout: float | None = None
+) -> ScenarioResult:
     """Run ``scenario`` with ``policy`` choosing the steps, then score it. ``timeout``: the
     scenario's wall-clock budget in seconds (None: unbounded)."""
     started = time.monotonic()
@@ -39,7 +41,9 @@ def run_scenario(scenario: Scenario, policy: Policy, *, transcript: bool = True,
     before = ws.snapshot()
     run = run_agent(scenario, ws, policy, deadline=None if timeout is None else started + timeout)
     outcomes = evaluate_all(scenario.expect, CheckContext(ws, before, run))
-    failed = [FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed]
+    failed = [
+        FailedCheck(index=o.index, type=o.type, expected=o.expected, found=o.found) for o in outcomes if not o.passed
+    ]
     entries = build_transcript(run)
     calls = run.calls
     return ScenarioResult(

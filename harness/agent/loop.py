@@ -34,7 +34,9 @@ from harness.tools.dispatch import execute, tool_target
 REPEAT = "repeat"
 STUCK_AFTER = 3
 TIMED_OUT = "the scenario ran past its wall-clock budget"
-ALREADY_KNOWN = "already known: this repeats your previous call exactly; its result is above. Do something else or finish."
+ALREADY_KNOWN = (
+    "already known: this repeats your previous call exactly; its result is above. Do something else or finish."
+)
 INVALID_REPLY = "invalid_reply"
 ENGINE_STOPS = frozenset(ENGINE_FAILURES)  # engine_unreachable, model_not_loaded, context_overflow, engine_error
 
@@ -84,7 +86,11 @@ def run_agent(scenario: Scenario, ws: Workspace, policy: Policy, *, deadline: fl
             reply = policy.next_step(turn)
         except EngineError as exc:
             late = isinstance(exc, EngineTimeout) and _past(deadline)
-            return _stop(run, "failed", "timeout", f"{TIMED_OUT}: {exc}") if late else _stop(run, "failed", exc.failure, str(exc))
+            return (
+                _stop(run, "failed", "timeout", f"{TIMED_OUT}: {exc}")
+                if late
+                else _stop(run, "failed", exc.failure, str(exc))
+            )
         if run.prompt is None and reply.prompt is not None:
             run.prompt = reply.prompt
         if _past(deadline):

@@ -41,7 +41,9 @@ class ContextOverflow(EngineError):
 
 
 # The run stops an engine failure ends with, each with the error that stands for it.
-ENGINE_FAILURES: dict[str, type[EngineError]] = {cls.failure: cls for cls in (EngineUnreachable, ModelNotLoaded, ContextOverflow, EngineError)}
+ENGINE_FAILURES: dict[str, type[EngineError]] = {
+    cls.failure: cls for cls in (EngineUnreachable, ModelNotLoaded, ContextOverflow, EngineError)
+}
 
 
 def engine_failure(stop: str, detail: str) -> EngineError:

@@ -80,7 +80,12 @@ class OllamaClient(HttpClient):
         ctx = num_ctx if num_ctx is not None else self.num_ctx
         if ctx is not None:
             options["num_ctx"] = ctx
-        payload: dict[str, Any] = {"model": self.model, "messages": ollama_messages(messages), "stream": False, "options": options}
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": ollama_messages(messages),
+            "stream": False,
+            "options": options,
+        }
         if tools:
             payload["tools"] = tools
         fmt = format if format is not None else format_from_response_format(response_format)
@@ -105,7 +110,14 @@ def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 function = call["function"]
                 names[str(call.get("id", ""))] = function["name"]
                 arguments = function["arguments"]
-                calls.append({"function": {"name": function["name"], "arguments": json.loads(arguments) if isinstance(arguments, str) else arguments}})
+                calls.append(
+                    {
+                        "function": {
+                            "name": function["name"],
+                            "arguments": json.loads(arguments) if isinstance(arguments, str) else arguments,
+                        }
+                    }
+                )
             message["tool_calls"] = calls
         if message.get("role") == "tool":
             message["tool_name"] = names.get(str(message.pop("tool_call_id", "")), "")
@@ -133,7 +145,17 @@ def format_from_response_format(response_format: dict[str, Any] | None) -> dict[
 
 def ollama_timings(body: dict[str, Any]) -> dict[str, Any]:
     """Ollama's counters, plus the same figures under llama.cpp's timing names."""
-    raw = {key: body.get(key) for key in ("total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration")}
+    raw = {
+        key: body.get(key)
+        for key in (
+            "total_duration",
+            "load_duration",
+            "prompt_eval_count",
+            "prompt_eval_duration",
+            "eval_count",
+            "eval_duration",
+        )
+    }
     out: dict[str, Any] = {key: value for key, value in raw.items() if value is not None}
     prompt_n, prompt_ns = body.get("prompt_eval_count"), body.get("prompt_eval_duration")
     predicted_n, predicted_ns = body.get("eval_count"), body.get("eval_duration")
@@ -166,7 +188,11 @@ def _parse_reply(response: httpx.Response, seconds: float) -> ChatReply:
         raise engine_error_for(None, "/api/chat", str(body["error"]))
     prompt_tokens = int(body.get("prompt_eval_count") or 0)
     completion_tokens = int(body.get("eval_count") or 0)
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
     return ChatReply(
         content=content,
         usage=usage,

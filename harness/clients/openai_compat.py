@@ -87,7 +87,9 @@ class HttpClient:
         try:
             return self._http.request(method, path, **kwargs)
         except httpx.ConnectTimeout:
-            raise EngineUnreachable(f"transport error: no connection within {min(self.timeout, 10.0):g}s: {method} {self.base_url}{path}") from None
+            raise EngineUnreachable(
+                f"transport error: no connection within {min(self.timeout, 10.0):g}s: {method} {self.base_url}{path}"
+            ) from None
         except httpx.ConnectError as exc:
             raise EngineUnreachable(f"transport error: {method} {self.base_url}{path}: {exc}") from None
         except httpx.TimeoutException:
@@ -150,7 +152,8 @@ class OpenAIClient(HttpClient):
 
 
 CONTEXT_OVERFLOW = re.compile(
-    r"exceed_context_size|exceeds? the (available )?context|context (size|length|window) (is )?exceeded|maximum context length|prompt is too long",
+    r"exceed_context_size|exceeds? the (available )?context|context (size|length|window) (is )?exceeded"
+    r"|maximum context length|prompt is too long",
     re.IGNORECASE,
 )
 MODEL_NOT_LOADED = re.compile(

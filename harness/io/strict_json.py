@@ -64,7 +64,11 @@ def loads_strict(text: str, *, max_int_digits: int | None = None, max_depth: int
     more than ``max_int_digits`` digits and nesting deeper than ``max_depth``)."""
     try:
         value = json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int_within(max_int_digits)
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+            parse_int=_int_within(max_int_digits),
         )
     except json.JSONDecodeError as exc:
         raise StrictJSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None

@@ -171,5 +171,7 @@ class RandomAgent:
 
 
 RANDOM_CALLERS: tuple[RandomAgent, ...] = tuple(
-    RandomAgent(f"random_tools_{seed}{'_echo' if echo else ''}", seed, echo) for seed in RANDOM_SEEDS for echo in (False, True)
+    RandomAgent(f"random_tools_{seed}{'_echo' if echo else ''}", seed, echo)
+    for seed in RANDOM_SEEDS
+    for echo in (False, True)
 )

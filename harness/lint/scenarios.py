@@ -125,14 +125,18 @@ def _ladder_reasons(s: Scenario) -> list[str]:
         reasons.append(f"ladder scenario in {s.category} needs level {level}, has {s.level}")
     outcome = [c for c in s.expect if c.type in OUTCOME_CHECKS or (c.type == "called" and c.args)]
     if not outcome:
-        reasons.append("ladder scenario without an outcome check (answer, tool result, called with args, asked, row, note or task)")
+        reasons.append(
+            "ladder scenario without an outcome check (answer, tool result, called with args, asked, row, note or task)"
+        )
     return reasons
 
 
 def _one_write_reasons(s: Scenario) -> list[str]:
     if ladder_level(s) is None:
         return []
-    passing = [a.name for a in PLAUSIBLE_WRITERS if a.applies(s) and run_scenario(s, a.policy(s), transcript=False).passed]
+    passing = [
+        a.name for a in PLAUSIBLE_WRITERS if a.applies(s) and run_scenario(s, a.policy(s), transcript=False).passed
+    ]
     return [f"ladder scenario passes with the {name} agent" for name in passing]
 
 

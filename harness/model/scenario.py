@@ -91,7 +91,9 @@ class WorldSpec(Strict):
         path = (info.context or {}).get("scenario_path")
         root = find_fixtures_root(Path(path) if path else None)
         if root is None:
-            raise ValueError("no fixtures/ folder above the scenario (mount it beside the scenarios, or set HARNESS_FIXTURES)")
+            raise ValueError(
+                "no fixtures/ folder above the scenario (mount it beside the scenarios, or set HARNESS_FIXTURES)"
+            )
         try:
             self._loaded = self._load_sets(root)
         except FixtureError as exc:

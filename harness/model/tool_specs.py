@@ -85,10 +85,22 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             mode={"enum": ["replace", "append"]},
         ),
         _spec("search", "search notes, table rows and tasks", None, query=STRING),
-        _spec("task_add", "give a task to a teammate or to 'you' (the owner)", "to", to=STRING, title=STRING, details=STRING),
+        _spec(
+            "task_add",
+            "give a task to a teammate or to 'you' (the owner)",
+            "to",
+            to=STRING,
+            title=STRING,
+            details=STRING,
+        ),
         _spec("web_fetch", "fetch a web page", "url", url=STRING),
         _spec("ask", "ask the owner a question and wait for the answer", None, question=STRING),
-        _spec("remember", "save a fact for future runs (max 200 characters)", None, fact={"type": "string", "maxLength": 200}),
+        _spec(
+            "remember",
+            "save a fact for future runs (max 200 characters)",
+            None,
+            fact={"type": "string", "maxLength": 200},
+        ),
         _spec(
             "follow_up",
             "schedule a follow-up run in 5-10080 minutes",
@@ -98,7 +110,12 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         ),
         _spec("finish", "end the run with a short summary for the owner", None, summary=STRING),
         _spec("current_directory", "the folder you are in", None),
-        _spec("list_directory", "list a folder's files and folders; path null for the current folder", None, path=NULLABLE_STRING),
+        _spec(
+            "list_directory",
+            "list a folder's files and folders; path null for the current folder",
+            None,
+            path=NULLABLE_STRING,
+        ),
         _spec("read_file", "read a text file", None, path=STRING),
         _spec(
             "find_files",
@@ -123,7 +140,9 @@ TOOL_SPECS: dict[str, ToolSpec] = {
 FILE_TOOLS = frozenset({"current_directory", "list_directory", "read_file", "find_files"})
 WEATHER_TOOLS = frozenset({"get_weather"})
 WEB_TOOLS = frozenset({"web_search", "open_url", "follow_link"})
-WRITE_TOOLS = frozenset({"table_create", "table_add", "table_update", "note_write", "task_add", "remember", "follow_up"})
+WRITE_TOOLS = frozenset(
+    {"table_create", "table_add", "table_update", "note_write", "task_add", "remember", "follow_up"}
+)
 # Tools that read or look data up (everything but the writes, ask and finish): partial credit's
 # "gathered the right data" counts these among a scenario's reference steps.
 LOOKUP_TOOLS = frozenset(TOOL_SPECS) - WRITE_TOOLS - {"ask", "finish"}

@@ -78,7 +78,9 @@ def _operator_holds(op: str, arg: Any, actual: Any) -> bool:
     if op == "in":
         return isinstance(arg, list) and any(matches(option, actual) for option in arg)
     if op == "nonempty":
-        present = actual is not None and (bool(actual) if isinstance(actual, (list, dict)) else as_text(actual).strip() != "")
+        present = actual is not None and (
+            bool(actual) if isinstance(actual, (list, dict)) else as_text(actual).strip() != ""
+        )
         return present == bool(arg)
     number, bound = as_decimal(actual), as_decimal(arg)
     if number is None or bound is None:

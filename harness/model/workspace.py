@@ -135,7 +135,9 @@ class Workspace:
 
     @classmethod
     def from_spec(cls, spec: WorkspaceSpec, clock: PinnedClock | None = None) -> Workspace:
-        ws = cls(agents=list(spec.agents), rules=list(spec.rules), clock=clock or PinnedClock(), world=spec.loaded_world())
+        ws = cls(
+            agents=list(spec.agents), rules=list(spec.rules), clock=clock or PinnedClock(), world=spec.loaded_world()
+        )
         for t in spec.tables:
             table = ws.create_table(t.name, list(t.columns))
             for values in t.rows:

@@ -73,12 +73,16 @@ def write_json(path: str | Path, result: ProbeResult) -> None:
     """Write one result atomically (temporary file in the same folder, then rename)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(result.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, path)
 
 
 def _http(base_url: str, timeout: float) -> httpx.Client:
-    return httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), trust_env=False)
+    return httpx.Client(
+        base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), trust_env=False
+    )
 
 
 def _request(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -115,7 +119,9 @@ def action_ready(args: argparse.Namespace) -> tuple[ReadyResult, int]:
                 last_status = response.status_code
                 last_error = None
                 if response.status_code == 200:
-                    return ReadyResult(ok=True, ready=True, status=200, seconds=round(time.monotonic() - started, 3), polls=polls), EXIT_OK
+                    return ReadyResult(
+                        ok=True, ready=True, status=200, seconds=round(time.monotonic() - started, 3), polls=polls
+                    ), EXIT_OK
             except httpx.HTTPError as error:
                 last_error = f"{type(error).__name__}: {error}"
             if time.monotonic() >= deadline:
@@ -211,14 +217,22 @@ def action_ollama_load(args: argparse.Namespace) -> tuple[OllamaLoadResult, int]
         elif head.status_code != 200:
             why = f"HEAD /api/blobs/{digest} answered HTTP {head.status_code}"
             return OllamaLoadResult(ok=False, stage="blob", status=head.status_code, error=why), EXIT_OK
-        request = {"model": args.name, "files": {"model.gguf": digest}, "template": template, "parameters": parameters, "stream": False}
+        request = {
+            "model": args.name,
+            "files": {"model.gguf": digest},
+            "template": template,
+            "parameters": parameters,
+            "stream": False,
+        }
         if args.system is not None:
             request["system"] = args.system
         create = _request(http, "POST", "/api/create", json=request)
         body = _json_body(create)
         if create.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
             why = f"POST /api/create answered HTTP {create.status_code}: {create.text[:300]}"
-            return OllamaLoadResult(ok=False, stage="create", status=create.status_code, uploaded=uploaded, error=why), EXIT_OK
+            return OllamaLoadResult(
+                ok=False, stage="create", status=create.status_code, uploaded=uploaded, error=why
+            ), EXIT_OK
         show = _request(http, "POST", "/api/show", json={"model": args.name})
         shown = _json_body(show) if show.status_code == 200 else None
     return OllamaLoadResult(
@@ -280,7 +294,10 @@ def judge(attempts: list[GateAttempt], *, required: int, max_seconds: float, min
     speeds = [a.tokens_per_second for a in attempts if a.tokens_per_second is not None]
     passed = good >= required
     if passed:
-        reason = f"{good} of {len(attempts)} attempts within {max_seconds:g}s per step and at least {min_tps:g} tokens/s (needed {required})"
+        reason = (
+            f"{good} of {len(attempts)} attempts within {max_seconds:g}s per step "
+            f"and at least {min_tps:g} tokens/s (needed {required})"
+        )
     else:
         first = next((a.reason for a in attempts if not a.ok), None) or "no attempts"
         reason = f"only {good} of {len(attempts)} attempts passed (needed {required}); first failure: {first}"
@@ -369,7 +386,12 @@ def action_gate(args: argparse.Namespace) -> tuple[GateProbeResult, int]:
         api=args.api,
         model=args.model,
         protocol=args.protocol,
-        thresholds=GateThresholds(max_seconds_per_step=args.max_seconds, min_tokens_per_second=args.min_tps, attempts=args.attempts, required=args.required),
+        thresholds=GateThresholds(
+            max_seconds_per_step=args.max_seconds,
+            min_tokens_per_second=args.min_tps,
+            attempts=args.attempts,
+            required=args.required,
+        ),
         warmup=warmup,
         attempts=attempts,
         total_seconds=round(time.monotonic() - started, 3),
@@ -394,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
         sub = actions.add_parser(name, help=help_)
-        sub.add_argument("--base-url", required=True, help="the engine as seen inside the namespace, e.g. http://127.0.0.1:8080")
+        sub.add_argument(
+            "--base-url", required=True, help="the engine as seen inside the namespace, e.g. http://127.0.0.1:8080"
+        )
         sub.add_argument("--out", required=True, help="file to write the JSON result to")
         sub.add_argument("--request-timeout", type=float, default=30.0, help="seconds per HTTP request")
         return sub
@@ -438,9 +462,16 @@ def add_audit_parser(actions: argparse._SubParsersAction[_Parser]) -> None:
     audit.add_argument("--outside", default="1.1.1.1:443", help="an outside HOST:PORT to try a TCP connection to")
     audit.add_argument("--dns-name", default="example.com", help="a name to try to resolve")
     audit.add_argument("--gateway", action="append", default=[], help="the host's default gateway address (repeatable)")
-    audit.add_argument("--read-only", action="append", default=[], help="a read-only mount to try writing into (repeatable)")
+    audit.add_argument(
+        "--read-only", action="append", default=[], help="a read-only mount to try writing into (repeatable)"
+    )
     audit.add_argument("--max-forks", type=int, default=4096, help="stop the fork bomb here if no limit stops it first")
-    audit.add_argument("--memory", choices=["allocate", "read"], default="allocate", help="allocate past the memory limit, or (engines) read that it is set")
+    audit.add_argument(
+        "--memory",
+        choices=["allocate", "read"],
+        default="allocate",
+        help="allocate past the memory limit, or (engines) read that it is set",
+    )
 
 
 def action_audit(args: argparse.Namespace) -> tuple[AuditResult, int]:
@@ -477,7 +508,10 @@ def main(argv: list[str] | None = None) -> int:
     except ProbeInputError as error:
         result, code = ProbeResult(action=args.action, ok=False, error=str(error)), EXIT_BAD_INPUT
     except Unreachable as error:
-        result, code = ProbeResult(action=args.action, ok=False, error=f"engine unreachable: {error}"), EXIT_ENGINE_UNREACHABLE
+        result, code = (
+            ProbeResult(action=args.action, ok=False, error=f"engine unreachable: {error}"),
+            EXIT_ENGINE_UNREACHABLE,
+        )
     try:
         write_json(args.out, result)
     except OSError as error:

@@ -41,7 +41,9 @@ class AuditOptions(BaseModel):
     read_only: list[str] = []
     max_forks: int = 4096
     max_alloc_mib: int = 16384
-    memory: Literal["allocate", "read"] = "allocate"  # read: an engine's limit, sized for its model, is read, not exceeded
+    memory: Literal["allocate", "read"] = (
+        "allocate"  # read: an engine's limit, sized for its model, is read, not exceeded
+    )
     timeout_s: float = 3.0
 
 
@@ -58,7 +60,9 @@ def run_audit(options: AuditOptions) -> SandboxAudit:
         check_write_outside(options.output_dir, options.read_only),
         check_docker_socket(),
         check_tcp("tcp_outside", [options.outside], options.timeout_s),
-        check_tcp("tcp_gateway", [f"{g}:{options.gateway_port}" for g in gateway_targets(options.gateways)], options.timeout_s),
+        check_tcp(
+            "tcp_gateway", [f"{g}:{options.gateway_port}" for g in gateway_targets(options.gateways)], options.timeout_s
+        ),
         check_dns(options.dns_name, options.timeout_s),
     ]
     return SandboxAudit(items=items, uid=os.getuid(), seconds=round(time.monotonic() - started, 3))
@@ -146,11 +150,15 @@ def try_write(folder: str) -> str | None:
 
 def check_write_root() -> AuditItem:
     written = try_write("/")
-    return item("write_root", written is None, f"wrote {written}" if written else "the root filesystem refused a new file")
+    return item(
+        "write_root", written is None, f"wrote {written}" if written else "the root filesystem refused a new file"
+    )
 
 
 def check_write_outside(output_dir: str, read_only: list[str]) -> AuditItem:
-    targets = [t for t in (*WRITE_TARGETS, *read_only) if not t.startswith(output_dir.rstrip("/") + "/") and t != output_dir]
+    targets = [
+        t for t in (*WRITE_TARGETS, *read_only) if not t.startswith(output_dir.rstrip("/") + "/") and t != output_dir
+    ]
     written = [path for path in (try_write(t) for t in targets) if path]
     if written:
         return item("write_outside_output", False, f"wrote {', '.join(written)}")
@@ -260,7 +268,12 @@ def check_memory(max_alloc_mib: int) -> AuditItem:
     """Allocate (and touch) the memory limit plus 256 MiB in a child; blocked when the child dies."""
     limit = memory_limit()
     if limit is None or limit > max_alloc_mib * MIB:
-        return item("memory_limit", False, f"no memory limit at or below {max_alloc_mib} MiB visible in the cgroup; not attempted", attempted=False)
+        return item(
+            "memory_limit",
+            False,
+            f"no memory limit at or below {max_alloc_mib} MiB visible in the cgroup; not attempted",
+            attempted=False,
+        )
     target = limit + 256 * MIB
     pid = os.fork()
     if pid == 0:

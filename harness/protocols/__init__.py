@@ -19,7 +19,17 @@ from harness.protocols.json_schema import JsonSchemaPolicy
 from harness.protocols.native_tools import NativeToolsPolicy
 from harness.protocols.react import ReactPolicy
 
-__all__ = ["PROTOCOLS", "ChatPolicy", "JsonPromptPolicy", "JsonSchemaPolicy", "NativeToolsPolicy", "ReactPolicy", "make_policy", "probe_turn", "round_trip"]
+__all__ = [
+    "PROTOCOLS",
+    "ChatPolicy",
+    "JsonPromptPolicy",
+    "JsonSchemaPolicy",
+    "NativeToolsPolicy",
+    "ReactPolicy",
+    "make_policy",
+    "probe_turn",
+    "round_trip",
+]
 
 PROTOCOLS: dict[str, type[ChatPolicy]] = {
     "json_schema": JsonSchemaPolicy,
@@ -34,7 +44,9 @@ def make_policy(protocol: str, client: Any, **options: Any) -> ChatPolicy:
     return PROTOCOLS[protocol](client, **options)
 
 
-def round_trip(protocol: str, client: Any, turn: Turn | None = None, *, max_tokens: int = 64, seed: int | None = None) -> tuple[Any, Step | str]:
+def round_trip(
+    protocol: str, client: Any, turn: Turn | None = None, *, max_tokens: int = 64, seed: int | None = None
+) -> tuple[Any, Step | str]:
     """One request under ``protocol`` (no retry): the client's ChatReply and the Step or the
     reason it is invalid. Used by the latency gate. Engine failures raise EngineError."""
     return make_policy(protocol, client, max_tokens=max_tokens, seed=seed).round_trip(turn or probe_turn())

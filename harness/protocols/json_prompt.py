@@ -172,7 +172,9 @@ def parse_prompted_step(content: str, turn: Turn) -> Parsed:
     try:
         repaired = read_json_object(content)
     except RepairError as exc:
-        return Parsed(problem=no_call(content, turn, str(exc)) if "{" not in content else Reject(str(exc), "invalid_syntax"))
+        return Parsed(
+            problem=no_call(content, turn, str(exc)) if "{" not in content else Reject(str(exc), "invalid_syntax")
+        )
     parsed = step_from_value(repaired.value, step_schema(turn.agent.tools, turn.tables))
     if isinstance(parsed, Step):
         return Parsed(step=parsed, repairs=repaired.repairs)

@@ -49,10 +49,14 @@ __all__ = [
 PROTOCOL = "json_schema"
 SCHEMA_NAME = "agent_step"
 
-STEP_FORMAT = 'Reply with one JSON object only: {"thought": "<one short sentence>", "tool": "<tool name>", "args": {...}}. Give every argument; use null where an argument allows it.'
+STEP_FORMAT = (
+    'Reply with one JSON object only: {"thought": "<one short sentence>", "tool": "<tool name>", "args": {...}}. '
+    "Give every argument; use null where an argument allows it."
+)
 
 RETRY_TEMPLATE = (
-    'Your reply was not a valid step: {problem}. Reply again with one JSON object {{"thought": ..., "tool": ..., "args": {{...}}}} that follows the schema.'
+    "Your reply was not a valid step: {problem}. "
+    'Reply again with one JSON object {{"thought": ..., "tool": ..., "args": {{...}}}} that follows the schema.'
 )
 
 
@@ -110,10 +114,14 @@ def _classify(value: Any, schema: dict[str, Any]) -> tuple[str, str | None]:
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
         return "invalid_syntax", None
     tool = value["tool"]
-    branches = [b for b in schema.get("anyOf", [schema]) if (b.get("properties", {}).get("tool") or {}).get("const") == tool]
+    branches = [
+        b for b in schema.get("anyOf", [schema]) if (b.get("properties", {}).get("tool") or {}).get("const") == tool
+    ]
     if not branches:
         return "unknown_tool", tool
-    if "args" not in value or first_error(value["args"], {"anyOf": [b["properties"]["args"] for b in branches]}, "$.args"):
+    if "args" not in value or first_error(
+        value["args"], {"anyOf": [b["properties"]["args"] for b in branches]}, "$.args"
+    ):
         return "invalid_arguments", tool
     return "invalid_syntax", tool
 
@@ -123,7 +131,10 @@ def _classify(value: Any, schema: dict[str, Any]) -> tuple[str, str | None]:
 
 def build_messages(turn: Turn) -> list[dict[str, Any]]:
     """System prompt, the task, then one assistant/user pair per step taken so far."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(turn, STEP_FORMAT)}, {"role": "user", "content": turn.task}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt(turn, STEP_FORMAT)},
+        {"role": "user", "content": turn.task},
+    ]
     for item, result in zip(turn.history, result_texts(turn), strict=True):
         messages.append({"role": "assistant", "content": dumps_compact(step_dict(item))})
         messages.append({"role": "user", "content": result})
@@ -132,7 +143,10 @@ def build_messages(turn: Turn) -> list[dict[str, Any]]:
 
 
 def json_retry_messages(call: ModelCall) -> list[dict[str, Any]]:
-    return [{"role": "assistant", "content": call.raw}, {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)}]
+    return [
+        {"role": "assistant", "content": call.raw},
+        {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)},
+    ]
 
 
 # ---------------------------------------------------------------------------- policy
@@ -160,7 +174,9 @@ class JsonSchemaPolicy(ChatPolicy):
 # ---------------------------------------------------------------------------- probes
 
 
-def round_trip(client: Any, turn: Turn | None = None, *, max_tokens: int = 64, seed: int | None = None) -> tuple[Any, Step | str]:
+def round_trip(
+    client: Any, turn: Turn | None = None, *, max_tokens: int = 64, seed: int | None = None
+) -> tuple[Any, Step | str]:
     """One schema-constrained request: (the client's ChatReply, the parsed Step or the reason it
     is invalid). Engine failures raise EngineError."""
     return JsonSchemaPolicy(client, max_tokens=max_tokens, seed=seed).round_trip(turn or probe_turn())

@@ -5,8 +5,9 @@
   parameters}}`` per agent tool, built from ``harness.tools.TOOL_SPECS`` (description: the
   tool's summary; parameters: its argument schema in this workspace, exactly the one json_schema
   decodes under: table names narrowed to existing tables, ``table_add``/``table_update`` rows
-  with the table's columns, ``anyOf`` one variant per table when there are several), and ``tool_choice: "auto"``. llama.cpp must run with ``--jinja`` so the
-  model's own chat template formats the tools and the calls. Ollama gets the same ``tools`` on
+  with the table's columns, ``anyOf`` one variant per table when there are several), and
+  ``tool_choice: "auto"``. llama.cpp must run with ``--jinja`` so the model's own chat template
+  formats the tools and the calls. Ollama gets the same ``tools`` on
   ``/api/chat``.
 - Reply: the calls in ``message.tool_calls``. No call is invalid (text that merely describes a
   call is not a call). Arguments must be one JSON object that fits the parameters sent.
@@ -33,7 +34,17 @@ from typing import Any
 from harness.agent.policy import HistoryItem, ModelCall, Step, Turn
 from harness.clients.openai_compat import ToolCall
 from harness.io.strict_json import StrictJSONError, dumps_compact, loads_strict
-from harness.protocols.base import ChatPolicy, Parsed, Reject, args_schema, check_call, next_step_line, no_call, result_texts, system_prompt
+from harness.protocols.base import (
+    ChatPolicy,
+    Parsed,
+    Reject,
+    args_schema,
+    check_call,
+    next_step_line,
+    no_call,
+    result_texts,
+    system_prompt,
+)
 from harness.tools import TOOL_SPECS
 
 PROTOCOL = "native_tools"
@@ -48,7 +59,10 @@ def openai_tools(turn: Turn) -> list[dict[str, Any]]:
 
 def _function(name: str, turn: Turn) -> dict[str, Any]:
     schema = args_schema(name, list(turn.tables))
-    return {"type": "function", "function": {"name": name, "description": TOOL_SPECS[name].summary, "parameters": schema}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": TOOL_SPECS[name].summary, "parameters": schema},
+    }
 
 
 def call_id(step_number: int) -> str:
@@ -65,7 +79,11 @@ def history_messages(turn: Turn) -> list[dict[str, Any]]:
 
 def assistant_call(item: HistoryItem, identifier: str) -> dict[str, Any]:
     function = {"name": item.step.tool, "arguments": dumps_compact(item.step.args)}
-    return {"role": "assistant", "content": item.step.thought, "tool_calls": [{"id": identifier, "type": "function", "function": function}]}
+    return {
+        "role": "assistant",
+        "content": item.step.thought,
+        "tool_calls": [{"id": identifier, "type": "function", "function": function}],
+    }
 
 
 def tool_result(item: HistoryItem) -> str:
@@ -73,7 +91,9 @@ def tool_result(item: HistoryItem) -> str:
 
 
 def build_native_messages(turn: Turn) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(turn, NATIVE_FORMAT, list_tools=False)}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt(turn, NATIVE_FORMAT, list_tools=False)}
+    ]
     messages.append({"role": "user", "content": turn.task})
     messages += history_messages(turn)
     messages[-1]["content"] += next_step_line(turn)
@@ -89,9 +109,17 @@ def parse_tool_calls(content: str, calls: list[ToolCall], turn: Turn) -> Parsed:
     try:
         args = loads_strict(first.arguments or "{}")
     except StrictJSONError as exc:
-        return Parsed(problem=Reject(f"arguments of {first.name!r} are not JSON: {exc}", "invalid_syntax", first.name), ignored_calls=rest, raw=raw)
+        return Parsed(
+            problem=Reject(f"arguments of {first.name!r} are not JSON: {exc}", "invalid_syntax", first.name),
+            ignored_calls=rest,
+            raw=raw,
+        )
     if not isinstance(args, dict):
-        return Parsed(problem=Reject(f"arguments of {first.name!r} are not a JSON object", "invalid_syntax", first.name), ignored_calls=rest, raw=raw)
+        return Parsed(
+            problem=Reject(f"arguments of {first.name!r} are not a JSON object", "invalid_syntax", first.name),
+            ignored_calls=rest,
+            raw=raw,
+        )
     step = check_call(first.name, args, content.strip(), turn)
     if isinstance(step, Step):
         return Parsed(step=step, ignored_calls=rest, raw=raw)
@@ -102,7 +130,9 @@ def recorded_reply(content: str, calls: list[ToolCall]) -> str:
     """The reply as recorded: its text, or its text and calls (engine ids left out) as JSON."""
     if not calls:
         return content
-    return dumps_compact({"content": content, "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls]})
+    return dumps_compact(
+        {"content": content, "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls]}
+    )
 
 
 class NativeToolsPolicy(ChatPolicy):
@@ -120,4 +150,7 @@ class NativeToolsPolicy(ChatPolicy):
         return parse_tool_calls(answer.content, list(answer.tool_calls), turn)
 
     def retry_messages(self, call: ModelCall) -> list[dict[str, Any]]:
-        return [{"role": "assistant", "content": call.raw}, {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)}]
+        return [
+            {"role": "assistant", "content": call.raw},
+            {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)},
+        ]

@@ -45,21 +45,34 @@ from typing import Any
 
 from harness.agent.policy import HistoryItem, ModelCall, Step, Turn
 from harness.io.strict_json import StrictJSONError, dumps_compact, loads_strict
-from harness.protocols.base import ChatPolicy, Parsed, Reject, check_call, next_step_line, no_call, result_texts, system_prompt
+from harness.protocols.base import (
+    ChatPolicy,
+    Parsed,
+    Reject,
+    check_call,
+    next_step_line,
+    no_call,
+    result_texts,
+    system_prompt,
+)
 
 PROTOCOL = "react"
 STOP = ["Observation:", "\nObservation"]
 MARKERS = ("Thought:", "Action:", "Action Input:", "Observation", "Final Answer:")
 FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
-REACT_FORMAT = """Reply in exactly this format, one action per reply:
-Thought: <one short sentence>
-Action: <one tool name only, without arguments>
-Action Input: <the tool's arguments as one JSON object on this line, every argument given, null where allowed>
-Write nothing after the Action Input line: the tool's result comes back to you as an Observation. To end, use Action: finish with Action Input {"summary": "..."}, or write Final Answer: <summary>."""
+REACT_FORMAT = (
+    "Reply in exactly this format, one action per reply:\n"
+    "Thought: <one short sentence>\n"
+    "Action: <one tool name only, without arguments>\n"
+    "Action Input: <the tool's arguments as one JSON object on this line, every argument given, null where allowed>\n"
+    "Write nothing after the Action Input line: the tool's result comes back to you as an Observation. "
+    'To end, use Action: finish with Action Input {"summary": "..."}, or write Final Answer: <summary>.'
+)
 
 RETRY_TEMPLATE = (
-    "Your reply was not valid: {problem}. Reply again as Thought: ..., Action: <tool name>, Action Input: <one JSON object>, or Final Answer: <summary>."
+    "Your reply was not valid: {problem}. "
+    "Reply again as Thought: ..., Action: <tool name>, Action Input: <one JSON object>, or Final Answer: <summary>."
 )
 
 
@@ -86,7 +99,11 @@ def parse_react(text: str, turn: Turn, repairs: list[str] | None = None) -> Step
     first = lines[decisive].lstrip()
     if first.startswith("Final Answer:"):
         answer = "\n".join([first[len("Final Answer:") :], *lines[decisive + 1 :]]).strip()
-        return check_call("finish", {"summary": answer}, thought, turn) if answer else Reject("an empty Final Answer", "invalid_arguments", "finish")
+        return (
+            check_call("finish", {"summary": answer}, thought, turn)
+            if answer
+            else Reject("an empty Final Answer", "invalid_arguments", "finish")
+        )
     tool, taken = action_tool(first[len("Action:") :].strip(), turn)
     if repairs is not None:
         repairs += taken
@@ -143,7 +160,10 @@ def observation(item: HistoryItem) -> str:
 
 
 def build_react_messages(turn: Turn) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(turn, REACT_FORMAT)}, {"role": "user", "content": turn.task}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt(turn, REACT_FORMAT)},
+        {"role": "user", "content": turn.task},
+    ]
     for item, result in zip(turn.history, result_texts(turn, observation), strict=True):
         messages.append({"role": "assistant", "content": action_text(item)})
         messages.append({"role": "user", "content": result})
@@ -165,7 +185,14 @@ class ReactPolicy(ChatPolicy):
     def parse(self, answer: Any, turn: Turn) -> Parsed:
         repairs: list[str] = []
         parsed = parse_react(answer.content, turn, repairs)
-        return Parsed(step=parsed, repairs=repairs) if isinstance(parsed, Step) else Parsed(problem=parsed, repairs=repairs)
+        return (
+            Parsed(step=parsed, repairs=repairs)
+            if isinstance(parsed, Step)
+            else Parsed(problem=parsed, repairs=repairs)
+        )
 
     def retry_messages(self, call: ModelCall) -> list[dict[str, Any]]:
-        return [{"role": "assistant", "content": call.raw}, {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)}]
+        return [
+            {"role": "assistant", "content": call.raw},
+            {"role": "user", "content": RETRY_TEMPLATE.format(problem=call.problem)},
+        ]

@@ -149,7 +149,9 @@ def _no_task(check: cm.NoTaskCheck, ctx: CheckContext) -> Verdict:
 
 
 def _calls(tool: str, args: dict[str, Any] | None, ctx: CheckContext) -> list[dict[str, Any]]:
-    return [r.step.call() for r in ctx.run.steps if r.step.tool == tool and (args is None or matches(args, r.step.args))]
+    return [
+        r.step.call() for r in ctx.run.steps if r.step.tool == tool and (args is None or matches(args, r.step.args))
+    ]
 
 
 def _called(check: cm.CalledCheck, ctx: CheckContext) -> Verdict:
@@ -169,7 +171,9 @@ def _asked(check: cm.AskedCheck, ctx: CheckContext) -> Verdict:
 
 def _approval(check: cm.ApprovalCheck, ctx: CheckContext) -> Verdict:
     """Holds when the owner was asked to approve a call of the tool in this run."""
-    asked = [{"tool": a.tool, "target": a.target, "approved": a.approved} for a in ctx.ws.approvals if a.tool == check.tool]
+    asked = [
+        {"tool": a.tool, "target": a.target, "approved": a.approved} for a in ctx.ws.approvals if a.tool == check.tool
+    ]
     return bool(asked), asked
 
 

@@ -267,11 +267,20 @@ def _reject_of(reply: RecordedReply) -> str:
 def _forbidden_tool(ctx: Context) -> tuple[int | None, str] | None:
     found: list[tuple[int | None, str]] = []
     for failed, check in ctx.failed_of(cm.NotCalledCheck):
-        step = next((s for s in ctx.run.steps if s.tool == check.tool and (check.args is None or matches(check.args, s.args))), None)
-        found.append((step.step, f"{call_text(step)} (check {failed.index}: not_called)") if step else (None, check_text(failed)))
+        step = next(
+            (s for s in ctx.run.steps if s.tool == check.tool and (check.args is None or matches(check.args, s.args))),
+            None,
+        )
+        found.append(
+            (step.step, f"{call_text(step)} (check {failed.index}: not_called)") if step else (None, check_text(failed))
+        )
     for failed, check in ctx.failed_of(cm.UnchangedCheck):
         step = next((s for s in ctx.run.steps if s.status == OK and _writes_to(s, check)), None)
-        found.append((step.step, f"{call_text(step)} changed what {check_text(failed)} keeps") if step else (None, check_text(failed)))
+        found.append(
+            (step.step, f"{call_text(step)} changed what {check_text(failed)} keeps")
+            if step
+            else (None, check_text(failed))
+        )
     for step in ctx.run.steps:
         error = as_text(step.result.get("error"))
         if step.status == REFUSED and error.startswith(DENIED):
@@ -283,8 +292,14 @@ def _forbidden_tool(ctx: Context) -> tuple[int | None, str] | None:
 
 def _writes_to(step: StepEntry, check: cm.UnchangedCheck) -> bool:
     if check.table is not None:
-        return step.tool in ("table_create", "table_add", "table_update") and as_text(step.args.get("table")).strip().casefold() == check.table.casefold()
-    return step.tool == "note_write" and as_text(step.args.get("title")).strip().casefold() == (check.note or "").casefold()
+        return (
+            step.tool in ("table_create", "table_add", "table_update")
+            and as_text(step.args.get("table")).strip().casefold() == check.table.casefold()
+        )
+    return (
+        step.tool == "note_write"
+        and as_text(step.args.get("title")).strip().casefold() == (check.note or "").casefold()
+    )
 
 
 def attempts(run: RunView) -> list[tuple[int, str]]:
@@ -338,7 +353,11 @@ def _wanted_values(check: Any, scenario: Scenario) -> list[str]:
         values = list(check.contains)
     elif isinstance(check, cm.RowCheck):
         held = _table_values(scenario, check.table)
-        values = [as_text(v) for v in (check.has or check.where).values() if not isinstance(v, dict) and as_text(v).strip().casefold() not in held]
+        values = [
+            as_text(v)
+            for v in (check.has or check.where).values()
+            if not isinstance(v, dict) and as_text(v).strip().casefold() not in held
+        ]
     elif isinstance(check, cm.TaskCheck):
         values = list(check.mentions) + ([check.title_contains] if check.title_contains else [])
     elif isinstance(check, cm.MemoryCheck):
@@ -384,7 +403,10 @@ def _ignored_tool_result(ctx: Context) -> tuple[int | None, str] | None:
                 continue
             holder = next((s for s, text in results if contains_term(text, value)), None)
             if holder is not None:
-                return holder.step, f"{value!r} came back from {call_text(holder)} but is in neither the answer nor the writes"
+                return (
+                    holder.step,
+                    f"{value!r} came back from {call_text(holder)} but is in neither the answer nor the writes",
+                )
     return None
 
 
@@ -413,7 +435,14 @@ def _sources(ctx: Context, results: str) -> str:
     scenario, run = ctx.scenario, ctx.run
     checks = [c.model_dump(mode="json", by_alias=True, exclude={"absent"}) for c in scenario.expect]
     reads = [_json(s.args) for s in run.steps if s.tool not in WRITE_TOOLS and s.tool != "finish"]
-    parts = [results, run.trigger, run.prompt, scenario.workspace.model_dump_json(), _json(scenario.fixtures or {}), _json(checks)]
+    parts = [
+        results,
+        run.trigger,
+        run.prompt,
+        scenario.workspace.model_dump_json(),
+        _json(scenario.fixtures or {}),
+        _json(checks),
+    ]
     if scenario.respond is not None:
         parts.append(scenario.respond.model_dump_json())
     return " ".join(parts + reads)
@@ -463,7 +492,9 @@ assert set(RULES) == set(FAILURE_TYPES), "every failure type has exactly one rul
 # ---------------------------------------------------------------------------- deciding
 
 
-def diagnose(scenario: Scenario, transcript: Iterable[TranscriptEntry], failed: Iterable[FailedCheck]) -> Diagnosis | None:
+def diagnose(
+    scenario: Scenario, transcript: Iterable[TranscriptEntry], failed: Iterable[FailedCheck]
+) -> Diagnosis | None:
     """The failure of a run, or None when it passed (no check failed and the run did not end on
     a configuration or engine failure or a timeout). ``transcript``: the run's entries;
     ``failed``: the checks that did not hold."""
@@ -489,7 +520,9 @@ def _check_model(scenario: Scenario, failed: FailedCheck) -> Any:
 # ---------------------------------------------------------------------------- partial credit
 
 
-def partial_credit(scenario: Scenario, transcript: Iterable[TranscriptEntry], diagnosis: Diagnosis | None) -> float | None:
+def partial_credit(
+    scenario: Scenario, transcript: Iterable[TranscriptEntry], diagnosis: Diagnosis | None
+) -> float | None:
     """The run's score on the Local Agent Bench scale (``SCORES``), the first that holds:
 
     - None: a configuration or engine failure (the model was not measured);

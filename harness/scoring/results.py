@@ -27,5 +27,7 @@ def progress_line(k: int, n: int, result: ScenarioResult) -> str:
 
 def progress_event(k: int, n: int, result: ScenarioResult) -> str:
     """The same progress as one JSON line (``--progress json``), for the orchestrator."""
-    event = ProgressEvent(index=k, total=n, id=result.id, passed=result.passed, failure_type=result.failure_type, seconds=result.seconds)
+    event = ProgressEvent(
+        index=k, total=n, id=result.id, passed=result.passed, failure_type=result.failure_type, seconds=result.seconds
+    )
     return event.model_dump_json()

@@ -64,7 +64,16 @@ from harness.agent.policy import ScriptedPolicy, Step
 from harness.agent.prompts import render_trigger
 from harness.io.inputs import MAX_SCENARIO_BYTES, read_regular
 from harness.io.strict_json import dumps_compact
-from harness.model.scenario import FollowUpTrigger, MessageTrigger, Scenario, ScenarioError, ScheduleTrigger, TaskTrigger, load_scenarios, parse_scenario
+from harness.model.scenario import (
+    FollowUpTrigger,
+    MessageTrigger,
+    Scenario,
+    ScenarioError,
+    ScheduleTrigger,
+    TaskTrigger,
+    load_scenarios,
+    parse_scenario,
+)
 from harness.model.workspace import Workspace
 from harness.protocols.base import PROBE_TASK
 
@@ -84,7 +93,9 @@ RESULTS_COMPARED = 4  # the latest results are sent in full by every protocol
 NEXT_LINE = re.compile(r"\nNext: step \d+ of \d+\.$")
 RUNNER_NOW = re.compile(r"^Now: [^\n]*\n")  # the Tholos runner's clock line before its trigger
 RUNNER_TASK = re.compile(r"^Task #\d+ from ")  # its task trigger: the id is its database's
-RUNNER_RESULT = re.compile(r"^<tool_response>\n(.*)\n</tool_response>$", re.DOTALL)  # how the runner wraps a tool's result
+RUNNER_RESULT = re.compile(
+    r"^<tool_response>\n(.*)\n</tool_response>$", re.DOTALL
+)  # how the runner wraps a tool's result
 MAX_RECORD_BYTES = 64 * 1024**2
 MAX_BODY_BYTES = 16 * 1024**2
 MAX_ARCHIVE_MEMBERS = 10_000
@@ -156,7 +167,9 @@ class Library:
             raise ScriptError(f"no scenario has the trigger {trigger[:80]!r}")
         if RUNNER_NOW.match(first_user) and len(scripts) > 1:
             refused = runner_errors(messages)
-            return max(scripts, key=lambda s: sum(a == b for a, b in zip(s.refusals(len(refused)), refused, strict=True)))
+            return max(
+                scripts, key=lambda s: sum(a == b for a, b in zip(s.refusals(len(refused)), refused, strict=True))
+            )
         seen = "\n".join(_text(m) for m in messages)
         recent = range(max(0, taken - RESULTS_COMPARED), taken)
         matching = [s for s in scripts if all(i < len(s.results) and s.results[i] in seen for i in recent)]
@@ -403,7 +416,9 @@ def generated_tokens(reply: Reply) -> int:
     return max(1, len(reply.content + json.dumps(reply.tool_calls)) // 4)
 
 
-def completion(model: str, reply: Reply, messages: list[dict[str, Any]], spent: tuple[float, float] = (1.0, 1.0)) -> dict[str, Any]:
+def completion(
+    model: str, reply: Reply, messages: list[dict[str, Any]], spent: tuple[float, float] = (1.0, 1.0)
+) -> dict[str, Any]:
     """An OpenAI chat completion body with llama.cpp-style ``timings``: ``spent`` is (prompt ms,
     generation ms). A paced server measures both (finding the step, then the pause that paces its
     reply), so its timings are real durations within the request's and within the bounds
@@ -420,7 +435,11 @@ def completion(model: str, reply: Reply, messages: list[dict[str, Any]], spent: 
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
         "timings": {
             "prompt_n": prompt_tokens,
             "prompt_ms": prompt_ms,
@@ -460,7 +479,9 @@ class Recorder:
             self.written += len(line)
 
 
-def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]], recorder: Recorder | None = None) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    answer: Callable[[dict[str, Any]], dict[str, Any]], recorder: Recorder | None = None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
@@ -506,10 +527,16 @@ def _handler(answer: Callable[[dict[str, Any]], dict[str, Any]], recorder: Recor
     return Handler
 
 
-def serve_command(scenarios: Path, host: str, port: int, fault: str | None, record: Path | None = None, pace: float | None = None) -> int:
+def serve_command(
+    scenarios: Path, host: str, port: int, fault: str | None, record: Path | None = None, pace: float | None = None
+) -> int:
     """``python -m harness scripted-engine``: serve until interrupted."""
     engine = ScriptedEngine(scenarios, fault=fault, host=host, port=port, record=record, pace=pace)
-    print(f"scripted engine: {len(engine.library)} scenarios on {engine.base_url}" + (f", fault {fault}" if fault else ""), flush=True)
+    print(
+        f"scripted engine: {len(engine.library)} scenarios on {engine.base_url}"
+        + (f", fault {fault}" if fault else ""),
+        flush=True,
+    )
     try:
         engine.serve_forever()
     finally:

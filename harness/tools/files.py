@@ -11,7 +11,18 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from harness.model.fixtures import FileNode, FileTree
-from harness.tools.context import OK, REFUSED, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, file_tree, world_of
+from harness.tools.context import (
+    OK,
+    REFUSED,
+    Handler,
+    Result,
+    ToolContext,
+    ToolFailure,
+    ToolOutcome,
+    bounded,
+    file_tree,
+    world_of,
+)
 
 MAX_PATH_CHARS = 300
 MAX_LISTED = 100
@@ -95,8 +106,17 @@ def find_files(ctx: ToolContext, pattern: str, path: str | None) -> ToolOutcome:
     tree, parts, node = _target(ctx, path)
     if node.kind != "dir":
         raise ToolFailure(f"not a directory: {tree.display(parts)}")
-    found = [tree.display(key) for key in sorted(tree.nodes) if len(key) > len(parts) and key[: len(parts)] == parts and _name_matches(key, parts, wanted)]
-    result: Result = {"pattern": pattern.strip(), "path": tree.display(parts), "matches": found[:MAX_FOUND], "count": len(found)}
+    found = [
+        tree.display(key)
+        for key in sorted(tree.nodes)
+        if len(key) > len(parts) and key[: len(parts)] == parts and _name_matches(key, parts, wanted)
+    ]
+    result: Result = {
+        "pattern": pattern.strip(),
+        "path": tree.display(parts),
+        "matches": found[:MAX_FOUND],
+        "count": len(found),
+    }
     if not found:
         result["note"] = "nothing matches; patterns use * and ? on names, like *.csv"
     elif len(found) > MAX_FOUND:

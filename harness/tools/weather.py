@@ -44,7 +44,10 @@ def find_city(weather: WeatherSet, query: str) -> City:
         return found[0]
     if found:
         options = "; ".join(_label(c) for c in found)
-        raise ToolFailure(f"{len(found)} cities are called {query.strip()!r}: {options}. Give the region too, like {_label(found[0])!r}")
+        raise ToolFailure(
+            f"{len(found)} cities are called {query.strip()!r}: {options}. "
+            f"Give the region too, like {_label(found[0])!r}"
+        )
     known = {normalized(c.name): c.name for c in weather.cities}
     close = difflib.get_close_matches(wanted.split(",")[0].strip(), sorted(known), n=3, cutoff=0.75)
     hint = f"; did you mean {', '.join(known[c] for c in close)}?" if close else ""
@@ -57,7 +60,11 @@ def get_weather(ctx: ToolContext, city: str, days: int | None) -> ToolOutcome:
     forecast = found.forecast
     result: Result = {
         "location": _label(found),
-        **{k: forecast[k] for k in ("latitude", "longitude", "timezone", "utc_offset_seconds", "elevation") if k in forecast},
+        **{
+            k: forecast[k]
+            for k in ("latitude", "longitude", "timezone", "utc_offset_seconds", "elevation")
+            if k in forecast
+        },
         "current_units": forecast["current_units"],
         "current": forecast["current"],
     }

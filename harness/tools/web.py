@@ -19,13 +19,36 @@ import re
 from urllib.parse import urldefrag, urljoin
 
 from harness.model.fixtures import page_key
-from harness.tools.context import OK, REFUSED, Browser, Handler, Result, ToolContext, ToolFailure, ToolOutcome, bounded, web_set
-from harness.tools.pages import UNTRUSTED_NOTE, FetchRefused, PageNotFound, collapse_whitespace, fetch, host_of, is_test_host, page_links, reduce_html
+from harness.tools.context import (
+    OK,
+    REFUSED,
+    Browser,
+    Handler,
+    Result,
+    ToolContext,
+    ToolFailure,
+    ToolOutcome,
+    bounded,
+    web_set,
+)
+from harness.tools.pages import (
+    UNTRUSTED_NOTE,
+    FetchRefused,
+    PageNotFound,
+    collapse_whitespace,
+    fetch,
+    host_of,
+    is_test_host,
+    page_links,
+    reduce_html,
+)
 
 MAX_URL_CHARS = 300
 MAX_QUERY_CHARS = 200
 SEARCH_RESULTS = 5
-STOP_WORDS = frozenset({"a", "an", "and", "the", "of", "in", "on", "for", "to", "is", "what", "how", "with", "at", "by"})
+STOP_WORDS = frozenset(
+    {"a", "an", "and", "the", "of", "in", "on", "for", "to", "is", "what", "how", "with", "at", "by"}
+)
 
 
 def check_sandbox(url: str) -> None:
@@ -62,7 +85,8 @@ def web_search(ctx: ToolContext, query: str) -> ToolOutcome:
     scored = [(_score(entry.title, entry.url, entry.snippet, terms), i) for i, entry in enumerate(web.index)]
     ranked = sorted((-score, i) for score, i in scored if score > 0)[:SEARCH_RESULTS]
     results = [
-        {"rank": rank, "title": web.index[i].title, "url": web.index[i].url, "snippet": web.index[i].snippet} for rank, (_, i) in enumerate(ranked, start=1)
+        {"rank": rank, "title": web.index[i].title, "url": web.index[i].url, "snippet": web.index[i].snippet}
+        for rank, (_, i) in enumerate(ranked, start=1)
     ]
     result: Result = {"query": query.strip(), "results": results}
     if not results:
@@ -119,4 +143,9 @@ def _open(ctx: ToolContext, url: str) -> ToolOutcome:
     return ToolOutcome(OK, {"url": url, "title": title, "text": text, "links": links, "untrusted": UNTRUSTED_NOTE})
 
 
-HANDLERS: dict[str, Handler] = {"web_fetch": web_fetch, "web_search": web_search, "open_url": open_url, "follow_link": follow_link}
+HANDLERS: dict[str, Handler] = {
+    "web_fetch": web_fetch,
+    "web_search": web_search,
+    "open_url": open_url,
+    "follow_link": follow_link,
+}

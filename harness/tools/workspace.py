@@ -141,7 +141,9 @@ def note_write(ctx: ToolContext, title: str, text: str, mode: str) -> ToolOutcom
     else:
         read_version = ctx.ws.note_read_version(ctx.agent, note)
         if read_version != note.version:
-            reason = "read the note before replacing it" if read_version is None else "the note changed since you read it"
+            reason = (
+                "read the note before replacing it" if read_version is None else "the note changed since you read it"
+            )
             current = {"title": note.title, "version": note.version, "body": note.body}
             return ToolOutcome(CONFLICT, {"conflict": f"{reason}; read it again, then retry", "current": current})
         note.write(text)
