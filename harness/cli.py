@@ -294,7 +294,7 @@ def _probe(argv: list[str]) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != "harness.probe":
             raise
-        return _fail("error: the probe command is not available (harness/probe/actions.py is missing)")
+        return _fail("error: the probe command is not available (harness/probe/ is missing)")
     return int(probe.main(argv) or 0)
 
 

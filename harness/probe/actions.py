@@ -13,7 +13,9 @@ Actions:
                   protocol; pass when at least r are valid steps within the thresholds
   audit           sandbox audit: try every escape from inside (harness.probe.audit), record each
 
-Each action writes its result model (``harness.contracts``: ``ReadyResult``, ``PropsResult``, ...)
+This module holds the engine actions (ready, props, the Ollama ones) and the result's writing;
+``harness.probe.gate`` the gate, ``harness.probe.audit`` the audit, ``harness.probe.cli`` the
+parser and ``main``. Each action writes its result model (``harness.contracts``: ``ReadyResult``, ``PropsResult``, ...)
 as one JSON object to ``--out`` atomically. Exit status (``harness.contracts``): ``EXIT_OK`` the
 probe ran (the result says pass or fail), ``EXIT_BAD_INPUT``, ``EXIT_ENGINE_UNREACHABLE``. Stdlib,
 httpx and pydantic only.
@@ -24,26 +26,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
-import statistics
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from harness.contracts import (
-    EXIT_BAD_INPUT,
     EXIT_ENGINE_UNREACHABLE,
     EXIT_OK,
-    AuditResult,
-    GateAttempt,
-    GateProbeResult,
-    GateThresholds,
-    GateVerdict,
     OllamaLoadResult,
     OllamaShowResult,
     OllamaVersionResult,
@@ -53,7 +46,7 @@ from harness.contracts import (
 )
 
 if TYPE_CHECKING:
-    from harness.clients.openai_compat import HttpClient
+    pass
 
 CHUNK = 1024 * 1024
 
@@ -265,262 +258,3 @@ def action_ollama_show(args: argparse.Namespace) -> tuple[OllamaShowResult, int]
         error = f"POST /api/show answered HTTP {response.status_code}: {response.text[:300]}"
         return OllamaShowResult(ok=False, status=response.status_code, error=error), EXIT_OK
     return OllamaShowResult(ok=True, show=_show_summary(body)), EXIT_OK
-
-
-# ---------------------------------------------------------------- gate
-
-
-def tokens_per_second(timings: dict[str, Any] | None) -> float | None:
-    """The engine's own generation speed: llama.cpp (and our Ollama client) ``predicted_per_second``."""
-    if not timings:
-        return None
-    value = timings.get("predicted_per_second")
-    if isinstance(value, (int, float)) and value > 0:
-        return float(value)
-    n, ms = timings.get("predicted_n"), timings.get("predicted_ms")
-    if isinstance(n, (int, float)) and isinstance(ms, (int, float)) and ms > 0:
-        return n * 1000.0 / ms
-    return None
-
-
-def judge(attempts: list[GateAttempt], *, required: int, max_seconds: float, min_tps: float) -> GateVerdict:
-    """Mark each attempt ok or not (with its reason) and decide the gate. Pure: also used on the host."""
-    for attempt in attempts:
-        reasons = attempt_problems(attempt, max_seconds=max_seconds, min_tps=min_tps)
-        attempt.ok = not reasons
-        attempt.reason = "; ".join(reasons) if reasons else None
-    good = sum(1 for a in attempts if a.ok)
-    timed = [a.seconds for a in attempts if not a.error and a.seconds is not None]
-    speeds = [a.tokens_per_second for a in attempts if a.tokens_per_second is not None]
-    passed = good >= required
-    if passed:
-        reason = (
-            f"{good} of {len(attempts)} attempts within {max_seconds:g}s per step "
-            f"and at least {min_tps:g} tokens/s (needed {required})"
-        )
-    else:
-        first = next((a.reason for a in attempts if not a.ok), None) or "no attempts"
-        reason = f"only {good} of {len(attempts)} attempts passed (needed {required}); first failure: {first}"
-    return GateVerdict(
-        passed=passed,
-        reason=reason,
-        passed_attempts=good,
-        median_seconds=statistics.median(timed) if timed else None,
-        median_tokens_per_second=statistics.median(speeds) if speeds else None,
-    )
-
-
-def attempt_problems(attempt: GateAttempt, *, max_seconds: float, min_tps: float) -> list[str]:
-    if attempt.error:
-        return [attempt.error]
-    reasons = []
-    if not attempt.valid_step:
-        reasons.append(f"invalid step: {attempt.problem}")
-    if attempt.seconds is None:
-        reasons.append("no time")
-    elif not math.isfinite(attempt.seconds) or attempt.seconds > max_seconds:
-        reasons.append(f"{attempt.seconds:.2f}s > {max_seconds:g}s per step")
-    if attempt.tokens_per_second is None:
-        reasons.append("the engine reported no generation speed")
-    elif not math.isfinite(attempt.tokens_per_second) or attempt.tokens_per_second < min_tps:
-        reasons.append(f"{attempt.tokens_per_second:.1f} tokens/s < {min_tps:g}")
-    return reasons
-
-
-def _gate_client(args: argparse.Namespace) -> HttpClient:
-    if args.api == "ollama":
-        from harness.clients.ollama import OllamaClient
-
-        return OllamaClient(args.base_url, args.model, timeout=args.request_timeout, num_ctx=args.num_ctx)
-    from harness.clients.openai_compat import OpenAIClient
-
-    return OpenAIClient(args.base_url, args.model, timeout=args.request_timeout)
-
-
-def _one_round_trip(client: Any, args: argparse.Namespace) -> GateAttempt:
-    """One step with the cell's protocol (no retry); engine failures become an error entry."""
-    from harness.agent.policy import Step
-    from harness.clients.errors import EngineError, EngineTimeout
-    from harness.protocols import round_trip
-
-    try:
-        reply, parsed = round_trip(args.protocol, client, max_tokens=args.max_tokens, seed=args.seed)
-    except EngineTimeout as error:  # the engine answers too slowly: a slow step, not a fault
-        return GateAttempt(error=f"no reply: {error}", timed_out=True)
-    except EngineError as error:
-        return GateAttempt(error=f"engine fault: {error}", engine_fault=True)
-    valid = isinstance(parsed, Step)
-    usage = reply.usage or {}
-    return GateAttempt(
-        seconds=round(reply.seconds, 4),
-        tokens_per_second=tokens_per_second(reply.timings),
-        completion_tokens=usage.get("completion_tokens"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        valid_step=valid,
-        problem=None if valid else str(parsed),
-        tool=parsed.tool if isinstance(parsed, Step) else None,
-        finish_reason=reply.finish_reason,
-    )
-
-
-def action_gate(args: argparse.Namespace) -> tuple[GateProbeResult, int]:
-    from harness.protocols import PROTOCOLS
-
-    if args.protocol not in PROTOCOLS:
-        raise ProbeInputError(f"unknown protocol {args.protocol!r} (protocols: {', '.join(PROTOCOLS)})")
-    if args.required > args.attempts:
-        raise ProbeInputError(f"--required {args.required} exceeds --attempts {args.attempts}")
-    started = time.monotonic()
-    client = _gate_client(args)
-    try:
-        warmup = _one_round_trip(client, args) if args.warmup else None
-        attempts = [_one_round_trip(client, args) for _ in range(args.attempts)]
-    finally:
-        client.close()
-    verdict = judge(attempts, required=args.required, max_seconds=args.max_seconds, min_tps=args.min_tps)
-    every = ([warmup] if warmup else []) + attempts
-    unreachable = bool(every) and all(a.engine_fault for a in every)
-    result = GateProbeResult(
-        ok=not unreachable,
-        error=every[-1].error if unreachable else None,
-        api=args.api,
-        model=args.model,
-        protocol=args.protocol,
-        thresholds=GateThresholds(
-            max_seconds_per_step=args.max_seconds,
-            min_tokens_per_second=args.min_tps,
-            attempts=args.attempts,
-            required=args.required,
-        ),
-        warmup=warmup,
-        attempts=attempts,
-        total_seconds=round(time.monotonic() - started, 3),
-        **verdict.model_dump(),
-    )
-    return result, (EXIT_ENGINE_UNREACHABLE if unreachable else EXIT_OK)
-
-
-# ---------------------------------------------------------------- CLI
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse exits 2 on bad input: keep that, one line
-        self.print_usage(sys.stderr)
-        print(f"probe: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m harness probe", description="Engine probes run inside the sealed namespace.")
-    actions = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
-
-    def add(name: str, help_: str) -> argparse.ArgumentParser:
-        sub = actions.add_parser(name, help=help_)
-        sub.add_argument(
-            "--base-url", required=True, help="the engine as seen inside the namespace, e.g. http://127.0.0.1:8080"
-        )
-        sub.add_argument("--out", required=True, help="file to write the JSON result to")
-        sub.add_argument("--request-timeout", type=float, default=30.0, help="seconds per HTTP request")
-        return sub
-
-    ready = add("ready", "poll a health path until 200")
-    ready.add_argument("--timeout", type=float, required=True, help="give up after this many seconds")
-    ready.add_argument("--path", default="/health", help="health path (llama.cpp /health, Ollama /api/version)")
-    ready.add_argument("--interval", type=float, default=0.25, help="seconds between polls")
-    add("props", "GET /props (llama.cpp)")
-    add("ollama-version", "GET /api/version (Ollama)")
-    load = add("ollama-load", "upload the GGUF blob and create the model (Ollama)")
-    load.add_argument("--gguf", required=True)
-    load.add_argument("--sha256", required=True)
-    load.add_argument("--name", required=True)
-    load.add_argument("--template", default=None)
-    load.add_argument("--template-file", default=None)
-    load.add_argument("--parameters", default="{}", help="JSON object of Ollama model parameters")
-    load.add_argument("--system", default=None)
-    show = add("ollama-show", "POST /api/show (Ollama)")
-    show.add_argument("--name", required=True)
-    gate = add("gate", "latency gate: warm-up plus k one-step tool round trips")
-    gate.add_argument("--model", required=True, help="model name the engine serves")
-    gate.add_argument("--api", choices=["openai", "ollama"], default="openai")
-    gate.add_argument("--protocol", default="json_schema")
-    gate.add_argument("--attempts", type=int, default=3)
-    gate.add_argument("--required", type=int, default=2)
-    gate.add_argument("--warmup", action="store_true")
-    gate.add_argument("--max-seconds", type=float, required=True)
-    gate.add_argument("--min-tps", type=float, required=True)
-    gate.add_argument("--max-tokens", type=int, default=64)
-    gate.add_argument("--seed", type=int, default=42)
-    gate.add_argument("--num-ctx", type=int, default=None, help="Ollama num_ctx")
-    add_audit_parser(actions)
-    return parser
-
-
-def add_audit_parser(actions: argparse._SubParsersAction[_Parser]) -> None:
-    audit = actions.add_parser("audit", help="sandbox audit: try every escape from inside, record what was blocked")
-    audit.add_argument("--out", required=True, help="file to write the JSON result to")
-    audit.add_argument("--output-dir", default="/out", help="the one folder this container may write (besides /tmp)")
-    audit.add_argument("--outside", default="1.1.1.1:443", help="an outside HOST:PORT to try a TCP connection to")
-    audit.add_argument("--dns-name", default="example.com", help="a name to try to resolve")
-    audit.add_argument("--gateway", action="append", default=[], help="the host's default gateway address (repeatable)")
-    audit.add_argument(
-        "--read-only", action="append", default=[], help="a read-only mount to try writing into (repeatable)"
-    )
-    audit.add_argument("--max-forks", type=int, default=4096, help="stop the fork bomb here if no limit stops it first")
-    audit.add_argument(
-        "--memory",
-        choices=["allocate", "read"],
-        default="allocate",
-        help="allocate past the memory limit, or (engines) read that it is set",
-    )
-
-
-def action_audit(args: argparse.Namespace) -> tuple[AuditResult, int]:
-    from harness.probe.audit import AuditOptions, run_audit
-
-    options = AuditOptions(
-        output_dir=args.output_dir,
-        outside=args.outside,
-        dns_name=args.dns_name,
-        gateways=args.gateway,
-        read_only=args.read_only,
-        max_forks=args.max_forks,
-        memory=args.memory,
-    )
-    return AuditResult(ok=True, audit=run_audit(options)), EXIT_OK
-
-
-ACTIONS: dict[str, Callable[[argparse.Namespace], tuple[ProbeResult, int]]] = {
-    "ready": action_ready,
-    "props": action_props,
-    "ollama-version": action_ollama_version,
-    "ollama-load": action_ollama_load,
-    "ollama-show": action_ollama_show,
-    "gate": action_gate,
-    "audit": action_audit,
-}
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    result: ProbeResult
-    try:
-        result, code = ACTIONS[args.action](args)
-    except ProbeInputError as error:
-        result, code = ProbeResult(action=args.action, ok=False, error=str(error)), EXIT_BAD_INPUT
-    except Unreachable as error:
-        result, code = (
-            ProbeResult(action=args.action, ok=False, error=f"engine unreachable: {error}"),
-            EXIT_ENGINE_UNREACHABLE,
-        )
-    try:
-        write_json(args.out, result)
-    except OSError as error:
-        print(f"probe: cannot write {args.out}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if code != EXIT_OK:
-        print(f"probe {args.action}: {result.error}", file=sys.stderr)
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
