@@ -39,7 +39,7 @@ from harness.io.inputs import MAX_SCENARIO_BYTES, InputError, open_regular, requ
 from harness.model.scenario import Scenario, ScenarioError, load_scenarios
 from harness.protocols import PROTOCOLS
 from harness.scoring.results import progress_event, progress_line, summary_lines
-from harness.testing.scripted_engine import FAULTS, serve_command
+from harness.testing import FAULTS, serve_command
 
 OUTPUT_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT}
 

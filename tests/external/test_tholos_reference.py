@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.model.scenario import ScenarioError
-from harness.testing.scripted_engine import ScriptedEngine, runner_errors, scenarios_at
+from harness.testing.scripted_engine import ScriptedEngine
+from harness.testing.scripts import runner_errors, scenarios_at
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import make_plan
 from repro.spec.loading import load_matrix

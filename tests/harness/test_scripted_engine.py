@@ -17,7 +17,7 @@ from harness.contracts import InvalidEntry, StepEntry
 from harness.model.scenario import Scenario, load_scenarios
 from harness.protocols import PROTOCOLS, make_policy
 from harness.runner import run_scenario
-from harness.testing.scripted_engine import FAULTS, ScriptedEngine
+from harness.testing import FAULTS, ScriptedEngine
 from tests.fixtures.transcripts import end_of, entries_of
 
 REPO = Path(__file__).resolve().parents[2]
