@@ -71,7 +71,7 @@ def shard_run(folder: Path, only: list[str]) -> Path:
     problems = merge_problems(folder)
     if problems:
         raise BadInput(f"{shown(folder.name)}: not the merged folder its {MERGE_RECORD} records ({shown(problems[0])})")
-    held = {run: set(run_cells(run)) for run in find_runs(folder)}
+    held = {run: set(BundleReader(run).cell_ids()) for run in find_runs(folder)}
     holding = [run for run, cells in held.items() if only and set(only) <= cells]
     if len(holding) != 1:
         listed = "; ".join(f"{run.name}: {', '.join(sorted(cells))}" for run, cells in held.items())
@@ -80,12 +80,6 @@ def shard_run(folder: Path, only: list[str]) -> Path:
             f"name its cells with --only ({shown(listed)[:600]})"
         )
     return holding[0]
-
-
-def run_cells(run_dir: Path) -> list[str]:
-    """The cells a run folder holds (a shard's run plans every cell and holds its own)."""
-    reader = BundleReader(run_dir)
-    return [cell_id for cell_id in reader.run().planned_cells if reader.has_cell(cell_id)]
 
 
 def missing_file(folder: Path) -> str | None:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
+from repro.bundle.layout.reader import BundleReader
 from repro.commands import rerun as rerun_command
-from repro.rerun.archive import bundle_folder, run_cells, shard_run
+from repro.rerun.archive import bundle_folder, shard_run
 from repro.rerun.preflight import Setup, compare_setups, differences
 from repro.rerun.verdict import verdict_of
 from tests.rerun.conftest import SMOKE, THOLOS_RUNNER_FULL
@@ -105,7 +106,7 @@ def test_a_merged_bundle_is_rerun_one_shard_at_a_time(
     assert "rerun one shard at a time" in err and "-p2of4" in err and len(err.strip().splitlines()) == 1
     merged = bundle_folder(THOLOS_RUNNER_FULL, tmp_path / "out")
     (second,) = [run for run in merged.iterdir() if run.name.endswith("shard2of4")]
-    (cell,) = run_cells(second)
+    (cell,) = BundleReader(second).cell_ids()
     assert shard_run(merged, [cell]) == second
     with pytest.raises(Booted):
         rerun_command.rerun(THOLOS_RUNNER_FULL, None, [cell], tmp_path / "out", False, [], None, None)
