@@ -118,6 +118,7 @@ def system_description(docker_client: DockerClient | None = None) -> SystemDescr
         info, version = docker_client.info(), docker_client.version()
     return SystemDescription(
         cpu_model=_cpu_model(),
+        cpu_flags=_cpu_flags(),
         cpu_cores=os.cpu_count() or 0,
         memory_gb=round(_memory_bytes() / 1024**3, 1),
         os=_os_name(),
@@ -138,6 +139,17 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _cpu_flags() -> list[str]:
+    """The first processor's flags in /proc/cpuinfo ("flags" on x86, "Features" on ARM), sorted."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return sorted(set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return []
 
 
 def _memory_bytes() -> int:

@@ -181,6 +181,9 @@ class CellRecord(BaseModel):
     earlier_attempts: list[EarlierAttempt] = []
     # threads, slots, prompt cache, replicas (absent in older bundles: 1 slot, no cache)
     execution: Execution | None = None
+    # the instruction set the engine reports it computes with (llama.cpp's system_info features,
+    # "CPU : SSE3 = 1 | AVX2 = 1 | ..."): on a CPU, its kernels decide the sums (absent in older bundles)
+    engine_kernels: str | None = None
 
     @property
     def evidenced_kind(self) -> ExclusionKind | None:
@@ -313,6 +316,7 @@ class SourceState(BaseModel):
 
 class SystemDescription(BaseModel):
     cpu_model: str
+    cpu_flags: list[str] = []  # /proc/cpuinfo's flags, sorted (absent in older bundles)
     cpu_cores: int
     memory_gb: float
     os: str

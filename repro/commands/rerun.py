@@ -149,7 +149,7 @@ def finish(prepared: RerunPlan, run_dir: Path, accepted: frozenset[str]) -> Reru
     from repro.rerun.verdict import verdict_of
 
     verdict = verdict_of(prepared.run_dir, [run_dir], accepted)
-    print_claims(verdict.report)
+    print_claims(verdict.report, side=None)  # the closing line below says what it found
     atomic_write(prepared.out / f"{REPORT}.md", verdict.markdown().encode())
     atomic_write(prepared.out / f"{REPORT}.json", verdict.model_dump_json(indent=2).encode())
     console.print(f"report: {shown(prepared.out / (REPORT + '.md'))}", soft_wrap=True)

@@ -79,7 +79,7 @@ def verify(
         report = report_for_claims(results, claims, options)
     else:
         report = report_for_published(results, published, options, require_signature)
-    show_report(report, as_json)
+    show_report(report, as_json, "claimed" if claims is not None else "published")
     if not report.passed(allow_partial):
         raise typer.Exit(1)
 
@@ -122,14 +122,16 @@ def report_for_published(
     return verify_claims(loaded, load_rerun(results, rerun_side), options)
 
 
-def show_report(report: ClaimsReport, as_json: bool) -> None:
+def show_report(report: ClaimsReport, as_json: bool, side: str) -> None:
     if as_json:  # stdout is the JSON alone
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
-        print_claims(report)
+        print_claims(report, side)
 
 
-def print_claims(report: ClaimsReport) -> None:
+def print_claims(report: ClaimsReport, side: str | None = "claimed") -> None:
+    """Each verdict with what it rests on, the counts, and (where `side` names the claim's side)
+    the one line that says what the verify found."""
     console = Console()
 
     def say(text: str) -> None:
@@ -150,6 +152,8 @@ def print_claims(report: ClaimsReport) -> None:
         say(f"[dim]UNCLAIMED [/] {shown(key)} (a rerun row no claim is about)")
     counts = report.counts()
     say(", ".join(f"{n} {name}" for name, n in counts.items()) + f" of {len(report.verdicts)} claims")
+    if side is not None:
+        console.print(f"==> {printable(report.conclusion(side))}", soft_wrap=True, highlight=False, markup=False)
 
 
 def verdict_lines(item: ClaimVerdict) -> list[str]:

@@ -101,6 +101,7 @@ class EngineHandle(BaseModel):
     boot_seconds: float | None = None  # create to ready
     # the sandbox audit with this engine's settings (repro.containers.audit.audit_engine)
     audit: SandboxAudit | None = None
+    kernels: str | None = None  # the instruction set the engine reports it computes with (Engine.kernels)
 
     def client_argv(self) -> list[str]:
         """How a harness-image container inside the namespace talks to this engine."""
@@ -217,6 +218,11 @@ class Engine(ABC):
 
     @abstractmethod
     def effective_settings(self, handle: EngineHandle) -> dict[str, Any]: ...
+
+    def kernels(self, handle: EngineHandle, profile: Profile) -> str | None:
+        """The instruction set the engine reports it computes with (on a CPU its kernels, not the
+        CPU's name, decide the sums); None where the kind reports none."""
+        return None
 
     def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
         """Make the model servable (Ollama uploads and creates it); returns what to record."""
@@ -382,6 +388,7 @@ class Engine(ABC):
                 "gpu": devices,
                 "boot_seconds": round(boot_seconds, 3),
                 "audit": self.audit_sandbox(),
+                "kernels": self.kernels(handle, profile),
             }
             handle = handle.model_copy(update=update)
             loaded = self.prepare_model(handle, model, gguf, decoding)

@@ -29,6 +29,10 @@ TEMPLATE_MOUNT = "/models/chat_template.jinja"
 PROPS_TIMEOUT_S = 60
 BOOT_LOG_BYTES = 4 * 1024**2  # what the boot reads of the engine's log for the CUDA evidence
 GPU_LOG_VERBOSITY = "4"  # llama.cpp logs ggml_cuda_init and load_tensors at trace level (4), not at its default 3
+SERVER_BINARY = "/usr/local/bin/llama-server"  # images/llama-cpp/Dockerfile*
+KERNELS_LOG_BYTES = 256 * 1024  # what is read of a log or an exec's output for the system_info line
+KERNELS_MAX_CHARS = 2000
+NO_MODEL = "/nonexistent/kernels.gguf"  # the exec that prints system_info stops here, loading nothing
 
 # The server options whose default llama.cpp b11434 chooses per device (or from free device
 # memory), each pinned on a CUDA profile's command line (`device_args`); the test over the built
@@ -190,6 +194,34 @@ class LlamaCppEngine(Engine):
 
     def effective_settings(self, handle: EngineHandle) -> dict[str, Any]:
         return summarize_props(self.props(handle))
+
+    def kernels(self, handle: EngineHandle, profile: Profile) -> str | None:
+        """llama.cpp's system_info features ("CPU : SSE3 = 1 | AVX2 = 1 | ..."), which the server
+        prints at trace level: from the engine's own log where it logs at that level (GPU
+        profiles), else from the same binary run once by exec in the engine's container, with the
+        engine's threads and a model path that does not exist, so it prints them and stops."""
+        container = self.container(handle)
+        found = system_info_features(log_head(container, KERNELS_LOG_BYTES))
+        if found is not None:
+            return found
+        threads = str(threads_for(profile))
+        argv = [SERVER_BINARY, "-lv", "4", "-t", threads, "-tb", threads, "--port", str(self.port), "-m", NO_MODEL]
+        try:
+            _, output = container.exec_run(argv, user="", demux=False)
+        except Exception:  # the record then says "not reported"; nothing is judged on its absence
+            return None
+        return system_info_features((output or b"")[:KERNELS_LOG_BYTES].decode("utf-8", errors="replace"))
+
+
+def system_info_features(text: str) -> str | None:
+    """The features of llama.cpp's `system_info: n_threads = 2 (n_threads_batch = 2) / 2 | CPU :
+    SSE3 = 1 | ... |` line (what follows the thread counts), or None where the text has none."""
+    for line in text.splitlines():
+        _, found, rest = line.partition("system_info:")
+        if found:
+            parts = [part.strip() for part in rest.split("|")[1:] if part.strip()]
+            return " | ".join(parts)[:KERNELS_MAX_CHARS] or None
+    return None
 
 
 def log_head(container: Container, limit: int = BOOT_LOG_BYTES) -> str:

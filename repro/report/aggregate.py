@@ -346,6 +346,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         engine_variant=cells[0].variant,
         file_size=spec.model.file_size,
         cpu_model=cells[0].cpu_model,
+        kernels=first.engine_kernels,
     )
 
 

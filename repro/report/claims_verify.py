@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from repro.plan.planner import Cell
-from repro.report.pins import InputDifference, Pins, TemplatePin, differences, exactness
+from repro.report.pins import SAME_KERNELS, InputDifference, Pins, TemplatePin, differences, exactness
 from repro.report.rerun_rows import Rerun, RerunRow
 from repro.report.tables import TableRow
 from repro.report.tolerance import Judgement, judge_counts, judge_exact, judge_paired
@@ -100,6 +100,43 @@ class ClaimsReport(BaseModel):
         found = {name: sum(v.verdict == name for v in self.verdicts) for name in VERDICTS}
         return {name: n for name, n in found.items() if n or name in ALWAYS_COUNTED}
 
+    def conclusion(self, side: str = "claimed") -> str:
+        """What the verify found, in one line: "differs" only where an outcome, a count or a
+        transcript differs; a rerun that differs from the claim only in its setup names the
+        inputs (`side`: how the claim's value is named, "claimed" or "published")."""
+        counts, total = self.counts(), len(self.verdicts)
+        transcripts = transcripts_line(self.verdicts)
+        if not total:
+            return "nothing verified: no claims"
+        if counts["DIFFERENT"]:
+            different = counts["DIFFERENT"]
+            return f"differs: {different} of {total} claims DIFFERENT (the lines above say where); {transcripts}"
+        if counts["NOT RERUN"]:
+            return f"not rerun: {counts['NOT RERUN']} of {total} claims have no rerun row (the lines above say why)"
+        word = "reproduced" if all(v.verdict.startswith("REPRODUCED") for v in self.verdicts) else "consistent"
+        inputs = setup_changes(self.verdicts, side)
+        where = f" on another setup ({inputs})" if inputs else ""
+        return f"{word}{where}: {total} of {total} claims; {transcripts}"
+
+
+def transcripts_line(verdicts: list[ClaimVerdict]) -> str:
+    """Identical transcripts over every claim: "55 of 55 transcripts identical"."""
+    identical = sum(v.transcripts.identical for v in verdicts if v.transcripts)
+    compared = sum(v.transcripts.compared for v in verdicts if v.transcripts)
+    return f"{identical} of {compared} transcripts identical" if compared else "no transcripts compared"
+
+
+def setup_changes(verdicts: list[ClaimVerdict], side: str) -> str:
+    """Each input not accepted that the rerun ran otherwise, once: "CPU: AMD EPYC published,
+    Intel Xeon here, the same engine kernels"."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for item in verdicts:
+        for d in item.differences:
+            if not d.accepted:
+                kernels = ", the same engine kernels" if d.note and d.note.startswith(SAME_KERNELS) else ""
+                seen.setdefault((d.what, d.claimed, d.rerun), f"{d.what}: {d.claimed} {side}, {d.rerun} here{kernels}")
+    return "; ".join(seen.values())
+
 
 class Resolved(BaseModel):
     """A claim with everything of the claims file it refers to."""
@@ -139,6 +176,7 @@ class Resolved(BaseModel):
             accelerator_stated="accelerator" in hardware.model_fields_set,
             driver_version=hardware.driver_version,
             cpu_model=hardware.cpu_model,
+            kernels=hardware.kernels,
             threads=hardware.threads,
             slots=hardware.slots,
             cache_prompt=hardware.cache_prompt,

@@ -85,6 +85,7 @@ def setup_of(item: RerunRow) -> Setup:
             accelerator=item.accelerator,
             driver_version=row.hardware.driver_version if row.hardware else None,
             cpu_model=row.cpu_model,
+            kernels=row.kernels,
             threads=execution.threads if execution else None,
             slots=execution.slots if execution else None,
             cache_prompt=execution.cache_prompt if execution else None,

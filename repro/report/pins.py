@@ -39,6 +39,7 @@ ACCEPTABLE: dict[str, str] = {
     "slots": "the parallel sequences per engine",
     "prompt-cache": "the engine's prompt cache",
 }
+SAME_KERNELS = "engine kernels the same on both"
 HEX = frozenset("0123456789abcdef")
 SHORT_COMMIT = 7  # the shortest commit hash that names a build (git's default abbreviation)
 
@@ -70,6 +71,7 @@ class Pins(BaseModel):
     accelerator_stated: bool = False  # "accelerator: null" (a CPU) is a statement; absence is not
     driver_version: str | None = None  # the GPU driver
     cpu_model: str | None = None  # the host CPU (its kernels can change a CPU engine's sums)
+    kernels: str | None = None  # the engine's instruction set (shown beside a CPU difference, never compared)
     threads: int | None = None
     slots: int | None = None
     cache_prompt: bool | None = None
@@ -81,10 +83,12 @@ class InputDifference(BaseModel):
     claimed: str
     rerun: str
     accepted: bool = False
+    note: str | None = None  # what else a reader needs beside it (a CPU difference: both kernel sets)
 
     def describe(self) -> str:
         accepted = " (accepted by --accept)" if self.accepted else ""
-        return f"{self.what} differs: {self.claimed} claimed, {self.rerun} rerun{accepted}"
+        note = f"; {self.note}" if self.note else ""
+        return f"{self.what} differs: {self.claimed} claimed, {self.rerun} rerun{accepted}{note}"
 
 
 def parse_accept(values: list[str]) -> frozenset[str]:
@@ -125,11 +129,23 @@ def plain_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:
     ]
     return [
         InputDifference(
-            name=name, what=what, claimed=shown(getattr(claimed, field)), rerun=shown(getattr(rerun, field))
+            name=name,
+            what=what,
+            claimed=shown(getattr(claimed, field)),
+            rerun=shown(getattr(rerun, field)),
+            note=kernels_note(claimed.kernels, rerun.kernels) if field == "cpu_model" else None,
         )
         for name, what, field in compared
         if getattr(claimed, field) is not None and getattr(claimed, field) != getattr(rerun, field)
     ]
+
+
+def kernels_note(claimed: str | None, rerun: str | None) -> str:
+    """Both sides' engine kernels, beside a CPU difference: a CPU engine's sums follow the
+    instruction set it computes with, not the CPU's name."""
+    if claimed is not None and claimed == rerun:
+        return f"{SAME_KERNELS}: {claimed}"
+    return f"engine kernels: {claimed or 'not recorded'} claimed, {rerun or 'not recorded'} rerun"
 
 
 def build_differences(claimed: Pins, rerun: Pins) -> list[InputDifference]:

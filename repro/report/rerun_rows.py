@@ -54,6 +54,7 @@ class RerunRow(BaseModel):
             accelerator=self.accelerator,
             driver_version=row.hardware.driver_version if row.hardware else None,
             cpu_model=row.cpu_model,
+            kernels=row.kernels,
             threads=execution.threads if execution else None,
             slots=execution.slots if execution else 1,
             cache_prompt=execution.cache_prompt if execution else False,

@@ -190,6 +190,7 @@ class TableRow(BaseModel):
     engine_variant: str | None = None  # the image variant the profile ran: cpu or cuda
     file_size: int | None = None  # the GGUF's bytes, as the matrix pins them
     cpu_model: str | None = None  # the host's CPU, as the run recorded it (on a CPU, its kernels can change the sums)
+    kernels: str | None = None  # the instruction set the engine reported (CellRecord.engine_kernels)
 
     @property
     def exact(self) -> bool:

@@ -42,6 +42,7 @@ class Setup(BaseModel):
     settings: dict = {}  # the profile's settings without its threads
     threads: int | None = None
     hardware: str = ""
+    kernels: str | None = None  # the engine kernels its cells recorded (None: not recorded, or not booted yet)
 
 
 class SetupRow(BaseModel):
@@ -78,6 +79,7 @@ def bundle_setup(record: RunRecord, cells: list[CellRecord]) -> Setup:
         engines={c.cell.engine.id: recorded_engine(c.engine_image) for c in ran if c.engine_image},
         externals=code_pins([c.cell.suite for c in cells]),
         suites={c.cell.suite.id: c.suite_sha256 for c in ran},
+        kernels="; ".join(sorted({c.engine_kernels for c in ran if c.engine_kernels})) or None,
     )
 
 
@@ -162,7 +164,21 @@ def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:
     rows.append(_row("profile", "profile", bundle.profile, here.profile, same=bundle.settings == here.settings))
     rows.append(_row("threads", "threads per engine", str(bundle.threads), str(here.threads)))
     rows.append(_row("hardware", "hardware", bundle.hardware, here.hardware))
+    rows.append(kernels_row(bundle.kernels, here.kernels))
     return rows
+
+
+def kernels_row(bundle: str | None, here: str | None) -> SetupRow:
+    """The engine kernels beside the hardware: shown so a reader sees whether another CPU ran the
+    same instruction set; the CPU model is the input that counts (issue 53), this row does not."""
+    return SetupRow(
+        name="hardware",
+        input="engine kernels",
+        bundle=bundle or "not recorded",
+        here=here or "known once booted",
+        same=None if bundle is None or here is None else bundle == here,
+        counts=False,
+    )
 
 
 def _row(name: str, what: str, bundle: str, here: str, same: bool | None = None) -> SetupRow:

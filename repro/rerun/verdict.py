@@ -35,14 +35,12 @@ class RerunVerdict(BaseModel):
         return 0 if self.rows and self.report.passed() else 1
 
     def closing_line(self) -> str:
-        said = ", ".join(f"{n} {name}" for name, n in self.report.counts().items() if n) or "no row to compare"
+        """What the rerun found, in one line (ClaimsReport.conclusion), the names to accept
+        where only the setup is another, and the exit code."""
+        found = self.report.conclusion("in the bundle") if self.rows else "no row to compare"
         refused = sorted({d.name for row in self.rows for d in row.differences if not d.accepted})
-        accept = (
-            f"; differs from the bundle in: {', '.join(refused)} (accept by name with --accept {','.join(refused)})"
-            if refused
-            else ""
-        )
-        return f"rerun of {self.bundle}: {said} of {len(self.rows)} rows{accept}; exit {self.exit_code}"
+        accept = f" (accept these inputs by name with --accept {','.join(refused)})" if refused else ""
+        return f"rerun of {self.bundle}: {found}{accept}; exit {self.exit_code}"
 
     def markdown(self) -> str:
         lines = [f"# Rerun of {self.bundle}", "", f"Reruns: {', '.join(self.reruns)}", ""]

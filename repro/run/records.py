@@ -73,6 +73,7 @@ def base_record(prepared: Prepared, cell: Cell, handle: EngineHandle | None, gat
             "gpu": handle.gpu or None,
             "engine_boot_seconds": handle.boot_seconds,
             "engine_audit": handle.audit,
+            "engine_kernels": handle.kernels,
         }
     )
 

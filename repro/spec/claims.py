@@ -145,6 +145,11 @@ class ClaimHardware(Strict):
     )
     driver_version: str | None = Field(default=None, max_length=64, description="the GPU driver's version (nvidia-smi)")
     cpu_model: str | None = Field(default=None, max_length=200, description="the host CPU's model name (/proc/cpuinfo)")
+    kernels: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="the instruction set the engine reported it computes with (llama.cpp's system_info features)",
+    )
     threads: int | None = Field(default=None, ge=1, le=4096, description="threads per engine")
     slots: int | None = Field(default=None, ge=1, le=64)
     cache_prompt: bool | None = None

@@ -86,7 +86,8 @@ def test_a_bundle_against_itself_is_reproduced_with_identical_transcripts(tmp_pa
     assert verdict.rows and {row.verdict for row in verdict.rows} == {"REPRODUCED"}
     assert all(row.transcripts and row.transcripts.identical == row.transcripts.compared > 0 for row in verdict.rows)
     assert {row.setup for row in verdict.rows} == {"same"}
-    assert verdict.exit_code == 0 and "differs from the bundle" not in verdict.closing_line()
+    assert verdict.exit_code == 0 and "differ" not in verdict.closing_line()
+    assert f"reproduced: {len(verdict.rows)} of {len(verdict.rows)} claims; " in verdict.closing_line()
     assert "| REPRODUCED | same |" in verdict.markdown()
 
 
