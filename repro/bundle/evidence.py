@@ -13,7 +13,7 @@ from repro.bundle.layout.names import MATRIX_COPY
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor
-from repro.core.errors import BadInput
+from repro.core.errors import BadInput, NotAtHand
 from repro.plan.planner import make_plan, parse_shard, select_cells, shard_cells
 from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.loading import load_matrix
@@ -94,12 +94,21 @@ class RunEvidence(BaseModel):
 
 class CellEvidence(RunEvidence):
     """What the cell rules read: the run's evidence, the cell's id, its folder (for the bundle
-    lint), its parsed record and its suite's embedded copy."""
+    lint), its parsed record and its suite's files: the bundle's copy, or the files it references,
+    resolved (repro.suites.references.suite_root); `suite_missing` says why they are not at hand."""
 
     cell_id: str
     cell_dir: Path
     record: CellRecord
-    suite_dir: Path
+    suite_path: Path | None = None
+    suite_missing: str = "the suite's files are not at hand"
+
+    @property
+    def suite_dir(self) -> Path:
+        """The suite's files; NotAtHand (the rule that reads them is UNCHECKED) when not at hand."""
+        if self.suite_path is None:
+            raise NotAtHand(self.suite_missing)
+        return self.suite_path
 
 
 RunRule = Callable[[RunEvidence], list[str]]

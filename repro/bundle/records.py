@@ -226,6 +226,40 @@ class RunRecord(BaseModel):
     # a matrix kept outside the project (paths_from: matrix): its files and their repository
     author: AuthorSource | None = None
     dirty_allowed: bool = False  # started on a dirty tree with --allow-dirty: not a clean-room run from the start
+    # every input the run did not make, by reference (absent in older bundles: they carried them)
+    inputs: list[InputReference] = []
+
+
+InputRole = Literal["suite-files", "harness-code", "harness-wheel"]
+
+
+class InputFile(BaseModel):
+    """One file of a referenced input, where the bundle's layout would hold it (a suite's
+    `scenarios/<category>/<id>.json` or `fixtures/...`), with its sha256 and size."""
+
+    path: str
+    sha256: str
+    bytes: int
+
+
+class InputReference(BaseModel):
+    """An input the run did not make: another project's scenario files, harness code or wheel.
+    Its bytes are not in the bundle unless `carried` (an author may carry their own suite's files,
+    under suites/<id>/); `repro check` finds them by sha256 in the cache or a mirror, and
+    `repro suites fetch --from-bundle RUN` fetches them from where they are published."""
+
+    role: InputRole
+    suite: str  # the suite it belongs to
+    sha256: str  # of the pinned archive or wheel (suite files: of their source archive)
+    published: str  # where a reviewer gets it: "PyPI toolcallbench==1.0.1", a repository at a commit, ...
+    carried: bool = False
+    files: list[InputFile] = []  # suite files: each one the run read, by path
+
+    @property
+    def digest(self) -> str:
+        """One sha256 over the files (path, sha256), the name of their resolved copy."""
+        listed = "".join(f"{f.path}\0{f.sha256}\n" for f in sorted(self.files, key=lambda f: f.path))
+        return hashlib.sha256(listed.encode()).hexdigest()
 
 
 class AuthorFile(BaseModel):

@@ -238,9 +238,9 @@ def rule_summary_recomputed(ev: CellEvidence) -> list[str]:
 def rule_suite_recomputed(ev: CellEvidence) -> list[str]:
     """The scenarios the cell ran are the embedded suite's: its ids (once each, in order), its
     sha256, and each result's category and level as the scenario files give them."""
-    suite = ev.record.cell.suite
+    suite, root = ev.record.cell.suite, ev.suite_dir  # NotAtHand: the suite's files are not at hand
     try:
-        selection = select(suite.model_copy(update={"path": "scenarios", "source": None}), root=ev.suite_dir)
+        selection = select(suite.model_copy(update={"path": "scenarios", "source": None}), root=root)
     except BadInput as error:
         return [f"the suite cannot be recomputed from {SUITES_DIR}/{suite.id}: {error}"]
     problems = []

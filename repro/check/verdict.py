@@ -33,6 +33,7 @@ from repro.core.errors import BadInput, NotAtHand
 from repro.core.registry import load_object
 from repro.spec.cells import ExclusionKind, exclusion_label, kind_from_text
 from repro.suites.base import CheckTools
+from repro.suites.references import suite_root
 from repro.suites.registry import kind_of
 
 Verdict = Literal["VALID", "INVALID", "EXCLUDED", "UNCHECKED"]
@@ -190,14 +191,14 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
     problems = [p for p in run_problems if not any(p.text.startswith((f"{o}/", f"{o}:")) for o in others)]
     try:
         record = bundle.cell(cell_id)
-        suite_dir = bundle.suite_dir(record.cell.suite.id)
+        suite = suite_evidence(bundle, run, record.cell.suite.id)
     except BadInput as error:
         problems.append(
             Problem(rule="cell-intact", scope="cell", cell=cell_id, text=f"cell missing or unreadable: {error}")
         )
         return verdict_of(run, cell_id, problems, None)
     evidence = CellEvidence(
-        **dict(run_evidence), cell_id=cell_id, cell_dir=bundle.cell_dir(cell_id), record=record, suite_dir=suite_dir
+        **dict(run_evidence), cell_id=cell_id, cell_dir=bundle.cell_dir(cell_id), record=record, **suite
     )
     chosen = dict(rules.every_cell) | (rules.ran_cell if record.status == "done" else {})
     # a kind with rules of its own (an external harness's raw outputs)
@@ -206,6 +207,15 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
         chosen = load_object(kind_rules)(chosen, ran=record.status == "done", tools=CHECK_TOOLS)
     found, unchecked = applied(chosen, evidence)
     return verdict_of(run, cell_id, problems + found, record, unchecked)
+
+
+def suite_evidence(bundle: BundleReader, run: RunRecord, suite_id: str) -> dict:
+    """The cell's suite files for its evidence: the bundle's copy or the referenced files resolved,
+    or why they are not at hand (the rules that read them are then UNCHECKED)."""
+    try:
+        return {"suite_path": suite_root(bundle, run, suite_id)}
+    except NotAtHand as missing:
+        return {"suite_path": None, "suite_missing": str(missing)}
 
 
 def applied(chosen: dict[str, CellRule], evidence: CellEvidence) -> tuple[list[Problem], list[Problem]]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import typer
@@ -13,12 +15,19 @@ from rich.console import Console
 
 from harness.scoring import lab_code
 from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.merge import MergeRecord
 from repro.bundle.layout.merge import merge as merge_bundles
+from repro.bundle.layout.names import MANIFEST, MERGE_RECORD, safe_id
 from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.writer import to_json
 from repro.commands.vocabulary import Typer
-from repro.core.files import atomic_write
+from repro.core.archives import pack_targz
+from repro.core.errors import BadInput
+from repro.core.files import MAX_JSON_BYTES, atomic_write, read_regular, sha256_file
 from repro.core.terminal import shown
 from repro.core.yamlsource import require_file_target
+from repro.rerun.archive import is_merged, missing_file, unpack_bundle
+from repro.suites.reseal import reseal_run
 
 CSV_COLUMNS = (
     "run cell model engine protocol repeat scenario category passed failure_type lab_code steps seconds tokens_in "
@@ -42,6 +51,60 @@ def merge(
     for path in merged:
         console.print(f"merged {shown(path)}", soft_wrap=True)
     console.print(f"{len(merged)} bundles in {shown(out)}; check them with: repro check {shown(out)}", soft_wrap=True)
+
+
+@app.command()
+def reference(
+    bundle: Path = typer.Argument(..., help="A run folder, a merged folder, or its .tar.gz."),
+    out: Path = typer.Option(..., "--out", help="The rewritten bundle: a folder, or a .tar.gz when BUNDLE is one."),
+) -> None:
+    """Rewrite a bundle so that the inputs it carries and did not make (another project's scenario
+    files, wheel or harness archive) become references by sha256, as runs write them now: results,
+    transcripts and logs keep their bytes; run.json lists the references; the manifest is written
+    again. The bundle is never changed in place, and a signed one is refused (sign the new one).
+
+    Exit codes: 0 rewritten; 1 an unexpected error; 2 bad input."""
+    console = Console(highlight=False)
+    archive = bundle.name.endswith((".tar.gz", ".tgz"))
+    if archive != out.name.endswith((".tar.gz", ".tgz")) or out.exists() or bundle.is_symlink():
+        raise BadInput(f"--out {out}: a new {'.tar.gz' if archive else 'folder'}, as BUNDLE is one (and not a link)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".reference-", dir=out.parent))
+    try:
+        folder = unpack_bundle(bundle, work) if archive else copied_bundle(bundle, work)
+        reseal_bundle(folder, lambda line: console.print(shown(line), soft_wrap=True))
+        if archive:
+            pack_targz(folder, out)
+        else:
+            folder.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    console.print(f"rewritten: {shown(out)}; check it with: repro check {shown(out)}", soft_wrap=True)
+
+
+def copied_bundle(bundle: Path, work: Path) -> Path:
+    """A copy of a run or merged folder to rewrite (links refused: nothing is followed)."""
+    if not (is_merged(bundle) or bundle.is_dir() and not missing_file(bundle)):
+        raise BadInput(f"{bundle}: not a run folder, a merged folder or a bundle archive")
+    target = work / bundle.name
+    shutil.copytree(bundle, target, symlinks=True)
+    return target
+
+
+def reseal_bundle(folder: Path, say: Callable[[str], None]) -> None:
+    """Each run of a run or merged folder referenced (repro.suites.reseal), MERGED.json held to
+    the runs' new manifests."""
+    if not is_merged(folder):
+        reseal_run(folder, say)
+        return
+    record = MergeRecord.model_validate_json(read_regular(folder / MERGE_RECORD, MAX_JSON_BYTES))
+    for shard in record.shards:
+        reseal_run(folder / safe_id(shard.run_id, "run id"), say)
+    shards = [
+        shard.model_copy(update={"manifest_sha256": sha256_file(folder / shard.run_id / MANIFEST)})
+        for shard in record.shards
+    ]
+    atomic_write(folder / MERGE_RECORD, to_json(record.model_copy(update={"shards": shards})).encode())
 
 
 @app.command("csv")

@@ -29,17 +29,27 @@ def fetch(
         "--mirror",
         help=f"A local folder of archives found by sha256 before any download (repeatable; also {MIRROR_ENV}).",
     ),
+    from_bundle: Path = typer.Option(
+        None,
+        "--from-bundle",
+        help="A run folder (or merged folder): fetch every input it references, instead of a matrix's suites.",
+    ),
 ) -> None:
     """Fetch, verify (sha256) and unpack every suite with a source or an external harness; suites in
-    the project need nothing.
+    the project need nothing. With --from-bundle, every input the bundle references (another
+    project's scenario files, wheel or harness archive), from where it is pinned, so that `repro
+    check` of the bundle can look at it.
 
-    Exit codes: 0 every suite is ready; 1 a fetch or its verification failed; 2 bad input."""
+    Exit codes: 0 every suite (or reference) is ready; 1 a fetch or its verification failed; 2 bad input."""
     bad = [folder for folder in mirror if not folder.is_dir()]
     if bad:
         raise BadInput(f"--mirror {bad[0]}: not a folder")
     if mirror:
         os.environ[MIRROR_ENV] = os.pathsep.join([*map(str, mirror), *filter(None, [os.environ.get(MIRROR_ENV)])])
     console = Console(highlight=False)  # ids, sources and log lines are input: printed escaped (shown)
+    if from_bundle is not None:
+        fetch_from_bundle(from_bundle, console)
+        return
     loaded = load_matrix(matrix)
     ready = 0
     for suite in loaded.matrix.suites:
@@ -48,6 +58,39 @@ def fetch(
             console.print(f"[green]OK[/]   {shown(suite.id)}: {shown(said)}", soft_wrap=True)
             ready += 1
     console.print(f"{ready} external suite(s) ready; {len(loaded.matrix.suites) - ready} in the project")
+
+
+def fetch_from_bundle(folder: Path, console: Console) -> None:
+    """Each reference of each run of a run or merged folder, fetched; exit 1 when any failed."""
+    from repro.bundle.layout.discovery import find_runs
+    from repro.bundle.layout.reader import BundleReader
+    from repro.core.errors import ReproError
+    from repro.suites.fetching import fetch_referenced
+
+    if not folder.is_dir() or folder.is_symlink():
+        raise BadInput(f"--from-bundle {folder}: not a run folder or a merged folder (unpack a .tar.gz first)")
+    failed = done = 0
+    for run_dir in find_runs(folder):
+        reader = BundleReader(run_dir)
+        run, suites = reader.run(), {s.id: s for s in load_matrix(reader.matrix_path(), embedded=True).matrix.suites}
+        for reference in run.inputs:
+            what = f"{shown(run.run_id)}: {reference.role} of suite {shown(reference.suite)}"
+            suite = suites.get(reference.suite)
+            try:
+                if suite is None:
+                    raise ReproError(f"the bundle's matrix has no suite {reference.suite}")
+                said = fetch_referenced(
+                    reference, suite, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True)
+                )
+            except ReproError as error:
+                console.print(f"[red]FAILED[/] {what}: {shown(str(error))}", soft_wrap=True)
+                failed += 1
+                continue
+            console.print(f"[green]OK[/]   {what}: {shown(said)}", soft_wrap=True)
+            done += 1
+    console.print(f"{done} referenced input(s) ready, {failed} not fetched")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -99,3 +99,28 @@ def _reason(cause: BaseException) -> str:
     if isinstance(cause, EOFError):
         return f"truncated: {text}"
     return text[:200]
+
+
+PACKED_MTIME = 1_767_225_600  # 2026-01-01T00:00Z: every member's time in a packed bundle (scripts/publish's too)
+
+
+def pack_targz(folder: Path, out: Path) -> None:
+    """`folder` as a gzip tar archive under its own name, the same bytes for the same files on any
+    host: sorted names, one fixed time, owner 0, modes 0644 and 0755, gzip time 0. Links are refused."""
+    entries = [folder, *sorted(folder.rglob("*"))]
+    odd = [p for p in entries if p.is_symlink() or not (p.is_file() or p.is_dir())]
+    if odd:
+        raise ReproError(f"{odd[0].name}: not a regular file or folder; not packed")
+    partial = out.with_name(f".{out.name}.partial")
+    with partial.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped:
+        with tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            for path in entries:
+                info = tar.gettarinfo(str(path), arcname=Path(folder.name, path.relative_to(folder)).as_posix())
+                info.mtime, info.uid, info.gid, info.uname, info.gname = PACKED_MTIME, 0, 0, "root", "root"
+                info.mode = 0o755 if path.is_dir() else 0o644
+                if path.is_file():
+                    with path.open("rb") as handle:
+                        tar.addfile(info, handle)
+                else:
+                    tar.addfile(info)
+    partial.replace(out)

@@ -89,6 +89,7 @@ def suite_identity(suite: Suite) -> dict:
     identity = suite.model_dump(mode="json")
     if suite.source is None:
         identity.pop("source")
+    identity.pop("carry")  # what a bundle carries of the suite is not what the cell runs
     return identity
 
 

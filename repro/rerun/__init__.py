@@ -8,6 +8,7 @@
 
 # The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
 __all__ = [
+    "archive",
     "preflight",
     "session",
     "verdict",

@@ -25,7 +25,7 @@ from repro.bundle.records import RunRecord
 from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.config import PROJECT_ROOT, cache_dir
-from repro.core.errors import BadInput
+from repro.core.errors import BadInput, ReproError
 from repro.core.files import sha256_file
 from repro.core.terminal import shown
 from repro.plan.planner import Plan, stored_plan
@@ -35,6 +35,7 @@ from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix
 from repro.store.models import is_stored
+from repro.suites.fetching import fetch_referenced
 from repro.suites.registry import kind_of
 
 RERUNS = Path("results") / "reruns"  # the default --out: OUT/<bundle run id>/ (results/ is ignored)
@@ -75,6 +76,7 @@ def default_out(given: Path) -> Path:
 def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> RerunPlan:
     out = options.out or default_out(options.bundle)
     run_dir = shard_run(bundle_folder(options.bundle, out), options.only)
+    fetch_references(run_dir)
     check = checked(run_dir, options.allowed_signers, author_repo)
     reader = BundleReader(run_dir)
     record = reader.run()
@@ -121,11 +123,35 @@ def checked(run_dir: Path, allowed_signers: Path | None, author_repo: Path | Non
     return verdict
 
 
+def fetch_references(run_dir: Path) -> None:
+    """What the bundle references (another project's files), fetched where this machine can reach
+    its pinned source, before the bundle is checked; what stays out of reach leaves the cells that
+    need it UNCHECKED, and the check names it."""
+    reader = BundleReader(run_dir)
+    run = reader.run()
+    if not run.inputs:
+        return
+    suites = {s.id: s for s in load_matrix(reader.matrix_path(), embedded=True).matrix.suites}
+    for reference in run.inputs:
+        if reference.suite in suites:
+            try:
+                fetch_referenced(reference, suites[reference.suite], log=lambda line: None)
+            except ReproError:
+                continue
+
+
 def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[Cell], dict[str, str]]:
     """The bundle's VALID and EXCLUDED cells (or `--only` of them) that the plan runs here, and
     those it excludes again, with the reason."""
     held = {c.cell_id: c.verdict for c in check.cells if c.verdict in ("VALID", "EXCLUDED")}
     unknown = sorted(set(only) - set(held))
+    unchecked = {c.cell_id: c.reasons for c in check.cells if c.verdict == "UNCHECKED" and c.cell_id in unknown}
+    if unchecked:
+        cell_id, reasons = next(iter(unchecked.items()))
+        raise BadInput(
+            f"--only {shown(cell_id)}: UNCHECKED here, so there is nothing checked to rerun it against: "
+            f"{shown(reasons[0] if reasons else 'an input is not at hand')}"
+        )
     if unknown:
         raise BadInput(
             f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: "

@@ -235,9 +235,11 @@ def open_run(
         bundle.embed_matrix(
             read_bounded(prepared.loaded.root / own.path, MAX_YAML_BYTES), own.sha256, name=AUTHOR_PROFILES_COPY
         )
+    inputs = []
     for suite_id, selection in prepared.suites.items():
         suite = next(c.suite for c in prepared.cells if c.suite.id == suite_id)
-        kind_of(suite).embed(bundle, suite, selection)
+        inputs += kind_of(suite).embed(bundle, suite, selection)
+    record = record.model_copy(update={"inputs": inputs})
     bundle.write_run(record)
     mark_latest(options.out, run_dir)
     return run_dir, record, False

@@ -4,6 +4,7 @@
   `loading`: reading and validating a matrix file (`FILE:LINE field: reason`);
 - `profiles`: the hardware profiles (matrix/profiles.yaml);
 - `harnesses`: what validation knows of each external harness (known releases, protocols);
+- `published`: where other projects publish the inputs the matrices pin (facts, by sha256);
 - `cells`: `Cell`, one model x engine x protocol x suite x repeat;
 - `findings`: what a stage found and a record keeps (`GateResult`, `SandboxSettings`,
   `TemplateFacts`, `SuiteSelection`): defined here so the bundle's schema
@@ -19,5 +20,6 @@ __all__ = [
     "loading",
     "matrix",
     "profiles",
+    "published",
     "tolerance",
 ]

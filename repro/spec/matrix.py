@@ -358,6 +358,11 @@ class Suite(Strict):
         description="the selected scenario files' sha256 (as cell.json suite_sha256 records it): "
         "a third party checks the suite without the project",
     )
+    carry: bool = Field(
+        default=False,
+        description="a suite with a source: carry its scenario files in every bundle (an author's own suite, "
+        "whose licence lets it travel) instead of referencing them by sha256",
+    )
     parts: int | None = Field(
         default=None,
         ge=2,

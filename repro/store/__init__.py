@@ -3,6 +3,7 @@
 - `models`, `gguf`, `chat_template`: GGUF files by sha256, their headers, their chat templates
   and what those can carry;
 - `sources`: engine and suite sources (a PyPI sdist, a git commit, a tar archive) by sha256;
+- `inputs`: other projects' files a bundle references, found by sha256 in the cache or a mirror;
 - `images`, `bootstrap`: images built from pinned inputs under a content key; the offline base.
 """
 
@@ -14,6 +15,7 @@ __all__ = [
     "describe",
     "gguf",
     "images",
+    "inputs",
     "models",
     "sources",
 ]

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from harness.contracts import ProgressEvent
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import Bundle, CellWriter
-from repro.bundle.records import CellRecord, Execution, KeptScenario, SourceState
+from repro.bundle.records import CellRecord, Execution, InputReference, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind
 from repro.core.errors import BadInput
@@ -130,9 +130,17 @@ class SuiteKind(ABC):
         """Build the kind's own image (`repro images build`); None when it runs in the harness image."""
         return None
 
+    def input_copy(self, path: str) -> str | None:
+        """The suite file a raw output is a copy of (its path in the bundle's layout of the suite),
+        when the harness copies its inputs among its outputs; such a copy is kept by reference, as
+        its original is (repro.suites.external.raw.RawFile.kept). None: no output is an input's copy."""
+        return None
+
     @abstractmethod
-    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
-        """Write into the bundle what `repro check` needs to recompute the selection and the outcomes."""
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> list[InputReference]:
+        """Write into the bundle what `repro check` needs to recompute the selection and the outcomes
+        that the project or the author wrote; return every other input it needs as a reference
+        (repro.suites.references), for run.json `inputs`."""
 
     @abstractmethod
     def command(

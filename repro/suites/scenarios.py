@@ -14,7 +14,7 @@ from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle.layout.loading import read_results, read_transcripts, record_lines
 from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.writer import Bundle, CellWriter, write_in
-from repro.bundle.records import CellRecord, CellSummary, KeptScenario
+from repro.bundle.records import CellRecord, CellSummary, InputReference, KeptScenario
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, read_regular, sha256_file
@@ -24,7 +24,20 @@ from repro.spec.findings import SuiteSelection
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.suites.base import SCENARIO_MOUNT, CellOutputs, Log, SuiteKind, fixture_files, fixtures_beside
+from repro.suites.references import files_reference, is_others
 from repro.suites.sources import fetch_suite
+
+
+def selection_files(selection: SuiteSelection) -> dict[str, Path]:
+    """The files a selection is made of, by their path in a bundle's layout of the suite:
+    `scenarios/<category>/<id>.json`, and the shared fixtures beside them as `fixtures/...`."""
+    files = {
+        f"scenarios/{category}/{scenario_id}.json": selection.folder / category / f"{scenario_id}.json"
+        for scenario_id, category in selection.categories.items()
+    }
+    fixtures = fixtures_beside(selection.folder)
+    files.update({f"fixtures/{path.relative_to(fixtures).as_posix()}": path for path in fixture_files(fixtures)})
+    return files
 
 
 def select_scenarios(suite: Suite, root: Path = PROJECT_ROOT) -> SuiteSelection:
@@ -194,16 +207,19 @@ class ScenarioSuites(SuiteKind):
             for p in unfit_to_score(selection.folder / category / f"{sid}.json")
         ]
 
-    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> list[InputReference]:
         """The exact scenario files the suite ran, and the shared fixtures beside them, laid out so
-        that selecting over the copy gives the same ids, categories and sha256."""
+        that selecting over the copy gives the same ids, categories and sha256: embedded when the
+        project or the author wrote them (or the matrix carries them), else referenced."""
+        files = selection_files(selection)
+        if suite.source is not None:
+            reference = files_reference(suite, files, carried=not is_others(suite))
+            if not reference.carried:
+                return [reference]
         target = suite_folder(bundle.dir, suite.id)
-        for scenario_id, category in selection.categories.items():
-            source = selection.folder / category / f"{scenario_id}.json"
-            write_in(bundle.dir, target / "scenarios" / category / source.name, read_regular(source, MAX_JSON_BYTES))
-        fixtures = fixtures_beside(selection.folder)
-        for path in fixture_files(fixtures):
-            write_in(bundle.dir, target / "fixtures" / path.relative_to(fixtures), read_regular(path, MAX_JSON_BYTES))
+        for path, source in files.items():
+            write_in(bundle.dir, target / path, read_regular(source, MAX_JSON_BYTES))
+        return [reference] if suite.source is not None else []
 
     def command(
         self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]

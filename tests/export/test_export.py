@@ -106,6 +106,7 @@ def test_invalid_and_excluded_cells_only_when_asked_and_marked(smoke_run: Path, 
 
 def test_an_external_suite_exports_its_own_messages(tmp_path: Path) -> None:
     run = unpack(TOOLCALLBENCH, tmp_path / "bundle")
+    assert main(["suites", "fetch", "--from-bundle", str(run)]) == 0  # the wheel it references, from PyPI
     assert main(["export", "inspect", str(run), "--out", str(tmp_path / "logs")]) == 0
     (cell,) = valid_cells(run)
     log = read_eval_log(str(log_path(tmp_path / "logs", BundleReader(run).run().run_id, cell)))

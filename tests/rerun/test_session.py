@@ -18,6 +18,7 @@ from repro.commands import rerun as rerun_command
 from repro.rerun.archive import bundle_folder, shard_run
 from repro.rerun.preflight import Setup, compare_setups, differences
 from repro.rerun.verdict import verdict_of
+from repro.store.sources import MIRROR_ENV
 from tests.rerun.conftest import SMOKE, THOLOS_RUNNER_FULL
 
 ONE_CELL = "smollm2-135m-instruct-q4_1__llamacpp-b11434__json_schema__workspace-smoke__r1"
@@ -109,9 +110,12 @@ def test_a_merged_bundle_is_rerun_one_shard_at_a_time(
     (second,) = [run for run in merged.iterdir() if run.name.endswith("shard2of4")]
     (cell,) = BundleReader(second).cell_ids()
     assert shard_run(merged, [cell]) == second
-    with pytest.raises(Booted):
-        rerun_command.rerun(THOLOS_RUNNER_FULL, None, [cell], tmp_path / "out", False, [], None, None)
-    assert f"RUN  {cell}" in capsys.readouterr().out
+    # the runner's code is on no registry and not here: its cells are UNCHECKED, and nothing is rerun
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    assert main(["rerun", str(THOLOS_RUNNER_FULL), "--only", cell, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"--only {cell}: UNCHECKED here" in err and "mertkayacs/tholos" in err and "--from-bundle" in err
 
 
 def test_a_merged_bundle_missing_a_shard_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

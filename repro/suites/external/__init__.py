@@ -29,4 +29,5 @@ __all__ = [
     "check_rules",
     "evidence",
     "raw",
+    "wheels",
 ]

@@ -17,7 +17,7 @@ from pathlib import Path
 from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import Bundle, CellWriter, write_in
-from repro.bundle.records import CellRecord, CellSummary, Execution, SourceState
+from repro.bundle.records import CellRecord, CellSummary, Execution, InputReference, SourceState
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
 from repro.spec.cells import Cell
@@ -27,11 +27,9 @@ from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.store.images import ImageRef
 from repro.suites.base import CellOutputs, Log, SuiteKind
-from repro.suites.external.carried import carry_code
 from repro.suites.external.raw import (
     LOCK_COPY,
     RAW_INDEX,
-    WHEEL_DIR,
     Normalised,
     RawFile,
     RawIndex,
@@ -40,7 +38,8 @@ from repro.suites.external.raw import (
     raw_name,
 )
 from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
-from repro.suites.scenarios import ScenarioSuites
+from repro.suites.references import code_reference, suite_root
+from repro.suites.scenarios import ScenarioSuites, selection_files
 from repro.suites.sources import fetch_suite, scenario_folder
 
 
@@ -157,19 +156,19 @@ class Adapter(SuiteKind):
 
         return external_image(suite, self, harness=harness, build=True, log=log)
 
-    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> None:
-        """The suite's wheel and lock, byte for byte: `repro check` recomputes the selection, reads the
-        tasks and re-executes the checks from them; a source archive the bundle carries (its pin says
-        so) goes into inputs/ (a git pin is fetched by `repro suites fetch`)."""
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> list[InputReference]:
+        """The lock we wrote, byte for byte; the harness's wheel or source archive and its scenario
+        files (where it runs the suite's) by reference: `repro check` recomputes the selection, reads
+        the tasks and re-executes the checks from them once they are fetched."""
         external = external_of(suite)
-        target = suite_folder(bundle.dir, suite.id)
-        if self.tasks_from == "source":  # its scenario files, as our suites embed theirs
-            ScenarioSuites().embed(bundle, suite, selection)
+        references = ScenarioSuites().embed(bundle, suite, selection) if self.tasks_from == "source" else []
         if external.wheel is not None:
-            wheel = verified_wheel(external)
-            write_in(bundle.dir, target / WHEEL_DIR / wheel.name, wheel.read_bytes())
-        carry_code(bundle, external)  # a source archive no public address serves: carried in inputs/
-        write_in(bundle.dir, target / LOCK_COPY, lock_file(external).read_bytes())
+            verified_wheel(external)  # the run had the pinned wheel
+            references.append(code_reference(suite, "harness-wheel"))
+        else:
+            references.append(code_reference(suite, "harness-code"))
+        write_in(bundle.dir, suite_folder(bundle.dir, suite.id) / LOCK_COPY, lock_file(external).read_bytes())
+        return references
 
     def execution(self, cell: Cell, execution: Execution) -> Execution:
         """A harness whose requests carry no cache_prompt computes with the engine's default,
@@ -197,7 +196,7 @@ class Adapter(SuiteKind):
                 update={"status": "error", "reason": f"harness did not finish within {failed.seconds:.0f}s (stopped)"}
             )
         try:
-            raw, index = self.keep_raw(writer, record.cell, out_dirs)
+            raw, index = self.keep_raw(writer, record.cell, out_dirs, selection)
             normalised = self.normalise(raw, index, selection.ids, record.cell.protocol)
         except (BadInput, ValueError, UnicodeError) as error:
             code = next((e.code for e in ended if e.code != 0), 0)
@@ -210,24 +209,33 @@ class Adapter(SuiteKind):
         writer.write_jsonl("transcripts.jsonl", normalised.transcripts)
         return record.model_copy(update={"summary": CellSummary.of(normalised.results)})
 
-    def keep_raw(self, writer: CellWriter, cell: Cell, out_dirs: list[Path]) -> tuple[dict[str, bytes], RawIndex]:
+    def keep_raw(
+        self, writer: CellWriter, cell: Cell, out_dirs: list[Path], selection: SuiteSelection
+    ) -> tuple[dict[str, bytes], RawIndex]:
         """Every raw file each worker wrote, into the cell unchanged (a file the redactor would change
-        ends the cell: a raw file is never rewritten), and raw-index.json listing them."""
+        ends the cell: a raw file is never rewritten), and raw-index.json listing them; a byte-for-byte
+        copy of one of the suite's files is listed by its sha256 and not kept (its original is
+        referenced or embedded: `input_copy`)."""
         external = external_of(cell.suite)
+        inputs = selection_files(selection)
         raw: dict[str, bytes] = {}
         files = []
         for worker, out_dir in enumerate(out_dirs, start=1):
             for path in self.raw_paths(out_dir):
                 data = read_regular(out_dir / path, MAX_RAW_BYTES)
                 name = raw_name(path, worker, len(out_dirs))
+                raw[name] = data
+                entry = RawFile(name=name, path=path, worker=worker, sha256=sha256_bytes(data), bytes=len(data))
+                if is_input_copy(self.input_copy(path), inputs, data):
+                    files.append(entry.model_copy(update={"kept": False}))
+                    continue
                 if writer.bundle.redactor.names_host(data):
                     raise BadInput(
                         f"raw output {path} names a host path, user or host name; a raw file is never rewritten"
                     )
                 write_in(writer.bundle.dir, writer.partial / name, data)
-                writer.files[name] = sha256_bytes(data)
-                raw[name] = data
-                files.append(RawFile(name=name, path=path, worker=worker, sha256=sha256_bytes(data), bytes=len(data)))
+                writer.files[name] = entry.sha256
+                files.append(entry)
         index = RawIndex(
             harness=self.name, wheel=external.pin, wheel_sha256=external.sha256, workers=len(out_dirs), files=files
         )
@@ -247,7 +255,10 @@ class Adapter(SuiteKind):
             record = reader.cell(cell_id)
             raw, index = raw_evidence(
                 BundledCell(
-                    bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id)
+                    bundle=reader,
+                    cell_id=cell_id,
+                    record=record,
+                    suite_dir=suite_root(reader, reader.run(), record.cell.suite.id),
                 )
             )
             return self.own_messages(raw, index)
@@ -261,10 +272,19 @@ class Adapter(SuiteKind):
 
         record = reader.cell(cell_id)
         files = BundledCell(
-            bundle=reader, cell_id=cell_id, record=record, suite_dir=reader.suite_dir(record.cell.suite.id)
+            bundle=reader,
+            cell_id=cell_id,
+            record=record,
+            suite_dir=suite_root(reader, reader.run(), record.cell.suite.id),
         )
         raw, index = raw_evidence(files)
         return self.render_report(raw, index, wheel_root(files))
+
+
+def is_input_copy(original: str | None, inputs: dict[str, Path], data: bytes) -> bool:
+    """Whether a raw output is, byte for byte, the suite file it names."""
+    source = inputs.get(original) if original is not None else None
+    return source is not None and read_regular(source, MAX_RAW_BYTES) == data
 
 
 def adapter_of(suite: Suite) -> Adapter:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from repro.bundle.layout.names import CELLS_DIR, INPUTS_DIR
 from repro.core.errors import BadInput, NotAtHand, ReproError
-from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, sha256_bytes, sha256_file
+from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, read_regular, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
 from repro.spec.loading import code_problems
 from repro.suites.base import CheckTools
@@ -202,11 +202,13 @@ def raw_task_problems(ev: CellEvidence, categories: dict[str, str]) -> list[str]
 
 
 def embedded_scenario(ev: CellEvidence, name: str) -> bytes | None:
-    """An embedded scenario file's bytes (None when there is no such regular file)."""
+    """A suite scenario file's bytes, embedded or referenced (None when there is no such regular
+    file; NotAtHand when the referenced files are not at hand)."""
     if name.startswith("/") or ".." in Path(name).parts:
         return None
+    root = ev.suite_dir
     try:
-        return ev.bundle.suite_file(ev.record.cell.suite.id, f"scenarios/{name}", MAX_JSON_BYTES)
+        return read_regular(root / "scenarios" / name, MAX_JSON_BYTES)
     except (BadInput, OSError):
         return None
 

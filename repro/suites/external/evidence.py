@@ -1,5 +1,6 @@
-"""What a bundle holds of an external cell: its embedded wheel and lock, verified against the pin,
-and its raw outputs with their index (BadInput when they do not match). Read by the check rules
+"""What a bundle holds of an external cell: its lock and its harness's wheel (referenced, or
+embedded by an older bundle), verified against the pin, and its raw outputs with their index
+(BadInput when they do not match). Read by the check rules
 (repro.suites.external.check_rules) and by the harness's own report (`Adapter.report`)."""
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from repro.bundle.layout.names import SUITES_DIR
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord
 from repro.core.errors import BadInput
-from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, sha256_bytes, sha256_file
+from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, read_regular, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
 from repro.suites.external.carried import harness_code
-from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawIndex, external_of
+from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawFile, RawIndex, external_of
 from repro.suites.external.wheels import unpacked_wheel
+from repro.suites.references import reference_of, resolved_code, safe_path
+from repro.suites.registry import kind_of
 
 
 class CellFiles(Protocol):
@@ -45,24 +48,27 @@ class BundledCell:
 
 
 def embedded_wheel(ev: CellFiles) -> Path:
-    """The bundle's copy of the suite's wheel, verified: the matrix's pin, and the wheel the adapter
-    was written for (only then is its code ever imported on this host)."""
+    """The suite's wheel, verified: the matrix's pin, and the wheel the adapter was written for
+    (only then is its code ever imported on this host). A bundle references it (run.json `inputs`):
+    it is found by sha256 in the input cache or a mirror (NotAtHand naming the command otherwise);
+    an older bundle embeds it under suites/<id>/wheel/."""
     suite = ev.record.cell.suite
     external = external_of(suite)
-    folder = ev.suite_dir / WHEEL_DIR
+    folder = ev.bundle.suite_dir(suite.id) / WHEEL_DIR
     wheels = (
         sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
         if folder.is_dir() and not folder.is_symlink()
         else []
     )
+    reference = reference_of(ev.bundle.run(), suite.id, "harness-wheel")
+    if reference is not None and not wheels:
+        wheels = [resolved_code(reference, ev.bundle.dir)]
     if len(wheels) != 1:
         raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
     found = sha256_file(wheels[0])
     known = HARNESSES[external.harness].known_wheels.get(external.wheel or "")
     if found != external.sha256 or found != known:
-        raise BadInput(
-            f"the embedded wheel {wheels[0].name} has sha256 {found[:12]}, the pin is {external.sha256[:12]}"
-        )
+        raise BadInput(f"the wheel {wheels[0].name[:80]} has sha256 {found[:12]}, the pin is {external.sha256[:12]}")
     return wheels[0]
 
 
@@ -90,17 +96,28 @@ def embedded_lock(ev: CellFiles) -> bytes:
 
 
 def raw_evidence(ev: CellFiles) -> tuple[dict[str, bytes], RawIndex]:
-    """The cell's raw files by name and its raw-index.json (BadInput when they do not match)."""
+    """The cell's raw files by name and its raw-index.json (BadInput when they do not match): those
+    it keeps from the cell, those it lists as copies of the suite's files (`kept: false`) from the
+    suite's files, each held to the sha256 the index gives."""
     try:
         index = RawIndex.model_validate_json(ev.bundle.cell_file(ev.cell_id, RAW_INDEX, MAX_JSON_BYTES))
     except ValidationError as error:
         raise BadInput(f"{RAW_INDEX}: not a raw index ({error.error_count()} problems)") from None
     names = sorted(name for name in ev.record.files if name.startswith(RAW_PREFIX))
-    listed = sorted(entry.name for entry in index.files)
+    listed = sorted(entry.name for entry in index.files if entry.kept)
     if names != listed:
-        raise BadInput(f"{RAW_INDEX} lists {len(listed)} raw files, the cell holds {len(names)}")
+        raise BadInput(f"{RAW_INDEX} lists {len(listed)} kept raw files, the cell holds {len(names)}")
     raw = {name: ev.bundle.cell_file(ev.cell_id, name, MAX_RAW_BYTES) for name in names}
+    raw.update({entry.name: input_copy(ev, entry) for entry in index.files if not entry.kept})
     wrong = [entry.name for entry in index.files if sha256_bytes(raw[entry.name]) != entry.sha256]
     if wrong:
         raise BadInput(f"raw file {wrong[0]} is not the file {RAW_INDEX} names")
     return raw, index
+
+
+def input_copy(ev: CellFiles, entry: RawFile) -> bytes:
+    """A raw output listed as a copy of one of the suite's files: that file's bytes."""
+    original = kind_of(ev.record.cell.suite).input_copy(entry.path)
+    if original is None:
+        raise BadInput(f"{RAW_INDEX}: {entry.name[:80]} is not kept, and no suite file is its original")
+    return read_regular(ev.suite_dir / safe_path(original), MAX_RAW_BYTES)

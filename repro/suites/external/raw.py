@@ -41,6 +41,9 @@ class RawFile(BaseModel):
     worker: int = 1
     sha256: str
     bytes: int
+    # False: a copy of one of the suite's files (the adapter's input_copy), listed, not kept: its
+    # bytes are the suite file's, resolved as the suite's are (absent in older bundles: kept)
+    kept: bool = True
 
 
 class RawIndex(BaseModel):

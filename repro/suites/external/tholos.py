@@ -13,7 +13,8 @@ and keeps, per worker:
 - `requests.jsonl`: every chat request body as the runner sent it, and the engine's answer;
 - `db/<id>.sqlite` and `observed.jsonl`: each scenario's database as the runner scored it and
   the snapshot it scored against (what `repro check` re-executes the runner's scoring on);
-- `scenarios/<category>/<id>.json`: the scenario files it ran, byte for byte;
+- `scenarios/<category>/<id>.json`: the scenario files it ran, byte for byte (listed by sha256 and
+  not kept: they are Tholos-Bench's files, referenced as the suite's are: `input_copy`);
 - `driver.json`: the command, the runner's version, and that no cache_prompt was sent.
 
 `normalise` turns each results line into our ScenarioResult and a transcript (one step per
@@ -115,6 +116,11 @@ class Tholos(Adapter):
 
     def raw_paths(self, out_dir: Path) -> list[str]:
         return walk_raw(out_dir, MAX_RAW_FILES, "tholos bench")
+
+    def input_copy(self, path: str) -> str | None:
+        """The driver copies each scenario file it runs to `scenarios/<category>/<id>.json`, the
+        path the suite's file has in a bundle's layout."""
+        return path if path.startswith(f"{SCENARIO_DIR}/") and path.count("/") == 2 else None
 
     def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
         workers = read_workers(raw, index)
