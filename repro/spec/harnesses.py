@@ -56,7 +56,11 @@ HARNESSES: dict[str, HarnessFacts] = {
         # results format, its scoring and its summary are read as that version writes them)
         known_archives={
             "48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "tholos 0.1.2 runner files "
-            "(tholos-runner-src.tar.gz)"
+            "(tholos-runner-src.tar.gz)",
+            # tests only (tests/external/tholos-standin.yaml): our own program with the runner's interface
+            "ff9512b8fdf7517e3bca9128c71041280189c4b8901c4a5db150f4afcf0473ec": (
+                "the repro project's stand-in for its tests (tests/standins/tholos_runner/), not Tholos-Bench's runner"
+            ),
         },
         carried_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "Apache-2.0"},
         tasks_from="source",

@@ -129,18 +129,6 @@ def safe_path(path: str) -> PurePosixPath:
     return pure
 
 
-def resolved_code(reference: InputReference, bundle: Path) -> Path:
-    """A referenced wheel or archive, from the input cache or a mirror (NotAtHand otherwise)."""
-    found = find_input(reference.sha256)
-    if found is None:
-        raise NotAtHand(
-            f"the {reference.role.replace('-', ' ')} of suite {reference.suite} (sha256 {reference.sha256[:12]}, "
-            f"published: {reference.published}) is in neither the input cache nor a mirror; "
-            f"run: {fetch_command(bundle)}"
-        )
-    return found
-
-
 def fetch_command(bundle: Path) -> str:
     return f"repro suites fetch --from-bundle {bundle} (where its pinned source can be reached)"
 

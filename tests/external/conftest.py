@@ -10,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import Bundle
-from repro.bundle.records import CellRecord
+from repro.bundle.records import (
+    CellRecord,
+    InputReference,
+    MatrixInfo,
+    RunRecord,
+    SourceState,
+    SystemDescription,
+    utc_now,
+)
 from repro.bundle.redact import Redactor
 from repro.core.config import PROJECT_ROOT
 from repro.plan.planner import make_plan
@@ -111,6 +120,38 @@ def run_driver(python: Path, out: Path, profile: str, tasks: list[str]) -> None:
     subprocess.run(command, cwd=out, check=True, capture_output=True)
 
 
+def record_inputs(bundle: Bundle, cell: Cell, references: list[InputReference]) -> None:
+    """The references the suite's embed returned, in run.json `inputs` as a run records them (a
+    run.json of the test's own when there is one, else a minimal one for this cell)."""
+    if (bundle.dir / "run.json").is_file():
+        run = BundleReader(bundle.dir).run()
+    else:
+        system = SystemDescription(
+            cpu_model="cpu",
+            cpu_cores=2,
+            memory_gb=8,
+            os="Debian",
+            kernel="6",
+            machine="x86_64",
+            docker_engine=None,
+            docker_api=None,
+            storage_driver=None,
+        )
+        run = RunRecord(
+            run_id=bundle.dir.name,
+            status="complete",
+            matrix=MatrixInfo(path="-", name="-", sha256="0" * 64),
+            profile="cpu",
+            profile_settings=load_profiles().get("cpu"),
+            source=SourceState(commit=None, tree_clean=True),
+            system=system,
+            planned_cells=[cell.id],
+            excluded_cells={},
+            started_at=utc_now(),
+        )
+    bundle.write_run(run.model_copy(update={"inputs": [*run.inputs, *references]}))
+
+
 def collect_cell(
     run_dir: Path,
     cell: Cell,
@@ -127,7 +168,7 @@ def collect_cell(
     bundle = Bundle(run_dir, redactor or Redactor())
     kind = kind_of(cell.suite)
     selection = select(cell.suite)
-    kind.embed(bundle, cell.suite, selection)
+    record_inputs(bundle, cell, kind.embed(bundle, cell.suite, selection))
     record = CellRecord(
         cell=cell,
         status="done",

@@ -1,10 +1,14 @@
-"""Tholos-Bench's runner as an external harness, on the host (no container, no model): the runner
-and repro's driver against one scripted server agree request for request; its raw outputs
-normalise and its scoring re-executes, over its failure modes; the matrix pins and refusals."""
+"""The Tholos runner path on the host (no container, no model), on the repro project's stand-in for
+Tholos-Bench's runner (tests/standins/tholos_runner/, our own code; not Tholos-Bench's runner): the
+stand-in run directly and through repro's driver against one scripted server agree request for
+request; its raw outputs normalise and its scoring, taken from its pinned archive, re-executes over
+the scripted engine's faults; tampered results are caught; the stand-in packs to its pin. And the
+real runner's matrix (matrix/tholos.yaml): its pins and refusals, which need no runner code."""
 
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ import pytest
 from harness.testing.scripted_engine import ScriptedEngine
 from repro.check.verdict import CHECK_TOOLS
 from repro.core.errors import BadInput
+from repro.spec.harnesses import HARNESSES
 from repro.spec.loading import load_matrix
 from repro.spec.matrix import ExternalSuite
 from repro.suites.external import check_rules as external_check
@@ -22,12 +27,15 @@ from tests.external.tholos_support import (
     FIDELITY_IDS,
     MATRIX,
     bodies,
+    pack_standin,
     results_by_id,
     run_direct,
     run_driver,
     runner_cell,
+    runner_suite,
 )
 from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
+from tests.standins import THOLOS_RUNNER, packed_files
 
 FAULTS = [None, "broken_json", "unknown_tool", "endless", "empty"]
 
@@ -42,9 +50,14 @@ def scripted_run(sources: tuple[Path, Path], tmp_path: Path, ids: list[str], fau
     return out
 
 
-def test_the_runner_directly_and_through_the_driver_send_the_same_requests_and_give_the_same_results(
+def test_the_stand_in_directly_and_through_the_driver_send_the_same_requests_and_give_the_same_results(
     tholos_sources, tmp_path: Path
 ) -> None:
+    """The stand-in runner run directly (`python -m tholos bench`) and through repro's driver (its
+    observers installed) against the same scripted server: the same request bodies byte for byte and
+    the same results. What it proves is that the driver changes nothing of what the runner code it
+    wraps sends or computes; it was shown for Tholos-Bench's runner itself with the real runner
+    (docs/external-suites.md), and here holds for the stand-in."""
     code_root, scenarios = tholos_sources
     (tmp_path / "direct").mkdir()
     (tmp_path / "driver").mkdir()
@@ -65,6 +78,8 @@ def test_the_runner_directly_and_through_the_driver_send_the_same_requests_and_g
 def test_raw_outputs_normalise_and_the_runners_scoring_re_executes(
     tholos_sources, tmp_path: Path, fault: str | None
 ) -> None:
+    """The driver's raw outputs (the stand-in's) kept byte for byte, normalised, and every
+    recomputation of `repro check` agreeing, the stand-in's `evaluate` re-executed from its archive."""
     out = scripted_run(tholos_sources, tmp_path, FIDELITY_IDS, fault)
     record = collect_cell(tmp_path / "run", runner_cell(FIDELITY_IDS), [out])
     assert record.status == "done", record.reason
@@ -93,6 +108,9 @@ def tampered_problems(tmp_path: Path, sources: tuple[Path, Path], change) -> lis
 
 
 def test_a_result_turned_into_a_pass_is_caught_by_the_runners_own_scoring(tholos_sources, tmp_path: Path) -> None:
+    """The runner's own scoring, here the stand-in's from its pinned archive, re-executed on the kept
+    database fails what the tampered line says passed; its summary no longer renders the same."""
+
     def passed(line: dict) -> dict:
         return line | {"passed": True, "failed_assertions": []} if line["id"] == "approval-001" else line
 
@@ -121,6 +139,32 @@ def test_a_message_list_that_no_request_extends_is_caught(tholos_sources, tmp_pa
     assert "messages are not the run's messages" in problems, problems
 
 
+def test_the_stand_in_packs_to_its_pin(tmp_path: Path) -> None:
+    """Packing tests/standins/tholos_runner/ gives exactly the sha256 tests/external/tholos-standin.yaml
+    pins (an edit to the stand-in fails here, naming the new sha256); the adapter knows that archive
+    as the project's stand-in, not Tholos-Bench's runner, and no bundle carries it."""
+    external = runner_suite().external
+    assert external is not None and external.archive is not None
+    found = pack_standin(tmp_path)
+    assert found == external.sha256
+    label = HARNESSES["tholos"].known_archives[external.sha256]
+    assert "stand-in" in label and "not Tholos-Bench's runner" in label
+    assert external.sha256 not in HARNESSES["tholos"].carried_archives and not external.carried
+    with tarfile.open(tmp_path / "tholos-standin-src.tar") as archive:
+        names = archive.getnames()
+    assert (
+        all(name.split("/")[0] == "tholos-runner" for name in names) and "tholos-runner/tholos/bench/runner.py" in names
+    )
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
+    said = "a stand-in written by the repro project for its tests; not tholos-bench's runner"
+    unnamed = [
+        path.name
+        for path in packed_files(THOLOS_RUNNER)
+        if path.suffix in (".py", ".md", ".toml") and said not in " ".join(path.read_text().split()).casefold()
+    ]
+    assert not unnamed, f"every file of the stand-in names it as a stand-in; these do not: {unnamed}"
+
+
 # ---------------------------------------------------------------- the matrix
 
 
@@ -129,6 +173,7 @@ def test_the_tholos_matrix_pins_the_runner_archive_and_runs_both_harnesses() -> 
     ours, runner = loaded.matrix.suites
     assert ours.external is None and runner.external is not None and runner.external.archive is not None
     assert runner.external.pin == "archive:tholos-runner-src.tar.gz"
+    assert "stand-in" not in HARNESSES["tholos"].known_archives[runner.external.sha256]  # the real runner's
     assert ours.source == runner.source and ours.per_category == runner.per_category == 1
     dumped = runner.external.model_dump()
     assert "wheel" not in dumped and "git" not in dumped
@@ -199,7 +244,7 @@ def test_an_archive_is_found_in_a_mirror_by_sha256_whatever_its_name(tmp_path: P
     assert sha256_file(fetch_source(EngineSource(archive="not-here.tar", sha256=sha))) == sha
 
 
-# ---------------------------------------------------------------- the runner's JSON mode (json_object)
+# ---------------------------------------------------------------- the runner's JSON mode (json_object), on the stand-in
 
 
 def test_the_adapter_passes_the_runners_own_json_mode_flag_for_the_cells_protocol() -> None:
@@ -213,6 +258,8 @@ def test_the_adapter_passes_the_runners_own_json_mode_flag_for_the_cells_protoco
 
 
 def test_the_runners_json_mode_runs_and_checks_as_json_object_and_is_held_to_it(tholos_sources, tmp_path: Path) -> None:
+    """The adapter's `--json-mode object` through the driver (the stand-in's JSON mode): its requests
+    carry a json_object response format, the cell checks, and check holds it to its protocol's."""
     code_root, scenarios = tholos_sources
     out = tmp_path / "out"
     out.mkdir()

@@ -1,11 +1,14 @@
-"""`repro check` of a whole bundle holding a Tholos cell (its raw outputs from repro's driver
-against the scripted engine; the rest of the record as a run writes it): VALID, and INVALID once
-a raw result is tampered with, even with every hash made to agree."""
+"""`repro check` of a whole bundle holding a Tholos runner cell, on the repro project's stand-in for
+Tholos-Bench's runner (tests/standins/tholos_runner/, our own code; not Tholos-Bench's runner): its
+raw outputs from repro's driver against the scripted engine, the rest of the record as a run writes
+it. VALID, with the runner's scoring re-executed from the pinned archive; INVALID once a raw result
+is tampered with, even with every hash made to agree; UNCHECKED, never INVALID, when the archive is
+at hand nowhere, and VALID again from a mirror."""
 
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from pathlib import Path
 
 from harness.testing.scripted_engine import ScriptedEngine
@@ -23,7 +26,8 @@ from repro.bundle.records import (
     utc_now,
 )
 from repro.bundle.redact import Redactor
-from repro.check.verdict import CellVerdict, check_run
+from repro.check.verdict import check_run
+from repro.core.config import PROJECT_ROOT
 from repro.core.files import sha256_bytes
 from repro.engines.gate import GateResult
 from repro.plan.planner import make_plan
@@ -33,7 +37,7 @@ from repro.suites.registry import kind_of
 from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import rehash
 from tests.external.test_toolcallbench_check import engine_log
-from tests.external.tholos_support import MATRIX, loaded, run_driver
+from tests.external.tholos_support import PEERS, STANDIN_MATRIX, loaded, pack_standin, run_driver
 from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
 from tests.fixtures.synthetic import (
     CANARY,
@@ -50,7 +54,8 @@ RAW_RESULTS = "raw.results.jsonl"
 
 
 def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
-    """A run of matrix/tholos.yaml whose one planned cell is the runner's, from the driver's `out`."""
+    """A run of tests/external/tholos-standin.yaml whose one planned cell is the runner's (the
+    stand-in's), from the driver's `out`."""
     profiles = load_profiles()
     matrix = loaded()
     templates = real_or_standin_templates(matrix.matrix.models)
@@ -60,7 +65,7 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
         if c.suite.external is not None
     )
     bundle = Bundle(run_dir, Redactor(CANARY))
-    bundle.embed_matrix(MATRIX.read_bytes(), matrix.sha256)
+    bundle.embed_matrix(STANDIN_MATRIX.read_bytes(), matrix.sha256)
     source = SourceState(commit="a" * 40, tree_clean=True, dirty_files=[], harness_digest=HARNESS_DIGEST)
     system = SystemDescription(
         cpu_model="cpu",
@@ -76,7 +81,7 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
     run = RunRecord(
         run_id=run_dir.name,
         status="complete",
-        matrix=MatrixInfo(path="matrix/tholos.yaml", name=matrix.matrix.name, sha256=matrix.sha256),
+        matrix=MatrixInfo(path="tests/external/tholos-standin.yaml", name=matrix.matrix.name, sha256=matrix.sha256),
         profile="cpu",
         profile_settings=profiles.get("cpu"),
         source=source,
@@ -90,7 +95,7 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
     )
     bundle.write_run(run)
     assert cell.suite.external is not None
-    lock = sha256_bytes((MATRIX.parents[1] / cell.suite.external.requirements.path).read_bytes())
+    lock = sha256_bytes((PROJECT_ROOT / cell.suite.external.requirements.path).read_bytes())
     labels = {"repro.key": "k", "repro.harness_tree": HARNESS_DIGEST, "repro.external": "tholos"}
     labels |= {"repro.external.wheel_sha256": cell.suite.external.sha256, "repro.external.requirements_sha256": lock}
     expected = cell.engine.expected_identity()
@@ -126,6 +131,10 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
 
 
 def test_a_tholos_bundle_checks_valid_and_a_tampered_raw_result_invalid(tholos_sources, tmp_path: Path) -> None:
+    """One scenario per category through the driver (the scripted engine's broken replies: every run
+    fails): VALID; then a failed result turned into a pass, every hash made to agree: INVALID, the
+    normalised records, the runner's re-executed scoring (the stand-in's `evaluate`, from its pinned
+    archive) and its summary rendered again all disagreeing."""
     code_root, scenarios = tholos_sources
     ids = loaded_ids(scenarios)
     out = tmp_path / "out"
@@ -156,21 +165,12 @@ def loaded_ids(scenarios: Path) -> list[str]:
     return select(suite).ids
 
 
-def rewrite_input(run_dir: Path, data: bytes | None) -> None:
-    """The carried archive replaced by `data` (None: removed), the manifest made to agree."""
-    (carried,) = (run_dir / INPUTS_DIR).iterdir()
-    if data is None:
-        shutil.rmtree(run_dir / INPUTS_DIR)
-    else:
-        carried.write_bytes(data)
-    Bundle(run_dir, Redactor(CANARY)).write_manifest()
-
-
-def test_a_bundle_carries_the_runner_archive_and_checks_from_it_with_nothing_fetched(
+def test_a_bundle_whose_runner_code_is_nowhere_at_hand_is_unchecked_and_valid_again_from_a_mirror(
     tholos_sources, tmp_path: Path, monkeypatch, capsys
 ) -> None:
-    """VALID from the carried copy with an empty cache and no mirror; INVALID when the copy is other
-    bytes (every hash agreeing); UNCHECKED, exit 3, with neither copy nor cache, never INVALID."""
+    """The stand-in's archive is not one a bundle carries (HARNESSES carried_archives): with an empty
+    cache and no mirror, the cell is UNCHECKED (exit 3) naming the mirror to set, never INVALID, and
+    left out of the tables; with a mirror holding the archive (and the scenario files), VALID."""
     from repro.__main__ import main
     from repro.report.aggregate import collect
 
@@ -181,31 +181,23 @@ def test_a_bundle_carries_the_runner_archive_and_checks_from_it_with_nothing_fet
         run_driver(code_root, scenarios, out, loaded_ids(scenarios), engine.base_url)
     run_dir = write_tholos_bundle(tmp_path / "run", out)
     pin = loaded().matrix.suites[1].external
-    assert pin is not None and pin.carried
-    # the archive, carried as it is
-    assert sha256_bytes((run_dir / INPUTS_DIR / f"{pin.sha256}.tar.gz").read_bytes()) == pin.sha256
+    assert pin is not None and not pin.carried
+    assert not (run_dir / INPUTS_DIR).exists()  # nothing of the runner's code in the bundle
     monkeypatch.delenv(MIRROR_ENV, raising=False)
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty-cache"))  # a fresh machine: nothing fetched
 
-    def checked(run: Path) -> CellVerdict:
-        # a fresh machine: nothing fetched
-        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / f"empty-cache-{run.parent.name}"))
-        (verdict,) = check_run(run, Redactor(CANARY)).cells
-        return verdict
-
-    assert checked(run_dir).verdict == "VALID", checked(run_dir).reasons
-
-    wrong = shutil.copytree(run_dir, tmp_path / "wrong" / run_dir.name)
-    rewrite_input(wrong, b"\x1f\x8b" + b"0" * 100)
-    verdict = checked(wrong)
-    assert verdict.verdict == "INVALID" and {p.rule for p in verdict.problems} >= {"carried-inputs"}, verdict.reasons
-
-    bare = shutil.copytree(run_dir, tmp_path / "bare" / run_dir.name)
-    rewrite_input(bare, None)
-    verdict = checked(bare)
+    (verdict,) = check_run(run_dir, Redactor(CANARY)).cells
     assert verdict.verdict == "UNCHECKED" and not verdict.problems, verdict.reasons
-    assert "REPRO_SOURCE_MIRROR=DIR repro check" in verdict.reasons[0]
-    assert main(["check", str(bare)]) == 3
+    assert MIRROR_ENV in verdict.reasons[0], verdict.reasons
+    assert main(["check", str(run_dir)]) == 3
     assert "1 UNCHECKED" in capsys.readouterr().out
-    tables = collect([bare])
+    tables = collect([run_dir])
     assert not tables.rows and [(e.verdict, e.cell_id) for e in tables.exclusions] == [("UNCHECKED", verdict.cell_id)]
     assert tables.setup.runs[0].verdicts == {"VALID": 0, "EXCLUDED": 0, "INVALID": 0, "UNCHECKED": 1}
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    pack_standin(mirror)
+    monkeypatch.setenv(MIRROR_ENV, os.pathsep.join([str(mirror), str(PEERS / "tholos-bench")]))
+    (verdict,) = check_run(run_dir, Redactor(CANARY)).cells
+    assert verdict.verdict == "VALID", verdict.reasons

@@ -1,8 +1,10 @@
 """The reference claim's pieces without Docker: the scripted engine, served from the scenario
-archive (as the `scripted` engine kind serves its model file), answers the Tholos runner's own
-requests with each scenario's reference steps (the runner, unchanged, passes them, an approval
-and its denied twin told apart); the archive is read bounded, links refused; the matrix plans its
-two cells; the archive is fetched as a model from a source mirror by its sha256."""
+archive (as the `scripted` engine kind serves its model file), answers the Tholos runner's prompt
+layout with each scenario's reference steps, an approval and its denied twin told apart (shown on
+the repro project's stand-in for Tholos-Bench's runner, tests/standins/tholos_runner/, our own code
+with the runner's prompt layout; the published claim, 160 of 160 through the real runner, is
+paper/published/tholos-reference-cpu*); the archive is read bounded, links refused; the matrix plans
+its two cells; the archive is fetched as a model from a source mirror by its sha256."""
 
 from __future__ import annotations
 
@@ -41,9 +43,12 @@ def archive(tmp_path_factory) -> Path:
     return path
 
 
-def test_the_runner_passes_the_reference_steps_served_from_the_archive(
+def test_the_stand_in_passes_the_reference_steps_served_from_the_archive(
     tholos_sources, archive: Path, tmp_path: Path
 ) -> None:
+    """The stand-in runner, run directly, against the scripted engine serving the packed archive:
+    the six pass with no invalid step, and approval-008 (denied) is told apart from approval-001
+    (approved) by the refused step its requests show."""
     code_root, scenarios = tholos_sources
     with ScriptedEngine(archive) as engine:
         assert len(engine.library) == 160
@@ -118,8 +123,9 @@ def test_the_archive_is_fetched_as_a_model_from_a_mirror_by_sha256(
 def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_kind(
     docker_client, harness_image_ref, tholos_sources, archive: Path
 ) -> None:
-    """The `scripted` engine kind booted as a run boots it (its identity checked), the runner's
-    image joined to its namespace with a cell's harness settings: a handful of files pass."""
+    """The `scripted` engine kind booted as a run boots it (its identity checked), the runner image
+    built from the stand-in's pinned archive joined to its namespace with a cell's harness settings
+    (the command line the reference matrix's runner cell gets): a handful of files pass."""
     from repro.containers import lifecycle as containers
     from repro.containers.sandbox import bind, container_name, harness_kwargs
     from repro.engines.base import stop_engine

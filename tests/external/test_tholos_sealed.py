@@ -1,16 +1,23 @@
-"""The fidelity proof for Tholos-Bench's runner: `tholos bench` through repro (its pinned image, in
-a harness container sealed as a cell's is, joined to an engine container's namespace, its raw
-outputs collected, normalised and checked as a run does) and `tholos bench` run directly (a
+"""The sealed runner path, on the repro project's stand-in for Tholos-Bench's runner
+(tests/standins/tholos_runner/, our own code with the runner's command line, results and modules;
+not Tholos-Bench's runner): the stand-in through repro (the runner image built from its archive,
+pinned by sha256 in tests/external/tholos-standin.yaml; in a harness container sealed as a cell's
+is, joined to an engine container's namespace; its raw outputs collected, normalised and checked as
+a run does, the runner's scoring re-executed from the archive) and the stand-in run directly (a
 subprocess of the unpacked archive from the cache, outside repro), against the same scripted
-OpenAI-compatible server of the project's own (harness.testing.scripted_engine: loopback only, bounded),
-on scenarios of six categories (an approval, an interference, a web fixture among them): the
-request bodies are identical byte for byte, and so are the results.
+OpenAI-compatible server of the project's own (harness.testing.scripted_engine: loopback only,
+bounded), on scenarios of six categories (an approval, an interference, a web fixture among them):
+the request bodies are identical byte for byte, and so are the results. So the image, the sandbox
+and the driver's observers change nothing of what the runner code inside sends or computes; the
+same comparison with Tholos-Bench's runner itself is benchmarks/tholos_direct.py's, measured on the
+published run (docs/external-suites.md).
 
 The engine container is the harness image serving `python -m harness scripted-engine --record`
 with no network at all; the runner's container reaches it only through its namespace."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -105,10 +112,15 @@ def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: lis
     return out, engine_out, applied
 
 
-def test_tholos_bench_through_repro_matches_tholos_bench_itself(
+def test_the_stand_in_through_repro_matches_the_stand_in_run_directly(
     docker_client, harness_image_ref, tholos_image_ref, tholos_sources, tmp_path: Path
 ) -> None:
     code_root, scenarios = tholos_sources
+    external = runner_suite().external
+    assert external is not None
+    # the image is built from the stand-in's archive, named by its pin
+    assert tholos_image_ref.labels["repro.external.wheel_sha256"] == external.sha256
+    assert tholos_image_ref.labels["repro.external.wheel"] == external.pin == "archive:tholos-standin-src.tar"
     out, engine_out, applied = run_sealed(
         docker_client, harness_image_ref.id, tholos_image_ref.id, scenarios, FIDELITY_IDS
     )
@@ -118,10 +130,12 @@ def test_tholos_bench_through_repro_matches_tholos_bench_itself(
         sealed_requests = (engine_out / "requests.jsonl").read_bytes()
         record = collect_cell(tmp_path / "run", runner_cell(FIDELITY_IDS), [out])
         sealed = results_by_id(out / "results.jsonl")
+        ran = json.loads((out / "driver.json").read_text())["runner"]
     finally:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(engine_out, ignore_errors=True)
     assert record.status == "done", record.reason
+    assert ran == "0.0.0+standin"  # the tholos package the image runs is the stand-in's
     (tmp_path / "direct").mkdir()
     with ScriptedEngine(scenarios, record=tmp_path / "direct.jsonl") as engine:
         direct = run_direct(code_root, scenarios, tmp_path / "direct", FIDELITY_IDS, engine.base_url)

@@ -86,9 +86,10 @@ def test_every_toolcallbench_failure_type_maps_to_one_of_ours(tcb_wheels) -> Non
 
 def evidence(run_dir: Path, record) -> SimpleNamespace:
     from repro.bundle.redact import Redactor
+    from repro.suites.references import suite_root
 
     bundle = BundleReader(run_dir)
-    cell_dir, suite_dir = bundle.cell_dir(record.cell.id), bundle.suite_dir(record.cell.suite.id)
+    cell_dir, suite_dir = bundle.cell_dir(record.cell.id), suite_root(bundle, bundle.run(), record.cell.suite.id)
     return SimpleNamespace(
         record=record,
         bundle=bundle,

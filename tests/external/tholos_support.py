@@ -1,7 +1,11 @@
-"""Helpers for the Tholos tests: the runner's archive and the Tholos-Bench scenario archive filled
-into the suite cache from a local mirror by sha256 (never copied into the project), the runner run
-directly (a subprocess of the unpacked archive), repro's driver run on the host, and one scripted
-OpenAI-compatible server of the project's own (harness.testing.scripted_engine) that both talk to."""
+"""Helpers for the Tholos runner-path tests. The runner they run is the repro project's stand-in
+for Tholos-Bench's runner (tests/standins/tholos_runner/: our own code with the runner's command
+line, results and modules; not Tholos-Bench's runner), pinned by tests/external/tholos-standin.yaml.
+`tholos_sources` packs it and the Tholos-Bench scenario files (from ../shared/peers/, never copied
+into the project) into a temporary mirror and fetches both into the suite cache by sha256, as
+`repro suites fetch --mirror` does; `run_direct` runs it directly (a subprocess of the unpacked
+archive), `run_driver` runs repro's driver on the host, both against one scripted
+OpenAI-compatible server of the project's own (harness.testing.scripted_engine)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +25,18 @@ from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
 from repro.store.sources import MIRROR_ENV
 
-MATRIX = PROJECT_ROOT / "matrix" / "tholos.yaml"
+MATRIX = PROJECT_ROOT / "matrix" / "tholos.yaml"  # the real runner's pins (its matrix-level tests need no runner)
+STANDIN_MATRIX = PROJECT_ROOT / "tests" / "external" / "tholos-standin.yaml"  # the runner path's: the stand-in
 DRIVER = PROJECT_ROOT / "images" / "tholos" / "driver.py"
-# The peers' folder (the runner's archive, the 160 scenario files): beside the checkout, or named.
+# The peers' folder (the 160 scenario files): beside the checkout, or named.
 PEERS = Path(os.environ.get("REPRO_TEST_PEERS", PROJECT_ROOT.parent / "shared" / "peers"))
 # Six categories: an approval, an interference (injection), a web fixture (web_research) and more.
 FIDELITY_IDS = ["approval-001", "ask-001", "injection-001", "memory-001", "update-001", "web_research-001"]
 
 
 def loaded() -> LoadedMatrix:
-    return load_matrix(MATRIX)
+    """The stand-in matrix: matrix/tholos.yaml with the runner suite pinned to the stand-in."""
+    return load_matrix(STANDIN_MATRIX)
 
 
 def runner_suite(ids: list[str] | None = None) -> Suite:
@@ -46,21 +53,40 @@ def runner_cell(ids: list[str] | None = None, protocol: str = "json_schema") -> 
     return make_plan(matrix, "cpu", load_profiles().get("cpu")).cells[0]
 
 
+def pack_standin(mirror: Path) -> str:
+    """The stand-in runner packed into `mirror`; fails, naming the new sha256, when it is not the pin."""
+    from tests.standins import pack_tholos_runner
+
+    suite = runner_suite()
+    assert suite.external is not None
+    found = pack_tholos_runner(mirror / "tholos-standin-src.tar")
+    if found != suite.external.sha256:
+        pytest.fail(
+            f"the stand-in runner (tests/standins/tholos_runner/) packs to sha256 {found}, the pin is "
+            f"{suite.external.sha256}: update the pin in {STANDIN_MATRIX.relative_to(PROJECT_ROOT)} and "
+            "repro/spec/harnesses.py (HARNESSES['tholos'].known_archives)"
+        )
+    return found
+
+
 @pytest.fixture(scope="session")
-def tholos_sources(tmp_path_factory) -> tuple[Path, Path]:
-    """(the unpacked runner archive, the scenario folder), both fetched into the cache from a mirror:
-    the peers' runner archive as it is, and the scenario folder packed as `repro suites pack` does."""
+def tholos_sources(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
+    """(the unpacked stand-in runner archive, the scenario folder), both fetched into the cache from
+    a temporary mirror: the stand-in packed as its pin says, the scenario folder packed as `repro
+    suites pack` does. The mirror stays set for the session."""
     from repro.suites.external.wheels import fetch_code
     from repro.suites.sources import fetch_suite, pack_folder, scenario_folder
 
-    if not (PEERS / "tholos-runner").is_dir() or not (PEERS / "tholos-bench").is_dir():
-        pytest.skip(f"the Tholos runner and scenarios are not at {PEERS} (set REPRO_TEST_PEERS)")
+    if not (PEERS / "tholos-bench").is_dir():
+        pytest.skip(f"the Tholos-Bench scenario files are not at {PEERS} (set REPRO_TEST_PEERS)")
     mirror = tmp_path_factory.mktemp("mirror")
     suite = runner_suite()
     assert suite.source is not None and suite.external is not None
+    pack_standin(mirror)
     assert pack_folder(PEERS / "tholos-bench", mirror / "tholos-bench.tar") == suite.source.sha256
     previous = os.environ.get(MIRROR_ENV)
-    os.environ[MIRROR_ENV] = os.pathsep.join([str(PEERS / "tholos-runner"), str(mirror)])
+    # the two archives by sha256, and the loose scenario files for what is found file by file
+    os.environ[MIRROR_ENV] = os.pathsep.join([str(mirror), str(PEERS / "tholos-bench")])
     try:
         fetch_suite(suite.source)
         yield fetch_code(suite.external), scenario_folder(suite)
@@ -116,7 +142,8 @@ def run_direct(
     model: str = "scripted",
     timeout: float = 600,
 ) -> dict[str, dict]:
-    """`python -m tholos bench` from the unpacked archive, outside repro, on the same files: id -> result."""
+    """`python -m tholos bench` from the unpacked archive (the stand-in's in the tests; benchmarks/
+    tholos_direct.py passes the real runner's), outside repro, on the same files: id -> result."""
     chosen = work / "scenarios"
     for scenario_id in ids:
         (source,) = scenarios.glob(f"*/{scenario_id}.json")

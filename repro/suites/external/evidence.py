@@ -14,13 +14,16 @@ from pydantic import ValidationError
 from repro.bundle.layout.names import SUITES_DIR
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord
-from repro.core.errors import BadInput
+from repro.core.errors import BadInput, NotAtHand, ReproError
 from repro.core.files import MAX_JSON_BYTES, MAX_RAW_BYTES, read_regular, sha256_bytes, sha256_file
 from repro.spec.harnesses import HARNESSES
+from repro.spec.matrix import ExternalSuite
+from repro.spec.published import published_at
+from repro.store.inputs import find_input
 from repro.suites.external.carried import harness_code
 from repro.suites.external.raw import LOCK_COPY, RAW_INDEX, RAW_PREFIX, WHEEL_DIR, RawFile, RawIndex, external_of
-from repro.suites.external.wheels import unpacked_wheel
-from repro.suites.references import reference_of, resolved_code, safe_path
+from repro.suites.external.wheels import fetched_wheels, harness_wheel, unpacked_wheel
+from repro.suites.references import fetch_command, safe_path
 from repro.suites.registry import kind_of
 
 
@@ -60,9 +63,8 @@ def embedded_wheel(ev: CellFiles) -> Path:
         if folder.is_dir() and not folder.is_symlink()
         else []
     )
-    reference = reference_of(ev.bundle.run(), suite.id, "harness-wheel")
-    if reference is not None and not wheels:
-        wheels = [resolved_code(reference, ev.bundle.dir)]
+    if not wheels:
+        wheels = [referenced_wheel(external, ev.bundle.dir)]
     if len(wheels) != 1:
         raise BadInput(f"{SUITES_DIR}/{suite.id}/{WHEEL_DIR} holds {len(wheels)} wheel files, not one")
     found = sha256_file(wheels[0])
@@ -70,6 +72,28 @@ def embedded_wheel(ev: CellFiles) -> Path:
     if found != external.sha256 or found != known:
         raise BadInput(f"the wheel {wheels[0].name[:80]} has sha256 {found[:12]}, the pin is {external.sha256[:12]}")
     return wheels[0]
+
+
+def referenced_wheel(external: ExternalSuite, bundle: Path) -> Path:
+    """The pinned wheel from the input cache or a mirror (by its sha256), else from the wheels
+    `repro suites fetch` downloaded here; NotAtHand naming the command otherwise."""
+    found = find_input(external.sha256) or fetched_wheel(external)
+    if found is None:
+        raise NotAtHand(
+            f"the wheel {external.pin} (sha256 {external.sha256[:12]}, published: "
+            f"{published_at(external.sha256, f'PyPI {external.wheel}')}) is in neither the input cache nor a mirror; "
+            f"run: {fetch_command(bundle)}"
+        )
+    return found
+
+
+def fetched_wheel(external: ExternalSuite) -> Path | None:
+    """The pinned wheel among those `repro suites fetch` downloaded with this project's lock."""
+    try:
+        folder = fetched_wheels(external)
+        return harness_wheel(external, folder) if folder is not None else None
+    except ReproError:  # no lock here, another lock, or not the pinned wheel: not at hand
+        return None
 
 
 def wheel_root(ev: CellFiles) -> Path:

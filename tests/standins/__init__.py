@@ -1,0 +1,43 @@
+"""Stand-ins the repro project writes for its tests, where another project's code may not enter
+the tree: each one is our own small program that offers the interface our code calls, and is named
+a stand-in in every docstring.
+
+- `tholos_runner/`: a stand-in for Tholos-Bench's runner (`tholos bench`); not that runner.
+  `pack_tholos_runner` packs it as the archive a matrix pins by sha256
+  (tests/external/tholos-standin.yaml).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+STANDINS = Path(__file__).resolve().parent
+THOLOS_RUNNER = STANDINS / "tholos_runner"
+ARCHIVE_PREFIX = "tholos-runner"  # the top folder of the archive, as the real runner's archive has
+
+
+def packed_files(folder: Path) -> list[Path]:
+    """The files of a stand-in that go into its archive: every regular file but Python's caches
+    (which importing it from the tree would add)."""
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.relative_to(folder).parts and p.suffix != ".pyc"
+    )
+
+
+def pack_tholos_runner(out: Path) -> str:
+    """The stand-in runner packed as `repro suites pack` packs a folder (repro.suites.sources.pack_folder:
+    sorted names, mtime 0, owner 0, fixed modes, uncompressed, the same bytes on any host) under
+    the top folder `tholos-runner/`; returns the archive's sha256."""
+    from repro.suites.sources import pack_folder
+
+    with tempfile.TemporaryDirectory(prefix="repro-standin-") as work:
+        top = Path(work) / ARCHIVE_PREFIX
+        for path in packed_files(THOLOS_RUNNER):
+            target = top / path.relative_to(THOLOS_RUNNER)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        return pack_folder(top, out)
