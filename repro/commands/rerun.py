@@ -115,7 +115,7 @@ def setup_state(row: SetupRow, accepted: frozenset[str]) -> str:
 def fetch_and_build(prepared: RerunPlan) -> None:
     """What `models fetch`, `suites fetch` and `images build` do, on the rebuilt matrix."""
     models_commands.fetch(prepared.matrix, sorted({c.model.id for c in prepared.cells}))
-    suites_commands.fetch(prepared.matrix, [])
+    suites_commands.fetch(prepared.matrix, [], None)
     images_commands.build_command(prepared.matrix, prepared.profile, False)
 
 
