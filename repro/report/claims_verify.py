@@ -111,12 +111,15 @@ class ClaimsReport(BaseModel):
         if counts["DIFFERENT"]:
             different = counts["DIFFERENT"]
             return f"differs: {different} of {total} claims DIFFERENT (the lines above say where); {transcripts}"
-        if counts["NOT RERUN"]:
-            return f"not rerun: {counts['NOT RERUN']} of {total} claims have no rerun row (the lines above say why)"
-        word = "reproduced" if all(v.verdict.startswith("REPRODUCED") for v in self.verdicts) else "consistent"
-        inputs = setup_changes(self.verdicts, side)
+        rerun = [v for v in self.verdicts if v.verdict != "NOT RERUN"]
+        if not rerun:
+            return f"not rerun: none of the {total} claims has a rerun row (the lines above say why)"
+        word = "reproduced" if all(v.verdict.startswith("REPRODUCED") for v in rerun) else "consistent"
+        inputs = setup_changes(rerun, side)
         where = f" on another setup ({inputs})" if inputs else ""
-        return f"{word}{where}: {total} of {total} claims; {transcripts}"
+        missing = total - len(rerun)
+        unrun = f" ({missing} not rerun: the lines above say why)" if missing else ""
+        return f"{word}{where}: {len(rerun)} of {total} claims{unrun}; {transcripts}"
 
 
 def transcripts_line(verdicts: list[ClaimVerdict]) -> str:
