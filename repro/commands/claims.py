@@ -79,7 +79,7 @@ def from_results(
     (from a bundle; or from a results.json, with the harness and engine kind it does not record).
 
     Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
-    from repro.report.own_claims import claims_from_rerun
+    from repro.report.own_claims import stated_claims
     from repro.report.rerun_rows import load_published_rows, load_rerun
     from repro.spec.harnesses import HarnessPin
 
@@ -102,7 +102,7 @@ def from_results(
         rerun = load_published_rows(results[0], HarnessPin(name=harness, commit=harness_commit), engine_kind)
     else:
         rerun = load_rerun(results)
-    claims = claims_from_rerun(rerun, source)
+    claims = stated_claims(rerun, source, results[0])
     header = f"# Written by repro claims from-results; verify a rerun with: repro verify RUN --claims {out.name}\n"
     atomic_write(out, dump_claims(claims, header).encode())
     load_claims(out)  # what was written reads back as a valid claims file

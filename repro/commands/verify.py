@@ -22,6 +22,7 @@ VERDICT_COLOURS = {
     "REPRODUCED ON ANOTHER SETUP": "yellow",
     "CONSISTENT": "cyan",
     "CONSISTENT ON ANOTHER SETUP": "yellow",
+    "CONSISTENT (COUNTS ONLY)": "yellow",
     "DIFFERENT": "red",
     "NOT RERUN": "yellow",
 }
@@ -59,6 +60,12 @@ def verify(
         "--require-signature",
         help="An ssh allowed_signers file: the published bundle must be signed by one of them (exit 1 otherwise).",
     ),
+    allow_invalid_published: bool = typer.Option(
+        False,
+        "--allow-invalid-published",
+        help="A published bundle with INVALID cells: verify against its VALID rows alone (said in the output), "
+        "rather than fail.",
+    ),
 ) -> None:
     """Compare a rerun with published numbers (--published: each published row as a claim) or
     with a claims file (--claims): REPRODUCED, CONSISTENT, DIFFERENT or NOT RERUN per claim, and
@@ -66,7 +73,9 @@ def verify(
 
     Exit codes: 0 every claim REPRODUCED or CONSISTENT on its setup (or on differences accepted by
     name; NOT RERUN too with --allow-partial); 1 any other verdict, or the published bundle is not
-    signed as --require-signature asks; 2 bad input."""
+    signed as --require-signature asks, or the published bundle has INVALID cells (listed; without
+    --allow-invalid-published); 2 bad input. A published bundle is checked first: its INVALID cells
+    are named with their first reason, its UNCHECKED cells are NOT RERUN with theirs."""
     from repro.report.claims_verify import Options
     from repro.report.pins import parse_accept
 
@@ -79,6 +88,7 @@ def verify(
         report = report_for_claims(results, claims, options)
     else:
         report = report_for_published(results, published, options, require_signature)
+        report = report.model_copy(update={"narrowed": allow_invalid_published})
     show_report(report, as_json, "claimed" if claims is not None else "published")
     if not report.passed(allow_partial):
         raise typer.Exit(1)
@@ -99,7 +109,7 @@ def report_for_published(
     """The published rows stated as claims (repro.report.claims_verify.claims_from_rerun) and
     verified as any claims are: one verdict, one comparison of inputs, whichever way is asked."""
     from repro.report.aggregate import collect_with_cells
-    from repro.report.claims_verify import verify_claims
+    from repro.report.claims_verify import unchecked_published, verify_claims
     from repro.report.own_claims import published_claims
     from repro.report.rerun_rows import load_rerun
 
@@ -115,11 +125,16 @@ def report_for_published(
     published_side = collect_with_cells([published]) if published.is_dir() else None  # each bundle is checked once
     loaded, published_keys = published_claims(published, published_side)  # the published side's bad input first
     rerun_side = collect_with_cells(results)
-    if published_side is not None:
-        options = options.model_copy(
-            update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)}
-        )
-    return verify_claims(loaded, load_rerun(results, rerun_side), options)
+    if published_side is None:
+        return verify_claims(loaded, load_rerun(results, rerun_side), options)
+    options = options.model_copy(update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)})
+    report = verify_claims(loaded, load_rerun(results, rerun_side), options)
+    exclusions = published_side[0].exclusions
+    unchecked = [(e.cell_id, e.reasons) for e in exclusions if e.verdict == "UNCHECKED"]
+    invalid = [f"{e.cell_id}: {e.reasons[0] if e.reasons else 'INVALID'}" for e in exclusions if e.verdict == "INVALID"]
+    return report.model_copy(
+        update={"verdicts": report.verdicts + unchecked_published(unchecked), "published_invalid": invalid}
+    )
 
 
 def show_report(report: ClaimsReport, as_json: bool, side: str) -> None:
@@ -140,6 +155,8 @@ def print_claims(report: ClaimsReport, side: str | None = "claimed") -> None:
     say(f"claims {shown(report.claims_file)} (sha256 {report.sha256[:12]}): {shown(report.source)}")
     if report.accepted:
         say(f"accepted as differing (--accept): {', '.join(report.accepted)}")
+    for line in report.published_invalid:
+        say(f"[red]INVALID (published)[/] {shown(line)}")
     for item in report.verdicts:
         scores = f"claimed {item.claimed}, rerun {item.rerun or '-'}; setup {item.setup}"
         say(

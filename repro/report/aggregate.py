@@ -24,11 +24,13 @@ from harness.contracts import (
 )
 from repro.bundle.layout.discovery import find_runs
 from repro.bundle.layout.merge import merge_problems
+from repro.bundle.layout.names import MANIFEST
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, CellSummary
 from repro.bundle.redact import Redactor
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.errors import BadInput
+from repro.core.files import sha256_file
 from repro.report.coverage import run_coverage
 from repro.report.setup import TableSetup, run_setups
 from repro.report.stats import wilson
@@ -131,9 +133,15 @@ def collect_with_cells(
     exclusions: list[ExcludedCell] = []
     runs: list[str] = []
     verdicts: list[RunVerdict] = []
+    seen: set[tuple[str, str]] = set()
     for path in paths:
         refuse_broken_merge(path)
         for run_dir in find_runs(path):
+            identity = run_identity(run_dir)
+            if identity is not None and identity in seen:  # a run given twice, or a copy of it: one run
+                continue
+            if identity is not None:
+                seen.add(identity)
             bundle = BundleReader(run_dir, remember=None)  # the VALID cells are kept whole anyway
             verdict = check_run(run_dir, redactor, bundle=bundle)
             verdicts.append(verdict)
@@ -167,6 +175,18 @@ def collect_with_cells(
         setup=setup,
     )
     return tables, {row.key: sorted(cells, key=lambda c: c.record.cell.repeat) for row, cells in grouped}
+
+
+def run_identity(run_dir: Path) -> tuple[str, str] | None:
+    """A run's id and its manifest's sha256: two folders with both equal hold one run (None when
+    either cannot be read: the check says why)."""
+    manifest = run_dir / MANIFEST
+    if manifest.is_symlink() or not manifest.is_file():
+        return None
+    try:
+        return BundleReader(run_dir).run().run_id, sha256_file(manifest)
+    except BadInput:
+        return None
 
 
 def with_labels(rows: list[TableRow]) -> list[TableRow]:

@@ -47,15 +47,32 @@ from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
 
 Verdict = Literal[
-    "REPRODUCED", "REPRODUCED ON ANOTHER SETUP", "CONSISTENT", "CONSISTENT ON ANOTHER SETUP", "DIFFERENT", "NOT RERUN"
+    "REPRODUCED",
+    "REPRODUCED ON ANOTHER SETUP",
+    "CONSISTENT",
+    "CONSISTENT ON ANOTHER SETUP",
+    "CONSISTENT (COUNTS ONLY)",
+    "DIFFERENT",
+    "NOT RERUN",
 ]
 VERDICTS: tuple[Verdict, ...] = (
     "REPRODUCED",
     "REPRODUCED ON ANOTHER SETUP",
     "CONSISTENT",
     "CONSISTENT ON ANOTHER SETUP",
+    "CONSISTENT (COUNTS ONLY)",
     "DIFFERENT",
     "NOT RERUN",
+)
+# from best to worst: where several rerun rows answer one claim, the worst verdict stands
+SEVERITY: tuple[Verdict, ...] = (
+    "REPRODUCED",
+    "REPRODUCED ON ANOTHER SETUP",
+    "CONSISTENT",
+    "CONSISTENT ON ANOTHER SETUP",
+    "CONSISTENT (COUNTS ONLY)",
+    "NOT RERUN",
+    "DIFFERENT",
 )
 PASSING: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT")
 ALWAYS_COUNTED: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT", "DIFFERENT", "NOT RERUN")
@@ -89,11 +106,17 @@ class ClaimsReport(BaseModel):
     verdicts: list[ClaimVerdict]
     accepted: list[str] = []  # the input names accepted by --accept
     unclaimed_rows: list[str] = []
+    # the published bundle's INVALID cells, "cell: its first reason" (verify --published of a bundle)
+    published_invalid: list[str] = []
+    narrowed: bool = False  # --allow-invalid-published: verified against the published VALID rows alone
 
     def passed(self, allow_partial: bool = False) -> bool:
-        """Every claim REPRODUCED or CONSISTENT on its setup (NOT RERUN too, with --allow-partial)."""
+        """Every claim REPRODUCED or CONSISTENT on its setup (NOT RERUN too, with --allow-partial),
+        and a published side that is clean (or narrowed to its VALID rows by name)."""
         allowed = PASSING + (("NOT RERUN",) if allow_partial else ())
-        return all(v.verdict in allowed for v in self.verdicts)
+        clean = not self.published_invalid or self.narrowed
+        rerun = any(v.verdict != "NOT RERUN" for v in self.verdicts)  # --allow-partial with nothing rerun fails
+        return clean and rerun and all(v.verdict in allowed for v in self.verdicts)
 
     def counts(self) -> dict[str, int]:
         """Claims per verdict: the four plain ones always, the ON ANOTHER SETUP ones when any."""
@@ -104,6 +127,16 @@ class ClaimsReport(BaseModel):
         """What the verify found, in one line: "differs" only where an outcome, a count or a
         transcript differs; a rerun that differs from the claim only in its setup names the
         inputs (`side`: how the claim's value is named, "claimed" or "published")."""
+        found = self.found(side)
+        if not self.published_invalid:
+            return found
+        invalid = f"{len(self.published_invalid)} INVALID published cell(s), first {self.published_invalid[0]}"
+        if self.narrowed:
+            return f"{found}; against the VALID published rows only (--allow-invalid-published: {invalid})"
+        return f"the published side is not clean ({invalid}); {found}"
+
+    def found(self, side: str) -> str:
+        """What the claims' verdicts say, in one line (see `conclusion`)."""
         counts, total = self.counts(), len(self.verdicts)
         transcripts = transcripts_line(self.verdicts)
         if not total:
@@ -114,12 +147,33 @@ class ClaimsReport(BaseModel):
         rerun = [v for v in self.verdicts if v.verdict != "NOT RERUN"]
         if not rerun:
             return f"not rerun: none of the {total} claims has a rerun row (the lines above say why)"
-        word = "reproduced" if all(v.verdict.startswith("REPRODUCED") for v in rerun) else "consistent"
+        word = (
+            "reproduced"
+            if all(v.verdict.startswith("REPRODUCED") for v in rerun)
+            else "consistent in counts only (no per-scenario outcomes to pair)"
+            if any(v.verdict == "CONSISTENT (COUNTS ONLY)" for v in rerun)
+            else "consistent"
+        )
         inputs = setup_changes(rerun, side)
         where = f" on another setup ({inputs})" if inputs else ""
         missing = total - len(rerun)
         unrun = f" ({missing} not rerun: the lines above say why)" if missing else ""
         return f"{word}{where}: {len(rerun)} of {total} claims{unrun}; {transcripts}"
+
+
+def unchecked_published(cells: list[tuple[str, list[str]]]) -> list[ClaimVerdict]:
+    """A published bundle's UNCHECKED cells as claims NOT RERUN: their rows could not be stated,
+    since what their judgement needs is not at hand (the reason names it)."""
+    return [
+        ClaimVerdict(
+            claim=cell_id,
+            about="a published cell that could not be checked here",
+            claimed="-",
+            verdict="NOT RERUN",
+            reasons=[f"the published cell is UNCHECKED: {reasons[0] if reasons else 'an input is not at hand'}"],
+        )
+        for cell_id, reasons in cells
+    ]
 
 
 def transcripts_line(verdicts: list[ClaimVerdict]) -> str:
@@ -227,28 +281,42 @@ def verify_claim(resolved: Resolved, rerun: Rerun, options: Options) -> ClaimVer
     if not candidates:
         return base.model_copy(update={"reasons": not_rerun_reasons(resolved, rerun)})
     pins = resolved.pins()
-    scored = sorted(
-        ((differences(pins, r.pins(), options.accept), r) for r in candidates),
-        key=lambda pair: sum(not d.accepted for d in pair[0]),
-    )
-    found, row = scored[0]
-    notes = (
-        [f"{len(candidates) - 1} other rerun row(s) match this claim; compared with the closest"]
-        if len(candidates) > 1
-        else []
-    )
+    scored = [(differences(pins, r.pins(), options.accept), r) for r in candidates]
+    closest = min(sum(not d.accepted for d in found) for found, _ in scored)
+    judged = [
+        judge_row(base, resolved, row, found, options)
+        for found, row in sorted(scored, key=lambda pair: (pair[1].row.key, pair[1].row.model_dump_json()))
+        if sum(not d.accepted for d in found) == closest
+    ]
+    worst = max(judged, key=lambda v: SEVERITY.index(v.verdict))  # the first of the worst, in row order
+    return worst.model_copy(update={"notes": candidate_notes(len(candidates), judged) + worst.notes})
+
+
+def judge_row(
+    base: ClaimVerdict, resolved: Resolved, row: RerunRow, found: list[InputDifference], options: Options
+) -> ClaimVerdict:
+    """One rerun row's answer to the claim."""
     base = base.model_copy(
-        update={
-            "rerun_row": row.row.key,
-            "rerun": f"{row.row.passed}/{row.row.total}",
-            "differences": found,
-            "notes": notes,
-        }
+        update={"rerun_row": row.row.key, "rerun": f"{row.row.passed}/{row.row.total}", "differences": found}
     )
     other_set = scenario_set_problem(resolved, row.row)
     if other_set is not None:
         return base.model_copy(update={"reasons": [other_set], "setup": setup_label(found)})
     return judge_claim(base, resolved, row, found, options)
+
+
+def candidate_notes(candidates: int, judged: list[ClaimVerdict]) -> list[str]:
+    """What several rerun rows of one claim said: the rows judged (those of the closest setup),
+    and where they disagree, each one's verdict; the worst stands, whatever the order of the reruns."""
+    notes = []
+    if candidates > len(judged):
+        notes.append(f"{candidates - len(judged)} other rerun row(s) match this claim on a farther setup; not judged")
+    if len({v.verdict for v in judged}) > 1:
+        said = "; ".join(f"{v.rerun_row}: {v.verdict}" for v in judged)
+        notes.append(f"{len(judged)} rerun rows answer this claim and disagree ({said}); the worst verdict stands")
+    elif len(judged) > 1:
+        notes.append(f"{len(judged)} rerun rows answer this claim, each {judged[0].verdict}")
+    return notes
 
 
 def matching_rows(resolved: Resolved, rerun: Rerun) -> list[RerunRow]:
@@ -310,6 +378,11 @@ def scenario_set_problem(resolved: Resolved, row: TableRow) -> str | None:
     """Counts compare like with like: None when the rerun ran the claim's scenario set (the same
     suite bytes where both state them, the same scenarios and runs); else why not."""
     suite, result = resolved.suite, resolved.claim.result
+    if suite.version is not None and suite.sha256 is None:
+        return (
+            f"another scenario set, as far as can be told: the claim names its suite {suite.id} by version "
+            f"{suite.version} alone, which no rerun records; state the suite's sha256 to compare it"
+        )
     if suite.sha256 is not None and row.suite_sha256 is not None and suite.sha256 != row.suite_sha256:
         return (
             f"another scenario set: the claim's suite {suite.id} has sha256 {suite.sha256[:12]}, "
@@ -381,7 +454,9 @@ def judge_claim(
             f"{tolerance_used.describe()} ({told})",
             f"the tolerance test, since the setup is not exact ({not_exact})",
         )
-    if verdict in PASSING and any(not d.accepted for d in found):
+    if pairs is None and verdict != "DIFFERENT":  # equal counts do not show equal outcomes
+        verdict = "CONSISTENT (COUNTS ONLY)"
+    elif verdict in PASSING and any(not d.accepted for d in found):
         verdict = "REPRODUCED ON ANOTHER SETUP" if verdict == "REPRODUCED" else "CONSISTENT ON ANOTHER SETUP"
     update = {
         "verdict": verdict,

@@ -8,8 +8,12 @@ import datetime
 from collections.abc import Collection
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from repro.bundle.layout.names import MANIFEST
+from repro.core.errors import BadInput
 from repro.core.files import sha256_file
+from repro.core.terminal import printable
 from repro.report.rerun_rows import Collected, Rerun, RerunRow, load_published_rows, load_rerun
 from repro.spec.claims import (
     Claim,
@@ -27,6 +31,7 @@ from repro.spec.claims import (
     ScenarioOutcome,
     Setup,
     Source,
+    cross_check,
 )
 
 
@@ -39,10 +44,33 @@ def published_claims(path: Path, collected: Collected | None = None) -> tuple[Lo
     source = Source.model_construct(
         citation=f"the published numbers {path.name}", path=str(path), url=None, date=today, revision=None
     )
-    claims = claims_from_rerun(side, source)
+    claims = stated_claims(side, source, path)
     keys = {claim.id: item.row.key for claim, item in zip(claims.claims, side.rows, strict=True)}
     digest = sha256_file(path / MANIFEST if path.is_dir() else path)
     return LoadedClaims(path=path, sha256=digest, claims=claims), keys
+
+
+def stated_claims(rerun: Rerun, source: Source, path: Path, description: str | None = None) -> ClaimsFile:
+    """`claims_from_rerun`, held to what `repro claims validate` holds a claims file to: rows that
+    do not state valid claims (none at all, a count out of bounds, an id no claim may have) are
+    one line naming the first problem (BadInput), never a validation dump."""
+    if not rerun.rows:
+        raise BadInput(f"{path}: no VALID row to state as a claim")
+    try:
+        claims = claims_from_rerun(rerun, source, description)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise BadInput(not_claims(path, first["loc"], first["msg"])) from None
+    problems = cross_check(claims)
+    if problems:
+        raise BadInput(not_claims(path, *problems[0]))
+    return claims
+
+
+def not_claims(path: Path, loc: tuple, reason: str) -> str:
+    """One line: the published side's first problem as a claim, printed as written (no escapes)."""
+    where = ".".join(str(part) for part in loc)[:120] or "a row"
+    return printable(f"{path}: its rows do not state valid claims ({where}: {reason[:200]})")
 
 
 def claims_from_rerun(rerun: Rerun, source: Source, description: str | None = None) -> ClaimsFile:

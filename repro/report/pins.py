@@ -274,6 +274,7 @@ def exact_statements(claimed: Pins) -> dict[str, object]:
         "the prompt cache": claimed.cache_prompt,
         "the harness's pin": pinned or None,
         "a CPU engine": cpu,
+        "the CPU model": claimed.cpu_model,
     }
 
 

@@ -112,14 +112,85 @@ def test_on_the_same_exact_setup_a_raised_count_is_different(rerun_dir, own, tmp
     assert found[own.claims[0].id].verdict == "REPRODUCED"
 
 
-def test_equal_counts_on_the_same_exact_setup_are_reproduced(rerun_dir, own, tmp_path):
+def test_equal_counts_on_the_same_exact_setup_are_consistent_in_counts_only(rerun_dir, own, tmp_path, capsys):
+    """REPRODUCED needs outcomes paired scenario by scenario: equal counts do not show equal
+    outcomes, so a claim of counts alone gets the verdict that says so, and verify fails (issue 49)."""
+
     def change(data):
         for claim in data["claims"]:
             result = claim["result"]
             claim["result"] = {"passed": result["passed"], "total": result["total"]}
 
+    path = write(tmp_path, edited(own, change))
+    verdict = first_verdict(rerun_dir, path)
+    assert verdict.verdict == "CONSISTENT (COUNTS ONLY)" and verdict.judgement is not None
+    assert verdict.judgement.test == "exact"
+    assert main(["verify", str(rerun_dir), "--claims", str(path)]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("==> consistent in counts only"), last
+
+
+def test_a_claim_that_states_no_cpu_model_is_judged_by_the_tolerance_test(rerun_dir, own, tmp_path):
+    """The CPU model is a pinned input of the exact setup: a claim that leaves it out promises no
+    identity, and the rule line names what it did not state (issue 49)."""
+
+    def change(data):
+        for setup in data["setups"].values():
+            setup["hardware"].pop("cpu_model", None)
+
     verdict = first_verdict(rerun_dir, write(tmp_path, edited(own, change)))
-    assert verdict.verdict == "REPRODUCED" and verdict.judgement is not None and verdict.judgement.test == "exact"
+    assert verdict.rule is not None and verdict.rule.startswith("the tolerance test")
+    assert "the CPU model" in verdict.rule and verdict.verdict == "REPRODUCED"
+
+
+def test_a_suite_named_by_version_alone_is_not_rerun(rerun_dir, own, tmp_path):
+    def change(data):
+        for suite in data["suites"].values():
+            suite.pop("sha256", None)
+            suite["version"] = "9.9.9"
+
+    verdict = first_verdict(rerun_dir, write(tmp_path, edited(own, change)))
+    assert verdict.verdict == "NOT RERUN" and "by version 9.9.9 alone" in verdict.reasons[0]
+
+
+def test_allow_partial_with_nothing_rerun_fails(rerun_dir, own, tmp_path, capsys):
+    def change(data):
+        for model in data["models"].values():
+            model["sha256"] = "e" * 64
+
+    path = write(tmp_path, edited(own, change))
+    assert main(["verify", str(rerun_dir), "--claims", str(path), "--allow-partial"]) == 1
+    assert "==> not rerun: none of the" in capsys.readouterr().out
+
+
+def test_several_reruns_of_one_claim_are_judged_whatever_their_order(rerun_dir, own, tmp_path):
+    """Two rerun rows answer one claim, one with a flipped outcome: the worst verdict stands and
+    the output says they disagree, in either order; a run given twice is one run (issue 49)."""
+    from repro.report.rerun_rows import Rerun
+
+    path = write(tmp_path, own)
+    rerun = load_rerun([rerun_dir])
+    first = rerun.rows[0]
+    scenario = sorted(first.row.scenarios)[0]
+    flipped_outcomes = {**first.row.scenarios, scenario: [not ok for ok in first.row.scenarios[scenario]]}
+    passed = first.row.passed + (1 if flipped_outcomes[scenario][0] else -1)
+    flipped = first.model_copy(
+        update={
+            "row": first.row.model_copy(
+                update={"key": "zz-another-run", "scenarios": flipped_outcomes, "passed": passed}
+            )
+        }
+    )
+    answers = []
+    for rows in ([first, flipped, *rerun.rows[1:]], [flipped, first, *rerun.rows[1:]]):
+        report = verify_claims(load_claims(path), Rerun(rows=rows, planned=rerun.planned, runs=rerun.runs))
+        [verdict] = [v for v in report.verdicts if v.claim == own.claims[0].id]
+        answers.append((verdict.verdict, verdict.rerun_row, tuple(verdict.notes)))
+    assert answers[0] == answers[1] and answers[0][0] == "DIFFERENT"
+    assert any("rerun rows answer this claim and disagree" in note for note in answers[0][2])
+    twice = verify_claims(load_claims(path), load_rerun([rerun_dir, rerun_dir]))
+    assert all(not any("rerun rows" in note for note in v.notes) for v in twice.verdicts)
+    assert {v.verdict for v in twice.verdicts} == {"REPRODUCED"}
 
 
 @pytest.mark.parametrize(
