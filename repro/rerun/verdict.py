@@ -12,8 +12,9 @@ from pydantic import BaseModel
 
 from repro.bundle.layout.reader import BundleReader
 from repro.report.aggregate import collect_with_cells
-from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options, verify_claims
+from repro.report.claims_verify import PASSING, ClaimsReport, ClaimVerdict, Options, setup_label, verify_claims
 from repro.report.own_claims import published_claims
+from repro.report.pins import InputDifference
 from repro.report.rerun_rows import load_rerun
 from repro.report.verify import first_step_finder
 from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups
@@ -78,9 +79,38 @@ def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> Re
         LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun, rerun_side), options
     )
     reruns = [BundleReader(p).run().run_id for p in rerun]
+    setup = setup_rows(published, rerun[0])
     return RerunVerdict(
-        bundle=BundleReader(published).run().run_id, reruns=reruns, report=report, setup=setup_rows(published, rerun[0])
+        bundle=BundleReader(published).run().run_id,
+        reruns=reruns,
+        report=with_setup(report, setup, accept),
+        setup=setup,
     )
+
+
+def with_setup(report: ClaimsReport, rows: list[SetupRow], accept: frozenset[str]) -> ClaimsReport:
+    """The verdicts held to the setup table both records give: an input the table says differs
+    (an engine built from another Dockerfile, another core count) and no verdict names yet is
+    named in each verdict, which is then ON ANOTHER SETUP, never plain REPRODUCED (unless accepted)."""
+    found = [
+        InputDifference(name=row.name, what=row.input, claimed=row.bundle, rerun=row.here, accepted=row.name in accept)
+        for row in rows
+        if row.differs
+    ]
+    return report.model_copy(update={"verdicts": [named_setup(v, found) for v in report.verdicts]})
+
+
+def named_setup(verdict: ClaimVerdict, found: list[InputDifference]) -> ClaimVerdict:
+    """One verdict with the setup table's differences it does not name yet (by input name)."""
+    named = {d.name for d in verdict.differences}
+    added = [d for d in found if d.name not in named]
+    if not added or verdict.verdict in ("NOT RERUN", "DIFFERENT"):
+        return verdict
+    differences = verdict.differences + added
+    word = verdict.verdict
+    if any(not d.accepted for d in added) and word in PASSING:
+        word = "REPRODUCED ON ANOTHER SETUP" if word == "REPRODUCED" else "CONSISTENT ON ANOTHER SETUP"
+    return verdict.model_copy(update={"differences": differences, "verdict": word, "setup": setup_label(differences)})
 
 
 def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:

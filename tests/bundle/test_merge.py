@@ -111,3 +111,20 @@ def test_a_merged_folder_that_changed_is_refused_by_check_and_render(tmp_path, d
     assert merge_problems(out)
     with pytest.raises(BadInput, match="not the merged folder"):
         collect([out], Redactor(CANARY))
+
+
+def test_shards_recorded_on_another_cpu_model_are_refused(tmp_path):
+    """Shard 2 re-recorded as run on another CPU model (its manifest made again): merged, its parts
+    would join into one row of mixed setups; `results merge` refuses it in one line (issue 49)."""
+    import json
+
+    from repro.bundle.layout.writer import Bundle
+
+    first, second = two_shards(tmp_path)
+    record = json.loads((second / "run.json").read_text())
+    record["system"]["cpu_model"] = "Intel(R) Xeon(R) Processor"
+    (second / "run.json").write_text(json.dumps(record))
+    Bundle(second, Redactor(CANARY)).write_manifest()
+    with pytest.raises(BadInput, match="made on different hardware .*Intel"):
+        merge([first, second], tmp_path / "mixed")
+    assert not (tmp_path / "mixed").exists()

@@ -124,3 +124,30 @@ def test_a_merged_bundle_missing_a_shard_is_refused(tmp_path: Path, capsys: pyte
     shutil.rmtree(fourth)
     assert main(["rerun", str(merged), "--only", "x"]) == 2
     assert "not the merged folder its MERGED.json records" in capsys.readouterr().err
+
+
+def test_the_verdict_names_what_the_setup_table_says_differs(tmp_path: Path) -> None:
+    """The setup table and the verdict agree (issue 49): an engine built from another Dockerfile,
+    or a host with another core count, is named in the verdict, which is then never plain
+    REPRODUCED, unless the reviewer accepts it by name."""
+    from repro.rerun.preflight import SetupRow
+    from repro.rerun.verdict import with_setup
+
+    run_dir = bundle_folder(SMOKE, tmp_path / "out")
+    report = verdict_of(run_dir, [run_dir], frozenset()).report
+    rows = [
+        SetupRow(
+            name="engine-build",
+            input="engine llamacpp-b11434",
+            bundle="Dockerfile 475f",
+            here="Dockerfile 9a0c",
+            same=False,
+        ),
+        SetupRow(name="commit", input="repro commit", bundle="a", here="b", same=False, counts=False),
+    ]
+    named = with_setup(report, rows, frozenset())
+    assert {v.verdict for v in named.verdicts} == {"REPRODUCED ON ANOTHER SETUP"}
+    assert {v.setup for v in named.verdicts} == {"differs: engine-build"}
+    assert all([d.what for d in v.differences] == ["engine llamacpp-b11434"] for v in named.verdicts)
+    accepted = with_setup(report, rows, frozenset({"engine-build"}))
+    assert {(v.verdict, v.setup) for v in accepted.verdicts} == {("REPRODUCED", "accepted: engine-build")}

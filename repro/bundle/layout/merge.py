@@ -157,3 +157,17 @@ def _refuse_mixed(records: dict[Path, RunRecord]) -> None:
             "these bundles come from different matrices, profiles or commits "
             f"({described}); merge shards of one run only"
         )
+    hosts = {host_of(r) for r in records.values()}
+    if len(hosts) > 1:  # a row joined from its parts is one setup, or it is not one row
+        raise BadInput(
+            f"these bundles were made on different hardware ({'; '.join(sorted(hosts))}): their parts would join into "
+            "one row of mixed setups; merge shards made on one kind of machine only"
+        )
+
+
+def host_of(record: RunRecord) -> str:
+    """What a run's hardware is, as a row's setup counts it: the CPU model, the architecture, each
+    GPU by name and driver (the core count is the profile's threads' business, not the row's)."""
+    system = record.system
+    gpus = ", ".join(f"{g.name} (driver {g.driver or '-'})" for g in system.gpus)
+    return f"{system.cpu_model}, {system.machine}" + (f", GPU {gpus}" if gpus else "")
