@@ -301,19 +301,27 @@ def row_key(record: CellRecord) -> tuple[str, ...]:
 
 
 def group_rows(cells: list[ValidCell]) -> list[tuple[list[ValidCell], str | None]]:
-    """Cells by row key; a group where one cell id appears twice (two runs) splits by run."""
+    """Cells by row key; a group whose cells were made on different setups (another commit or
+    harness pin, another CPU model) or where one cell id appears twice (two runs) splits by run:
+    a row is made of cells that agree, never of mixed parts."""
     groups: dict[tuple[str, ...], list[ValidCell]] = {}
     for cell in cells:
         groups.setdefault(row_key(cell.record), []).append(cell)
     rows: list[tuple[list[ValidCell], str | None]] = []
     for members in groups.values():
         ids = Counter(m.record.cell.id for m in members)
-        if max(ids.values()) == 1:
+        if max(ids.values()) == 1 and len({cell_setup(m) for m in members}) == 1:
             rows.append((members, None))
             continue
         for run_id in dict.fromkeys(m.run_id for m in members):
             rows.append(([m for m in members if m.run_id == run_id], run_id))
     return rows
+
+
+def cell_setup(cell: ValidCell) -> str:
+    """What a row's cells must share beyond its key: the harness's pin (our commit and tree) and
+    the host's CPU model."""
+    return f"{cell.harness.model_dump_json() if cell.harness else '-'}|{cell.cpu_model}"
 
 
 def make_row(cells: list[ValidCell], run: str | None) -> TableRow:

@@ -14,7 +14,7 @@ from repro.core.errors import BadInput
 from repro.plan.planner import make_plan, parse_shard, shard_cells
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
-from tests.fixtures.synthetic import CANARY, smoke_variant, write_bundle
+from tests.fixtures.synthetic import CANARY, SCENARIO_IDS, smoke_variant, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,3 +128,30 @@ def test_shards_recorded_on_another_cpu_model_are_refused(tmp_path):
     with pytest.raises(BadInput, match="made on different hardware .*Intel"):
         merge([first, second], tmp_path / "mixed")
     assert not (tmp_path / "mixed").exists()
+
+
+def test_parts_of_two_commits_given_as_several_paths_never_join_into_one_row(tmp_path):
+    """Without MERGED.json, the repeats of one row made at two commits are two setups: each run's
+    cells make a row of its own, never one row that names neither commit (issue 49)."""
+    import json
+
+    from repro.bundle.layout.writer import Bundle
+    from repro.report.aggregate import collect_with_cells
+
+    variant = smoke_variant(repeats=2)
+    runs = []
+    for name, repeat in (("a", "__r1-"), ("b", "__r2-")):
+        run_dir = write_bundle(tmp_path / name / f"run-{name}", variant=variant)
+        record = json.loads((run_dir / "run.json").read_text())
+        keep = [c for c in record["planned_cells"] if repeat in c]
+        for cell_id in set(record["planned_cells"]) - set(keep):
+            shutil.rmtree(run_dir / "cells" / cell_id)
+        record.update(planned_cells=keep, only=keep)  # as `--only` would have run it
+        if name == "b":
+            record["source"].update(commit="b" * 40)
+        (run_dir / "run.json").write_text(json.dumps(record))
+        Bundle(run_dir, Redactor(CANARY)).write_manifest()
+        runs.append(run_dir)
+    tables, _ = collect_with_cells(runs)
+    assert tables.rows, [(e.cell_id, e.reasons[:1]) for e in tables.exclusions]
+    assert all(row.total == len(SCENARIO_IDS) for row in tables.rows), [r.total for r in tables.rows]
