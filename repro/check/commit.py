@@ -5,7 +5,8 @@ repro.check recompute from those copies, which a forger can weaken and rehash. T
 history is a second witness: when the reviewer's checkout holds the recorded commit, the profile
 in `run.json` must be `matrix/profiles.yaml`'s entry at that commit (`profile-at-commit`), the
 matrix file the run names must be the embedded one when the commit has it (`matrix-at-commit`),
-and each suite's scenario files at that commit must give the sha256 the cell records
+the harness tree digest run.json records must be the one the commit's harness/ and pyproject.toml
+give (`harness-at-commit`: verify compares our harness by it), and each suite's scenario files at that commit must give the sha256 the cell records
 (`suite-at-commit`). When the checkout lacks the commit, nothing is compared and the verdict
 says so (`RunVerdict.notes`); a suite pinned by its own archive (`source`) is pinned already.
 
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from repro.bundle.records import AuthorSource
 from repro.core import config
-from repro.core.errors import BadInput
+from repro.core.errors import BadInput, ReproError
 from repro.core.yamlsource import MAX_YAML_BYTES
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profiles, load_profiles
@@ -139,6 +140,46 @@ def rule_matrix_at_commit(ev: RunEvidence) -> list[str]:
     return [
         f"the embedded matrix is not {path} at commit {commit[:12]} (sha256 {hashlib.sha256(text).hexdigest()[:12]})"
     ]
+
+
+def rule_harness_at_commit(ev: RunEvidence) -> list[str]:
+    """The harness tree digest run.json records is the one the commit's files give (harness/ and
+    pyproject.toml, as repro.store.images computes it): verify compares our harness by this digest,
+    so it is recomputed wherever the checkout holds the commit, never taken on the bundle's word."""
+    commit = at_commit(ev)
+    if commit is None or not ev.run.source.tree_clean or ev.run.source.harness_digest is None:
+        return []
+    found = harness_digest_at(project_root(), commit)
+    if found is None:  # a checkout without harness/ at that commit: nothing to compare with
+        return []
+    if found.startswith("error: "):
+        return [f"the harness tree cannot be recomputed at commit {commit[:12]}: {found[7:]}"]
+    if found != ev.run.source.harness_digest:
+        return [
+            f"run.json records harness tree digest {ev.run.source.harness_digest[:12]}, the commit "
+            f"{commit[:12]}'s files give {found[:12]}"
+        ]
+    return []
+
+
+@cache
+def harness_digest_at(root: Path, commit: str) -> str | None:
+    """The harness tree digest of the commit's files, "error: why", or None where the commit has
+    no harness/; once per commit."""
+    from repro.store.images import harness_source_digest
+
+    if git(root, "cat-file", "-e", f"{commit}:harness") is None:
+        return None
+    archive = git(root, "archive", "--format=tar", commit, "--", "harness", "pyproject.toml")
+    if archive is None or len(archive) > MAX_ARCHIVE_BYTES:
+        return "error: harness/ and pyproject.toml cannot be read at the commit"
+    with tempfile.TemporaryDirectory(prefix="repro-harness-") as scratch:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(scratch, filter="data")
+        try:
+            return harness_source_digest(Path(scratch))
+        except ReproError as error:
+            return f"error: {error}"
 
 
 def rule_suite_at_commit(ev: CellEvidence) -> list[str]:

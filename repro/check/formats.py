@@ -30,7 +30,12 @@ from repro.check.cell_rules import (
     rule_suite_recomputed,
     rule_summary_recomputed,
 )
-from repro.check.commit import rule_matrix_at_commit, rule_profile_at_commit, rule_suite_at_commit
+from repro.check.commit import (
+    rule_harness_at_commit,
+    rule_matrix_at_commit,
+    rule_profile_at_commit,
+    rule_suite_at_commit,
+)
 from repro.check.cross import rule_evidence, rule_gate_group, rule_gate_settings, rule_identity_cross_check
 from repro.check.gpu import rule_gpu_evidence
 from repro.check.resumed import rule_resumed
@@ -102,6 +107,7 @@ RULES_V5 = Rules(
         "chat-template-facts": rule_template_facts,
         "profile-at-commit": rule_profile_at_commit,
         "matrix-at-commit": rule_matrix_at_commit,
+        "harness-at-commit": rule_harness_at_commit,
         "carried-inputs": rule_carried_inputs,
     },
     every_cell={**RULES_V4.every_cell, "gate-settings": rule_gate_settings, "gate-group": rule_gate_group},

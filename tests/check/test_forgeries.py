@@ -1088,3 +1088,21 @@ def test_unknown_or_retired_format_version_is_refused(
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert main(["paper", "render", str(run), "--out", str(tmp_path / "tables")]) == 2
     assert not (tmp_path / "tables" / "results.md").exists()
+
+
+def test_a_harness_digest_the_commit_does_not_give_is_invalid(tmp_path):
+    """The published smoke bundle, its harness tree digest rewritten in run.json and in every image
+    label that carries it (every hash made again): the commit it records is in this checkout, and
+    its files give the digest back, so the forgery is INVALID (issue 49: never taken on the
+    bundle's word)."""
+    from repro.rerun.archive import bundle_folder
+    from tests.rerun.conftest import SMOKE
+
+    run = bundle_folder(SMOKE, tmp_path / "unpacked")
+    forged = "f" * 64
+    edit_run(run, lambda record: record["source"].update(harness_digest=forged))
+    for cell_dir in cell_dirs(run):
+        edit_cell(cell_dir, lambda record: record["harness_image"]["labels"].update({"repro.harness_tree": forged}))
+    rehash(run)
+    problems = [p.text for p in check_run(run).run_problems]
+    assert any("records harness tree digest ffffffffffff, the commit" in text for text in problems), problems
