@@ -6,9 +6,10 @@ history is a second witness: when the reviewer's checkout holds the recorded com
 in `run.json` must be `matrix/profiles.yaml`'s entry at that commit (`profile-at-commit`), the
 matrix file the run names must be the embedded one when the commit has it (`matrix-at-commit`),
 the harness tree digest run.json records must be the one the commit's harness/ and pyproject.toml
-give (`harness-at-commit`: verify compares our harness by it), and each suite's scenario files at that commit must give the sha256 the cell records
-(`suite-at-commit`). When the checkout lacks the commit, nothing is compared and the verdict
-says so (`RunVerdict.notes`); a suite pinned by its own archive (`source`) is pinned already.
+give (`harness-at-commit`: verify compares our harness by it), and each suite's scenario files
+at that commit must give the sha256 the cell records (`suite-at-commit`). When the checkout lacks
+the commit, nothing is compared and the verdict says so (`RunVerdict.notes`); a suite pinned by
+its own archive (`source`) is pinned already.
 
 A matrix kept outside the project (`paths_from: matrix`, run.json `author`) has a second
 repository: its author's. Its matrix, its profiles file and its scenario folders are compared with

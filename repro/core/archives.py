@@ -114,13 +114,19 @@ def pack_targz(folder: Path, out: Path) -> None:
     partial = out.with_name(f".{out.name}.partial")
     with partial.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped:
         with tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar:
-            for path in entries:
-                info = tar.gettarinfo(str(path), arcname=Path(folder.name, path.relative_to(folder)).as_posix())
-                info.mtime, info.uid, info.gid, info.uname, info.gname = PACKED_MTIME, 0, 0, "root", "root"
-                info.mode = 0o755 if path.is_dir() else 0o644
-                if path.is_file():
-                    with path.open("rb") as handle:
-                        tar.addfile(info, handle)
-                else:
-                    tar.addfile(info)
+            add_tree(tar, folder, entries[1:], PACKED_MTIME, "root")
     partial.replace(out)
+
+
+def add_tree(tar: tarfile.TarFile, folder: Path, entries: list[Path], mtime: int, owner: str) -> None:
+    """`folder` and its `entries` (sorted) into an open archive under the folder's name, each with
+    one time, owner 0 named `owner`, and modes 0755 and 0644: the same bytes on any host."""
+    for path in [folder, *entries]:
+        info = tar.gettarinfo(str(path), arcname=Path(folder.name, path.relative_to(folder)).as_posix())
+        info.mtime, info.uid, info.gid, info.uname, info.gname = mtime, 0, 0, owner, owner
+        info.mode = 0o755 if path.is_dir() else 0o644
+        if path.is_file():
+            with path.open("rb") as handle:
+                tar.addfile(info, handle)
+        else:
+            tar.addfile(info)

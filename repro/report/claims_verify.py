@@ -24,7 +24,7 @@ compared by repro.report.pins, the one comparison both verify paths use.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel
 
@@ -55,25 +55,9 @@ Verdict = Literal[
     "DIFFERENT",
     "NOT RERUN",
 ]
-VERDICTS: tuple[Verdict, ...] = (
-    "REPRODUCED",
-    "REPRODUCED ON ANOTHER SETUP",
-    "CONSISTENT",
-    "CONSISTENT ON ANOTHER SETUP",
-    "CONSISTENT (COUNTS ONLY)",
-    "DIFFERENT",
-    "NOT RERUN",
-)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # the order the counts are printed in
 # from best to worst: where several rerun rows answer one claim, the worst verdict stands
-SEVERITY: tuple[Verdict, ...] = (
-    "REPRODUCED",
-    "REPRODUCED ON ANOTHER SETUP",
-    "CONSISTENT",
-    "CONSISTENT ON ANOTHER SETUP",
-    "CONSISTENT (COUNTS ONLY)",
-    "NOT RERUN",
-    "DIFFERENT",
-)
+SEVERITY: tuple[Verdict, ...] = (*VERDICTS[:-2], "NOT RERUN", "DIFFERENT")
 PASSING: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT")
 ALWAYS_COUNTED: tuple[Verdict, ...] = ("REPRODUCED", "CONSISTENT", "DIFFERENT", "NOT RERUN")
 MAX_LISTED = 20  # flips and differing transcripts named per claim; the counts say how many more

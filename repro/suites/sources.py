@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from repro.core.archives import ArchiveLimits, extract_checked
+from repro.core.archives import ArchiveLimits, add_tree, extract_checked
 from repro.core.config import cache_dir
 from repro.core.errors import BadInput
 from repro.core.files import MAX_JSON_BYTES, atomic_write, sha256_file
@@ -87,15 +87,7 @@ def pack_folder(folder: Path, out: Path) -> str:
         raise BadInput(f"{links[0]}: not a regular file or folder (links are refused)")
     work = out.with_name(f".{out.name}.partial")
     with tarfile.open(work, "w", format=tarfile.PAX_FORMAT) as tar:
-        for path in [folder, *entries]:
-            info = tar.gettarinfo(str(path), arcname=Path(folder.name, path.relative_to(folder)).as_posix())
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            info.mode = 0o755 if path.is_dir() else 0o644
-            if path.is_file():
-                with path.open("rb") as handle:
-                    tar.addfile(info, handle)
-            else:
-                tar.addfile(info)
+        add_tree(tar, folder, entries, 0, "")
     os.replace(work, out)
     return sha256_file(out)
 

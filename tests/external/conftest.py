@@ -18,7 +18,6 @@ from repro.bundle.records import (
     MatrixInfo,
     RunRecord,
     SourceState,
-    SystemDescription,
     utc_now,
 )
 from repro.bundle.redact import Redactor
@@ -30,6 +29,7 @@ from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
 from repro.suites.base import CellOutputs
 from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
+from tests.fixtures.synthetic import synthetic_system
 
 MATRIX = PROJECT_ROOT / "matrix" / "toolcallbench-smoke.yaml"
 DRIVER = PROJECT_ROOT / "images" / "toolcallbench" / "driver.py"
@@ -126,17 +126,6 @@ def record_inputs(bundle: Bundle, cell: Cell, references: list[InputReference]) 
     if (bundle.dir / "run.json").is_file():
         run = BundleReader(bundle.dir).run()
     else:
-        system = SystemDescription(
-            cpu_model="cpu",
-            cpu_cores=2,
-            memory_gb=8,
-            os="Debian",
-            kernel="6",
-            machine="x86_64",
-            docker_engine=None,
-            docker_api=None,
-            storage_driver=None,
-        )
         run = RunRecord(
             run_id=bundle.dir.name,
             status="complete",
@@ -144,7 +133,7 @@ def record_inputs(bundle: Bundle, cell: Cell, references: list[InputReference]) 
             profile="cpu",
             profile_settings=load_profiles().get("cpu"),
             source=SourceState(commit=None, tree_clean=True),
-            system=system,
+            system=synthetic_system(),
             planned_cells=[cell.id],
             excluded_cells={},
             started_at=utc_now(),

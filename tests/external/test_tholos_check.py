@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.testing.scripted_engine import ScriptedEngine
 from repro.bundle.layout.names import INPUTS_DIR
 from repro.bundle.layout.writer import Bundle
-from repro.bundle.provenance import SourceState, SystemDescription
+from repro.bundle.provenance import SourceState
 from repro.bundle.records import (
     EngineSettings,
     Execution,
@@ -48,6 +48,7 @@ from tests.fixtures.synthetic import (
     gate_attempts,
     real_or_standin_templates,
     reported_template,
+    synthetic_system,
 )
 
 RAW_RESULTS = "raw.results.jsonl"
@@ -67,17 +68,7 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
     bundle = Bundle(run_dir, Redactor(CANARY))
     bundle.embed_matrix(STANDIN_MATRIX.read_bytes(), matrix.sha256)
     source = SourceState(commit="a" * 40, tree_clean=True, dirty_files=[], harness_digest=HARNESS_DIGEST)
-    system = SystemDescription(
-        cpu_model="cpu",
-        cpu_cores=2,
-        memory_gb=8,
-        os="Debian",
-        kernel="6",
-        machine="x86_64",
-        docker_engine="20",
-        docker_api="1.41",
-        storage_driver="overlay2",
-    )
+    system = synthetic_system("cpu")
     run = RunRecord(
         run_id=run_dir.name,
         status="complete",

@@ -17,7 +17,6 @@ from repro.bundle.records import (
     RunRecord,
     SandboxRecord,
     SourceState,
-    SystemDescription,
     utc_now,
 )
 from repro.bundle.redact import Redactor
@@ -38,6 +37,7 @@ from tests.fixtures.synthetic import (
     gate_attempts,
     real_or_standin_templates,
     reported_template,
+    synthetic_system,
 )
 
 TASKS = ["chain-01", "edit-01", "failure-01", "read-01", "run-01"]
@@ -51,17 +51,7 @@ def write_tcb_bundle(run_dir: Path, out: Path) -> Path:
     bundle = Bundle(run_dir, Redactor(CANARY))
     bundle.embed_matrix(MATRIX.read_bytes(), matrix.sha256)
     source = SourceState(commit="a" * 40, tree_clean=True, dirty_files=[], harness_digest=HARNESS_DIGEST)
-    system = SystemDescription(
-        cpu_model="cpu",
-        cpu_cores=2,
-        memory_gb=8,
-        os="Debian",
-        kernel="6",
-        machine="x86_64",
-        docker_engine="20",
-        docker_api="1.41",
-        storage_driver="overlay2",
-    )
+    system = synthetic_system("cpu")
     run = RunRecord(
         run_id=run_dir.name,
         status="complete",

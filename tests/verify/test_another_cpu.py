@@ -6,28 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from repro.__main__ import main
 from repro.engines.llamacpp import system_info_features
 from repro.report.claims_verify import verify_claims
-from repro.report.own_claims import claims_from_rerun
 from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import load_claims
-from tests.fixtures.synthetic import KERNELS, write_bundle
-from tests.verify.test_claims_verify import SOURCE, edited, write
+from tests.fixtures.synthetic import KERNELS
+from tests.verify.test_claims_verify import edited, write
 
 EPYC = "AMD EPYC 7B13"
-
-
-@pytest.fixture(scope="module")
-def rerun_dir(tmp_path_factory) -> Path:
-    return write_bundle(tmp_path_factory.mktemp("rerun") / "run1")
-
-
-@pytest.fixture(scope="module")
-def own(rerun_dir):
-    return claims_from_rerun(load_rerun([rerun_dir]), SOURCE)
 
 
 def on_hardware(**update):

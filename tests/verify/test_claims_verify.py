@@ -4,7 +4,6 @@ nondeterminism test, at one thread against two, is tests/e2e/test_claims_threads
 
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 
@@ -12,22 +11,13 @@ import pytest
 
 from repro.__main__ import main
 from repro.report.claims_verify import Options, verify_claims
-from repro.report.own_claims import claims_from_rerun
 from repro.report.rerun_rows import load_rerun
-from repro.spec.claims import ClaimsFile, Source, dump_claims, load_claims
-from tests.fixtures.synthetic import write_bundle
-
-SOURCE = Source(citation="a test", url="https://example.org/paper", date=datetime.date(2026, 12, 2))
+from repro.spec.claims import ClaimsFile, dump_claims, load_claims
 
 
 @pytest.fixture(scope="module")
-def rerun_dir(tmp_path_factory) -> Path:
-    return write_bundle(tmp_path_factory.mktemp("rerun") / "run1")
-
-
-@pytest.fixture(scope="module")
-def own_claims(rerun_dir) -> ClaimsFile:
-    return claims_from_rerun(load_rerun([rerun_dir]), SOURCE)
+def own_claims(own) -> ClaimsFile:
+    return own
 
 
 def write(tmp_path: Path, claims: ClaimsFile | dict) -> Path:

@@ -5,7 +5,6 @@ exact setup promises identity, counts compare only the same scenarios, and `--pu
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,23 +12,12 @@ from repro.__main__ import main
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
 from repro.report.claims_verify import Options, verify_claims
-from repro.report.own_claims import claims_from_rerun
 from repro.report.paper import render
 from repro.report.pins import ACCEPTABLE, same_build
 from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import load_claims
-from tests.fixtures.synthetic import CANARY, write_bundle
-from tests.verify.test_claims_verify import SOURCE, edited, write
-
-
-@pytest.fixture(scope="module")
-def rerun_dir(tmp_path_factory) -> Path:
-    return write_bundle(tmp_path_factory.mktemp("rerun") / "run1")
-
-
-@pytest.fixture(scope="module")
-def own(rerun_dir):
-    return claims_from_rerun(load_rerun([rerun_dir]), SOURCE)
+from tests.fixtures.synthetic import CANARY
+from tests.verify.test_claims_verify import edited, write
 
 
 def first_verdict(rerun_dir, path, **options):
