@@ -9,8 +9,9 @@ of the bundle, unless a matrix suite says `carry: true` (an author's own suite, 
 travel): then they are embedded under suites/<id>/ as our own suites' are, and the reference says
 `carried`.
 
-`repro check` and `repro verify` resolve a reference offline: the content-addressed input cache,
-then the mirrors (repro.store.inputs), never the network; a file that is nowhere at hand makes the
+`repro check` and `repro verify` resolve a reference offline: the content-addressed input cache
+(a run admits the files it referenced there), the suite's source as `repro suites fetch` unpacked
+it, then the mirrors (repro.store.inputs), never the network; a file that is nowhere at hand makes the
 cells that need it UNCHECKED (NotAtHand), naming the command that makes them checkable.
 `repro suites fetch --from-bundle RUN` fetches what a bundle references from its pinned source and
 admits each referenced file into the input cache (`admit_reference`).
@@ -30,10 +31,10 @@ from repro.core.errors import BadInput, NotAtHand
 from repro.core.files import sha256_file
 from repro.spec.matrix import Suite
 from repro.spec.published import published_at
-from repro.store.inputs import admit_input, find_input
+from repro.store.inputs import admit_input, find_input, mirror_index
 from repro.store.sources import MIRROR_ENV
+from repro.suites.sources import COMPLETE, suites_dir
 
-COMPLETE = ".complete"
 MAX_REFERENCED_FILES = 20_000
 
 
@@ -97,7 +98,7 @@ def resolved_files(reference: InputReference, bundle: Path) -> Path:
     target = cache_dir() / "inputs" / "resolved" / reference.digest
     if (target / COMPLETE).is_file():
         return target
-    found = {f.path: find_input(f.sha256) for f in reference.files}
+    found = {f.path: find_input(f.sha256) or in_source(reference, f.sha256) for f in reference.files}
     missing = sorted(path for path, where in found.items() if where is None)
     if missing:
         raise NotAtHand(
@@ -119,6 +120,15 @@ def resolved_files(reference: InputReference, bundle: Path) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def in_source(reference: InputReference, sha256: str) -> Path | None:
+    """A referenced file in its source archive as `repro suites fetch MATRIX` unpacked it into the
+    suite cache (verified by its sha256 when unpacked; found here by the file's sha256)."""
+    folder = suites_dir() / reference.sha256
+    if not (folder / COMPLETE).is_file():
+        return None
+    return mirror_index(str(folder.resolve())).get(sha256)
 
 
 def safe_path(path: str) -> PurePosixPath:

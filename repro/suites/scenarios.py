@@ -24,7 +24,7 @@ from repro.spec.findings import SuiteSelection
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
 from repro.suites.base import SCENARIO_MOUNT, CellOutputs, Log, SuiteKind, fixture_files, fixtures_beside
-from repro.suites.references import files_reference, is_others
+from repro.suites.references import admit_reference, files_reference, is_others
 from repro.suites.sources import fetch_suite
 
 
@@ -215,6 +215,7 @@ class ScenarioSuites(SuiteKind):
         if suite.source is not None:
             reference = files_reference(suite, files, carried=not is_others(suite))
             if not reference.carried:
+                admit_reference(reference, files)  # so that a check on this machine finds them by sha256
                 return [reference]
         target = suite_folder(bundle.dir, suite.id)
         for path, source in files.items():

@@ -104,3 +104,51 @@ def test_a_path_inside_a_source_cannot_climb_out():
     assert (("suites", 0, "path"), "a path inside the suite's source must be relative, without ..") in path_problems(
         bad
     )
+
+
+def test_another_projects_files_are_referenced_and_resolved_offline(tmp_path, monkeypatch):
+    """A suite with a source is embedded by reference (issue 48): no scenario file enters the bundle,
+    the run admits each one to the input cache, and a check resolves them from there, from the
+    suite's unpacked source, or from a mirror; with none of them the cell's files are not at hand
+    (NotAtHand, the command named); a file of other bytes under the right name is never used."""
+    from repro.bundle.layout.reader import BundleReader
+    from repro.bundle.layout.writer import Bundle
+    from repro.bundle.redact import Redactor
+    from repro.core.errors import NotAtHand
+    from repro.suites.references import resolved_files
+    from repro.suites.registry import kind_of
+
+    source = archive(tmp_path / "bench.tar.gz")
+    suite = Suite(id="bench", path="bench-1.0/scenarios", source=source)
+    fetch_suite(source)
+    selection = select(suite)
+    bundle = Bundle(tmp_path / "run", Redactor())
+    [reference] = kind_of(suite).embed(bundle, suite, selection)
+    assert not (tmp_path / "run" / "suites" / "bench").exists() and reference.role == "suite-files"
+    assert {f.path for f in reference.files} == {f"scenarios/{c}/{i}.json" for i, c in selection.categories.items()}
+    assert (
+        select(Suite(id="bench", path="scenarios"), root=resolved_files(reference, bundle.dir)).sha256
+        == selection.sha256
+    )
+    for fresh in ("empty", "from-source", "from-mirror"):
+        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / fresh))
+        monkeypatch.delenv("REPRO_SOURCE_MIRROR", raising=False)
+        if fresh == "from-source":
+            fetch_suite(source)
+        if fresh == "from-mirror":
+            mirror = tmp_path / "mirror"
+            for name, path in {
+                f"copy-{i}.json": selection.folder / c / f"{i}.json" for i, c in selection.categories.items()
+            }.items():
+                mirror.mkdir(exist_ok=True)
+                (mirror / name).write_bytes(path.read_bytes())
+            (mirror / "forged.json").write_text('{"id": "ask-001"}')
+            monkeypatch.setenv("REPRO_SOURCE_MIRROR", str(mirror))
+        if fresh == "empty":
+            with pytest.raises(NotAtHand, match="repro suites fetch --from-bundle"):
+                resolved_files(reference, BundleReader(bundle.dir).dir)
+            continue
+        assert (
+            select(Suite(id="bench", path="scenarios"), root=resolved_files(reference, bundle.dir)).sha256
+            == selection.sha256
+        )
