@@ -157,10 +157,10 @@ def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[C
             f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: "
             f"{shown(', '.join(sorted(held))[:300])})"
         )
-    wanted = set(only) or {cid for cid, verdict in held.items() if verdict == "VALID" or not only}
-    cells = [c for c in plan.cells if c.id in wanted]
-    again = {c.id: c.excluded or "excluded" for c in plan.excluded if c.id in wanted}
-    missing = sorted(wanted - {c.id for c in cells} - set(again))
+    wanted = {slug(cid) for cid in set(only) or set(held)}
+    cells = [c for c in plan.cells if slug(c.id) in wanted]
+    again = {c.id: c.excluded or "excluded" for c in plan.excluded if slug(c.id) in wanted}
+    missing = sorted(wanted - {slug(c.id) for c in cells} - {slug(cid) for cid in again})
     if missing:
         raise BadInput(
             f"cell {shown(missing[0])} of the bundle is not in the plan recomputed from its matrix on this profile"
@@ -171,6 +171,12 @@ def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[C
             + "".join(f"; {shown(k)}: {shown(v)}" for k, v in again.items())
         )
     return cells, again
+
+
+def slug(cell_id: str) -> str:
+    """A cell's id without its hash: model, engine, protocol, suite and repeat. On another profile
+    (`--profile cpu-1t`) the same cell has another hash, since the profile enters it."""
+    return cell_id.rsplit("-", 1)[0]
 
 
 def source_matrix(reader: BundleReader, record: RunRecord, out: Path) -> Path:

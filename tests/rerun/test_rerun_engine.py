@@ -1,5 +1,4 @@
-"""`repro rerun` end to end with the real engine and the real GGUF (not run by the author of
-this file: the lead runs engine tests alone, on a quiet machine).
+"""`repro rerun` end to end with the real engine and the real GGUF (run alone, on a quiet machine).
 
 Each test expects one verdict for the CPU it runs on (issue 53): the published bundle was made on
 one CPU model; on that model the rerun is the bundle's setup, on any other it is another setup
@@ -9,8 +8,8 @@ Intel Xeon, 55 of 55).
 - one cell of the published smoke bundle reruns with identical transcripts: REPRODUCED on the
   bundle's CPU, REPRODUCED ON ANOTHER SETUP naming the CPU alone elsewhere (the default profile,
   the bundle's own: marker engine, about 4 minutes on 2 cores after images and models are in place);
-- the same cell at one thread per engine (profile cpu-1t) is not REPRODUCED and names the
-  threads (marker reruns: a slow suite, not in the default run).
+- (the same cell on a profile the smoke matrix does not allow is refused before anything boots:
+  tests/rerun/test_session.py).
 """
 
 from __future__ import annotations
@@ -53,15 +52,3 @@ def test_one_cell_of_the_published_smoke_bundle_reruns_reproduced(tmp_path: Path
         assert [d["what"] for d in row["differences"]] == ["CPU"], report
         [cpu] = row["differences"]
         assert "rerun" in cpu["note"] and "CPU : " in cpu["note"], report  # the kernels this engine reported
-
-
-@pytest.mark.docker
-@pytest.mark.reruns
-def test_the_same_cell_at_another_thread_count_is_not_reproduced_and_names_the_threads(tmp_path: Path) -> None:
-    status, report = rerun_one_cell(tmp_path, "--profile", "cpu-1t")
-    assert status == 1
-    [row] = report["report"]["verdicts"]
-    named = "differs: profile, threads" if same_cpu_as_the_bundle(tmp_path) else "differs: hardware, profile, threads"
-    assert row["verdict"] != "REPRODUCED" and row["setup"] == named, report
-    threads = [row for row in report["setup"] if row["name"] == "threads"]
-    assert threads and threads[0]["bundle"] == "2" and threads[0]["here"] == "1" and threads[0]["same"] is False

@@ -151,3 +151,16 @@ def test_the_verdict_names_what_the_setup_table_says_differs(tmp_path: Path) -> 
     assert all([d.what for d in v.differences] == ["engine llamacpp-b11434"] for v in named.verdicts)
     accepted = with_setup(report, rows, frozenset({"engine-build"}))
     assert {(v.verdict, v.setup) for v in accepted.verdicts} == {("REPRODUCED", "accepted: engine-build")}
+
+
+def test_the_same_cell_on_a_profile_its_matrix_does_not_allow_is_refused_before_anything_boots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The smoke matrix runs on the profiles it names (not cpu-1t): the cell, found on that profile
+    by its name (its id's hash changes with the profile), is refused in one line, and nothing boots.
+    A rerun at another thread count is tests/e2e/test_claims_threads.py's (its matrix allows both)."""
+    cell = one_cell(bundle_folder(SMOKE, tmp_path / "peek"))
+    code = main(["rerun", str(SMOKE), "--only", cell, "--profile", "cpu-1t", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nothing to rerun" in err and "does not run on profile cpu-1t" in err, err
+    assert not (tmp_path / "out" / "rerun-report.json").exists()
