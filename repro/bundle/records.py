@@ -11,12 +11,13 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, Field, computed_field
 
 from harness.contracts import SandboxAudit, ScenarioResult, TranscriptLine
 from repro import __version__
 from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import GateResult, GpuDevice, SandboxSettings, TemplateFacts
+from repro.spec.matrix import Sha256
 from repro.spec.profiles import Profile
 
 # 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution;
@@ -237,9 +238,9 @@ class InputFile(BaseModel):
     """One file of a referenced input, where the bundle's layout would hold it (a suite's
     `scenarios/<category>/<id>.json` or `fixtures/...`), with its sha256 and size."""
 
-    path: str
-    sha256: str
-    bytes: int
+    path: str = Field(max_length=1000)
+    sha256: Sha256  # names a file in the input cache: 64 hex digits, never a path
+    bytes: int = Field(ge=0)
 
 
 class InputReference(BaseModel):
@@ -249,9 +250,10 @@ class InputReference(BaseModel):
     `repro suites fetch --from-bundle RUN` fetches them from where they are published."""
 
     role: InputRole
-    suite: str  # the suite it belongs to
-    sha256: str  # of the pinned archive or wheel (suite files: of their source archive)
-    published: str  # where a reviewer gets it: "PyPI toolcallbench==1.0.1", a repository at a commit, ...
+    suite: str = Field(max_length=200)  # the suite it belongs to
+    sha256: Sha256  # of the pinned archive or wheel (suite files: of their source archive)
+    # where a reviewer gets it: "PyPI toolcallbench==1.0.1", a repository at a commit, ...
+    published: str = Field(max_length=1000)
     carried: bool = False
     files: list[InputFile] = []  # suite files: each one the run read, by path
 

@@ -22,6 +22,7 @@ from repro.core.files import sha256_file
 from repro.store.sources import MAX_MIRROR_FILES, mirror_dirs
 
 MAX_INPUT_BYTES = 64 * 1024**2  # one referenced file (a scenario file, a wheel, a harness's archive)
+HEX = frozenset("0123456789abcdef")
 
 
 def inputs_dir() -> Path:
@@ -30,12 +31,16 @@ def inputs_dir() -> Path:
 
 def cached_input(sha256: str) -> Path | None:
     """The cache's copy of the file with this sha256 (admitted verified), or None."""
+    if len(sha256) != 64 or not set(sha256) <= HEX:  # a name in the cache, never a path
+        return None
     path = inputs_dir() / sha256
-    return path if len(sha256) == 64 and path.is_file() and not path.is_symlink() else None
+    return path if path.is_file() and not path.is_symlink() else None
 
 
 def admit_input(path: Path, sha256: str) -> Path | None:
     """A copy of `path` in the cache when its bytes hash to `sha256`; None when they do not."""
+    if len(sha256) != 64 or not set(sha256) <= HEX:
+        return None
     if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_INPUT_BYTES:
         return None
     target = inputs_dir() / sha256

@@ -152,3 +152,20 @@ def test_another_projects_files_are_referenced_and_resolved_offline(tmp_path, mo
             select(Suite(id="bench", path="scenarios"), root=resolved_files(reference, bundle.dir)).sha256
             == selection.sha256
         )
+
+
+def test_a_referenced_sha256_is_a_name_never_a_path(tmp_path):
+    """A bundle from someone else states its references: a sha256 that is not 64 hex digits is
+    refused by the record, and the input cache never reads a path made of one."""
+    from pydantic import ValidationError
+
+    from repro.bundle.records import InputFile, InputReference
+    from repro.store.inputs import admit_input, cached_input
+
+    climbing = ("../" * 22)[:64]
+    with pytest.raises(ValidationError):
+        InputFile(path="scenarios/a/a-1.json", sha256=climbing, bytes=1)
+    with pytest.raises(ValidationError):
+        InputReference(role="suite-files", suite="s", sha256=climbing, published="x")
+    assert cached_input(climbing) is None
+    assert admit_input(ROOT / "README.md", climbing) is None
