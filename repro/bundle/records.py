@@ -369,3 +369,8 @@ class GpuInfo(BaseModel):
     driver: str | None = None
     memory_mib: int | None = None
     cuda: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The GPU as a setup names it: its name and driver (a driver difference counts)."""
+        return f"{self.name} (driver {self.driver or '-'})"

@@ -63,31 +63,20 @@ def fetch(
 def fetch_from_bundle(folder: Path, console: Console) -> None:
     """Each reference of each run of a run or merged folder, fetched; exit 1 when any failed."""
     from repro.bundle.layout.discovery import find_runs
-    from repro.bundle.layout.reader import BundleReader
-    from repro.core.errors import ReproError
-    from repro.suites.fetching import fetch_referenced
+    from repro.suites.fetching import fetch_run_references
 
     if not folder.is_dir() or folder.is_symlink():
         raise BadInput(f"--from-bundle {folder}: not a run folder or a merged folder (unpack a .tar.gz first)")
     failed = done = 0
     for run_dir in find_runs(folder):
-        reader = BundleReader(run_dir)
-        run, suites = reader.run(), {s.id: s for s in load_matrix(reader.matrix_path(), embedded=True).matrix.suites}
-        for reference in run.inputs:
-            what = f"{shown(run.run_id)}: {reference.role} of suite {shown(reference.suite)}"
-            suite = suites.get(reference.suite)
-            try:
-                if suite is None:
-                    raise ReproError(f"the bundle's matrix has no suite {reference.suite}")
-                said = fetch_referenced(
-                    reference, suite, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True)
-                )
-            except ReproError as error:
-                console.print(f"[red]FAILED[/] {what}: {shown(str(error))}", soft_wrap=True)
+        for item in fetch_run_references(run_dir, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True)):
+            what = f"{shown(run_dir.name)}: {item.reference.role} of suite {shown(item.reference.suite)}"
+            if item.failed is not None:
+                console.print(f"[red]FAILED[/] {what}: {shown(item.failed)}", soft_wrap=True)
                 failed += 1
-                continue
-            console.print(f"[green]OK[/]   {what}: {shown(said)}", soft_wrap=True)
-            done += 1
+            else:
+                console.print(f"[green]OK[/]   {what}: {shown(item.said)}", soft_wrap=True)
+                done += 1
     console.print(f"{done} referenced input(s) ready, {failed} not fetched")
     if failed:
         raise typer.Exit(1)

@@ -133,7 +133,7 @@ def code_pins(suites: list[Suite]) -> dict[str, str]:
 def hardware_label(system: SystemDescription) -> str:
     """The host as one label: CPU model, cores, architecture, and each GPU by name and driver
     (verify counts a driver difference, so the table does too)."""
-    gpus = ", ".join(f"{g.name} (driver {g.driver or '-'})" for g in system.gpus)
+    gpus = ", ".join(g.label for g in system.gpus)
     return f"{system.cpu_model}, {system.cpu_cores} cores, {system.machine}" + (f"; GPU {gpus}" if gpus else "")
 
 

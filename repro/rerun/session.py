@@ -25,7 +25,7 @@ from repro.bundle.records import RunRecord
 from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.config import PROJECT_ROOT, cache_dir
-from repro.core.errors import BadInput, ReproError
+from repro.core.errors import BadInput
 from repro.core.files import sha256_file
 from repro.core.terminal import shown
 from repro.plan.planner import Plan, stored_plan
@@ -35,7 +35,7 @@ from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix
 from repro.store.models import is_stored
-from repro.suites.fetching import fetch_referenced
+from repro.suites.fetching import fetch_run_references
 from repro.suites.registry import kind_of
 
 RERUNS = Path("results") / "reruns"  # the default --out: OUT/<bundle run id>/ (results/ is ignored)
@@ -127,17 +127,7 @@ def fetch_references(run_dir: Path) -> None:
     """What the bundle references (another project's files), fetched where this machine can reach
     its pinned source, before the bundle is checked; what stays out of reach leaves the cells that
     need it UNCHECKED, and the check names it."""
-    reader = BundleReader(run_dir)
-    run = reader.run()
-    if not run.inputs:
-        return
-    suites = {s.id: s for s in load_matrix(reader.matrix_path(), embedded=True).matrix.suites}
-    for reference in run.inputs:
-        if reference.suite in suites:
-            try:
-                fetch_referenced(reference, suites[reference.suite], log=lambda line: None)
-            except ReproError:
-                continue
+    fetch_run_references(run_dir, log=lambda line: None)
 
 
 def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[Cell], dict[str, str]]:

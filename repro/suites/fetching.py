@@ -15,14 +15,42 @@ Bytes that do not hash to the pin are refused; a source this machine cannot reac
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import InputReference
 from repro.core.errors import ReproError
+from repro.spec.loading import load_matrix
 from repro.spec.matrix import Suite
 from repro.store.inputs import admit_input, find_input
 from repro.suites.base import Log, fixture_files, fixtures_beside
 from repro.suites.references import admit_reference
 from repro.suites.sources import fetch_suite, scenario_folder
+
+
+class Fetched(NamedTuple):
+    reference: InputReference
+    said: str | None  # what was fetched, in words
+    failed: str | None  # why not
+
+
+def fetch_run_references(run_dir: Path, log: Log) -> list[Fetched]:
+    """Every reference of one run folder, fetched against the suites of its embedded matrix."""
+    reader = BundleReader(run_dir)
+    run = reader.run()
+    if not run.inputs:
+        return []
+    suites = {s.id: s for s in load_matrix(reader.matrix_path(), embedded=True).matrix.suites}
+    fetched = []
+    for reference in run.inputs:
+        try:
+            suite = suites.get(reference.suite)
+            if suite is None:
+                raise ReproError(f"the bundle's matrix has no suite {reference.suite}")
+            fetched.append(Fetched(reference, fetch_referenced(reference, suite, log), None))
+        except ReproError as error:
+            fetched.append(Fetched(reference, None, str(error)))
+    return fetched
 
 
 def fetch_referenced(reference: InputReference, suite: Suite, log: Log) -> str:

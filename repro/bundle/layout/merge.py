@@ -169,5 +169,5 @@ def host_of(record: RunRecord) -> str:
     """What a run's hardware is, as a row's setup counts it: the CPU model, the architecture, each
     GPU by name and driver (the core count is the profile's threads' business, not the row's)."""
     system = record.system
-    gpus = ", ".join(f"{g.name} (driver {g.driver or '-'})" for g in system.gpus)
+    gpus = ", ".join(g.label for g in system.gpus)
     return f"{system.cpu_model}, {system.machine}" + (f", GPU {gpus}" if gpus else "")
