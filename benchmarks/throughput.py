@@ -1,23 +1,29 @@
 """Throughput modes of a cell, each measured for speed and for transcript identity, in one run.
 
     python benchmarks/throughput.py [--modes serial-1t,replicas-1t,serial-2t,slots-2t,cache-2t] [--keep]
+    python benchmarks/throughput.py --reread RUN [RUN ...]
 
 On a committed snapshot of the working tree (as tests/e2e runs the product), with SmolLM2 under
 the JSON-schema protocol on one scenario per workspace category (14 scenarios), it runs
 `repro matrix run` once per mode:
 
-  serial-1t    profile cpu-1t: one engine, 1 thread, 1 slot (the exact reference at 1 thread)
-  replicas-1t  profile cpu-1t with --replicas 2: two engines of 1 thread, scenarios dealt between them
-  serial-2t    profile cpu: one engine, 2 threads, 1 slot (the exact reference at 2 threads)
-  slots-2t     a profile like cpu with slots: 2: one engine of 2 threads, 2 parallel sequences
-  cache-2t     a profile like cpu with cache_prompt: true: one engine, prompt-cache reuse on
+  serial-1t    profile cpu-1t, --prompt-cache off: one engine, 1 thread, 1 slot (the reference at 1 thread)
+  replicas-1t  the same with --replicas 2: two engines of 1 thread, scenarios dealt between them
+  serial-2t    profile cpu, --prompt-cache off: one engine, 2 threads, 1 slot (the reference at 2 threads)
+  slots-2t     a profile like cpu with slots: 2 (prompt cache off): 2 parallel sequences in one engine
+  cache-2t     profile cpu, --prompt-cache on: one engine, prompt-cache reuse on
 
 For each mode it prints the harness's wall time, the engine's busy time (its own prompt and
 generation timings, summed over every request), the overhead ratio (wall time x engines over busy
 time: 1.0 means the engines never waited), the speed-up against the serial run at the same
 threads (ratio of wall times), and how many scenarios' transcripts are identical to that serial
-run's. Modes run one after another under /tmp/repro-engine.lock: never two benchmarks' engines at
-once. Needs the built images and the model (`./scripts/up` does both).
+run's; and the re-read ratio: the prompt tokens the engine read over those a perfect prefix cache
+would read (each step's prompt past the previous step's prompt and reply; a scenario's first step
+whole), 1.0 when no token is read twice. Modes run one after another under /tmp/repro-engine.lock:
+never two benchmarks' engines at once. Needs the built images and the model (`./scripts/up` does both).
+
+`--reread RUN ...` prints, for the cells of finished runs, each scenario's prompt tokens read against
+a perfect prefix cache's, and each cell's ratio (no engine is started).
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ INEXACT_PROFILE = """\
 """
 EXTRA_PROFILES = INEXACT_PROFILE.format(
     name="cpu-slots2", what="two parallel sequences in one engine", setting="slots: 2"
-) + INEXACT_PROFILE.format(name="cpu-cache", what="prompt-cache reuse", setting="cache_prompt: true")
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Mode:
     profile: str
     replicas: int
     reference: str  # the serial mode at the same threads
+    cache: bool = False  # --prompt-cache
 
 
 MODES = {
@@ -85,7 +92,7 @@ MODES = {
         Mode("replicas-1t", "cpu-1t", 2, "serial-1t"),
         Mode("serial-2t", "cpu", 1, "serial-2t"),
         Mode("slots-2t", "cpu-slots2", 1, "serial-2t"),
-        Mode("cache-2t", "cpu-cache", 1, "serial-2t"),
+        Mode("cache-2t", "cpu", 1, "serial-2t", cache=True),
     )
 }
 
@@ -124,7 +131,7 @@ def engine_lock() -> Iterator[None]:
 def snapshot(folder: Path) -> Path:
     matrix = (
         e2e_matrix(SUITE)
-        .replace("profiles: [cpu]", "profiles: [cpu, cpu-1t, cpu-slots2, cpu-cache]")
+        .replace("profiles: [cpu]", "profiles: [cpu, cpu-1t, cpu-slots2]")
         .replace("name: e2e", "name: throughput")
         # The gate's short probe step is not what is measured here (at 1 thread SmolLM2's 64-token
         # probe reply is cut mid-string and the gate excludes the cell); every mode runs ungated.
@@ -150,6 +157,8 @@ def run_mode(project: Path, mode: Mode) -> Measured:
         mode.profile,
         "--replicas",
         str(mode.replicas),
+        "--prompt-cache",
+        "on" if mode.cache else "off",
         "--out",
         out,
     ]
@@ -179,8 +188,8 @@ def run_mode(project: Path, mode: Mode) -> Measured:
 def table(measured: dict[str, Measured]) -> list[str]:
     lines = [
         "| mode | threads | slots | prompt cache | replicas | exact | wall (s) | engine busy (s) "
-        "| wall x engines / busy | speed-up | identical to serial |",
-        "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|",
+        "| wall x engines / busy | speed-up | re-read ratio | identical to serial |",
+        "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for m in measured.values():
         execution = m.record.execution
@@ -195,9 +204,49 @@ def table(measured: dict[str, Measured]) -> list[str]:
         lines.append(
             f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} "
             f"| {execution.replicas} | {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} "
-            f"| {overhead:.2f} | {speed_up} | {identical} |"
+            f"| {overhead:.2f} | {speed_up} | {reread_ratio(m.results):.2f} | {identical} |"
         )
     return lines
+
+
+def reread(result: ScenarioResult) -> tuple[int, int]:
+    """A scenario's prompt tokens the engine read (its own prompt_n, else the whole prompt), and those
+    a perfect prefix cache would read: each step's prompt past the previous step's prompt and reply
+    (at least one token), the first step's whole."""
+    read = perfect = 0
+    previous = None
+    for step in result.engine_timings:
+        counted = (step.timings or {}).get("prompt_n")
+        read += counted if isinstance(counted, int) else step.tokens_in
+        held = previous.tokens_in + previous.tokens_out if previous else 0
+        perfect += max(step.tokens_in - held, 1) if previous else step.tokens_in
+        previous = step
+    return read, perfect
+
+
+def reread_ratio(results: list[ScenarioResult]) -> float:
+    pairs = [reread(result) for result in results]
+    perfect = sum(p for _, p in pairs)
+    return sum(r for r, _ in pairs) / perfect if perfect else float("nan")
+
+
+def print_reread(runs: list[Path]) -> None:
+    """Per cell of each run: every scenario's tokens read against a perfect prefix cache's, the cell's ratio."""
+    for run_dir in runs:
+        bundle = BundleReader(run_dir)
+        for cell_id in bundle.cell_ids():
+            record = bundle.cell(cell_id)
+            if record.status != "done":
+                continue
+            results = bundle.results(cell_id)
+            mode = record.execution.label() if record.execution else "execution not recorded"
+            say(f"{run_dir.name} / {cell_id} ({mode})")
+            for result in results:
+                read, perfect = reread(result)
+                say(f"  {result.id:32s} read {read:7d}  perfect {perfect:7d}  ratio {read / perfect:5.2f}")
+            pairs = [reread(result) for result in results]
+            read, perfect = sum(r for r, _ in pairs), sum(p for _, p in pairs)
+            say(f"  cell: read {read} prompt tokens, a perfect prefix cache {perfect}: {reread_ratio(results):.2f}")
 
 
 def threads_line(measured: dict[str, Measured]) -> str:
@@ -213,7 +262,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from: " + ", ".join(MODES))
     parser.add_argument("--keep", action="store_true", help="keep the snapshot and its bundles (the folder is printed)")
+    parser.add_argument("--reread", nargs="+", type=Path, default=None, metavar="RUN", help="only print re-read ratios")
     args = parser.parse_args()
+    if args.reread:
+        print_reread(args.reread)
+        return 0
     modes = [MODES[name] for name in args.modes.split(",") if name]
     folder = Path(tempfile.mkdtemp(prefix="repro-throughput-"))
     try:

@@ -14,7 +14,7 @@ from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput, NotAtHand
-from repro.plan.planner import make_plan, parse_shard, select_cells, shard_cells
+from repro.plan.planner import listed_exclusions, make_plan, parse_shard, select_cells, shard_cells
 from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.loading import load_matrix
 from repro.spec.matrix import LatencyGateSettings, ModelSpec
@@ -48,12 +48,11 @@ class RecomputedPlan(BaseModel):
                     f"recorded {run.matrix.sha256[:12]})"
                 )
             plan = make_plan(loaded, run.profile, run.profile_settings, templates=run.chat_templates)
-            cells = shard_cells(select_cells(plan, run.only), parse_shard(run.shard) if run.shard else None)
+            shard = parse_shard(run.shard) if run.shard else None
+            cells = shard_cells(select_cells(plan, run.only), shard)
         except BadInput as error:
             return cls(error=f"the plan cannot be recomputed from {MATRIX_COPY}: {error}")
-        first_shard = run.shard is None or run.shard.startswith("1/")
-        excluded = {c.id: c.excluded or "excluded" for c in plan.excluded} if first_shard else {}
-        kinds = {c.id: c.excluded_kind for c in plan.excluded if c.id in excluded and c.excluded_kind}
+        excluded, kinds = listed_exclusions(plan, shard)
         return cls(
             planned=cells,
             whole=plan.cells,

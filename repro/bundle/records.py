@@ -229,6 +229,8 @@ class RunRecord(BaseModel):
     dirty_allowed: bool = False  # started on a dirty tree with --allow-dirty: not a clean-room run from the start
     # every input the run did not make, by reference (absent in older bundles: they carried them)
     inputs: list[InputReference] = []
+    # the run's --prompt-cache over its profile's mode (None: the profile's; absent in older bundles)
+    prompt_cache: bool | None = None
 
 
 InputRole = Literal["suite-files", "harness-code", "harness-wheel"]

@@ -20,7 +20,8 @@ from repro.containers.sandbox import hardening_problems
 from repro.core.errors import BadInput
 from repro.engines.gate import rejudge
 from repro.spec.cells import exclusion_label
-from repro.suites.registry import kind_of, select
+from repro.spec.harnesses import HARNESSES
+from repro.suites.registry import select
 
 MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
 
@@ -146,15 +147,14 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     problems = []
     if profile.threads is None:
         problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
-    recorded = ev.record.execution
-    # a harness may run at the engine's default
-    expected = kind_of(ev.record.cell.suite).execution(ev.record.cell, Execution.of(profile, 1))
+    recorded, expected = ev.record.execution, Execution.of(profile, 1)
     if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (
         expected.threads,
         expected.slots,
-        expected.cache_prompt,
+        expected.cache_prompt or legacy_cache_label(ev),
     ):
         problems.append(f"execution recorded as {recorded.label()}, but profile {name} sets {expected.label()}")
+    problems += cache_evidence(ev)
     slots = ev.record.engine_settings.reported.get("total_slots")
     if slots is not None and slots != profile.slots:
         problems.append(f"the engine reports {slots} slot(s), profile {name} sets {profile.slots}")
@@ -164,6 +164,51 @@ def rule_execution(ev: CellEvidence) -> list[str]:
             f"the engine log shows n_threads = {', '.join(map(str, logged))}, profile {name} sets {profile.threads}"
         )
     return problems
+
+
+def legacy_cache_label(ev: CellEvidence) -> bool:
+    """Bundles made before 2026-12-04 record "prompt cache on" for a harness whose requests carry no
+    cache_prompt, taking llama.cpp's built-in default; the server's `--no-cache-prompt` made the
+    default off, and their engine logs show it (`--cache-ram 0`). That record is read as it was
+    written (it claims less exactness than the run had, never more); new bundles record the
+    profile's mode."""
+    external = ev.record.cell.suite.external
+    facts = HARNESSES.get(external.harness) if external is not None else None
+    recorded = ev.record.execution
+    return bool(facts and not facts.sends_cache_prompt and recorded and recorded.cache_prompt)
+
+
+def cache_evidence(ev: CellEvidence) -> list[str]:
+    """The prompt cache the cell records, against the engine's own report of each request (llama.cpp's
+    `cache_n`, the prompt tokens it took from its cache): with the cache off, no request reused a
+    token; with it on, some request after a scenario's first did (each step repeats the last one's
+    prompt). A harness whose results carry no such report leaves nothing to compare."""
+    recorded = ev.record.execution
+    try:
+        results = ev.bundle.results(ev.cell_id) if recorded is not None else []
+    except BadInput:
+        return []  # the bounds rule names an unreadable results file
+    reused = [
+        (timing.step, count)
+        for result in results
+        for timing in result.engine_timings
+        if isinstance(count := (timing.timings or {}).get("cache_n"), int) and not isinstance(count, bool)
+    ]
+    if recorded is None or not reused:
+        return []
+    if not recorded.cache_prompt:
+        hits = sum(count > 0 for _, count in reused)
+        return (
+            [f"the prompt cache is recorded off, but the engine reports cached tokens in {hits} request(s)"]
+            if hits
+            else []
+        )
+    later = [count for step, count in reused if step > 1]
+    if later and not any(later):
+        return [
+            f"the prompt cache is recorded on, but the engine reports no cached token in {len(later)} later step(s)"
+        ]
+    return []
 
 
 def rule_gate(ev: CellEvidence) -> list[str]:

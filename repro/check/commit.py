@@ -31,12 +31,12 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from repro.bundle.records import AuthorSource
+from repro.bundle.records import AuthorSource, RunRecord
 from repro.core import config
 from repro.core.errors import BadInput, ReproError
 from repro.core.yamlsource import MAX_YAML_BYTES
 from repro.spec.matrix import Suite
-from repro.spec.profiles import Profiles, load_profiles
+from repro.spec.profiles import Profile, Profiles, load_profiles
 from repro.suites.registry import kind_of, select
 
 if TYPE_CHECKING:
@@ -107,13 +107,19 @@ def rule_profile_at_commit(ev: RunEvidence) -> list[str]:
     at = profiles.profiles.get(ev.run.profile)
     if at is None:
         return [f"profile {ev.run.profile} is not in {PROFILES_PATH} at commit {commit[:12]}"]
-    if at != ev.run.profile_settings:
-        differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
+    differ = profile_differences(at, ev.run)
+    if differ:
         return [
             f"profile {ev.run.profile} in run.json differs from {PROFILES_PATH} at commit {commit[:12]} "
             f"({', '.join(differ)})"
         ]
     return []
+
+
+def profile_differences(at: Profile, run: RunRecord) -> list[str]:
+    """The settings in which run.json's profile is not `at` as the run ran it (its --prompt-cache)."""
+    ran, recorded = at.with_prompt_cache(run.prompt_cache).model_dump(), run.profile_settings.model_dump()
+    return sorted(key for key, value in ran.items() if recorded.get(key) != value)
 
 
 def profiles_from(text: bytes) -> Profiles:
@@ -317,8 +323,8 @@ def author_profile_problems(ev: RunEvidence) -> list[str] | None:
     if at is None:
         return None
     problems = author_file_problems(ev, author, "profiles file", own.path, own.sha256, hashlib.sha256(raw).hexdigest())
-    if at != ev.run.profile_settings:
-        differ = sorted(k for k, v in at.model_dump().items() if ev.run.profile_settings.model_dump().get(k) != v)
+    differ = profile_differences(at, ev.run)
+    if differ:
         problems.append(
             f"profile {ev.run.profile} in run.json differs from the author's profiles file {own.path} "
             f"({', '.join(differ)})"

@@ -103,15 +103,6 @@ class RunVerdict(BaseModel):
         return bool(self.invalid or self.run_problems)
 
 
-# ---------------------------------------------------------------- run rules
-
-
-# ---------------------------------------------------------------- cell rules
-
-
-# ---------------------------------------------------------------- checking
-
-
 def check_run(
     run_dir: Path, redactor: Redactor | None = None, author_repo: Path | None = None, bundle: BundleReader | None = None
 ) -> RunVerdict:
@@ -120,7 +111,7 @@ def check_run(
     bundle = bundle or BundleReader(run_dir)
     run = bundle.run()
     rules = rules_for(run, run_dir)
-    plan = RecomputedPlan.of(run, bundle) if run.format_version >= 3 else None
+    plan = RecomputedPlan.of(run, bundle)  # rules_for refused any format but the current one
     evidence = RunEvidence(run=run, bundle=bundle, redactor=redactor or Redactor(), plan=plan, author_repo=author_repo)
     run_problems = [
         Problem(rule=name, scope="run", text=text) for name, rule in rules.run.items() for text in rule(evidence)

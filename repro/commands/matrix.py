@@ -201,6 +201,12 @@ def run(
         help="Run on a tree with uncommitted or untracked files anyway: not a clean-room run, "
         "every cell INVALID in repro check.",
     ),
+    prompt_cache: str = typer.Option(
+        None,
+        "--prompt-cache",
+        help="on or off: the engine's prompt cache for this run, over the profile's (recorded in run.json; "
+        "exact where measured: docs/engines.md).",
+    ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
 
@@ -229,6 +235,7 @@ def run(
         shard=shard_pair,
         replicas=parse_replicas(replicas),
         allow_dirty=allow_dirty,
+        prompt_cache=parse_switch("--prompt-cache", prompt_cache),
     )
     try:
         run_dir = run_matrix(options, RunProgress(console))
@@ -300,7 +307,18 @@ def resume_command(options: RunOptions) -> str:
         words += ["--replicas", str(options.replicas or "auto")]
     if options.allow_dirty:
         words += ["--allow-dirty"]
+    if options.prompt_cache is not None:
+        words += ["--prompt-cache", "on" if options.prompt_cache else "off"]
     return printable(shlex.join(words))
+
+
+def parse_switch(option: str, text: str | None) -> bool | None:
+    """An on/off option: True, False, or None when not given; anything else refused in one line."""
+    if text is None:
+        return None
+    if text not in ("on", "off"):
+        raise BadInput(f"{option} {printable(text)[:40]}: expected on or off")
+    return text == "on"
 
 
 def parse_replicas(text: str) -> int | None:

@@ -133,6 +133,7 @@ def run_cells(prepared: RerunPlan, resume: bool) -> Path:
         out=prepared.out,
         resume=resume,
         only=[c.id for c in prepared.cells],
+        prompt_cache=prepared.prompt_cache,
     )
     try:
         run_dir = run_matrix(options, RunProgress(console))

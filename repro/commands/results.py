@@ -42,11 +42,19 @@ app = Typer(help="Work with result bundles.", no_args_is_help=True)
 def merge(
     sources: list[Path] = typer.Argument(..., help="Run folders or results folders (e.g. one per shard)."),
     out: Path = typer.Option(..., "--out", help="The merged results folder."),
+    accept: list[str] = typer.Option(
+        [],
+        "--accept",
+        help="A setup difference between the shards to merge anyway: hardware (recorded in MERGED.json).",
+    ),
 ) -> None:
     """Join shard bundles of one matrix and profile into one results folder (bundles copied unchanged).
 
+    Shards must share one setup: matrix, profile and its settings, commit and hardware. Shards made
+    on different hardware merge only with `--accept hardware`, which MERGED.json records.
+
     Exit codes: 0 merged; 1 an unexpected error; 2 bad input."""
-    merged = merge_bundles(sources, out)
+    merged = merge_bundles(sources, out, frozenset(accept))
     console = Console()
     for path in merged:
         console.print(f"merged {shown(path)}", soft_wrap=True)

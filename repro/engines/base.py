@@ -224,7 +224,9 @@ class Engine(ABC):
         CPU's name, decide the sums); None where the kind reports none."""
         return None
 
-    def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
+    def prepare_model(
+        self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding, profile: Profile
+    ) -> dict[str, Any]:
         """Make the model servable (Ollama uploads and creates it); returns what to record."""
         return {}
 
@@ -391,7 +393,7 @@ class Engine(ABC):
                 "kernels": self.kernels(handle, profile),
             }
             handle = handle.model_copy(update=update)
-            loaded = self.prepare_model(handle, model, gguf, decoding)
+            loaded = self.prepare_model(handle, model, gguf, decoding, profile)
             settings = self.effective_settings(handle)
             if loaded:
                 settings = {**settings, "load": loaded}

@@ -79,7 +79,9 @@ def ollama_blocker(model: ModelSpec, protocol: str) -> str | None:
     return None
 
 
-def model_parameters(model: ModelSpec, decoding: Decoding) -> dict[str, Any]:
+def model_parameters(model: ModelSpec, decoding: Decoding, threads: int | None = None) -> dict[str, Any]:
+    """The created model's defaults: the matrix's decoding, the family's stops, and the profile's
+    threads (`num_thread`; without it Ollama chooses from the machine's cores)."""
     _, stop = template_for(model)
     return {
         "num_ctx": decoding.context,
@@ -87,6 +89,7 @@ def model_parameters(model: ModelSpec, decoding: Decoding) -> dict[str, Any]:
         "seed": decoding.seed,
         "num_predict": decoding.max_tokens,
         "stop": stop,
+        **({"num_thread": threads} if threads is not None else {}),
     }
 
 
@@ -154,7 +157,7 @@ class OllamaEngine(Engine):
             raise EngineDied(f"engine {self.spec.id}: /api/version failed: {result.error}")
         return result.version or ""
 
-    def load_argv(self, model: ModelSpec, decoding: Decoding) -> list[str]:
+    def load_argv(self, model: ModelSpec, decoding: Decoding, threads: int | None = None) -> list[str]:
         template, _ = template_for(model)
         return [
             "ollama-load",
@@ -169,16 +172,17 @@ class OllamaEngine(Engine):
             "--template",
             template,
             "--parameters",
-            json.dumps(model_parameters(model, decoding), sort_keys=True),
+            json.dumps(model_parameters(model, decoding, threads), sort_keys=True),
             "--request-timeout",
             str(LOAD_TIMEOUT_S),
         ]
 
-    def prepare_model(self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding) -> dict[str, Any]:
+    def prepare_model(
+        self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding, profile: Profile
+    ) -> dict[str, Any]:
         mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
-        result = self.probe(
-            handle, self.load_argv(model, decoding), OllamaLoadResult, timeout=LOAD_TIMEOUT_S + 60, mounts=mounts
-        )
+        argv = self.load_argv(model, decoding, profile.threads)
+        result = self.probe(handle, argv, OllamaLoadResult, timeout=LOAD_TIMEOUT_S + 60, mounts=mounts)
         if not result.ok:
             raise EngineDied(f"engine {self.spec.id}: loading {model.id} failed at {result.stage}: {result.error}")
         return result.model_dump(mode="json", include={"blob", "uploaded", "model", "create"})

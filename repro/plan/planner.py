@@ -194,6 +194,16 @@ def select_cells(plan: Plan, only: list[str]) -> list[Cell]:
     return [c for c in plan.cells if c.id in only]
 
 
+def listed_exclusions(plan: Plan, shard: tuple[int, int] | None) -> tuple[dict[str, str], dict[str, ExclusionKind]]:
+    """The plan's exclusions as run.json lists them, with who excluded each: all of them in an
+    unsharded run and on a sharded run's first shard, none on its other shards (listed once, so a
+    merge counts each once). The run writes them by this rule and `repro check` expects it."""
+    if shard is not None and shard[0] != 1:
+        return {}, {}
+    excluded = {cell.id: cell.excluded or "excluded" for cell in plan.excluded}
+    return excluded, {cell.id: cell.excluded_kind for cell in plan.excluded if cell.excluded_kind}
+
+
 def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
     """Round-robin over the plan's order: the same plan and n always give the same split."""
     if shard is None:

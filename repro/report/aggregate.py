@@ -275,8 +275,8 @@ def engine_names(record: CellRecord) -> list[str]:
         record.engine_identity.reported if record.engine_identity else "",
         engine.label,
     ]
-    if engine.build is not None:
-        names += [engine.build.build_commit, f"b{engine.build.build_number}"]
+    if engine.build is not None and engine.build.build_number is not None:
+        names += [engine.build.build_commit or "", f"b{engine.build.build_number}"]
     return list(dict.fromkeys(name for name in names if name))
 
 

@@ -66,6 +66,7 @@ class RerunPlan(BaseModel):
     cells: list[Cell]
     again_excluded: dict[str, str] = {}  # bundle cells the plan excludes on this profile: why
     setup: list[SetupRow]
+    prompt_cache: bool  # the bundle's engine prompt cache, which the rerun runs with (--prompt-cache)
 
 
 def default_out(given: Path) -> Path:
@@ -83,7 +84,7 @@ def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> Rer
     matrix = source_matrix(reader, record, out)
     loaded, profiles = load_matrix_and_profiles(matrix)
     profile_name = options.profile or record.profile
-    profile = profiles.get(profile_name)
+    profile = profiles.get(profile_name).with_prompt_cache(record.profile_settings.cache_prompt)  # the bundle's mode
     system = system_description()
     refuse_unservable(profile_name, profile, system)
     plan = stored_plan(loaded, profile_name, profile)[0]
@@ -103,6 +104,7 @@ def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> Rer
         cells=cells,
         again_excluded=again,
         setup=setup,
+        prompt_cache=profile.cache_prompt,
     )
 
 

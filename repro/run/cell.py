@@ -47,7 +47,7 @@ def run_cell(
     kept_ids = [one.result.id for one in kept]
     update = {
         "engine_incidents": list(incidents or []),
-        "execution": kind.execution(cell, ctx.execution),
+        "execution": ctx.execution,
         "resumed_kept": kept_ids,
         "earlier_attempts": attempts,
     }

@@ -31,6 +31,7 @@ class RunOptions(BaseModel):
     shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
     replicas: int | None = 1  # engines per group, one slot each; None: as many as the cores (and GPU memory) hold
     allow_dirty: bool = False  # run on a dirty tree anyway, marked not clean-room from the start
+    prompt_cache: bool | None = None  # --prompt-cache over the profile's mode (None: the profile's)
 
     @property
     def shard_text(self) -> str | None:

@@ -20,7 +20,6 @@ from repro.run.context import RunContext
 from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
 from repro.suites.base import SuiteKind
-from repro.suites.registry import kind_of
 
 
 def groups_to_run(ctx: RunContext, resume: bool) -> list[list[Cell]]:
@@ -78,7 +77,7 @@ def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection, handle: Engin
         suite_ids=suite.ids,
         engine_image_id=ctx.prepared.engines[cell.engine.id].id,
         engine_identity=handle.identity,
-        execution=kind_of(cell.suite).execution(cell, ctx.execution),
+        execution=ctx.execution,
         gpu=handle.gpu or None,
     )
 

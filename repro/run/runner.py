@@ -43,7 +43,7 @@ from repro.core.files import short_error
 from repro.core.terminal import shown
 from repro.core.yamlsource import MAX_YAML_BYTES, read_bounded
 from repro.engines.base import host_cpus_of
-from repro.plan.planner import select_cells, shard_cells, stored_plan
+from repro.plan.planner import listed_exclusions, select_cells, shard_cells, stored_plan
 from repro.plan.replicas import replica_allowance, replica_count
 from repro.run.context import Prepared, RunContext, RunOptions
 from repro.run.group import run_group
@@ -149,7 +149,7 @@ def interrupt(signum: int, frame: object) -> None:
 
 def prepare(options: RunOptions) -> Prepared:
     loaded, profiles = load_matrix_and_profiles(options.matrix)
-    profile = profiles.get(options.profile)
+    profile = profiles.get(options.profile).with_prompt_cache(options.prompt_cache)
     plan, templates = stored_plan(loaded, options.profile, profile, require_all=options.shard is not None)
     cells = shard_cells(select_cells(plan, options.only), options.shard)
     if not cells:
@@ -222,6 +222,7 @@ def open_run(
             options.shard_text,
             {c.id for c in prepared.cells},
             source,
+            prepared.profile,
         )
         if previous is not None:
             run_dir, record = previous
@@ -254,7 +255,7 @@ def matrix_name(loaded: LoadedMatrix, given: Path) -> str:
 def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState, client: DockerClient) -> RunRecord:
     shard = f"-shard{options.shard[0]}of{options.shard[1]}" if options.shard else ""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    first_shard = options.shard is None or options.shard[0] == 1  # plan exclusions are listed once
+    excluded, kinds = listed_exclusions(prepared.plan, options.shard)
     return RunRecord(
         run_id=f"{stamp}-{prepared.loaded.matrix.name}-{options.profile}{shard}",
         status="running",
@@ -270,14 +271,13 @@ def new_run_record(options: RunOptions, prepared: Prepared, source: SourceState,
         dirty_allowed=bool(dirty_lines(source, author_source(prepared.loaded))),
         system=system_description(client),
         planned_cells=[c.id for c in prepared.cells],
-        excluded_cells={c.id: c.excluded or "excluded" for c in prepared.plan.excluded} if first_shard else {},
-        excluded_kinds={c.id: c.excluded_kind for c in prepared.plan.excluded if c.excluded_kind}
-        if first_shard
-        else {},
+        excluded_cells=excluded,
+        excluded_kinds=kinds,
         shard=options.shard_text,
         only=list(options.only),
         chat_templates=prepared.templates,
         started_at=utc_now(),
+        prompt_cache=options.prompt_cache,
     )
 
 

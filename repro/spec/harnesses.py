@@ -26,8 +26,10 @@ class HarnessFacts(BaseModel):
     # sha256 -> what it is, of the source archives it reads (a git pin is read by layout)
     known_archives: dict[str, str] = {}
     tasks_from: Literal["code", "source"] = "code"  # its tasks: in its wheel (path), or in the suite's own source
-    # its requests carry no cache_prompt, so the engine's default (llama.cpp: on) applies
-    engine_cache_prompt: bool = False
+    # False: its requests carry no cache_prompt, so the server's default applies, which the engine's
+    # flags set to the profile's mode (llama.cpp --no-cache-prompt / --cache-prompt). Bundles made
+    # before this was known record such cells "prompt cache on" (repro.check.cell_rules.rule_execution).
+    sends_cache_prompt: bool = True
     fixed_decoding: dict[str, float] = {}  # decoding fields it sends itself, which a matrix must agree with
     # sha256 -> licence, of the known archives a bundle carries (no public address serves them; the licence lets it)
     carried_archives: dict[str, str] = {}
@@ -64,7 +66,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         },
         carried_archives={"48e6604a17753b65322ba8e73fc03202a1b3811f176e3691f7deb5243609e466": "Apache-2.0"},
         tasks_from="source",
-        engine_cache_prompt=True,
+        sends_cache_prompt=False,
         fixed_decoding={"temperature": 0.0, "max_tokens": 512},
         engine_kinds=frozenset({"llama.cpp", "scripted"}),  # scripted: its reference claim (docs/external-suites.md)
         protocols=frozenset(THOLOS_JSON_MODES),

@@ -169,30 +169,54 @@ class GitSource(Strict):
     commit: Commit
 
 
+GO_SUM = r"^h1:[A-Za-z0-9+/]{43}=$"
+
+
+class GoModule(Strict):
+    """A Go module pinned by version and its go.sum hash, built offline with `go install
+    module@version` by the Go toolchain its go.mod asks for, itself fetched as the module
+    golang.org/toolchain (repro.store.gomodules)."""
+
+    module: str = Field(pattern=r"^[a-z0-9.-]+\.[a-z]{2,}(/[A-Za-z0-9._~-]+)+$")
+    version: str = Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+    sum: str = Field(pattern=GO_SUM, description="the module zip's h1: hash, as go.sum writes it")
+    toolchain: str = Field(pattern=r"^go1\.[0-9]+\.[0-9]+$", description="e.g. go1.24.0 (its go.mod's go line)")
+    toolchain_sum: str = Field(pattern=GO_SUM, description="golang.org/toolchain's h1: hash for that version")
+
+    @property
+    def toolchain_version(self) -> str:
+        """The version of the module golang.org/toolchain that holds that Go for linux/amd64."""
+        return f"v0.0.1-{self.toolchain}.linux-amd64"
+
+
 class EngineSource(Strict):
-    """Pinned engine source: a PyPI sdist, a git commit or an archive, always with its sha256."""
+    """Pinned engine source: a PyPI sdist, a git commit, an archive or a Go module, always with the
+    sha256 of what is fetched (a Go module's: its zip as the module proxy serves it)."""
 
     pypi: Requirement | None = None
     git: GitSource | None = None
     archive: str | None = None
+    go: GoModule | None = None
     sha256: Sha256
 
     @model_validator(mode="after")
     def _exactly_one(self) -> EngineSource:
-        given = [name for name in ("pypi", "git", "archive") if getattr(self, name) is not None]
+        given = [name for name in ("pypi", "git", "archive", "go") if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError("a source has exactly one of pypi, git, archive")
+            raise ValueError("a source has exactly one of pypi, git, archive, go")
         return self
 
     @property
     def kind(self) -> str:
-        return next(name for name in ("pypi", "git", "archive") if getattr(self, name) is not None)
+        return next(name for name in ("pypi", "git", "archive", "go") if getattr(self, name) is not None)
 
     def describe(self) -> str:
         if self.pypi:
             return f"pypi:{self.pypi}"
         if self.git:
             return f"git:{self.git.url}@{self.git.commit}"
+        if self.go:
+            return f"go:{self.go.module}@{self.go.version}"
         return f"archive:{self.archive}"
 
 
@@ -202,8 +226,15 @@ class BuildSpec(Strict):
     dockerfile: str = Field(description="Dockerfile of the CPU variant, relative to the project root")
     cuda_dockerfile: str | None = Field(default=None, description="Dockerfile of the CUDA variant")
     source: EngineSource
-    build_number: int = Field(ge=0)
-    build_commit: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    # llama.cpp's stamp (/props build_info = b<number>-<commit>); an Ollama build is stamped with its version
+    build_number: int | None = Field(default=None, ge=0)
+    build_commit: str | None = Field(default=None, min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    cpu_flags: str = Field(
+        default="-O3 -mavx -mavx2 -mfma -mf16c -mbmi2",
+        pattern=r"^[A-Za-z0-9 =._-]+$",
+        description="a Go module's cgo C/C++ flags: the instruction set its C code is compiled for "
+        "(by default our llama.cpp build's, GGML_NATIVE=OFF)",
+    )
 
     def dockerfile_for(self, variant: Variant) -> str | None:
         return self.dockerfile if variant == "cpu" else self.cuda_dockerfile
@@ -237,8 +268,20 @@ class EngineSpec(Strict):
             return self
         if (self.image is None) == (self.build is None):
             raise ValueError("an engine is pinned by exactly one of image (repo@sha256:...) or build")
-        if self.kind == "ollama" and self.image is None:
-            raise ValueError("an ollama engine is pinned by image (ollama/ollama@sha256:...)")
+        if self.kind == "ollama" and self.build is not None and self.build.source.go is None:
+            raise ValueError(
+                "an ollama engine is pinned by image (ollama/ollama@sha256:...) or built from its Go module"
+            )
+        if (
+            self.kind == "llama.cpp"
+            and self.build is not None
+            and None
+            in (
+                self.build.build_number,
+                self.build.build_commit,
+            )
+        ):
+            raise ValueError("a llama.cpp build needs build_number and build_commit (its /props build_info)")
         if self.kind == "ollama" and not self.version:
             raise ValueError("an ollama engine needs version (what /api/version must report)")
         if self.kind == "llama.cpp" and self.image is not None and not self.build_info:
@@ -248,7 +291,7 @@ class EngineSpec(Strict):
         return self
 
     def stamped_build_info(self) -> str | None:
-        if self.build is None:
+        if self.build is None or self.build.build_number is None:
             return None
         return f"b{self.build.build_number}-{self.build.build_commit}"
 

@@ -57,7 +57,10 @@ class Profile(Strict):
     slots: int = Field(
         default=1, ge=1, le=64, description="parallel sequences per engine (-np); more than 1 is not exact"
     )
-    cache_prompt: bool = Field(default=False, description="reuse the KV cache of a previous prompt; not exact")
+    cache_prompt: bool = Field(
+        default=False,
+        description="reuse the KV cache of a previous prompt; not exact (docs/engines.md, 'The prompt cache')",
+    )
     max_model_gb: float = Field(gt=0)
     ready_timeout_s: int = Field(default=600, ge=5)
     step_timeout_s: int = Field(default=300, ge=5)
@@ -91,10 +94,9 @@ class Profile(Strict):
         """A profile that runs on a GPU (an accelerator named or GPUs requested)."""
         return self.accelerator is not None or self.gpu_count > 0
 
-    @property
-    def exact(self) -> bool:
-        """One slot and no prompt cache: every sequence is computed as a lone serial request is."""
-        return self.slots == 1 and not self.cache_prompt
+    def with_prompt_cache(self, on: bool | None) -> Profile:
+        """The profile as a run with `--prompt-cache` ran it (None: the profile's own mode)."""
+        return self if on is None or on == self.cache_prompt else self.model_copy(update={"cache_prompt": on})
 
     def accelerator_matches(self, reported: str | None) -> bool:
         if self.accelerator is None:

@@ -16,7 +16,7 @@ One cell's lifecycle, in the order the run calls it:
 2. `refuse_unfit`: problems that must stop the run before any engine boots;
 3. `image` (built by `build_image` in `repro images build`): the image the cell's containers run;
 4. `embed`, once per bundle: the files `repro check` recomputes the selection and the outcomes from;
-5. `execution`, and `command`, `entrypoint` and `mounts` for each worker's share of the tasks;
+5. `command`, `entrypoint` and `mounts` for each worker's share of the tasks;
 6. `progress` for each line the container prints, and `finished` after each task it finishes (an
    interrupted cell keeps those; `--resume` runs only the rest);
 7. `collect`: its outputs kept and normalised into `scenarios.jsonl` and `transcripts.jsonl`, or the
@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from harness.contracts import ProgressEvent
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import Bundle, CellWriter
-from repro.bundle.records import CellRecord, Execution, InputReference, KeptScenario, SourceState
+from repro.bundle.records import CellRecord, InputReference, KeptScenario, SourceState
 from repro.containers import lifecycle as containers
 from repro.containers.sandbox import bind
 from repro.core.errors import BadInput
@@ -159,11 +159,6 @@ class SuiteKind(ABC):
         return [bind(selection.folder, SCENARIO_MOUNT, read_only=True)] + (
             [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
         )
-
-    def execution(self, cell: Cell, execution: Execution) -> Execution:
-        """How the cell's engine computes given the profile's execution (threads, slots, prompt
-        cache): the profile's own unless the kind's requests change it."""
-        return execution
 
     def progress(self, line: str) -> ProgressEvent | None:
         """A progress event from one line of the container's output (None for other lines)."""

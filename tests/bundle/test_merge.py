@@ -125,9 +125,36 @@ def test_shards_recorded_on_another_cpu_model_are_refused(tmp_path):
     record["system"]["cpu_model"] = "Intel(R) Xeon(R) Processor"
     (second / "run.json").write_text(json.dumps(record))
     Bundle(second, Redactor(CANARY)).write_manifest()
-    with pytest.raises(BadInput, match="made on different hardware .*Intel"):
+    with pytest.raises(BadInput, match=r"differ in hardware .*Intel.*or accept it with --accept hardware"):
         merge([first, second], tmp_path / "mixed")
     assert not (tmp_path / "mixed").exists()
+    with pytest.raises(BadInput, match="--accept threads: a merge may accept only: hardware"):
+        merge([first, second], tmp_path / "mixed", frozenset({"threads"}))
+    merge([first, second], tmp_path / "accepted", frozenset({"hardware"}))
+    assert json.loads((tmp_path / "accepted" / "MERGED.json").read_text())["accepted"] == ["hardware"]
+    assert merge_problems(tmp_path / "accepted") == []
+    merged = json.loads((tmp_path / "accepted" / "MERGED.json").read_text())
+    (tmp_path / "accepted" / "MERGED.json").write_text(json.dumps({**merged, "accepted": []}))
+    (problem,) = merge_problems(tmp_path / "accepted")  # the acceptance is MERGED.json's, never implied
+    assert problem.startswith("the runs differ in hardware (") and "Intel" in problem
+
+
+def test_shards_run_with_another_prompt_cache_are_refused(tmp_path):
+    """A shard run with --prompt-cache on beside one with it off: other settings, never one row (issue 56)."""
+    import json
+
+    from repro.bundle.layout.writer import Bundle
+
+    first, second = two_shards(tmp_path)
+    record = json.loads((second / "run.json").read_text())
+    record["profile_settings"]["cache_prompt"] = True
+    record["prompt_cache"] = True
+    (second / "run.json").write_text(json.dumps(record))
+    Bundle(second, Redactor(CANARY)).write_manifest()
+    with pytest.raises(
+        BadInput, match=r"differ in the profile's settings as run \(e.g. --prompt-cache\): .*one setup only$"
+    ):
+        merge([first, second], tmp_path / "mixed", frozenset({"hardware"}))
 
 
 def test_parts_of_two_commits_given_as_several_paths_never_join_into_one_row(tmp_path):

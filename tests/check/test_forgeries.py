@@ -443,6 +443,19 @@ def forge_engine_slots(run: Path) -> list[str]:
     return [cell.name]
 
 
+def forge_cache_used_while_off(run: Path) -> list[str]:
+    """27d. The engine reports prompt tokens taken from its cache in a cell recorded with the cache off."""
+    cell = target(run)
+
+    def reused(rows: list[dict]) -> list[dict]:
+        step = next(t for row in rows for t in row["engine_timings"] if t.get("timings"))
+        step["timings"]["cache_n"] = 12
+        return rows
+
+    edit_rows(cell, reused)
+    return [cell.name]
+
+
 def forge_engine_threads(run: Path) -> list[str]:
     """27b. The engine ran at 1 thread (its log says so) in a run whose profile pins 2."""
     cell = target(run)
@@ -913,6 +926,7 @@ FORGERIES = [
     case(forge_tool_result, "regraded", "26-tool-result-rewritten"),
     case(forge_engine_slots, "execution", "27-engine-ran-two-slots"),
     case(forge_engine_threads, "execution", "27b-engine-ran-other-threads"),
+    case(forge_cache_used_while_off, "execution", "27d-cache-used-while-recorded-off"),
     case(forge_unpinned_threads, "execution", "27c-threads-unpinned"),
     case(forge_reply_says_other_call, "regraded", "28-reply-says-another-call"),
     case(forge_broken_reply_marked_valid, "regraded", "28b-broken-reply-marked-valid"),

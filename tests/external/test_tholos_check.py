@@ -33,7 +33,6 @@ from repro.engines.gate import GateResult
 from repro.plan.planner import make_plan
 from repro.spec.profiles import load_profiles
 from repro.store.sources import MIRROR_ENV
-from repro.suites.registry import kind_of
 from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import rehash
 from tests.external.test_toolcallbench_check import engine_log
@@ -113,7 +112,7 @@ def write_tholos_bundle(run_dir: Path, out: Path) -> Path:
         sandbox=SandboxRecord(harness=HARNESS_SANDBOX, engine=ENGINE_SANDBOX),
         sandbox_audit=CLEAN_AUDIT,
         engine_audit=CLEAN_AUDIT,
-        execution=kind_of(cell.suite).execution(cell, Execution.of(profiles.get("cpu"), replicas=1)),
+        execution=Execution.of(profiles.get("cpu"), replicas=1),
         gate=GateResult(passed=True, reason="ok", attempts=gate_attempts(fast=True)),
     )
     engine_log(run_dir / "cells" / cell.id, profiles.get("cpu").threads)

@@ -12,6 +12,7 @@ from repro.core.errors import BadInput
 from repro.core.files import (
     read_regular,
 )
+from repro.spec.profiles import Profile
 
 
 def find_runs(path: Path) -> list[Path]:
@@ -37,9 +38,16 @@ def latest_run(results_dir: Path) -> Path:
 
 
 def find_resumable(
-    out: Path, matrix_sha256: str, profile: str, shard: str | None, cell_ids: set[str], source: SourceState
+    out: Path,
+    matrix_sha256: str,
+    profile: str,
+    shard: str | None,
+    cell_ids: set[str],
+    source: SourceState,
+    settings: Profile | None = None,
 ) -> tuple[Path, RunRecord] | None:
-    """The latest run of the same matrix, profile, shard and project source that planned these cells."""
+    """The latest run of the same matrix, profile (and its settings as run: --prompt-cache), shard
+    and project source that planned these cells."""
     if not out.is_dir():
         return None
     for run_dir in sorted((p for p in out.iterdir() if not p.is_symlink() and (p / RUN_FILE).is_file()), reverse=True):
@@ -49,6 +57,7 @@ def find_resumable(
             continue
         same = record.matrix.sha256 == matrix_sha256 and record.profile == profile and record.shard == shard
         same = same and source_change(record.source, source) is None  # never mix results of two code states
+        same = same and (settings is None or record.profile_settings == settings)
         if same and cell_ids <= set(record.planned_cells):
             return run_dir, record
     return None

@@ -42,18 +42,29 @@ class MergeRecord(BaseModel):
     commit: str | None
     shards: list[MergedShard]
     merged_at: str
+    accepted: list[str] = []  # setup differences between the shards accepted by `--accept` (MERGE_ACCEPTABLE)
 
 
-def merge(sources: list[Path], out: Path) -> list[Path]:
+# What `results merge --accept` may let differ between shards, and what it is: the hardware (its
+# rows then name each shard's host, and verify judges them ON ANOTHER SETUP); every other input
+# of a setup (matrix, profile and its settings, commit) makes shards of different runs.
+MERGE_ACCEPTABLE = {"hardware": "the hardware (CPU model, architecture, GPUs and driver)"}
+
+
+def merge(sources: list[Path], out: Path, accept: frozenset[str] = frozenset()) -> list[Path]:
     """Copy the bundles of several shards (or machines) into one results folder, unchanged, and
     record them in MERGED.json.
 
     Only intact, complete bundles of one matrix, profile and project commit are merged; a
     sharded run only whole (shards 1..n of one n, each once); no cell may be in two of them;
-    links are never followed (a bundle holding one is refused)."""
+    links are never followed (a bundle holding one is refused). Shards made on different hardware
+    are refused unless `accept` names it, which MERGED.json then records."""
+    unknown = sorted(accept - set(MERGE_ACCEPTABLE))
+    if unknown:
+        raise BadInput(f"--accept {unknown[0]}: a merge may accept only: {', '.join(MERGE_ACCEPTABLE)}")
     runs = [run for source in sources for run in find_runs(source)]
     records = {run: load_run(run) for run in runs}
-    _refuse_mixed(records)
+    _refuse_mixed(records, accept)
     for run in runs:
         problems = manifest_problems(run)
         if problems:
@@ -79,6 +90,7 @@ def merge(sources: list[Path], out: Path) -> list[Path]:
         commit=first.source.commit,
         shards=shards,
         merged_at=utc_now(),
+        accepted=sorted(accept & set(setup_differences(list(records.values())))),
     )
     atomic_write(out / MERGE_RECORD, to_json(record).encode())
     return list(targets.values())
@@ -135,6 +147,8 @@ def merge_problems(folder: Path) -> list[str]:
         (record.matrix_sha256, record.profile, record.commit)
     }
     problems += ["a run of another matrix, profile or commit is in the folder"] if mixed else []
+    differ = setup_differences(records)
+    problems += [f"the runs differ in {text}" for name, text in differ.items() if name not in record.accepted]
     return problems + split_problems(records)
 
 
@@ -146,7 +160,18 @@ def find_runs_quietly(folder: Path) -> list[Path]:
         return []
 
 
-def _refuse_mixed(records: dict[Path, RunRecord]) -> None:
+def setup_differences(records: list[RunRecord]) -> dict[str, str]:
+    """What of the setup the runs do not share, beyond matrix, profile and commit: name -> in words."""
+    differ = {}
+    hosts = {host_of(r) for r in records}
+    if len(hosts) > 1:
+        differ["hardware"] = f"hardware ({'; '.join(sorted(hosts))})"
+    if len({r.profile_settings.model_dump_json() for r in records}) > 1:
+        differ["profile-settings"] = "the profile's settings as run (e.g. --prompt-cache)"
+    return differ
+
+
+def _refuse_mixed(records: dict[Path, RunRecord], accept: frozenset[str]) -> None:
     kinds = {(r.matrix.sha256, r.profile, r.source.commit) for r in records.values()}
     if len(kinds) > 1:
         described = ", ".join(
@@ -157,11 +182,14 @@ def _refuse_mixed(records: dict[Path, RunRecord]) -> None:
             "these bundles come from different matrices, profiles or commits "
             f"({described}); merge shards of one run only"
         )
-    hosts = {host_of(r) for r in records.values()}
-    if len(hosts) > 1:  # a row joined from its parts is one setup, or it is not one row
+    # a row joined from its parts is one setup, or it is not one row
+    refused = {name: text for name, text in setup_differences(list(records.values())).items() if name not in accept}
+    if refused:
+        name, text = next(iter(refused.items()))
+        hint = f", or accept it with --accept {name}" if name in MERGE_ACCEPTABLE else ""
         raise BadInput(
-            f"these bundles were made on different hardware ({'; '.join(sorted(hosts))}): their parts would join into "
-            "one row of mixed setups; merge shards made on one kind of machine only"
+            f"these bundles differ in {text}: their parts would join into one row of mixed setups; "
+            f"merge shards of one setup only{hint}"
         )
 
 

@@ -157,12 +157,17 @@ def link_or_copy(source: Path, target: Path) -> None:
 
 
 def engine_context(plan: BuildPlan, context: Path, log: Log) -> None:
+    """The Dockerfile and the source: its verified archive, or a Go module's file proxy (goproxy/)."""
+    from repro.store.gomodules import proxy_context
     from repro.store.sources import fetch_source
 
     assert plan.engine is not None and plan.engine.build is not None
-    archive = fetch_source(plan.engine.build.source, log=log)
+    source = plan.engine.build.source
     (context / "Dockerfile").write_bytes(plan.dockerfile.read_bytes())
-    link_or_copy(archive, context / "source.archive")
+    if source.go is not None:
+        proxy_context(source, context / "goproxy", log)
+        return
+    link_or_copy(fetch_source(source, log=log), context / "source.archive")
 
 
 def harness_context(plan: BuildPlan, context: Path, log: Log, *, root: Path = PROJECT_ROOT) -> None:

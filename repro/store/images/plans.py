@@ -96,16 +96,13 @@ def build_plan_engine(
         raise BadInput(f"engine {engine.id}: Dockerfile {relative} not found")
     source = engine.build.source
     bases = variant_bases(dockerfile, variant)
-    buildargs = {
-        **bases,
-        "SOURCE_SHA256": source.sha256,
-        "LLAMA_BUILD_NUMBER": str(engine.build.build_number),
-        "LLAMA_BUILD_COMMIT": engine.build.build_commit,
-    }
+    buildargs = {**bases, **source_buildargs(engine)}
     if variant == "cuda":
         buildargs["CUDA_ARCHITECTURES"] = cuda_architectures(dockerfile, compute_capability)
     base_ids = {name: resolve_base(reference, client) for name, reference in bases.items()}
     inputs = {"source_sha256": source.sha256}
+    if source.go is not None:  # the module's h1: covers its go.sum, which pins every module it builds with
+        inputs |= {"go_sum": source.go.sum, "go_toolchain_sum": source.go.toolchain_sum}
     dockerfile_sha = sha256_bytes(dockerfile.read_bytes())
     key = image_key("engine", dockerfile_sha, buildargs, inputs, base_ids)
     build_info = engine.stamped_build_info() or ""
@@ -129,6 +126,15 @@ def build_plan_engine(
     }
     if "CUDA_ARCHITECTURES" in buildargs:
         labels["repro.cuda_architectures"] = buildargs["CUDA_ARCHITECTURES"]
+    if source.go is not None:
+        labels |= {
+            "repro.go_module": f"{source.go.module}@{source.go.version}",
+            "repro.go_sum": source.go.sum,
+            "repro.go_toolchain": source.go.toolchain,
+            "repro.go_toolchain_sum": source.go.toolchain_sum,
+            "repro.cpu_flags": engine.build.cpu_flags,
+            "repro.version": engine.version or "",
+        }
     return BuildPlan(
         name=engine_image_name(engine, variant),
         kind="engine",
@@ -142,6 +148,26 @@ def build_plan_engine(
         engine=engine,
         variant=variant,
     )
+
+
+def source_buildargs(engine: EngineSpec) -> dict[str, str]:
+    """The build arguments that name the source: a source archive and llama.cpp's stamp, or a Go
+    module, its toolchain, the version it is stamped with and the CPU flags its C code gets."""
+    assert engine.build is not None
+    source = engine.build.source
+    if source.go is None:
+        return {
+            "SOURCE_SHA256": source.sha256,
+            "LLAMA_BUILD_NUMBER": str(engine.build.build_number),
+            "LLAMA_BUILD_COMMIT": str(engine.build.build_commit),
+        }
+    return {
+        "GO_MODULE": source.go.module,
+        "GO_VERSION": source.go.version,
+        "GO_TOOLCHAIN": source.go.toolchain_version,
+        "OLLAMA_VERSION": engine.version or "",
+        "CPU_FLAGS": engine.build.cpu_flags,
+    }
 
 
 def needed_images(

@@ -17,7 +17,7 @@ from pathlib import Path
 from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import Bundle, CellWriter, write_in
-from repro.bundle.records import CellRecord, CellSummary, Execution, InputReference, SourceState
+from repro.bundle.records import CellRecord, CellSummary, InputReference, SourceState
 from repro.core.errors import BadInput
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
 from repro.spec.cells import Cell
@@ -169,11 +169,6 @@ class Adapter(SuiteKind):
             references.append(code_reference(suite, "harness-code"))
         write_in(bundle.dir, suite_folder(bundle.dir, suite.id) / LOCK_COPY, lock_file(external).read_bytes())
         return references
-
-    def execution(self, cell: Cell, execution: Execution) -> Execution:
-        """A harness whose requests carry no cache_prompt computes with the engine's default,
-        llama.cpp's prompt cache on (recorded so, and marked not exact in every table)."""
-        return execution.model_copy(update={"cache_prompt": True}) if self.facts.engine_cache_prompt else execution
 
     def command(
         self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]
