@@ -234,11 +234,13 @@ def print_reread(runs: list[Path]) -> None:
     """Per cell of each run: every scenario's tokens read against a perfect prefix cache's, the cell's ratio."""
     for run_dir in runs:
         bundle = BundleReader(run_dir)
+        everything: list[ScenarioResult] = []
         for cell_id in bundle.cell_ids():
             record = bundle.cell(cell_id)
             if record.status != "done":
                 continue
             results = bundle.results(cell_id)
+            everything += results
             mode = record.execution.label() if record.execution else "execution not recorded"
             say(f"{run_dir.name} / {cell_id} ({mode})")
             for result in results:
@@ -247,6 +249,7 @@ def print_reread(runs: list[Path]) -> None:
             pairs = [reread(result) for result in results]
             read, perfect = sum(r for r, _ in pairs), sum(p for _, p in pairs)
             say(f"  cell: read {read} prompt tokens, a perfect prefix cache {perfect}: {reread_ratio(results):.2f}")
+        say(f"{run_dir.name}: re-read ratio {reread_ratio(everything):.2f} over {len(everything)} scenarios")
 
 
 def threads_line(measured: dict[str, Measured]) -> str:

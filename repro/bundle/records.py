@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, computed_field
 from harness.contracts import SandboxAudit, ScenarioResult, TranscriptLine
 from repro import __version__
 from repro.spec.cells import Cell, ExclusionKind
+from repro.spec.engines import engine_kind_facts
 from repro.spec.findings import GateResult, GpuDevice, SandboxSettings, TemplateFacts
 from repro.spec.matrix import Sha256
 from repro.spec.profiles import Profile
@@ -95,11 +96,14 @@ class Execution(BaseModel):
     workers: int = 1
 
     @classmethod
-    def of(cls, profile: Profile, replicas: int) -> Execution:
+    def of(cls, profile: Profile, replicas: int, engine_kind: str | None = None) -> Execution:
+        """The profile's execution; on an engine kind whose prompt cache cannot be turned off, the
+        cache is on whatever the profile says (repro.spec.engines)."""
+        switch = engine_kind is None or engine_kind_facts(engine_kind).prompt_cache_switch
         return cls(
             threads=profile.threads,
             slots=profile.slots,
-            cache_prompt=profile.cache_prompt,
+            cache_prompt=profile.cache_prompt or not switch,
             replicas=replicas,
             workers=replicas * profile.slots,
         )

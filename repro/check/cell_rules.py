@@ -147,7 +147,7 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     problems = []
     if profile.threads is None:
         problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
-    recorded, expected = ev.record.execution, Execution.of(profile, 1)
+    recorded, expected = ev.record.execution, Execution.of(profile, 1, ev.record.cell.engine.kind)
     if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (
         expected.threads,
         expected.slots,

@@ -47,7 +47,7 @@ def run_cell(
     kept_ids = [one.result.id for one in kept]
     update = {
         "engine_incidents": list(incidents or []),
-        "execution": ctx.execution,
+        "execution": ctx.cell_execution(cell),
         "resumed_kept": kept_ids,
         "earlier_attempts": attempts,
     }

@@ -80,6 +80,10 @@ class RunContext(BaseModel):
     def execution(self) -> Execution:
         return Execution.of(self.prepared.profile, self.replicas)
 
+    def cell_execution(self, cell: Cell) -> Execution:
+        """How the cell's engine computes: the profile's execution on the cell's engine kind."""
+        return Execution.of(self.prepared.profile, self.replicas, cell.engine.kind)
+
 
 class GroupEngine(BaseModel):
     """The booted, gated engine of one (engine, model) group, and its replicas if the run has more

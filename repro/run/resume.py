@@ -77,7 +77,7 @@ def partial_of(ctx: RunContext, cell: Cell, suite: SuiteSelection, handle: Engin
         suite_ids=suite.ids,
         engine_image_id=ctx.prepared.engines[cell.engine.id].id,
         engine_identity=handle.identity,
-        execution=ctx.execution,
+        execution=ctx.cell_execution(cell),
         gpu=handle.gpu or None,
     )
 

@@ -33,8 +33,9 @@ def module_cache(module: GoModule) -> Path:
 
 
 def go_environment(cache: Path) -> dict[str, str]:
-    keep = {name: value for name, value in os.environ.items() if name in ("PATH", "HOME", "GOPROXY", "GOSUMDB")}
-    return {**keep, "GOMODCACHE": str(cache), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOWORK": "off"}
+    """The host's environment (its proxy, checksum database and CA settings), with this pin's own
+    module cache and no toolchain switching or workspace."""
+    return {**os.environ, "GOMODCACHE": str(cache), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOWORK": "off"}
 
 
 def go_download(arguments: list[str], cache: Path, cwd: Path | None = None) -> list[dict]:
