@@ -163,7 +163,9 @@ def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Calla
 def _what(plan: BuildPlan) -> str:
     if plan.kind == "harness":
         return f"harness tree {plan.inputs['harness_tree'][:12]}"
-    return f"{plan.variant}, {plan.source}, build_info {plan.labels.get('repro.build_info')}"
+    build_info = plan.labels.get("repro.build_info")
+    stamp = f"build_info {build_info}" if build_info else f"version {plan.labels.get('repro.version', '?')}"
+    return f"{plan.variant}, {plan.source}, {stamp}"
 
 
 @app.command("list")

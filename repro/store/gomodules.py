@@ -99,8 +99,8 @@ def proxy_context(source: EngineSource, target: Path, log: Log) -> None:
     sums = []
     for path in sorted(p for p in proxy.rglob("*") if p.is_file() and not p.is_symlink()):
         relative = path.relative_to(proxy)
-        if path.suffix == ".lock" or relative.parts[-1] == "list" or relative.parts[0] == "sumdb":
-            continue  # download locks, version lists and checksum-database tiles: not read by `go install m@v`
+        if path.suffix == ".lock" or relative.parts[0] == "sumdb":
+            continue  # download locks and checksum-database tiles: not read by `go install m@v`
         copied = target / relative
         copied.parent.mkdir(parents=True, exist_ok=True)
         try:

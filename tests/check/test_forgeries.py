@@ -456,6 +456,26 @@ def forge_cache_used_while_off(run: Path) -> list[str]:
     return [cell.name]
 
 
+def forge_cache_on_never_used(run: Path) -> list[str]:
+    """27e. A run recorded with --prompt-cache on whose engine reports no cached token after any first step."""
+
+    def cache_on(record: dict) -> None:
+        record["profile_settings"]["cache_prompt"] = True
+        record["prompt_cache"] = True
+
+    def unused(rows: list[dict]) -> list[dict]:
+        for row in rows:
+            for step in row["engine_timings"]:
+                step["timings"] = {**(step.get("timings") or {}), "cache_n": 0}
+        return rows
+
+    edit_run(run, cache_on)
+    for cell in cell_dirs(run):
+        edit_cell(cell, lambda record: record["execution"].update(cache_prompt=True, exact=False))
+        edit_rows(cell, unused)
+    return [cell.name for cell in cell_dirs(run)]
+
+
 def forge_engine_threads(run: Path) -> list[str]:
     """27b. The engine ran at 1 thread (its log says so) in a run whose profile pins 2."""
     cell = target(run)
@@ -927,6 +947,7 @@ FORGERIES = [
     case(forge_engine_slots, "execution", "27-engine-ran-two-slots"),
     case(forge_engine_threads, "execution", "27b-engine-ran-other-threads"),
     case(forge_cache_used_while_off, "execution", "27d-cache-used-while-recorded-off"),
+    case(forge_cache_on_never_used, "execution", "27e-cache-recorded-on-never-used"),
     case(forge_unpinned_threads, "execution", "27c-threads-unpinned"),
     case(forge_reply_says_other_call, "regraded", "28-reply-says-another-call"),
     case(forge_broken_reply_marked_valid, "regraded", "28b-broken-reply-marked-valid"),
