@@ -93,6 +93,18 @@ def suite_identity(suite: Suite) -> dict:
     return identity
 
 
+def engine_identity(engine: EngineSpec) -> dict:
+    """What of an engine enters a cell id. Fields added later enter only where they apply (a Go
+    module source, and the CPU flags its cgo build takes), so every cell id of a matrix without
+    them stays what it was."""
+    identity = engine.model_dump(mode="json")
+    build = identity.get("build")
+    if build is not None and build["source"].get("go") is None:
+        build["source"].pop("go")
+        build.pop("cpu_flags")
+    return identity
+
+
 def _cell(
     matrix: Matrix,
     model: ModelSpec,
@@ -106,7 +118,7 @@ def _cell(
     suite, part = suite_part
     identity = {
         "model": model.sha256,
-        "engine": engine.model_dump(mode="json"),
+        "engine": engine_identity(engine),
         "protocol": protocol,
         "suite": suite_identity(suite),
         "decoding": matrix.decoding.model_dump(mode="json"),
