@@ -22,6 +22,14 @@ NEEDS = {
 }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Markers registered here, not in pyproject.toml: pyproject.toml is part of the harness tree
+    digest (repro.store.images.keys.harness_source_digest), which a test marker must not change."""
+    config.addinivalue_line(
+        "markers", "ollama: builds Ollama from its pinned Go module (about 3 minutes the first time) and boots it"
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, marker in NEEDS.items():

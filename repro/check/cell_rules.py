@@ -20,8 +20,7 @@ from repro.containers.sandbox import hardening_problems
 from repro.core.errors import BadInput
 from repro.engines.gate import rejudge
 from repro.spec.cells import exclusion_label
-from repro.spec.harnesses import HARNESSES
-from repro.suites.registry import select
+from repro.suites.registry import kind_of, select
 
 MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
 
@@ -172,10 +171,9 @@ def legacy_cache_label(ev: CellEvidence) -> bool:
     default off, and their engine logs show it (`--cache-ram 0`). That record is read as it was
     written (it claims less exactness than the run had, never more); new bundles record the
     profile's mode."""
-    external = ev.record.cell.suite.external
-    facts = HARNESSES.get(external.harness) if external is not None else None
     recorded = ev.record.execution
-    return bool(facts and not facts.sends_cache_prompt and recorded and recorded.cache_prompt)
+    sends = kind_of(ev.record.cell.suite).sends_cache_prompt()
+    return bool(not sends and recorded and recorded.cache_prompt)
 
 
 def cache_evidence(ev: CellEvidence) -> list[str]:

@@ -89,6 +89,8 @@ def suite_identity(suite: Suite) -> dict:
     identity = suite.model_dump(mode="json")
     if suite.source is None:
         identity.pop("source")
+    elif suite.source.go is None:
+        identity["source"].pop("go")  # a source form added later (repro.spec.matrix.EngineSource)
     identity.pop("carry")  # what a bundle carries of the suite is not what the cell runs
     return identity
 

@@ -4,6 +4,7 @@
   `loading`: reading and validating a matrix file (`FILE:LINE field: reason`);
 - `profiles`: the hardware profiles (matrix/profiles.yaml);
 - `harnesses`: what validation knows of each external harness (known releases, protocols);
+- `engines`: what the project knows of each engine kind (whether its prompt cache can be turned off);
 - `published`: where other projects publish the inputs the matrices pin (facts, by sha256);
 - `cells`: `Cell`, one model x engine x protocol x suite x repeat;
 - `findings`: what a stage found and a record keeps (`GateResult`, `SandboxSettings`,
@@ -15,6 +16,7 @@
 __all__ = [
     "cells",
     "claims",
+    "engines",
     "findings",
     "harnesses",
     "loading",

@@ -160,6 +160,11 @@ class SuiteKind(ABC):
             [bind(fixtures, FIXTURES_MOUNT, read_only=True)] if fixtures.is_dir() else []
         )
 
+    def sends_cache_prompt(self) -> bool:
+        """Whether the kind's requests carry the profile's `cache_prompt` (if not, the server's
+        default applies, which the engine's flags set to the profile's mode all the same)."""
+        return True
+
     def progress(self, line: str) -> ProgressEvent | None:
         """A progress event from one line of the container's output (None for other lines)."""
         return ProgressEvent.parse(line)

@@ -170,6 +170,9 @@ class Adapter(SuiteKind):
         write_in(bundle.dir, suite_folder(bundle.dir, suite.id) / LOCK_COPY, lock_file(external).read_bytes())
         return references
 
+    def sends_cache_prompt(self) -> bool:
+        return self.facts.sends_cache_prompt
+
     def command(
         self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]
     ) -> list[str]:
