@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.tholos_direct import free_port, wait_ready  # noqa: E402
 
 RUN_ID = f"cachebench-{os.getpid()}"
 TEXT_FILES = ("docs/methodology.md", "docs/engines.md", "README.md")  # our own prose, as prompt material
@@ -54,12 +54,6 @@ class Reply:
     text: str
     cache_n: int | None
     prompt_n: int | None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def prose(start: int, length: int) -> str:
@@ -112,20 +106,6 @@ def engine_kwargs(threads: int, cache: bool, port: int, args: argparse.Namespace
     return kwargs | {"command": command, "network_mode": "host"}, {"seed": loaded.matrix.decoding.seed}
 
 
-def wait_ready(http, port: int, timeout: float = 120) -> None:
-    import httpx
-
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        try:
-            if http.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"the engine on 127.0.0.1:{port} was not ready within {timeout:g}s")
-
-
 def ask(http, port: int, prompt: str, cache: bool, seed: int, tokens: int) -> Reply:
     body = {"prompt": prompt, "n_predict": tokens, "temperature": 0, "seed": seed, "cache_prompt": cache}
     answer = http.post(f"http://127.0.0.1:{port}/completion", json=body).json()
@@ -143,7 +123,7 @@ def run_mode(client, threads: int, cache: bool, args: argparse.Namespace) -> lis
     kwargs, decoding = engine_kwargs(threads, cache, port, args)
     replies: list[tuple[Step, Reply]] = []
     with started(client, kwargs), httpx.Client(trust_env=False, timeout=600) as http:
-        wait_ready(http, port)
+        wait_ready(port, 120)
         for step in first_steps():
             replies.append((step, ask(http, port, step.prompt, cache, decoding["seed"], args.tokens)))
         last = replies[-1]
