@@ -226,30 +226,35 @@ def reread(result: ScenarioResult) -> tuple[int, int]:
 
 def reread_ratio(results: list[ScenarioResult]) -> float:
     pairs = [reread(result) for result in results]
-    perfect = sum(p for _, p in pairs)
-    return sum(r for r, _ in pairs) / perfect if perfect else float("nan")
+    return ratio(sum(r for r, _ in pairs), sum(p for _, p in pairs))
+
+
+def ratio(read: int, perfect: int) -> float:
+    return read / perfect if perfect else float("nan")
 
 
 def print_reread(runs: list[Path]) -> None:
     """Per cell of each run: every scenario's tokens read against a perfect prefix cache's, the cell's ratio."""
     for run_dir in runs:
         bundle = BundleReader(run_dir)
-        everything: list[ScenarioResult] = []
+        run_read = run_perfect = scenarios = 0
         for cell_id in bundle.cell_ids():
             record = bundle.cell(cell_id)
             if record.status != "done":
                 continue
-            results = bundle.results(cell_id)
-            everything += results
             mode = record.execution.label() if record.execution else "execution not recorded"
             say(f"{run_dir.name} / {cell_id} ({mode})")
-            for result in results:
+            cell_read = cell_perfect = 0
+            for result in bundle.results(cell_id):
                 read, perfect = reread(result)
-                say(f"  {result.id:32s} read {read:7d}  perfect {perfect:7d}  ratio {read / perfect:5.2f}")
-            pairs = [reread(result) for result in results]
-            read, perfect = sum(r for r, _ in pairs), sum(p for _, p in pairs)
-            say(f"  cell: read {read} prompt tokens, a perfect prefix cache {perfect}: {reread_ratio(results):.2f}")
-        say(f"{run_dir.name}: re-read ratio {reread_ratio(everything):.2f} over {len(everything)} scenarios")
+                say(f"  {result.id:32s} read {read:7d}  perfect {perfect:7d}  ratio {ratio(read, perfect):5.2f}")
+                cell_read, cell_perfect, scenarios = cell_read + read, cell_perfect + perfect, scenarios + 1
+            say(
+                f"  cell: read {cell_read} prompt tokens, a perfect prefix cache {cell_perfect}: "
+                f"{ratio(cell_read, cell_perfect):.2f}"
+            )
+            run_read, run_perfect = run_read + cell_read, run_perfect + cell_perfect
+        say(f"{run_dir.name}: re-read ratio {ratio(run_read, run_perfect):.2f} over {scenarios} scenarios")
 
 
 def threads_line(measured: dict[str, Measured]) -> str:

@@ -182,8 +182,10 @@ def cache_evidence(ev: CellEvidence) -> list[str]:
     token; with it on, some request after a scenario's first did (each step repeats the last one's
     prompt). A harness whose results carry no such report leaves nothing to compare."""
     recorded = ev.record.execution
+    if recorded is None:
+        return []  # the evidence rule names a missing execution record
     try:
-        results = ev.bundle.results(ev.cell_id) if recorded is not None else []
+        results = ev.bundle.results(ev.cell_id)
     except BadInput:
         return []  # the bounds rule names an unreadable results file
     reused = [
@@ -192,7 +194,7 @@ def cache_evidence(ev: CellEvidence) -> list[str]:
         for timing in result.engine_timings
         if isinstance(count := (timing.timings or {}).get("cache_n"), int) and not isinstance(count, bool)
     ]
-    if recorded is None or not reused:
+    if not reused:
         return []
     if not recorded.cache_prompt:
         hits = sum(count > 0 for _, count in reused)

@@ -205,7 +205,7 @@ def run(
         None,
         "--prompt-cache",
         help="on or off: the engine's prompt cache for this run, over the profile's (recorded in run.json; "
-        "exact where measured: docs/engines.md).",
+        "on is faster and not exact: docs/engines.md).",
     ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.

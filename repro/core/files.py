@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -137,3 +138,12 @@ def short_error(error: BaseException, limit: int = 300) -> str:
     """The first line of an error's text (or its type name), at most `limit` characters."""
     text = str(error).strip()
     return (text.splitlines()[0] if text else type(error).__name__)[:limit]
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """`source` at `target` (its folders made): a hard link where the file system allows, else a copy."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)

@@ -272,15 +272,8 @@ class EngineSpec(Strict):
             raise ValueError(
                 "an ollama engine is pinned by image (ollama/ollama@sha256:...) or built from its Go module"
             )
-        if (
-            self.kind == "llama.cpp"
-            and self.build is not None
-            and None
-            in (
-                self.build.build_number,
-                self.build.build_commit,
-            )
-        ):
+        unstamped = self.build is not None and None in (self.build.build_number, self.build.build_commit)
+        if self.kind == "llama.cpp" and unstamped:
             raise ValueError("a llama.cpp build needs build_number and build_commit (its /props build_info)")
         if self.kind == "ollama" and not self.version:
             raise ValueError("an ollama engine needs version (what /api/version must report)")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from repro.core.config import cache_dir
 from repro.core.errors import BadInput, ReproError
-from repro.core.files import sha256_file
+from repro.core.files import link_or_copy, sha256_file
 from repro.spec.matrix import EngineSource, GoModule
 from repro.store.images.keys import Log
 
@@ -102,11 +102,7 @@ def proxy_context(source: EngineSource, target: Path, log: Log) -> None:
         if path.suffix == ".lock" or relative.parts[0] == "sumdb":
             continue  # download locks and checksum-database tiles: not read by `go install m@v`
         copied = target / relative
-        copied.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, copied)
-        except OSError:
-            shutil.copyfile(path, copied)
+        link_or_copy(path, copied)
         sums.append(f"{sha256_file(copied)}  {relative.as_posix()}\n")
     (target / "SHA256SUMS").write_text("".join(sums))
     log(f"module proxy: {len(sums)} files")

@@ -44,7 +44,7 @@ def find_resumable(
     shard: str | None,
     cell_ids: set[str],
     source: SourceState,
-    settings: Profile | None = None,
+    settings: Profile,
 ) -> tuple[Path, RunRecord] | None:
     """The latest run of the same matrix, profile (and its settings as run: --prompt-cache), shard
     and project source that planned these cells."""
@@ -57,7 +57,7 @@ def find_resumable(
             continue
         same = record.matrix.sha256 == matrix_sha256 and record.profile == profile and record.shard == shard
         same = same and source_change(record.source, source) is None  # never mix results of two code states
-        same = same and (settings is None or record.profile_settings == settings)
+        same = same and record.profile_settings == settings
         if same and cell_ids <= set(record.planned_cells):
             return run_dir, record
     return None

@@ -64,7 +64,8 @@ def merge(sources: list[Path], out: Path, accept: frozenset[str] = frozenset()) 
         raise BadInput(f"--accept {unknown[0]}: a merge may accept only: {', '.join(MERGE_ACCEPTABLE)}")
     runs = [run for source in sources for run in find_runs(source)]
     records = {run: load_run(run) for run in runs}
-    _refuse_mixed(records, accept)
+    differ = setup_differences(list(records.values()))
+    _refuse_mixed(records, differ, accept)
     for run in runs:
         problems = manifest_problems(run)
         if problems:
@@ -90,7 +91,7 @@ def merge(sources: list[Path], out: Path, accept: frozenset[str] = frozenset()) 
         commit=first.source.commit,
         shards=shards,
         merged_at=utc_now(),
-        accepted=sorted(accept & set(setup_differences(list(records.values())))),
+        accepted=sorted(accept & set(differ)),
     )
     atomic_write(out / MERGE_RECORD, to_json(record).encode())
     return list(targets.values())
@@ -171,7 +172,7 @@ def setup_differences(records: list[RunRecord]) -> dict[str, str]:
     return differ
 
 
-def _refuse_mixed(records: dict[Path, RunRecord], accept: frozenset[str]) -> None:
+def _refuse_mixed(records: dict[Path, RunRecord], differ: dict[str, str], accept: frozenset[str]) -> None:
     kinds = {(r.matrix.sha256, r.profile, r.source.commit) for r in records.values()}
     if len(kinds) > 1:
         described = ", ".join(
@@ -183,7 +184,7 @@ def _refuse_mixed(records: dict[Path, RunRecord], accept: frozenset[str]) -> Non
             f"({described}); merge shards of one run only"
         )
     # a row joined from its parts is one setup, or it is not one row
-    refused = {name: text for name, text in setup_differences(list(records.values())).items() if name not in accept}
+    refused = {name: text for name, text in differ.items() if name not in accept}
     if refused:
         name, text = next(iter(refused.items()))
         hint = f", or accept it with --accept {name}" if name in MERGE_ACCEPTABLE else ""

@@ -3,9 +3,7 @@ host network with its log streamed and its tail kept, the tag checked after."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import tempfile
 from collections import deque
 from collections.abc import Callable
@@ -14,7 +12,7 @@ from typing import IO, TYPE_CHECKING
 
 from repro.core.config import PROJECT_ROOT, cache_dir
 from repro.core.errors import ReproError
-from repro.core.files import sha256_bytes
+from repro.core.files import link_or_copy, sha256_bytes
 from repro.store.images.bases import find_local
 from repro.store.images.keys import BUILD_TIMEOUT_S, LOG_TAIL_LINES, BuildPlan, ImageRef, Log, quiet, ref_for_plan
 from repro.store.images.wheels import build_repro_wheel, harness_wheels
@@ -146,14 +144,6 @@ class BuildLog:
         )
         lines = [*error.lines, *tail, f"the whole build log: {self.path}"]
         raise type(error)(lines[0], lines=lines) from error
-
-
-def link_or_copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
 
 
 def engine_context(plan: BuildPlan, context: Path, log: Log) -> None:
