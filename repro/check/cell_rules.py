@@ -55,7 +55,7 @@ def rule_images(ev: CellEvidence) -> list[str]:
     elif harness.labels.get("repro.harness_tree") != ev.run.source.harness_digest:
         problems.append("harness image was not built from the recorded commit's harness source")
     if (
-        ev.record.cell.engine.kind == "scripted"
+        ev.record.cell.engine.facts.in_harness_image
         and engine is not None
         and engine.labels.get("repro.harness_tree") != ev.run.source.harness_digest
     ):

@@ -37,7 +37,7 @@ def rule_evidence(ev: CellEvidence) -> list[str]:
         problems.append("no execution record (threads, slots, prompt cache): format 5 requires it")
     if not ev.bundle.has_file(ev.cell_id, ENGINE_LOG):
         problems.append(f"no {ENGINE_LOG}: format 5 requires the engine's own log")
-    if record.cell.engine.kind != "llama.cpp":
+    if not record.cell.engine.facts.reports_build:
         return problems
     reported = record.engine_settings.reported
     problems += [
@@ -67,11 +67,11 @@ def engine_names(ev: CellEvidence) -> list[str]:
         "the engine image's repro.variant label": (labels.get("repro.variant"), ev.run.profile_settings.engine_variant),
         "the engine image's repro.build_info label": (
             labels.get("repro.build_info"),
-            expected if engine.kind == "llama.cpp" else None,
+            expected if engine.facts.reports_build else None,
         ),
         "the build the engine reported in its settings": (
             record.engine_settings.reported.get("build_info"),
-            expected if engine.kind == "llama.cpp" else None,
+            expected if engine.facts.reports_build else None,
         ),
     }
     return [

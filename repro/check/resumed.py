@@ -89,7 +89,7 @@ def attempt_log_problems(ev: CellEvidence, number: int, attempt: EarlierAttempt)
         return [f"earlier attempt {number}: its engine log is unreadable ({error})"]
     threads = ev.record.execution.threads if ev.record.execution else None
     logged = {int(found) for found in ENGINE_THREADS.findall(text)}
-    if ev.record.cell.engine.kind == "llama.cpp" and threads is not None and logged != {threads}:
+    if ev.record.cell.engine.facts.reports_build and threads is not None and logged != {threads}:
         shown = ", ".join(map(str, sorted(logged))) or "none"
         return [f"earlier attempt {number}: its engine log shows n_threads = {shown}, the cell ran at {threads}"]
     return []

@@ -91,7 +91,7 @@ def rule_template_facts(ev: RunEvidence) -> list[str]:
 
 def rule_chat_template(ev: CellEvidence) -> list[str]:
     cell = ev.record.cell
-    if cell.engine.kind != "llama.cpp":
+    if not cell.engine.facts.template_from_gguf:
         return []  # Ollama's explicit Go template is checked by the plan's preflight
     facts = ev.run.chat_templates.get(cell.model.id)
     if facts is None:

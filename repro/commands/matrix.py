@@ -127,7 +127,7 @@ def unchecked_templates(the_plan: Plan) -> list[str]:
     """Models whose chat template the plan could not read (their GGUF is not in the store yet)."""
     from repro.store.models import is_stored
 
-    models = {c.model.id: c.model for c in [*the_plan.cells, *the_plan.excluded] if c.engine.kind == "llama.cpp"}
+    models = {c.model.id: c.model for c in [*the_plan.cells, *the_plan.excluded] if c.engine.facts.template_from_gguf}
     return [model_id for model_id, model in models.items() if not is_stored(model)]
 
 

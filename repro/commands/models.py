@@ -88,7 +88,8 @@ def fetch(
                     bars.console.print(f"[red]FAIL[/] {shown(line)}", soft_wrap=True)
                 continue
             verb = f"fetched from {stored.source}" if stored.downloaded else "already in the store"
-            template = _template_line(spec, stored.path, read=any(e.kind != "scripted" for e in loaded.matrix.engines))
+            reads_model = any(not e.facts.in_harness_image for e in loaded.matrix.engines)
+            template = _template_line(spec, stored.path, read=reads_model)
             if template.startswith("FAIL "):
                 problems.append(template[5:])
                 bars.console.print(f"[red]FAIL[/] {shown(template[5:])}", soft_wrap=True)

@@ -78,7 +78,7 @@ def probe(matrix: Path, profile_name: str) -> Iterator[LayerFinding]:
         if (
             image is None
             or cell.model.id not in models
-            or (cell.engine.kind == "llama.cpp" and cell.model.id not in templates)
+            or (cell.engine.facts.template_from_gguf and cell.model.id not in templates)
         ):
             continue
         yield from engine_findings(
@@ -211,7 +211,7 @@ def engine_findings(
 
 def preflight(cell: Cell, facts: TemplateFacts | None, handle: EngineHandle) -> str | None:
     """Why the booted engine cannot carry the cell's protocol (host facts, then the server's caps)."""
-    if cell.engine.kind != "llama.cpp":
+    if not cell.engine.facts.template_from_gguf:
         return template_reason(cell, None)
     return template_reason(cell, facts) or server_blocker(handle.settings.get("chat_template_caps"), cell.protocol)
 

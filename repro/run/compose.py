@@ -159,7 +159,7 @@ def _pick(cells: list[Cell], excluded: list[Cell], cell_id: str, hint: str) -> C
 
 
 def _supported(cell: Cell) -> None:
-    if cell.engine.kind != "llama.cpp":
+    if not cell.engine.facts.composable:
         raise BadInput(
             f"cell {cell.id}: the compose files run llama.cpp cells only "
             f"(engine {cell.engine.id} is {cell.engine.kind})"

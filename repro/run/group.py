@@ -161,7 +161,7 @@ def boot_preflight(ctx: RunContext, cell: Cell, handle: EngineHandle) -> tuple[s
     the cell cannot be scored. A template other than the pinned or embedded one (a built-in
     fallback) is an error; a protocol the engine's template capabilities cannot carry is a
     configuration exclusion, never the model's failure."""
-    if cell.engine.kind != "llama.cpp":
+    if not cell.engine.facts.template_from_gguf:
         return None
     wrong = engine_template_problem(
         ctx.prepared.templates.get(cell.model.id), handle.settings.get("chat_template_sha256")

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from repro.core.config import PROJECT_ROOT
+from repro.spec.engines import EngineKindFacts, engine_kind_facts
 from repro.spec.harnesses import HARNESSES
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -282,6 +283,11 @@ class EngineSpec(Strict):
         if self.build is not None and self.build_info and self.build_info != self.stamped_build_info():
             raise ValueError(f"build_info '{self.build_info}' differs from the stamped '{self.stamped_build_info()}'")
         return self
+
+    @property
+    def facts(self) -> EngineKindFacts:
+        """What its kind is (repro.spec.engines): the rest of the project asks these, never the kind."""
+        return engine_kind_facts(self.kind)
 
     def stamped_build_info(self) -> str | None:
         if self.build is None or self.build.build_number is None:

@@ -203,7 +203,7 @@ def needed_images(
             continue
         if engine.image is not None:
             needs.append(DigestPin(name=engine.id, reference=engine.image, engine=engine))
-        elif engine.kind != "scripted":  # it runs in the harness image, already needed
+        elif not engine.facts.in_harness_image:  # else it runs in the harness image, already needed
             add(
                 engine_image_name(engine, variant),
                 partial(build_plan_engine, engine, variant, client, compute_capability=compute_capability),

@@ -83,7 +83,7 @@ def engine_image(
         raise BadInput(f"engine {engine.id} has no {variant} image")
     if engine.image is not None:
         return resolve_digest(DigestPin(name=engine.id, reference=engine.image, engine=engine), client)
-    if engine.kind == "scripted":  # the scripted engine runs in the harness image of this tree
+    if engine.facts.in_harness_image:  # the scripted engine runs in the harness image of this tree
         return harness_image(client, build=build, log=log)
     plan = build_plan_engine(engine, variant, client, compute_capability=compute_capability)  # type: ignore[arg-type]
     found = resolve_plan(plan, client)
