@@ -35,6 +35,9 @@ class HarnessFacts(BaseModel):
     carried_archives: dict[str, str] = {}
     # matrix protocol -> the harness's own mode for it (the one place the names are mapped; its adapter passes it)
     protocol_modes: dict[str, str] = {}
+    # True: it runs the task the suite names (external.task, with task_args and roles), on the samples
+    # the suite's ids name (inspect: one task of a pinned package; its samples are not files of the wheel)
+    runs_named_task: bool = False
 
 
 # The matrix protocols `tholos bench` runs, each as its own `--json-mode`: a json_schema
@@ -73,6 +76,15 @@ HARNESSES: dict[str, HarnessFacts] = {
         protocol_modes=THOLOS_JSON_MODES,
         request_kind="its own requests: one JSON object per step under a json_schema (or, its JSON mode, "
         "a json_object) response_format",
+    ),
+    "inspect": HarnessFacts(
+        name="inspect",
+        implementation="repro.suites.external.inspect_task:Inspect",
+        known_wheels={"inspect-evals==0.26.0": "b76d15813182807da141a0f06bb6f18a5f82d1f06291ec2633bb84cdf661f8d0"},
+        protocols=frozenset({"native_tools"}),
+        request_kind="inspect_ai's OpenAI-compatible provider: tools in the request, message.tool_calls in the reply",
+        sends_cache_prompt=False,
+        runs_named_task=True,
     ),
 }
 

@@ -324,7 +324,7 @@ class ExternalSuite(Strict):
     wheel (`wheel: name==version`), or a source archive (`archive: FILE`, or for users with network
     `git: {url, commit}`, fetched as engine sources are), always with the sha256 of those bytes."""
 
-    harness: Literal["toolcallbench", "tholos"] = Field(description="the adapter that runs and reads it")
+    harness: Literal["toolcallbench", "tholos", "inspect"] = Field(description="the adapter that runs and reads it")
     wheel: Requirement | None = Field(default=None, description="the harness's wheel, name==version")
     archive: str | None = Field(
         default=None, description="the harness's source archive (a file name, found in the cache or a mirror by sha256)"
@@ -336,12 +336,34 @@ class ExternalSuite(Strict):
     requirements: LockPin = Field(
         description="the wheel and every wheel it installs, with hashes (the image installs exactly these)"
     )
+    task: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_]+$",
+        description="inspect: the task by its registry name, package/task "
+        "(e.g. inspect_evals/agent_threat_bench_memory_poison)",
+    )
+    task_args: dict[str, str | int | float | bool] | None = Field(
+        default=None, description="inspect: the task's arguments (-T name=value)"
+    )
+    roles: list[Ident] | None = Field(
+        default=None,
+        description="inspect: the model roles the task asks for (tau2's user), each bound to the cell's engine and "
+        "model with the cell's decoding",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> ExternalSuite:
         given = [name for name in ("wheel", "archive", "git") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError("an external harness is pinned by exactly one of wheel, archive, git")
+        runs_tasks = HARNESSES[self.harness].runs_named_task
+        if runs_tasks != (self.task is not None):
+            raise ValueError(
+                f"harness {self.harness}: "
+                + ("name the task to run (task: package/name)" if runs_tasks else "task is for inspect suites only")
+            )
+        if not runs_tasks and (self.task_args is not None or self.roles is not None):
+            raise ValueError(f"harness {self.harness}: task_args and roles are for inspect suites only")
         return self
 
     @model_serializer(mode="wrap")
@@ -349,7 +371,7 @@ class ExternalSuite(Strict):
         """Only the pin's own kind is written, so a wheel pin dumps (and ids its cells) exactly as
         before archives existed."""
         data = handler(self)
-        for name in ("wheel", "archive", "git"):
+        for name in ("wheel", "archive", "git", "task", "task_args", "roles"):
             if getattr(self, name) is None and isinstance(data, dict):
                 data.pop(name, None)
         return data

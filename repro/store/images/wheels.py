@@ -32,13 +32,18 @@ __all__ = [
 WHEEL_PYTHON = "3.11"
 WHEEL_PLATFORM = "manylinux2014_x86_64"
 WHEEL_IMPLEMENTATION = "cp"
-# The harness image's platform: pip downloads wheels for it, whatever the host runs.
+# The harness image's platform: pip downloads wheels for it, whatever the host runs. Bookworm's glibc
+# (2.36) also takes manylinux_2_28 and _2_17 wheels (an external suite's lock holds some: inspect's).
 WHEEL_TARGET = [
     "--only-binary=:all:",
     "--python-version",
     WHEEL_PYTHON,
     "--platform",
     WHEEL_PLATFORM,
+    "--platform",
+    "manylinux_2_17_x86_64",
+    "--platform",
+    "manylinux_2_28_x86_64",
     "--implementation",
     WHEEL_IMPLEMENTATION,
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.reader import BundleReader
@@ -40,6 +41,9 @@ from repro.suites.external.raw import (
 from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
 from repro.suites.references import code_reference, suite_root
 from repro.suites.scenarios import ScenarioSuites, selection_files
+
+if TYPE_CHECKING:
+    from repro.check.evidence import CellEvidence
 from repro.suites.sources import fetch_suite, scenario_folder
 
 
@@ -113,6 +117,11 @@ class Adapter(SuiteKind):
     def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
         """The harness's own checks re-executed where its code allows, and its requests held to the
         cell's matrix protocol: one line per disagreement."""
+
+    def recheck_evidence(self, ev: CellEvidence, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
+        """What `repro check` re-executes of one cell: the harness's checks (`recheck`); an adapter that
+        needs more of the cell's record (its decoding, the image it ran in) says so here."""
+        return self.recheck(raw, index, wheel_root, ev.record.cell.protocol)
 
     @abstractmethod
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:

@@ -251,7 +251,7 @@ def rule_normalised(ev: CellEvidence) -> list[str]:
 def rule_rechecked(ev: CellEvidence) -> list[str]:
     """The harness's own checks, re-executed from the recorded calls, answers and final states."""
     raw, index = raw_evidence(ev)
-    rechecked = adapter_of(ev.record.cell.suite).recheck(raw, index, wheel_root(ev), ev.record.cell.protocol)
+    rechecked = adapter_of(ev.record.cell.suite).recheck_evidence(ev, raw, index, wheel_root(ev))
     return [f"the harness's checks do not re-execute to the recorded verdicts: {p}" for p in rechecked]
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.core.errors import BadInput
+from repro.core.files import sha256_bytes
 from repro.spec.matrix import ExternalSuite, Suite
 
 RAW_PREFIX = "raw."  # a cell's raw outputs: raw.<path with / as __> (cell files are flat)
@@ -88,3 +89,19 @@ def walk_raw(out_dir: Path, limit: int, harness: str) -> list[str]:
         if len(found) > limit:
             raise BadInput(f"{harness} wrote more than {limit} files")
     return sorted(p for p in found if not p.endswith(("-journal", "-wal", "-shm")))
+
+
+def worker_files(raw: dict[str, bytes], index: RawIndex) -> dict[int, dict[str, bytes]]:
+    """Raw bytes by worker, then by the path the worker wrote them at."""
+    workers: dict[int, dict[str, bytes]] = {number: {} for number in range(1, index.workers + 1)}
+    for entry in index.files:
+        if entry.name not in raw or sha256_bytes(raw[entry.name]) != entry.sha256:
+            raise BadInput(f"raw file {entry.name} is missing or is not the file raw-index.json names")
+        workers.setdefault(entry.worker, {})[entry.path] = raw[entry.name]
+    return workers
+
+
+def tree_lines(folder: Path, label: str) -> list[str]:
+    """`<label>/<relative path>\\0<sha256>` per regular file under `folder`, sorted."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) if folder.is_dir() else []
+    return [f"{label}/{p.relative_to(folder).as_posix()}\0{sha256_bytes(p.read_bytes())}" for p in files]

@@ -150,7 +150,7 @@ class Tholos(Adapter):
 
 
 def read_workers(raw: dict[str, bytes], index: RawIndex) -> list[Worker]:
-    from repro.suites.external.toolcallbench import worker_files
+    from repro.suites.external.raw import worker_files
 
     return [read_worker(files, number) for number, files in sorted(worker_files(raw, index).items())]
 

@@ -37,9 +37,9 @@ from harness.contracts import (
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.external.base import Adapter
-from repro.suites.external.raw import Normalised, RawIndex, walk_raw
+from repro.suites.external.raw import Normalised, RawIndex, tree_lines, walk_raw, worker_files
 from repro.suites.external.toolcallbench_check import recheck_workers, render_reports
-from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, SESSION, Call, Run, Worker, worker_files
+from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, SESSION, Call, Run, Worker
 
 if TYPE_CHECKING:
     from repro.spec.cells import Cell
@@ -199,12 +199,6 @@ def task_groups(folder: Path) -> dict[str, str]:
         except (yaml.YAMLError, KeyError, TypeError) as error:
             raise BadInput(f"{path.name}: not a ToolCallBench task ({error})") from None
     return groups
-
-
-def tree_lines(folder: Path, label: str) -> list[str]:
-    """`<label>/<relative path>\\0<sha256>` per regular file under `folder`, sorted."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) if folder.is_dir() else []
-    return [f"{label}/{p.relative_to(folder).as_posix()}\0{sha256_bytes(p.read_bytes())}" for p in files]
 
 
 # ---------------------------------------------------------------- raw outputs

@@ -33,8 +33,8 @@ from typing import Any
 
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
-from repro.suites.external.raw import RawIndex, raw_name
-from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, REPORT_FILES, SESSION, Run, Worker, worker_files
+from repro.suites.external.raw import RawIndex, raw_name, worker_files
+from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, REPORT_FILES, SESSION, Run, Worker
 from repro.suites.external.wheels import import_harness
 
 PACKAGE = "toolcallbench"

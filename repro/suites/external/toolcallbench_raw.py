@@ -7,14 +7,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from repro.core.errors import BadInput
-from repro.core.files import sha256_bytes
-from repro.suites.external.raw import RawIndex
-
 SESSION = "repro"  # the driver's session id: raw file names do not depend on the clock
 DATABASE = "results/results.sqlite"
 REPORT_FILES = (f"results/reports/{SESSION}.md", f"results/reports/{SESSION}.html")
 FIXTURE = "fixtures/repo"  # beside the tasks folder in the wheel's data
+
+
+class Call(BaseModel):
+    index: int
+    turn: int
+    tool: str
+    arguments: Any
+    valid: bool
+    ok: bool
+    error_kind: str
+    result: str | None = None
 
 
 class Run(BaseModel):
@@ -50,24 +57,3 @@ class Worker(BaseModel):
     settings: dict[str, Any]
     runs: list[Run]
     observed: list[dict[str, Any]]
-
-
-def worker_files(raw: dict[str, bytes], index: RawIndex) -> dict[int, dict[str, bytes]]:
-    """Raw bytes by worker, then by the path the worker wrote them at."""
-    workers: dict[int, dict[str, bytes]] = {number: {} for number in range(1, index.workers + 1)}
-    for entry in index.files:
-        if entry.name not in raw or sha256_bytes(raw[entry.name]) != entry.sha256:
-            raise BadInput(f"raw file {entry.name} is missing or is not the file raw-index.json names")
-        workers.setdefault(entry.worker, {})[entry.path] = raw[entry.name]
-    return workers
-
-
-class Call(BaseModel):
-    index: int
-    turn: int
-    tool: str
-    arguments: Any
-    valid: bool
-    ok: bool
-    error_kind: str
-    result: str | None = None

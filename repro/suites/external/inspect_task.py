@@ -1,0 +1,385 @@
+"""The inspect adapter: one inspect_ai task, run sealed by inspect_ai itself, and its log as our records.
+
+A suite of harness `inspect` names a task by its registry name (`external.task`, e.g.
+`inspect_evals/agent_threat_bench_memory_poison`) in a pinned package (`external.wheel`, e.g.
+`inspect-evals==0.26.0`), its arguments (`task_args`), the model roles it asks for (`roles`), and
+the samples it runs (`ids`: a task's samples are not files of the wheel, so the matrix names them).
+In a cell, repro's driver (images/inspect/driver.py) runs inspect_ai's `eval()`, unchanged, against
+the sealed engine through inspect's OpenAI-compatible provider, at the matrix's decoding, one
+connection, one epoch, no shuffling. inspect's own log (`logs/*.eval`) is the raw output, kept byte
+for byte.
+
+`normalise` reads the log with inspect_ai's own reader (the host's inspect_ai, which must be the
+lock's version: `pip install -e .[inspect]`) into one ScenarioResult and one transcript per sample.
+`repro check` also re-runs the task's scorers on the log's samples in the suite's sealed image,
+offline (`recheck_evidence`), and holds every model call to the cell's model and decoding.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.contracts import (
+    EndEntry,
+    ExternalStepEntry,
+    FailureType,
+    ProgressEvent,
+    ScenarioResult,
+    TranscriptEntry,
+    TranscriptLine,
+    TriggerEntry,
+)
+from repro.core.errors import BadInput, NotAtHand
+from repro.core.files import sha256_bytes
+from repro.suites.external.base import Adapter
+from repro.suites.external.raw import Normalised, RawIndex, external_of, tree_lines, walk_raw, worker_files
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog, EvalSample
+
+    from repro.check.evidence import CellEvidence
+    from repro.spec.cells import Cell
+    from repro.spec.findings import SuiteSelection
+    from repro.spec.matrix import Suite
+    from repro.spec.profiles import Profile
+
+LOGS = "logs/"
+MAX_RAW_FILES = 50
+EVIDENCE_CHARS = 300
+RESCORE_TIMEOUT_S = 600
+PASSING = ("C", True, 1, 1.0)  # inspect's CORRECT, or a true or full value
+
+
+class Inspect(Adapter):
+    name = "inspect"
+    image_dir = "images/inspect"
+    driver = "driver.py"
+
+    @property
+    def program(self) -> list[str]:
+        return ["/opt/inspect/bin/python3", f"/opt/inspect/{self.driver}"]
+
+    def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
+        """The samples the suite names, in its order; the sha256 covers the task's package folder
+        (`path`, e.g. inspect_evals/agent_threat_bench: its code and data), the task, its arguments
+        and roles, the wheel and the lock."""
+        from repro.spec.findings import SuiteSelection
+
+        external = external_of(suite)
+        folder = (wheel_root / suite.path).resolve()
+        if not folder.is_relative_to(wheel_root.resolve()) or not folder.is_dir():
+            raise BadInput(f"suite {suite.id}: {suite.path} is not a folder of the wheel")
+        if not suite.ids:
+            raise BadInput(f"suite {suite.id}: an inspect suite names the samples it runs (ids)")
+        task = str(external.task)
+        pins = [
+            f"task\0{task}",
+            f"task_args\0{json.dumps(external.task_args or {}, sort_keys=True)}",
+            f"roles\0{','.join(external.roles or [])}",
+        ]
+        digest = sha256_bytes(
+            "".join(f"{line}\n" for line in [*sha256_inputs, *pins, *tree_lines(folder, "task")]).encode()
+        )
+        short = task.split("/", 1)[1]
+        return SuiteSelection(
+            folder=folder,
+            ids=list(suite.ids),
+            categories=dict.fromkeys(suite.ids, short),
+            sha256=digest,
+            external=self.name,
+        )
+
+    def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
+        named = dict(zip(client[::2], client[1::2], strict=False))
+        if named.get("--api", "openai") != "openai":
+            raise BadInput(
+                f"cell {cell.id}: inspect runs through its OpenAI-compatible provider; "
+                f"engine {cell.engine.id} serves another API"
+            )
+        external = external_of(cell.suite)
+        base_url = named["--base-url"].rstrip("/")
+        decoding = cell.decoding
+        return [
+            *["run", "--out", "/out", "--task", str(external.task), "--samples", ",".join(ids)],
+            *["--task-args", json.dumps(external.task_args or {}, sort_keys=True)],
+            *["--base-url", base_url if base_url.endswith("/v1") else f"{base_url}/v1", "--model", named["--model"]],
+            *["--seed", str(cell.seed), "--temperature", str(decoding.temperature)],
+            *["--max-tokens", str(decoding.max_tokens), "--timeout", str(int(profile.step_timeout_s))],
+            *[arg for role in external.roles or [] for arg in ("--role", role)],
+        ]
+
+    def raw_paths(self, out_dir: Path) -> list[str]:
+        return walk_raw(out_dir, MAX_RAW_FILES, "inspect")
+
+    def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
+        samples = {str(s.id): s for log in read_logs(raw, index) for s in log.samples or []}
+        if sorted(samples) != sorted(ids) or any(s.epoch != 1 for s in samples.values()):
+            raise BadInput(
+                f"the inspect logs hold samples {', '.join(sorted(samples)) or 'none'}, the cell ran {', '.join(ids)}"
+            )
+        ordered = [samples[sample_id] for sample_id in ids]
+        return Normalised(
+            results=[scenario_result(s, log_task(raw, index)) for s in ordered],
+            transcripts=[TranscriptLine(id=str(s.id), transcript=transcript(s)) for s in ordered],
+        )
+
+    def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
+        """What the log alone shows: each log finished, and every model call used one model and one config."""
+        problems = []
+        for log in read_logs(raw, index):
+            if log.status != "success":
+                problems.append(f"the inspect log's status is {log.status}")
+            problems += model_call_problems(log)
+        return problems
+
+    def recheck_evidence(self, ev: CellEvidence, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
+        """The log's own checks, its model calls held to the cell's decoding, and the task's scorers
+        re-run on the recorded samples in the suite's sealed image (offline): each sample's score must
+        be the log's."""
+        problems = self.recheck(raw, index, wheel_root, ev.record.cell.protocol)
+        logs = read_logs(raw, index)
+        decoding = ev.record.cell.decoding
+        wanted = {"temperature": decoding.temperature, "seed": ev.record.cell.seed, "max_tokens": decoding.max_tokens}
+        for log in logs:
+            problems += decoding_problems(log, wanted, external_of(ev.record.cell.suite).roles or [])
+        image = rescoring_image(ev)
+        package = str(external_of(ev.record.cell.suite).task).split("/", 1)[0]
+        for name, data in sorted(log_files(raw, index).items()):
+            recorded = {str(s.id): score_values(s) for log in [read_log(name, data)] for s in log.samples or []}
+            rescored = rescore(image, data, package)
+            problems += [
+                f"sample {sample_id}: the log scores {recorded[sample_id]}, "
+                f"its scorers re-run give {rescored.get(sample_id)}"
+                for sample_id in sorted(recorded)
+                if rescored.get(sample_id) != recorded[sample_id]
+            ]
+        return problems
+
+    def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
+        """inspect's own report is its log, which the bundle keeps: nothing is rendered."""
+        return {}
+
+    def own_messages(self, raw: dict[str, bytes], index: RawIndex) -> dict[str, list[dict]]:
+        return {
+            str(s.id): [m.model_dump(mode="json", exclude_none=True) for m in s.messages]
+            for log in read_logs(raw, index)
+            for s in log.samples or []
+        }
+
+    def progress(self, line: str) -> ProgressEvent | None:
+        return ProgressEvent.parse(line)
+
+
+# ---------------------------------------------------------------- the log
+
+
+def log_files(raw: dict[str, bytes], index: RawIndex) -> dict[str, bytes]:
+    """Every worker's inspect log (`logs/*.eval`), by raw name; BadInput when a worker wrote none or several."""
+    found = {}
+    for number, files in sorted(worker_files(raw, index).items()):
+        logs = {path: data for path, data in files.items() if path.startswith(LOGS) and path.endswith(".eval")}
+        if len(logs) != 1:
+            raise BadInput(f"worker {number} wrote {len(logs)} inspect logs, not one")
+        path, data = next(iter(logs.items()))
+        found[f"w{number}:{path}"] = data
+    return found
+
+
+def log_task(raw: dict[str, bytes], index: RawIndex) -> str:
+    """The task the logs ran, by its name without its package (every log must name one)."""
+    tasks = {log.eval.task.split("/")[-1] for log in read_logs(raw, index)}
+    if len(tasks) != 1:
+        raise BadInput(f"the inspect logs ran tasks {', '.join(sorted(tasks))}, not one")
+    return tasks.pop()
+
+
+def read_logs(raw: dict[str, bytes], index: RawIndex) -> list[EvalLog]:
+    return [read_log(name, data) for name, data in sorted(log_files(raw, index).items())]
+
+
+def read_log(name: str, data: bytes) -> EvalLog:
+    """One `.eval` log, read by inspect_ai's own reader (the lock's version: the host's must be it)."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise BadInput("reading an inspect log needs inspect_ai on this host: pip install -e '.[inspect]'") from None
+    with tempfile.TemporaryDirectory(prefix="repro-inspect-") as folder:
+        path = Path(folder) / "log.eval"
+        path.write_bytes(data)
+        try:
+            return read_eval_log(str(path))
+        except Exception as error:  # inspect's reader raises many kinds on a damaged file
+            raise BadInput(f"{name}: not an inspect log ({type(error).__name__}: {str(error)[:200]})") from None
+
+
+def score_values(sample: EvalSample) -> dict[str, Any]:
+    return {name: score.value for name, score in (sample.scores or {}).items()}
+
+
+def passes(value: object) -> bool:
+    """inspect's CORRECT, a true or a 1, or a dict whose every value passes (agentdojo-like utility and security)."""
+    if isinstance(value, dict):
+        return bool(value) and all(passes(v) for v in value.values())
+    return value in PASSING
+
+
+def parts(value: object) -> list[bool]:
+    return [passes(v) for v in value.values()] if isinstance(value, dict) else [passes(value)]
+
+
+def scenario_result(sample: EvalSample, category: str) -> ScenarioResult:
+    """A sample as one line of scenarios.jsonl: passed when every score passes; the score values are
+    the evidence of a failure."""
+    values = score_values(sample)
+    fault = sample.error is not None
+    checks = [part for value in values.values() for part in parts(value)]
+    passed = bool(checks) and all(checks) and not fault
+    failure: FailureType | None = None if passed else ("engine_error" if fault else "wrong_outcome")
+    usage = list((sample.model_usage or {}).values())
+    calls = [c for m in sample.messages if m.role == "assistant" for c in (m.tool_calls or [])]
+    return ScenarioResult(
+        id=str(sample.id),
+        category=category,
+        passed=passed,
+        status="failed" if fault else "done",
+        failure_type=failure,
+        engine_fault=fault,
+        error=sample.error.message[:EVIDENCE_CHARS] if sample.error else None,
+        failure_evidence=None if passed else f"inspect scores {json.dumps(values, sort_keys=True)}"[:EVIDENCE_CHARS],
+        partial_score=None if fault else (sum(checks) / len(checks) if checks else 0.0),
+        failed_checks=[],
+        checks_total=len(checks),
+        steps=len(calls),
+        seconds=round(sample.total_time or 0.0, 3),
+        tokens_in=sum(u.input_tokens for u in usage),
+        tokens_out=sum(u.output_tokens for u in usage),
+        engine_timings=[],
+        invalid_steps=sum(1 for m in sample.messages if m.role == "tool" and m.error is not None),
+    )
+
+
+def transcript(sample: EvalSample) -> list[TranscriptEntry]:
+    """The sample in our transcript's shape: the first user message, one step per tool call with its
+    result, the final completion; no clock."""
+    trigger = next((m.text for m in sample.messages if m.role == "user"), "")
+    results = {m.tool_call_id: m for m in sample.messages if m.role == "tool"}
+    entries: list[TranscriptEntry] = [TriggerEntry(text=trigger)]
+    step = 0
+    for turn, message in enumerate(m for m in sample.messages if m.role == "assistant"):
+        for call in message.tool_calls or []:
+            result = results.get(call.id)
+            status = "none" if result is None else ("ok" if result.error is None else result.error.type)
+            entries.append(
+                ExternalStepEntry(
+                    step=step,
+                    turn=turn,
+                    tool=call.function,
+                    args=call.arguments,
+                    status=status,
+                    result=result.text if result is not None else None,
+                )
+            )
+            step += 1
+    stop = sample.output.stop_reason if sample.output and sample.output.choices else None
+    detail = sample.output.completion if sample.output else None
+    entries.append(EndEntry(status="error" if sample.error else "ok", stop=stop, detail=detail))
+    return entries
+
+
+# ---------------------------------------------------------------- what check holds the log to
+
+
+def model_events(log: EvalLog) -> list[Any]:
+    return [e for s in log.samples or [] for e in s.events if getattr(e, "event", None) == "model"]
+
+
+def model_call_problems(log: EvalLog) -> list[str]:
+    """Every model call named the log's model (a role bound to the same engine and model included)."""
+    model = log.eval.model
+    others = sorted({str(e.model) for e in model_events(log)} - {model})
+    return [f"the log calls model {', '.join(others)} besides the cell's {model}"] if others else []
+
+
+def decoding_problems(log: EvalLog, wanted: dict[str, Any], roles: list[str]) -> list[str]:
+    """Every model call was made at the cell's decoding, and by the main model or a role the matrix binds."""
+    problems = []
+    for event in model_events(log):
+        config = event.config
+        found = {"temperature": config.temperature, "seed": config.seed, "max_tokens": config.max_tokens}
+        if found != wanted:
+            problems.append(f"a model call ran at {found}, the cell's decoding is {wanted}")
+            break
+        role = getattr(event, "role", None)
+        if role is not None and role not in roles:
+            problems.append(f"a model call played role {role!r}, which the matrix does not bind")
+            break
+    return problems
+
+
+def rescoring_image(ev: CellEvidence) -> str:
+    """The suite's sealed image on this host: the one the cell ran in, by id, or one of its content key."""
+    from repro.store.images import client_or_default
+
+    recorded = ev.record.harness_image
+    if recorded is None:
+        raise BadInput("the cell records no harness image")
+    try:
+        client = client_or_default(None)
+        for reference in (recorded.id, recorded.reference):
+            try:
+                return str(client.images.get(reference).id)
+            except Exception:  # docker's ImageNotFound, or a reference this host cannot parse
+                continue
+    except Exception as error:  # no Docker engine on this host
+        raise NotAtHand(
+            f"re-scoring runs the task's scorers in the suite's image, and Docker is not at hand ({error})"
+        ) from None
+    raise NotAtHand(
+        f"re-scoring runs the task's scorers in the suite's image {recorded.reference}, not on this host: "
+        "repro images build MATRIX"
+    )
+
+
+def rescore(image: str, log: bytes, package: str) -> dict[str, Any]:
+    """Each sample's scores, from the task's scorers re-run on the log in `image`: sealed as a probe
+    is (non-root, read-only, no capabilities), with no network at all."""
+    from repro.containers.sandbox import base_env, bind, create_kwargs, labels
+    from repro.spec.findings import SandboxSettings
+    from repro.store.images import client_or_default
+
+    client = client_or_default(None)
+    settings = SandboxSettings(
+        pids_limit=128,
+        tmpfs={"/tmp": "rw,nosuid,nodev,size=256m"},
+        env={**base_env(), "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
+        labels=labels("rescore", None, "probe"),
+    )
+    with tempfile.TemporaryDirectory(prefix="repro-rescore-") as folder:
+        path = Path(folder) / "log.eval"
+        path.write_bytes(log)
+        path.chmod(0o644)
+        Path(folder).chmod(0o755)
+        kwargs = create_kwargs(
+            settings,
+            image,
+            ["rescore", "/in/log.eval", "--package", package],
+            entrypoint=["/opt/inspect/bin/python3", "/opt/inspect/driver.py"],
+            mounts=[bind(folder, "/in", read_only=True)],
+        )
+        container = client.containers.create(**kwargs)
+        try:
+            container.start()
+            status = container.wait(timeout=RESCORE_TIMEOUT_S)
+            output = container.logs(stdout=True, stderr=False).decode("utf-8", errors="replace")
+        finally:
+            container.remove(force=True)
+    lines = [line for line in output.splitlines() if line.startswith("{")]
+    if status.get("StatusCode") != 0 or not lines:
+        raise BadInput(f"the task's scorers did not re-run (exit {status.get('StatusCode')}): {output[-300:]}")
+    try:
+        return dict(json.loads(lines[-1]))
+    except (json.JSONDecodeError, TypeError, ValueError):
+        raise BadInput("the re-run scorers printed no scores") from None
