@@ -4,7 +4,7 @@ It runs one inspect task with inspect_ai's own `eval()`, unchanged, against the 
 through inspect's OpenAI-compatible provider (`openai-api/repro/<model>`, /v1/chat/completions):
 
 - decoding is the matrix's (temperature, seed, max_tokens), one connection, one epoch, the
-  matrix's samples in the matrix's order, no shuffling;
+  matrix's samples (inspect runs them in its dataset's order; it refuses sample_shuffle with sample_id);
 - every model role the matrix binds (`--role user`, tau2's user simulator) is the same engine and
   model with the same decoding; a role the task asks for that is not bound is found by `repro
   check` in the log (its model events name the role);
@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
         model=get_model(name, base_url=args.base_url, config=config),
         model_roles=roles or None,
         sample_id=[int(s) if s.isdigit() else s for s in samples],
-        sample_shuffle=False,
         epochs=1,
         max_samples=1,
         max_tasks=1,
