@@ -338,7 +338,7 @@ class ExternalSuite(Strict):
     )
     task: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_]+$",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*/[A-Za-z_][A-Za-z0-9_]*$",
         description="inspect: the task by its registry name, package/task "
         "(e.g. inspect_evals/agent_threat_bench_memory_poison)",
     )

@@ -43,7 +43,7 @@ from repro.suites.references import code_reference, suite_root
 from repro.suites.scenarios import ScenarioSuites, selection_files
 
 if TYPE_CHECKING:
-    from repro.check.evidence import CellEvidence
+    from repro.bundle.evidence import CellEvidence
 from repro.suites.sources import fetch_suite, scenario_folder
 
 

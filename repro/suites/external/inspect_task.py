@@ -40,7 +40,7 @@ from repro.suites.external.raw import Normalised, RawIndex, external_of, tree_li
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
-    from repro.check.evidence import CellEvidence
+    from repro.bundle.evidence import CellEvidence
     from repro.spec.cells import Cell
     from repro.spec.findings import SuiteSelection
     from repro.spec.matrix import Suite
@@ -143,8 +143,15 @@ class Inspect(Adapter):
         logs = read_logs(raw, index)
         decoding = ev.record.cell.decoding
         wanted = {"temperature": decoding.temperature, "seed": ev.record.cell.seed, "max_tokens": decoding.max_tokens}
+        external = external_of(ev.record.cell.suite)
+        name, version = str(external.wheel).split("==", 1)
         for log in logs:
-            problems += decoding_problems(log, wanted, external_of(ev.record.cell.suite).roles or [])
+            problems += decoding_problems(log, wanted, external.roles or [])
+            ran = (log.eval.packages or {}).get(name.replace("-", "_"))
+            if ran != version:
+                problems.append(f"the log ran {name} {ran}, the suite pins {version}")
+            if log.eval.task != external.task:
+                problems.append(f"the log ran task {log.eval.task}, the suite names {external.task}")
         image = rescoring_image(ev)
         package = str(external_of(ev.record.cell.suite).task).split("/", 1)[0]
         for name, data in sorted(log_files(raw, index).items()):
@@ -210,9 +217,18 @@ def read_log(name: str, data: bytes) -> EvalLog:
         path = Path(folder) / "log.eval"
         path.write_bytes(data)
         try:
-            return read_eval_log(str(path))
+            log = read_eval_log(str(path))
         except Exception as error:  # inspect's reader raises many kinds on a damaged file
             raise BadInput(f"{name}: not an inspect log ({type(error).__name__}: {str(error)[:200]})") from None
+    from inspect_ai import __version__ as reader
+
+    writer = (log.eval.packages or {}).get("inspect_ai")
+    if writer != reader:
+        raise BadInput(
+            f"{name} was written by inspect_ai {writer}; this host reads it with {reader}: "
+            "install the version the suite's lock pins"
+        )
+    return log
 
 
 def score_values(sample: EvalSample) -> dict[str, Any]:

@@ -1,0 +1,67 @@
+"""The inspect suite kind without an engine: what the matrix must say of an inspect suite, and how
+a score becomes a pass."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from repro.core.config import PROJECT_ROOT
+from repro.spec.matrix import ExternalSuite, Suite
+from repro.suites.external.inspect_task import parts, passes
+
+MATRIX = PROJECT_ROOT / "tests" / "external" / "inspect.yaml"
+
+
+def inspect_suite() -> dict:
+    return yaml.safe_load(MATRIX.read_text())["suites"][0]
+
+
+def test_the_test_matrix_suite_validates() -> None:
+    suite = Suite.model_validate(inspect_suite())
+    assert suite.external is not None and suite.external.task == "inspect_evals/agent_threat_bench_memory_poison"
+
+
+def test_an_inspect_suite_names_its_task() -> None:
+    data = inspect_suite()["external"]
+    del data["task"]
+    with pytest.raises(ValidationError, match="name the task to run"):
+        ExternalSuite.model_validate(data)
+
+
+def test_another_harness_takes_no_task() -> None:
+    data = {**inspect_suite()["external"], "harness": "toolcallbench"}
+    with pytest.raises(ValidationError, match="task is for inspect suites only"):
+        ExternalSuite.model_validate(data)
+
+
+def test_a_task_name_is_package_slash_name() -> None:
+    data = {**inspect_suite()["external"], "task": "../evil"}
+    with pytest.raises(ValidationError):
+        ExternalSuite.model_validate(data)
+
+
+def test_a_suite_without_task_fields_dumps_as_before() -> None:
+    """A ToolCallBench or Tholos pin dumps without the inspect fields, so its cell ids stay what they were."""
+    data = {**inspect_suite()["external"], "harness": "toolcallbench"}
+    del data["task"]
+    dumped = ExternalSuite.model_validate(data).model_dump(mode="json")
+    assert not {"task", "task_args", "roles"} & set(dumped)
+
+
+@pytest.mark.parametrize(
+    ("value", "passed", "split"),
+    [
+        ("C", True, [True]),
+        ("I", False, [False]),
+        (1.0, True, [True]),
+        (0.5, False, [False]),
+        ({"utility": "C", "security": "C"}, True, [True, True]),
+        ({"utility": "I", "security": "C"}, False, [False, True]),
+        ({}, False, []),
+    ],
+)
+def test_a_score_passes_when_every_part_is_correct(value, passed: bool, split: list[bool]) -> None:
+    assert passes(value) is passed
+    assert parts(value) == split
