@@ -109,6 +109,7 @@ class ContainerCollection(Protocol):
 
 class ImageCollection(Protocol):
     def get(self, name: str) -> Image: ...
+    def list(self, **kwargs: Any) -> list[Image]: ...
 
 
 @runtime_checkable  # a pydantic field (repro.run.runner.RunContext) checks it with isinstance

@@ -42,6 +42,11 @@ def runner_cell(verdict_cell_id: str) -> bool:
     return "__tholos-runner" in verdict_cell_id
 
 
+def needs_its_image(reasons: list[str]) -> bool:
+    """An inspect cell whose scorers are re-run in the suite's sealed image, which this host has not built."""
+    return bool(reasons) and all("repro images build" in reason for reason in reasons)
+
+
 def checked(run_dir: Path) -> list:
     """Every cell verdict of a bundle (run or merged folder), no run-level problem allowed."""
     assert not merge_problems(run_dir)
@@ -66,7 +71,9 @@ def test_on_a_fresh_home_a_published_bundle_is_valid_or_unchecked_with_the_comma
     assert {cell.verdict for cell in cells} <= {"VALID", "EXCLUDED", "UNCHECKED"}
     for cell in cells:
         if cell.verdict == "UNCHECKED":
-            assert all("repro suites fetch --from-bundle" in reason for reason in cell.reasons), cell.reasons
+            assert needs_its_image(cell.reasons) or all(
+                "repro suites fetch --from-bundle" in reason for reason in cell.reasons
+            ), cell.reasons
 
 
 @pytest.mark.parametrize("archive", BUNDLES, ids=[p.name for p in BUNDLES])
@@ -84,6 +91,8 @@ def test_a_published_bundle_checks_and_renders_its_published_numbers(
         main(["suites", "fetch", "--from-bundle", str(run)])  # exit 1 where the runner's archive is out of reach
     cells = checked(run_dir)
     wrong = [(c.cell_id, c.verdict, c.reasons) for c in cells if c.verdict not in ("VALID", "EXCLUDED")]
+    if wrong and all(verdict == "UNCHECKED" and needs_its_image(reasons) for _, verdict, reasons in wrong):
+        pytest.skip("the inspect image is not built here (tests/external/test_inspect_engine.py builds it)")
     assert all(runner_cell(cell_id) and verdict == "UNCHECKED" for cell_id, verdict, _ in wrong), wrong
     for _, _, reasons in wrong:
         assert any("mertkayacs/tholos" in reason and "48e6604a1775" in reason for reason in reasons), reasons
