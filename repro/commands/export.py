@@ -1,4 +1,6 @@
-"""`repro export inspect RUN --out DIR`: every cell as an inspect_ai eval log.
+"""`repro export inspect RUN --out DIR`: every cell as an inspect_ai eval log; `repro export eee`
+and `repro export hf`: every VALID cell as Every Eval Ever records and Hugging Face `.eval_results`
+entries (repro.report.eee).
 
 inspect_ai is the optional `inspect` extra: it is imported here, lazily, when the command runs,
 and its absence is one line (exit 2). Nothing else in repro imports it.
@@ -7,6 +9,7 @@ and its absence is one line (exit 2). Nothing else in repro imports it.
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -16,7 +19,8 @@ from rich.console import Console
 from repro.commands.vocabulary import Typer
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
-from repro.report.export import CellLog, export_runs
+from repro.core.yamlsource import require_file_target
+from repro.report.export import CellLog, ExportedLog, export_runs
 
 INSTALL_HINT = "pip install 'repro[inspect]' (inspect-ai==0.3.285)"
 
@@ -55,6 +59,7 @@ def inspect(
 
     def write(cell: CellLog, path: Path) -> None:
         module.write_log(module.eval_log(cell), path)
+        return None
 
     exported = export_runs(results, out, include, write)
     console = Console(highlight=False)
@@ -64,3 +69,64 @@ def inspect(
     console.print(
         f"{len(exported)} logs in {shown(out)}; view them with: inspect view --log-dir {shown(out)}", soft_wrap=True
     )
+
+
+@app.command("eee")
+def eee(
+    results: Path = typer.Argument(..., help="A run folder, or a results folder of runs (a merged folder too)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="The folder: <out>/<run-id>/data/<suite>/<family>/<model>/<uuid>.json and <uuid>_samples.jsonl, "
+        "Every Eval Ever's datastore layout (never inside a bundle).",
+    ),
+    bundle_url: str | None = typer.Option(
+        None, "--bundle-url", help="Where the bundle is published (each record's source_data url)."
+    ),
+) -> None:
+    """Write each VALID cell as an Every Eval Ever aggregate record and its instance-level lines
+    (schema 0.3.0), with the cell's pins in their details (docs/inspect-export.md).
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
+    from repro.report.eee import aggregate, datastore_path, instance_lines
+
+    def write(cell: CellLog, path: Path) -> Path:
+        samples = instance_lines(cell)
+        place = datastore_path(cell)
+        target = require_file_target(path.parent / f"{place}.json", "record file")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (target.parent / f"{target.stem}_samples.jsonl").write_bytes(samples)
+        record = aggregate(cell, f"{place}_samples.jsonl", samples, bundle_url)
+        target.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        return target
+
+    report(export_runs(results, out, {"VALID"}, write, ".json"), out, "Every Eval Ever records")
+
+
+@app.command("hf")
+def hf(
+    results: Path = typer.Argument(..., help="A run folder, or a results folder of runs (a merged folder too)."),
+    out: Path = typer.Option(
+        ..., "--out", help="The folder: <out>/<run-id>/<cell-id>.yaml, for a model repository's .eval_results/."
+    ),
+    dataset_id: str = typer.Option(..., "--dataset-id", help="The benchmark's dataset on the Hub (dataset.id)."),
+    bundle_url: str = typer.Option(..., "--bundle-url", help="Where the bundle is published (source.url)."),
+) -> None:
+    """Write each VALID cell as a Hugging Face `.eval_results/` entry (huggingface_hub's own
+    EvalResultEntry), its notes holding the cell's pins (docs/inspect-export.md).
+
+    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
+    from repro.report.eee import hf_entry_yaml
+
+    def write(cell: CellLog, path: Path) -> None:
+        path.write_text(hf_entry_yaml(cell, dataset_id, bundle_url))
+        return None
+
+    report(export_runs(results, out, {"VALID"}, write, ".yaml"), out, "Hugging Face eval result entries")
+
+
+def report(exported: list[ExportedLog], out: Path, what: str) -> None:
+    console = Console(highlight=False)
+    for log in exported:
+        console.print(f"wrote {shown(log.path)}: {log.passed} of {log.samples} passed", soft_wrap=True)
+    console.print(f"{len(exported)} {what} in {shown(out)}", soft_wrap=True)

@@ -63,14 +63,14 @@ class ExportedLog(BaseModel):
     passed: int
 
 
-def log_name(cell_id: str, verdict: str) -> str:
+def log_name(cell_id: str, verdict: str, extension: str = EXTENSION) -> str:
     """`<cell>.eval` for a VALID cell; `<cell>.INVALID.eval` or `.EXCLUDED.eval` otherwise."""
-    return safe_id(cell_id, "cell id") + ("" if verdict == "VALID" else f".{verdict}") + EXTENSION
+    return safe_id(cell_id, "cell id") + ("" if verdict == "VALID" else f".{verdict}") + extension
 
 
-def log_path(out: Path, run_id: str, cell_id: str, verdict: str = "VALID") -> Path:
+def log_path(out: Path, run_id: str, cell_id: str, verdict: str = "VALID", extension: str = EXTENSION) -> Path:
     """Where the log of a run's cell lies under an export folder (report.html links to it)."""
-    return out / safe_id(run_id, "run id") / log_name(cell_id, verdict)
+    return out / safe_id(run_id, "run id") / log_name(cell_id, verdict, extension)
 
 
 def refuse_into_bundle(out: Path, runs: list[Path]) -> None:
@@ -150,7 +150,11 @@ def external_messages(bundle: BundleReader, cell_id: str, record: CellRecord) ->
 
 
 def export_runs(
-    results: Path, out: Path, include: set[str], write: Callable[[CellLog, Path], None]
+    results: Path,
+    out: Path,
+    include: set[str],
+    write: Callable[[CellLog, Path], Path | None],
+    extension: str = EXTENSION,
 ) -> list[ExportedLog]:
     """Every included cell of the runs under `results` written by `write` into `out/<run-id>/`
     (a merged folder only while it holds the whole split it recorded, as `paper render` asks)."""
@@ -160,9 +164,11 @@ def export_runs(
     exported = []
     for run_dir in runs:
         for cell in cell_logs(run_dir, include):
-            path = require_file_target(log_path(out, cell.run.run_id, cell.cell_id, cell.verdict.verdict), "log file")
+            path = require_file_target(
+                log_path(out, cell.run.run_id, cell.cell_id, cell.verdict.verdict, extension), "log file"
+            )
             path.parent.mkdir(parents=True, exist_ok=True)
-            write(cell, path)
+            path = write(cell, path) or path  # a writer may place its file elsewhere under the run's folder
             passed = sum(r.passed for r in cell.results)
             exported.append(
                 ExportedLog(
