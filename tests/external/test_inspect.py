@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from repro.core.config import PROJECT_ROOT
 from repro.spec.matrix import ExternalSuite, Suite
-from repro.suites.external.inspect_task import parts, passes
+from repro.suites.external.inspect_task import parts, passes, roles_asked
 
 MATRIX = PROJECT_ROOT / "tests" / "external" / "inspect.yaml"
 
@@ -65,3 +65,14 @@ def test_a_suite_without_task_fields_dumps_as_before() -> None:
 def test_a_score_passes_when_every_part_is_correct(value, passed: bool, split: list[bool]) -> None:
     assert passes(value) is passed
     assert parts(value) == split
+
+
+def test_the_roles_a_task_asks_for_are_read_from_its_code(tmp_path) -> None:
+    """Our own lines in the form tau2's user simulator is asked for (the wheel's code is read the same way)."""
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "agents.py").write_text(
+        'user = get_model(role="user", config=GenerateConfig(temperature=0.0))\n'
+        "grader = get_model( role = 'grader')\n"
+        "other = get_model('openai/x')\n"
+    )
+    assert roles_asked(tmp_path) == {"user", "grader"}

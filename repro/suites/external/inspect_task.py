@@ -18,6 +18,7 @@ offline (`recheck_evidence`), and holds every model call to the cell's model and
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,13 @@ class Inspect(Adapter):
         if not suite.ids:
             raise BadInput(f"suite {suite.id}: an inspect suite names the samples it runs (ids)")
         task = str(external.task)
+        unbound = sorted(roles_asked(folder) - set(external.roles or []))
+        if unbound:
+            raise BadInput(
+                f"suite {suite.id}: task {task} asks for model role(s) {', '.join(unbound)} "
+                f"(get_model(role=...) in {suite.path}); bind them in external.roles, or inspect would play them "
+                "with the main model unsaid"
+            )
         pins = [
             f"task\0{task}",
             f"task_args\0{json.dumps(external.task_args or {}, sort_keys=True)}",
@@ -181,6 +189,21 @@ class Inspect(Adapter):
 
 
 # ---------------------------------------------------------------- the log
+
+
+ROLE_ASKED = re.compile(r"""get_model\(\s*role\s*=\s*["']([A-Za-z0-9_-]+)["']""")
+MAX_SCANNED_BYTES = 2 * 1024 * 1024
+
+
+def roles_asked(folder: Path) -> set[str]:
+    """The model roles the task's code asks for by name (`get_model(role="user")`, tau2's user
+    simulator) in its package folder: read before the run, so an unbound role is refused in one line
+    (check also refuses a model call in a role the matrix does not bind, from the log)."""
+    asked: set[str] = set()
+    for path in sorted(folder.rglob("*.py")):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_SCANNED_BYTES:
+            asked |= set(ROLE_ASKED.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return asked
 
 
 def log_files(raw: dict[str, bytes], index: RawIndex) -> dict[str, bytes]:
