@@ -79,6 +79,14 @@ class Adapter(SuiteKind):
         """The matrix's pin of the harness (its wheel or source, the sha256, the lock), as JSON."""
         return external_of(suite).model_dump_json(exclude_none=True)
 
+    def openai_server(self, cell: Cell, client: list[str], talks: str) -> tuple[str, str]:
+        """The engine's OpenAI-compatible address (ending in /v1) and model name from the cell's client
+        arguments; BadInput when the engine serves another API (`talks`: how the harness talks, in words)."""
+        named = dict(zip(client[::2], client[1::2], strict=False))
+        if named.get("--api", "openai") != "openai":
+            raise BadInput(f"cell {cell.id}: {talks}; engine {cell.engine.id} serves another API")
+        return named["--base-url"].rstrip("/").removesuffix("/v1") + "/v1", named["--model"]
+
     @property
     def known_wheels(self) -> dict[str, str]:
         return self.facts.known_wheels

@@ -101,19 +101,13 @@ class Inspect(Adapter):
         )
 
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
-        named = dict(zip(client[::2], client[1::2], strict=False))
-        if named.get("--api", "openai") != "openai":
-            raise BadInput(
-                f"cell {cell.id}: inspect runs through its OpenAI-compatible provider; "
-                f"engine {cell.engine.id} serves another API"
-            )
+        base_url, model = self.openai_server(cell, client, "inspect runs through its OpenAI-compatible provider")
         external = external_of(cell.suite)
-        base_url = named["--base-url"].rstrip("/")
         decoding = cell.decoding
         return [
             *["run", "--out", "/out", "--task", str(external.task), "--samples", ",".join(ids)],
             *["--task-args", json.dumps(external.task_args or {}, sort_keys=True)],
-            *["--base-url", base_url if base_url.endswith("/v1") else f"{base_url}/v1", "--model", named["--model"]],
+            *["--base-url", base_url, "--model", model],
             *["--seed", str(cell.seed), "--temperature", str(decoding.temperature)],
             *["--max-tokens", str(decoding.max_tokens), "--timeout", str(int(profile.step_timeout_s))],
             *[arg for role in external.roles or [] for arg in ("--role", role)],

@@ -91,13 +91,7 @@ class Tholos(Adapter):
         return select_scenarios(plain, wheel_root).model_copy(update={"external": self.name})
 
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
-        named = dict(zip(client[::2], client[1::2], strict=False))
-        if named.get("--api", "openai") != "openai":
-            raise BadInput(
-                f"cell {cell.id}: tholos bench talks to an OpenAI-compatible server; "
-                f"engine {cell.engine.id} serves another API"
-            )
-        base_url = named["--base-url"].rstrip("/").removesuffix("/v1") + "/v1"
+        base_url, model = self.openai_server(cell, client, "tholos bench talks to an OpenAI-compatible server")
         # the runner's own flag for the cell's protocol
         mode = ["--json-mode", self.facts.protocol_modes[cell.protocol]]
         return [
@@ -110,7 +104,7 @@ class Tholos(Adapter):
             "--base-url",
             base_url,
             "--model",
-            named["--model"],
+            model,
             *mode,
         ]
 

@@ -116,13 +116,8 @@ class ToolCallBench(Adapter):
         )
 
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
-        named = dict(zip(client[::2], client[1::2], strict=False))
-        if named.get("--api", "openai") != "openai":
-            raise BadInput(
-                f"cell {cell.id}: ToolCallBench is run through its OpenAI-compatible backend; "
-                f"engine {cell.engine.id} serves another API"
-            )
-        host = named["--base-url"].rstrip("/").removesuffix("/v1")
+        base_url, model = self.openai_server(cell, client, "ToolCallBench is run through its OpenAI-compatible backend")
+        host = base_url.removesuffix("/v1")
         decoding = cell.decoding
         return [
             *[
@@ -135,7 +130,7 @@ class ToolCallBench(Adapter):
                 "--host",
                 host,
                 "--model",
-                named["--model"],
+                model,
             ],
             *[
                 "--seed",
