@@ -11,6 +11,8 @@ comparisons between runs.
 - ``claims_verify``: each claim's verdict; ``pins``: the one comparison of pinned inputs;
   ``rerun_rows``: a rerun as the facts a claim is compared on; ``own_claims``: our own rows
   stated as claims (``claims from-results``, ``verify --published``); ``tolerance``: the tests.
+- ``export``: VALID cells read for other tools (``inspect_log``: inspect_ai eval logs; ``eee``:
+  Every Eval Ever records and Hugging Face ``.eval_results`` entries).
 
 Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
 level imports nothing.
@@ -22,6 +24,7 @@ __all__ = [
     "claims_verify",
     "compare",
     "coverage",
+    "eee",
     "export",
     "figures",
     "html",

@@ -372,6 +372,11 @@ def scenario_set_problem(resolved: Resolved, row: TableRow) -> str | None:
             f"another scenario set: the claim's suite {suite.id} has sha256 {suite.sha256[:12]}, "
             f"the rerun's {row.suite_sha256[:12]}"
         )
+    if row.parts is not None and result.scenarios is None:
+        return (
+            f"another scenario set, as far as can be told: the rerun row holds {row.parts} of suite {suite.id}, "
+            "and the claim gives counts only, which do not say which scenarios they count"
+        )
     if suite.scenarios is not None and suite.scenarios != len(row.scenarios):
         return f"another scenario set: the claim counts {suite.scenarios} scenarios, the rerun ran {len(row.scenarios)}"
     if result.total != row.total:

@@ -267,3 +267,23 @@ def test_a_published_row_on_another_thread_count_is_named_and_fails(rerun_dir, t
     out = capsys.readouterr().out
     assert "REPRODUCED ON ANOTHER SETUP" in out and "threads per engine differs: 1 claimed, 2 rerun" in out
     assert main(["verify", str(rerun_dir), "--published", str(path), "--accept", "threads"]) == 0
+
+
+def test_counts_only_never_verify_a_row_that_holds_some_parts() -> None:
+    """A counts-only claim made from one part, against a rerun row holding another part of the same
+    size: the counts cannot say which scenarios they count, so no count is compared (issue 49)."""
+    from types import SimpleNamespace
+
+    from repro.report.claims_verify import scenario_set_problem
+    from repro.report.tables import TableRow
+    from repro.spec.claims import ClaimResult, ClaimSuite
+
+    suite = ClaimSuite(id="tholos-runner", sha256="ab" * 32)
+    resolved = SimpleNamespace(suite=suite, claim=SimpleNamespace(result=ClaimResult(passed=4, total=40)))
+    part = TableRow.model_construct(
+        parts="part 2 of 4", suite_sha256="ab" * 32, scenarios={f"s{i}": [True] for i in range(40)}, total=40
+    )
+    problem = scenario_set_problem(resolved, part)  # type: ignore[arg-type]
+    assert problem is not None and "part 2 of 4" in problem and "counts only" in problem
+    whole = part.model_copy(update={"parts": None})
+    assert scenario_set_problem(resolved, whole) is None  # type: ignore[arg-type]
