@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from repro.core.config import PROJECT_ROOT
 from repro.spec.matrix import ExternalSuite, Suite
+from repro.suites.external import inspect_task
 from repro.suites.external.inspect_task import parts, passes, roles_asked
 
 MATRIX = PROJECT_ROOT / "tests" / "external" / "inspect.yaml"
@@ -76,3 +77,28 @@ def test_the_roles_a_task_asks_for_are_read_from_its_code(tmp_path) -> None:
         "other = get_model('openai/x')\n"
     )
     assert roles_asked(tmp_path) == {"user", "grader"}
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_log_too_large_once_unpacked_is_refused_before_it_is_read(monkeypatch) -> None:
+    from repro.core.errors import BadInput
+
+    monkeypatch.setattr(inspect_task, "MAX_LOG_UNPACKED", 1000)
+    with pytest.raises(BadInput, match="once unpacked"):
+        inspect_task.refuse_oversized("raw.log.eval", zipped({"header.json": b"0" * 5000}))
+    monkeypatch.setattr(inspect_task, "MAX_LOG_MEMBERS", 2)
+    with pytest.raises(BadInput, match="3 members"):
+        inspect_task.refuse_oversized("raw.log.eval", zipped({f"samples/{i}.json": b"{}" for i in range(3)}))
+    with pytest.raises(BadInput, match="not an inspect log"):
+        inspect_task.refuse_oversized("raw.log.eval", b"not a zip")
+    inspect_task.refuse_oversized("raw.log.eval", zipped({"header.json": b"{}"}))

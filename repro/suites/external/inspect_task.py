@@ -17,9 +17,11 @@ offline (`recheck_evidence`), and holds every model call to the cell's model and
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from repro.spec.profiles import Profile
 
 LOGS = "logs/"
+MAX_LOG_MEMBERS = 20_000  # a sample is one member (two with its journal summary)
+MAX_LOG_UNPACKED = 1024**3  # bytes, every member unpacked
 MAX_RAW_FILES = 50
 EVIDENCE_CHARS = 300
 RESCORE_TIMEOUT_S = 600
@@ -230,6 +234,7 @@ def read_log(name: str, data: bytes) -> EvalLog:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise BadInput("reading an inspect log needs inspect_ai on this host: pip install -e '.[inspect]'") from None
+    refuse_oversized(name, data)
     with tempfile.TemporaryDirectory(prefix="repro-inspect-") as folder:
         path = Path(folder) / "log.eval"
         path.write_bytes(data)
@@ -246,6 +251,21 @@ def read_log(name: str, data: bytes) -> EvalLog:
             "install the version the suite's lock pins"
         )
     return log
+
+
+def refuse_oversized(name: str, data: bytes) -> None:
+    """A log is a zip (zstd members): its directory is read first, and a log of more members, or of
+    more bytes once unpacked, than a cell's run can write is refused before inspect's reader unpacks it."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError) as error:
+        raise BadInput(f"{name}: not an inspect log ({error})") from None
+    if len(members) > MAX_LOG_MEMBERS:
+        raise BadInput(f"{name}: {len(members)} members, more than an inspect log of a cell holds ({MAX_LOG_MEMBERS})")
+    unpacked = sum(member.file_size for member in members)
+    if unpacked > MAX_LOG_UNPACKED:
+        raise BadInput(f"{name}: {unpacked} bytes once unpacked, more than {MAX_LOG_UNPACKED}")
 
 
 def score_values(sample: EvalSample) -> dict[str, Any]:
