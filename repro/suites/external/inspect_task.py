@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence
     from repro.spec.cells import Cell
     from repro.spec.findings import SuiteSelection
-    from repro.spec.matrix import Suite
+    from repro.spec.matrix import ExternalSuite, Suite
     from repro.spec.profiles import Profile
 
 LOGS = "logs/"
@@ -121,54 +121,41 @@ class Inspect(Adapter):
         return walk_raw(out_dir, MAX_RAW_FILES, "inspect")
 
     def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
-        samples = {str(s.id): s for log in read_logs(raw, index) for s in log.samples or []}
+        logs = read_logs(raw, index)
+        samples = {str(s.id): s for log in logs for s in log.samples or []}
         if sorted(samples) != sorted(ids) or any(s.epoch != 1 for s in samples.values()):
             raise BadInput(
                 f"the inspect logs hold samples {', '.join(sorted(samples)) or 'none'}, the cell ran {', '.join(ids)}"
             )
         ordered = [samples[sample_id] for sample_id in ids]
+        task = log_task(logs)
         return Normalised(
-            results=[scenario_result(s, log_task(raw, index)) for s in ordered],
+            results=[scenario_result(s, task) for s in ordered],
             transcripts=[TranscriptLine(id=str(s.id), transcript=transcript(s)) for s in ordered],
         )
 
     def recheck(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path, protocol: str) -> list[str]:
-        """What the log alone shows: each log finished, and every model call used one model and one config."""
-        problems = []
-        for log in read_logs(raw, index):
-            if log.status != "success":
-                problems.append(f"the inspect log's status is {log.status}")
-            problems += model_call_problems(log)
-        return problems
+        """What the logs alone show: each finished, and every model call used the cell's one model."""
+        return [problem for log in read_logs(raw, index) for problem in log_problems(log)]
 
     def recheck_evidence(self, ev: CellEvidence, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
-        """The log's own checks, its model calls held to the cell's decoding, and the task's scorers
-        re-run on the recorded samples in the suite's sealed image (offline): each sample's score must
-        be the log's."""
-        problems = self.recheck(raw, index, wheel_root, ev.record.cell.protocol)
-        logs = read_logs(raw, index)
-        decoding = ev.record.cell.decoding
-        wanted = {"temperature": decoding.temperature, "seed": ev.record.cell.seed, "max_tokens": decoding.max_tokens}
-        external = external_of(ev.record.cell.suite)
-        name, version = str(external.wheel).split("==", 1)
-        for log in logs:
-            problems += decoding_problems(log, wanted, external.roles or [])
-            ran = (log.eval.packages or {}).get(name.replace("-", "_"))
-            if ran != version:
-                problems.append(f"the log ran {name} {ran}, the suite pins {version}")
-            if log.eval.task != external.task:
-                problems.append(f"the log ran task {log.eval.task}, the suite names {external.task}")
+        """The logs held to the cell's pins (the package, the task, the decoding of every model call,
+        the bound roles), and the task's scorers re-run on the recorded samples in the suite's sealed
+        image (offline): each sample's score must be the log's."""
+        record = ev.record.cell
+        external = external_of(record.suite)
+        wanted = {
+            "temperature": record.decoding.temperature,
+            "seed": record.seed,
+            "max_tokens": record.decoding.max_tokens,
+        }
+        files = log_files(raw, index)
+        logs = {name: read_log(name, data) for name, data in sorted(files.items())}
+        problems = [p for log in logs.values() for p in [*log_problems(log), *pin_problems(log, external, wanted)]]
         image = rescoring_image(ev)
-        package = str(external_of(ev.record.cell.suite).task).split("/", 1)[0]
-        for name, data in sorted(log_files(raw, index).items()):
-            recorded = {str(s.id): score_values(s) for log in [read_log(name, data)] for s in log.samples or []}
-            rescored = rescore(image, data, package)
-            problems += [
-                f"sample {sample_id}: the log scores {recorded[sample_id]}, "
-                f"its scorers re-run give {rescored.get(sample_id)}"
-                for sample_id in sorted(recorded)
-                if rescored.get(sample_id) != recorded[sample_id]
-            ]
+        package = str(external.task).split("/", 1)[0]
+        for name, log in logs.items():
+            problems += score_problems(log, rescore(image, files[name], package))
         return problems
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
@@ -216,9 +203,9 @@ def log_files(raw: dict[str, bytes], index: RawIndex) -> dict[str, bytes]:
     return found
 
 
-def log_task(raw: dict[str, bytes], index: RawIndex) -> str:
+def log_task(logs: list[EvalLog]) -> str:
     """The task the logs ran, by its name without its package (every log must name one)."""
-    tasks = {log.eval.task.split("/")[-1] for log in read_logs(raw, index)}
+    tasks = {log.eval.task.split("/")[-1] for log in logs}
     if len(tasks) != 1:
         raise BadInput(f"the inspect logs ran tasks {', '.join(sorted(tasks))}, not one")
     return tasks.pop()
@@ -347,6 +334,32 @@ def transcript(sample: EvalSample) -> list[TranscriptEntry]:
 
 def model_events(log: EvalLog) -> list[Any]:
     return [e for s in log.samples or [] for e in s.events if getattr(e, "event", None) == "model"]
+
+
+def log_problems(log: EvalLog) -> list[str]:
+    """The log finished, and every model call named its model (a role bound to the same engine and model included)."""
+    problems = [] if log.status == "success" else [f"the inspect log's status is {log.status}"]
+    return problems + model_call_problems(log)
+
+
+def pin_problems(log: EvalLog, external: ExternalSuite, wanted: dict[str, Any]) -> list[str]:
+    """The log ran the pinned package at its version, the suite's task, and the cell's decoding."""
+    name, version = str(external.wheel).split("==", 1)
+    ran = (log.eval.packages or {}).get(name.replace("-", "_"))
+    problems = [] if ran == version else [f"the log ran {name} {ran}, the suite pins {version}"]
+    if log.eval.task != external.task:
+        problems.append(f"the log ran task {log.eval.task}, the suite names {external.task}")
+    return problems + decoding_problems(log, wanted, external.roles or [])
+
+
+def score_problems(log: EvalLog, rescored: dict[str, Any]) -> list[str]:
+    """Every sample's recorded scores are what its scorers give again."""
+    recorded = {str(s.id): score_values(s) for s in log.samples or []}
+    return [
+        f"sample {sample_id}: the log scores {recorded[sample_id]}, its scorers re-run give {rescored.get(sample_id)}"
+        for sample_id in sorted(recorded)
+        if rescored.get(sample_id) != recorded[sample_id]
+    ]
 
 
 def model_call_problems(log: EvalLog) -> list[str]:
