@@ -6,7 +6,8 @@ scenarios must come with the attempts that computed them (`earlier_attempts`): e
 record ties it to this run, this very cell and suite, and the engine image, identity and execution
 settings (threads, slots, prompt cache) the cell records; each scenario it finished has the sha256
 of its result and transcript (`KeptScenario.digest`), recomputed here from the cell's own files;
-its engine log is a file of the cell and shows the thread count the cell ran at. A kept list that
+its engine log is a file of the cell, not the cell's own engine log copied, and shows the thread
+count the cell ran at. A kept list that
 no earlier attempt accounts for, an attempt on another engine or settings, or a kept scenario
 whose digest differs is INVALID.
 """
@@ -17,7 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from repro.bundle.records import EarlierAttempt, Execution, KeptScenario
-from repro.check.cross import ENGINE_THREADS
+from repro.check.cross import ENGINE_LOG, ENGINE_THREADS
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
 
@@ -79,14 +80,21 @@ def settings_of(execution: Execution | None) -> tuple[int | None, int, bool] | N
 
 
 def attempt_log_problems(ev: CellEvidence, number: int, attempt: EarlierAttempt) -> list[str]:
-    """The attempt's engine log is a file of the cell (its sha256 in `files`) and, for llama.cpp,
-    shows the thread count the cell ran at."""
+    """The attempt's engine log is a file of the cell (its sha256 in `files`), not the cell's own
+    engine log copied, and, for an engine that reports its build, shows the thread count the cell ran at."""
     if attempt.engine_log not in ev.record.files:
         return [f"earlier attempt {number}: its engine log {attempt.engine_log!r} is not a file of the cell"]
     try:
         text = ev.bundle.cell_file(ev.cell_id, attempt.engine_log, MAX_LOG_BYTES)
     except BadInput as error:
         return [f"earlier attempt {number}: its engine log is unreadable ({error})"]
+    if ev.bundle.has_file(ev.cell_id, ENGINE_LOG) and text == ev.bundle.cell_file(
+        ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES
+    ):
+        return [
+            f"earlier attempt {number}: its engine log is the cell's own {ENGINE_LOG}, byte for byte: "
+            "it shows no earlier engine (an interrupted attempt's engine served other requests)"
+        ]
     threads = ev.record.execution.threads if ev.record.execution else None
     logged = {int(found) for found in ENGINE_THREADS.findall(text)}
     if ev.record.cell.engine.facts.reports_build and threads is not None and logged != {threads}:

@@ -674,7 +674,8 @@ def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) 
     partial = PartialCell.model_validate({**partial.model_dump(mode="json"), **partial_update})
     finished = {result.id: KeptScenario.digest(result, transcripts[result.id]) for result in results[:kept]}
     attempt = EarlierAttempt(partial=partial, finished=finished, engine_log="attempt-1.engine.log")
-    (cell / attempt.engine_log).write_text((cell / "engine.log").read_text())
+    # the interrupted engine's own log: it served the kept scenarios, so its lines are not the cell's log's
+    (cell / attempt.engine_log).write_text((cell / "engine.log").read_text() + "(the interrupted attempt's requests)\n")
     rerun = sum(result.seconds for result in results[kept:])
 
     def change(data: dict) -> None:
@@ -714,6 +715,15 @@ def forge_kept_at_another_thread_count(run: Path) -> list[str]:
     resume_evidence(run, cell, 2, execution={**record["execution"], "threads": 8})
     log = cell / "attempt-1.engine.log"
     log.write_text(re.sub(r"n_threads = \d+", "n_threads = 8", log.read_text()))
+    return [cell.name]
+
+
+def forge_kept_with_the_cells_own_engine_log(run: Path) -> list[str]:
+    """30l. The kept scenarios' attempt, its record copied from the cell itself, names as its engine
+    log a byte-for-byte copy of the cell's own (issue 49's graft: no earlier engine ever ran)."""
+    cell = target(run)
+    resume_evidence(run, cell, 2)
+    (cell / "attempt-1.engine.log").write_text((cell / "engine.log").read_text())
     return [cell.name]
 
 
@@ -965,6 +975,7 @@ FORGERIES = [
     case(forge_kept_on_another_engine_image, "resumed", "30i-kept-on-another-engine-image"),
     case(forge_kept_at_another_thread_count, "resumed", "30j-kept-at-another-thread-count"),
     case(forge_kept_scenario_changed, "resumed", "30k-kept-scenario-digest-differs"),
+    case(forge_kept_with_the_cells_own_engine_log, "resumed", "30l-kept-with-the-cells-own-engine-log"),
     case(forge_suite_weakened, "suite-at-commit", "31-embedded-suite-not-the-commits"),
     case(forge_profile_relaxed, "profile-at-commit", "32-profile-not-the-commits"),
     case(forge_matrix_not_the_commits, "matrix-at-commit", "32b-matrix-not-the-commits"),
