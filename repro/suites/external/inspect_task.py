@@ -38,7 +38,15 @@ from harness.contracts import (
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.files import sha256_bytes
 from repro.suites.external.base import Adapter
-from repro.suites.external.raw import Normalised, RawIndex, external_of, tree_lines, walk_raw, worker_files
+from repro.suites.external.raw import (
+    Normalised,
+    RawIndex,
+    external_of,
+    tree_lines,
+    walk_raw,
+    wheel_folder,
+    worker_files,
+)
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -74,9 +82,7 @@ class Inspect(Adapter):
         from repro.spec.findings import SuiteSelection
 
         external = external_of(suite)
-        folder = (wheel_root / suite.path).resolve()
-        if not folder.is_relative_to(wheel_root.resolve()) or not folder.is_dir():
-            raise BadInput(f"suite {suite.id}: {suite.path} is not a folder of the wheel")
+        folder = wheel_folder(suite, wheel_root)
         if not suite.ids:
             raise BadInput(f"suite {suite.id}: an inspect suite names the samples it runs (ids)")
         task = str(external.task)

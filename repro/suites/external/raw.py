@@ -105,3 +105,11 @@ def tree_lines(folder: Path, label: str) -> list[str]:
     """`<label>/<relative path>\\0<sha256>` per regular file under `folder`, sorted."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) if folder.is_dir() else []
     return [f"{label}/{p.relative_to(folder).as_posix()}\0{sha256_bytes(p.read_bytes())}" for p in files]
+
+
+def wheel_folder(suite: Suite, wheel_root: Path) -> Path:
+    """The suite's `path` in its unpacked wheel, which must be a folder inside it."""
+    folder = (wheel_root / suite.path).resolve()
+    if not folder.is_relative_to(wheel_root.resolve()) or not folder.is_dir():
+        raise BadInput(f"suite {suite.id}: {suite.path} is not a folder of the wheel")
+    return folder

@@ -37,7 +37,7 @@ from harness.contracts import (
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.external.base import Adapter
-from repro.suites.external.raw import Normalised, RawIndex, tree_lines, walk_raw, worker_files
+from repro.suites.external.raw import Normalised, RawIndex, tree_lines, walk_raw, wheel_folder, worker_files
 from repro.suites.external.toolcallbench_check import recheck_workers, render_reports
 from repro.suites.external.toolcallbench_raw import DATABASE, FIXTURE, SESSION, Call, Run, Worker
 
@@ -85,9 +85,7 @@ class ToolCallBench(Adapter):
     def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
         from repro.spec.findings import SuiteSelection
 
-        folder = (wheel_root / suite.path).resolve()
-        if not folder.is_relative_to(wheel_root.resolve()) or not folder.is_dir():
-            raise BadInput(f"suite {suite.id}: {suite.path} is not a folder of the wheel")
+        folder = wheel_folder(suite, wheel_root)
         tasks = task_groups(folder)
         chosen = [
             t
