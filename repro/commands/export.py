@@ -59,7 +59,6 @@ def inspect(
 
     def write(cell: CellLog, path: Path) -> None:
         module.write_log(module.eval_log(cell), path)
-        return None
 
     exported = export_runs(results, out, include, write)
     console = Console(highlight=False)
@@ -120,7 +119,6 @@ def hf(
 
     def write(cell: CellLog, path: Path) -> None:
         path.write_text(hf_entry_yaml(cell, dataset_id, bundle_url))
-        return None
 
     report(export_runs(results, out, {"VALID"}, write, ".yaml"), out, "Hugging Face eval result entries")
 

@@ -78,7 +78,8 @@ def stored_plan(
     them with `require_all`: a shard's split must not depend on which models a machine holds)."""
     from repro.store.chat_template import stored_template_facts
 
-    llama_models = [m for m in loaded.matrix.models if any(e.facts.template_from_gguf for e in loaded.matrix.engines)]
+    reads_templates = any(e.facts.template_from_gguf for e in loaded.matrix.engines)
+    llama_models = list(loaded.matrix.models) if reads_templates else []
     templates = stored_template_facts(llama_models, required={m.id for m in llama_models} if require_all else set())
     return make_plan(loaded, profile_name, profile, templates=templates), templates
 

@@ -97,6 +97,7 @@ def aggregate(cell: CellLog, samples_file: str, samples: bytes, url: str | None)
         else {"dataset_name": spec.suite.id, "source_type": "other"}
     )
     source["additional_details"] = {"suite_sha256": record.suite_sha256 or "", "samples": str(total)}
+    pinned = pins(cell)
     return {
         "schema_version": EEE_SCHEMA,
         "evaluation_id": evaluation_id(cell),
@@ -107,12 +108,12 @@ def aggregate(cell: CellLog, samples_file: str, samples: bytes, url: str | None)
             "source_type": "evaluation_run",
             "source_organization_name": "unknown",
             "evaluator_relationship": "third_party",
-            "additional_details": pins(cell),
+            "additional_details": pinned,
         },
         "eval_library": {
             "name": "repro",
             "version": __version__,
-            "additional_details": {"harness": pins(cell)["harness"]},
+            "additional_details": {"harness": pinned["harness"]},
         },
         "model_info": {
             "name": spec.model.id,
@@ -178,6 +179,7 @@ def instance_lines(cell: CellLog) -> bytes:
         turns = cell.transcripts.get(result.id, [])
         trigger = next((getattr(e, "text", "") for e in turns if getattr(e, "kind", None) == "trigger"), "")
         transcript_sha = sha256_bytes(json.dumps([e.model_dump(mode="json") for e in turns], sort_keys=True).encode())
+        messages = transcript_turns(turns)
         line: dict[str, Any] = {
             "schema_version": EEE_SCHEMA,
             "evaluation_id": evaluation_id(cell),
@@ -187,7 +189,7 @@ def instance_lines(cell: CellLog) -> bytes:
             "sample_id": result.id,
             "interaction_type": "agentic",
             "input": {"raw": trigger or "", "reference": []},
-            "messages": transcript_turns(turns),
+            "messages": messages,
             "answer_attribution": [
                 {
                     "turn_idx": 0,
@@ -200,7 +202,7 @@ def instance_lines(cell: CellLog) -> bytes:
             "evaluation": {
                 "score": 1.0 if result.passed else 0.0,
                 "is_correct": bool(result.passed),
-                "num_turns": len(transcript_turns(turns)),
+                "num_turns": len(messages),
                 "tool_calls_count": result.steps,
             },
             "token_usage": {

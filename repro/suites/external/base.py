@@ -41,10 +41,10 @@ from repro.suites.external.raw import (
 from repro.suites.external.wheels import fetch_code, fetch_wheels, lock_file, unpacked_wheel, verified_wheel
 from repro.suites.references import code_reference, suite_root
 from repro.suites.scenarios import ScenarioSuites, selection_files
+from repro.suites.sources import fetch_suite, scenario_folder
 
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence
-from repro.suites.sources import fetch_suite, scenario_folder
 
 
 class Adapter(SuiteKind):
@@ -108,9 +108,10 @@ class Adapter(SuiteKind):
         """The container's argv (after the adapter's program) for one worker's share `ids`."""
 
     @property
-    @abstractmethod
     def program(self) -> list[str]:
-        """The program the cell's container runs (the image's default stays the harness's)."""
+        """The program the cell's container runs (the image's default stays the harness's): the driver,
+        with the Python of the harness's own venv, /opt/<name> (images/<name>/Dockerfile)."""
+        return [f"/opt/{self.name}/bin/python3", f"/opt/{self.name}/{self.driver}"]
 
     @abstractmethod
     def raw_paths(self, out_dir: Path) -> list[str]:

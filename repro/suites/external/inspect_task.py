@@ -71,10 +71,6 @@ class Inspect(Adapter):
     image_dir = "images/inspect"
     driver = "driver.py"
 
-    @property
-    def program(self) -> list[str]:
-        return ["/opt/inspect/bin/python3", f"/opt/inspect/{self.driver}"]
-
     def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
         """The samples the suite names, in its order; the sha256 covers the task's package folder
         (`path`, e.g. inspect_evals/agent_threat_bench: its code and data), the task, its arguments
@@ -161,7 +157,7 @@ class Inspect(Adapter):
         image = rescoring_image(ev)
         package = str(external.task).split("/", 1)[0]
         for name, log in logs.items():
-            problems += score_problems(log, rescore(image, files[name], package))
+            problems += score_problems(log, rescore(image, self.program, files[name], package))
         return problems
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
@@ -429,7 +425,7 @@ def rescoring_image(ev: CellEvidence) -> str:
     )
 
 
-def rescore(image: str, log: bytes, package: str) -> dict[str, Any]:
+def rescore(image: str, program: list[str], log: bytes, package: str) -> dict[str, Any]:
     """Each sample's scores, from the task's scorers re-run on the log in `image`: sealed as a probe
     is (non-root, read-only, no capabilities), with no network at all."""
     from repro.containers.sandbox import base_env, bind, create_kwargs, labels
@@ -452,7 +448,7 @@ def rescore(image: str, log: bytes, package: str) -> dict[str, Any]:
             settings,
             image,
             ["rescore", "/in/log.eval", "--package", package],
-            entrypoint=["/opt/inspect/bin/python3", "/opt/inspect/driver.py"],
+            entrypoint=program,
             mounts=[bind(folder, "/in", read_only=True)],
         )
         container = client.containers.create(**kwargs)

@@ -80,10 +80,6 @@ class Tholos(Adapter):
     image_dir = "images/tholos"
     driver = "driver.py"
 
-    @property
-    def program(self) -> list[str]:
-        return ["/opt/tholos/bin/python3", f"/opt/tholos/{self.driver}"]
-
     def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
         """The scenarios of `wheel_root` (here the suite's scenario folder), selected as our suites
         are: the same ids, categories and sha256 as our harness's suite over the same files."""

@@ -78,10 +78,6 @@ class ToolCallBench(Adapter):
     image_dir = "images/toolcallbench"
     driver = "driver.py"
 
-    @property
-    def program(self) -> list[str]:
-        return ["/opt/toolcallbench/bin/python3", f"/opt/toolcallbench/{self.driver}"]
-
     def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
         from repro.spec.findings import SuiteSelection
 
