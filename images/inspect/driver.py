@@ -18,7 +18,7 @@ address is given because model construction needs one), and prints each sample's
 
 Usage: python driver.py run --out DIR --task NAME --samples ID,ID [--task-args JSON] --base-url URL
        --model NAME [--seed N] [--temperature T] [--max-tokens N] [--timeout S] [--role NAME]...
-       python driver.py rescore LOG --package NAME
+       python driver.py rescore LOG [--package NAME]
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--role", action="append", default=[])
     rescore = commands.add_parser("rescore")
     rescore.add_argument("log")
-    rescore.add_argument("--package", required=True)
+    rescore.add_argument("--package", default=None)
     return parser.parse_args(argv)
 
 
@@ -139,7 +139,8 @@ def rescore(args: argparse.Namespace) -> int:
     log = read_eval_log(args.log)
     scorers = []
     for recorded in log.eval.scorers or []:
-        name = recorded.name if "/" in recorded.name else f"{args.package}/{recorded.name}"
+        # a package's scorer by its package; an author's is found in the task file the log names
+        name = recorded.name if "/" in recorded.name or args.package is None else f"{args.package}/{recorded.name}"
         scorers += resolve_scorers(log, name, recorded.options or {})
     if not scorers:
         print(json.dumps({"error": "the log names no scorer"}))

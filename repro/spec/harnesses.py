@@ -80,7 +80,11 @@ HARNESSES: dict[str, HarnessFacts] = {
     "inspect": HarnessFacts(
         name="inspect",
         implementation="repro.suites.external.inspect_task:Inspect",
-        known_wheels={"inspect-evals==0.26.0": "b76d15813182807da141a0f06bb6f18a5f82d1f06291ec2633bb84cdf661f8d0"},
+        known_wheels={
+            "inspect-evals==0.26.0": "b76d15813182807da141a0f06bb6f18a5f82d1f06291ec2633bb84cdf661f8d0",
+            # an author's own task file (task: FILE.py@name) runs on inspect_ai itself
+            "inspect-ai==0.3.285": "4658e36773e9d78116a69a3eb066f47698aa7ea9fc1c0146927a86f02b455aa6",
+        },
         protocols=frozenset({"native_tools"}),
         request_kind="inspect_ai's OpenAI-compatible provider: tools in the request, message.tool_calls in the reply",
         sends_cache_prompt=False,

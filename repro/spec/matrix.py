@@ -338,9 +338,10 @@ class ExternalSuite(Strict):
     )
     task: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*/[A-Za-z_][A-Za-z0-9_]*$",
+        pattern=r"^([A-Za-z_][A-Za-z0-9_]*/[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9_][A-Za-z0-9_.-]*\.py@[A-Za-z_][A-Za-z0-9_]*)$",
         description="inspect: the task by its registry name, package/task "
-        "(e.g. inspect_evals/agent_threat_bench_memory_poison)",
+        "(e.g. inspect_evals/agent_threat_bench_memory_poison), or an author's task file in the suite's folder "
+        "(path) and the task in it, FILE.py@task (e.g. bakery.py@bakery)",
     )
     task_args: dict[str, str | int | float | bool] | None = Field(
         default=None, description="inspect: the task's arguments (-T name=value)"
@@ -360,7 +361,11 @@ class ExternalSuite(Strict):
         if runs_tasks != (self.task is not None):
             raise ValueError(
                 f"harness {self.harness}: "
-                + ("name the task to run (task: package/name)" if runs_tasks else "task is for inspect suites only")
+                + (
+                    "name the task to run (task: package/name or FILE.py@name)"
+                    if runs_tasks
+                    else "task is for inspect suites only"
+                )
             )
         if not runs_tasks and (self.task_args is not None or self.roles is not None):
             raise ValueError(f"harness {self.harness}: task_args and roles are for inspect suites only")
@@ -375,6 +380,12 @@ class ExternalSuite(Strict):
             if getattr(self, name) is None and isinstance(data, dict):
                 data.pop(name, None)
         return data
+
+    @property
+    def task_file(self) -> str | None:
+        """An author's task file (`task: FILE.py@name`, in the suite's folder, theirs), or None for a
+        package's task (or a harness that names none)."""
+        return self.task.split("@", 1)[0] if self.task is not None and "@" in self.task else None
 
     @property
     def pin(self) -> str:
@@ -542,9 +553,11 @@ class LoadedMatrix(BaseModel):
         return self.root != PROJECT_ROOT
 
     def suite_root(self, suite: Suite) -> Path | None:
-        """Where a suite's scenario folder is found: the matrix's folder for its own scenario files,
-        None (the kind's default) for a suite pinned by an archive or run by an external harness."""
-        return self.root if suite.source is None and suite.external is None else None
+        """Where a suite's own files are found: the matrix's folder for its own scenario files or
+        task file, None (the kind's default) for a suite pinned by an archive or whose tasks are in
+        an external harness's code."""
+        own = suite.external is None or suite.external.task_file is not None
+        return self.root if suite.source is None and own else None
 
 
 def matrix_json_schema() -> dict:

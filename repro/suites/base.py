@@ -107,6 +107,11 @@ class SuiteKind(ABC):
         an archive or run by another harness."""
         return False
 
+    def tasks_in_bundle(self, suite: Suite) -> bool:
+        """Whether a bundle holds the suite's tasks itself (suites/<id>/scenarios/, embedded or
+        referenced), as it does our scenario files; False where they are in another harness's code."""
+        return True
+
     @abstractmethod
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
         """The suite's tasks in run order, their categories and their sha256 (BadInput when the suite

@@ -96,6 +96,12 @@ class Adapter(SuiteKind):
         """Where its tasks are: in its wheel ("code"), or in the suite's own pinned source ("source")."""
         return self.facts.tasks_from
 
+    def tasks_in_bundle(self, suite: Suite) -> bool:
+        """Whether a bundle holds the suite's tasks itself (suites/<id>/scenarios/, embedded or
+        referenced): a harness that runs the suite's scenario files, or an author's own task file;
+        else they are in the harness's wheel or code."""
+        return self.tasks_from == "source"
+
     # ------------------------------------------------------------ what differs between harnesses
 
     @abstractmethod
@@ -139,15 +145,16 @@ class Adapter(SuiteKind):
     # ------------------------------------------------------------ the suite interface, once for all
 
     def select(self, suite: Suite, root: Path | None = None) -> SuiteSelection:
-        """The tasks the suite selects from its fetched, verified wheel (`root` is not used: a
-        bundle's copy of the wheel is verified by its sha256 instead)."""
+        """The tasks the suite selects from its fetched, verified wheel or source (`root`: where an
+        author's own files are, when not where the matrix says; a bundle's copy of a wheel is
+        verified by its sha256 instead)."""
         external = external_of(suite)
         lock = lock_file(external)
         return self.selection(
-            suite, self.tasks_folder(suite), pin_inputs(external.sha256, sha256_bytes(lock.read_bytes()))
+            suite, self.tasks_folder(suite, root), pin_inputs(external.sha256, sha256_bytes(lock.read_bytes()))
         )
 
-    def tasks_folder(self, suite: Suite) -> Path:
+    def tasks_folder(self, suite: Suite, root: Path | None = None) -> Path:
         """Where the suite's tasks are on this host: its fetched wheel unpacked, or (a harness that
         runs scenario files) the suite's fetched source."""
         external = external_of(suite)

@@ -108,8 +108,8 @@ def wheel_root(ev: CellFiles) -> Path:
 
 
 def tasks_root(ev: CellFiles) -> Path:
-    """Where the suite's tasks are read from: the harness's wheel, or the embedded scenario files."""
-    if HARNESSES[ev.record.cell.suite.external.harness].tasks_from == "source":  # type: ignore[union-attr]
+    """Where the suite's tasks are read from: the harness's wheel, or the suite's files the bundle holds."""
+    if kind_of(ev.record.cell.suite).tasks_in_bundle(ev.record.cell.suite):
         return ev.suite_dir / "scenarios"
     return wheel_root(ev)
 

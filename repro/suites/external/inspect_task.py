@@ -35,13 +35,22 @@ from harness.contracts import (
     TranscriptLine,
     TriggerEntry,
 )
+from repro.bundle.layout.names import suite_folder
+from repro.bundle.layout.writer import Bundle, write_in
+from repro.bundle.records import InputReference
+from repro.containers.sandbox import bind
+from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput, NotAtHand
-from repro.core.files import sha256_bytes
+from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
+from repro.spec.findings import SuiteSelection
+from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter
+from repro.suites.external.evidence import tasks_root
 from repro.suites.external.raw import (
     Normalised,
     RawIndex,
     external_of,
+    tree_files,
     tree_lines,
     walk_raw,
     wheel_folder,
@@ -53,7 +62,6 @@ if TYPE_CHECKING:
 
     from repro.bundle.evidence import CellEvidence
     from repro.spec.cells import Cell
-    from repro.spec.findings import SuiteSelection
     from repro.spec.matrix import ExternalSuite, Suite
     from repro.spec.profiles import Profile
 
@@ -71,14 +79,28 @@ class Inspect(Adapter):
     image_dir = "images/inspect"
     driver = "driver.py"
 
-    def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
-        """The samples the suite names, in its order; the sha256 covers the task's package folder
-        (`path`, e.g. inspect_evals/agent_threat_bench: its code and data), the task, its arguments
-        and roles, the wheel and the lock."""
-        from repro.spec.findings import SuiteSelection
+    def author_files(self, suite: Suite) -> bool:
+        """An author's task file (`task: FILE.py@name`) is the author's: in their tree at its commit,
+        and in the bundle (suites/<id>/scenarios/), as their scenario files are."""
+        return external_of(suite).task_file is not None
 
+    def tasks_in_bundle(self, suite: Suite) -> bool:
+        return self.author_files(suite)
+
+    def tasks_folder(self, suite: Suite, root: Path | None = None) -> Path:
+        """A package's task: its folder in the fetched wheel; an author's task file: the suite's
+        folder in the author's tree (`root`, or where the matrix says)."""
+        if not self.author_files(suite):
+            return super().tasks_folder(suite, root)
+        return ((PROJECT_ROOT if root is None else root) / suite.path).resolve()
+
+    def selection(self, suite: Suite, wheel_root: Path, sha256_inputs: list[str]) -> SuiteSelection:
+        """The samples the suite names, in its order; the sha256 covers the task's folder (a
+        package's, `path` in its wheel, e.g. inspect_evals/agent_threat_bench: its code and data;
+        or the author's folder that holds their task file), the task, its arguments and roles, the
+        wheel and the lock. `wheel_root`: the unpacked wheel, or the author's folder itself."""
         external = external_of(suite)
-        folder = wheel_folder(suite, wheel_root)
+        folder = author_folder(suite, wheel_root) if self.author_files(suite) else wheel_folder(suite, wheel_root)
         if not suite.ids:
             raise BadInput(f"suite {suite.id}: an inspect suite names the samples it runs (ids)")
         task = str(external.task)
@@ -97,7 +119,7 @@ class Inspect(Adapter):
         digest = sha256_bytes(
             "".join(f"{line}\n" for line in [*sha256_inputs, *pins, *tree_lines(folder, "task")]).encode()
         )
-        short = task.split("/", 1)[1]
+        short = task_name(external)
         return SuiteSelection(
             folder=folder,
             ids=list(suite.ids),
@@ -111,13 +133,27 @@ class Inspect(Adapter):
         external = external_of(cell.suite)
         decoding = cell.decoding
         return [
-            *["run", "--out", "/out", "--task", str(external.task), "--samples", ",".join(ids)],
+            *["run", "--out", "/out", "--task", task_spec(external), "--samples", ",".join(ids)],
             *["--task-args", json.dumps(external.task_args or {}, sort_keys=True)],
             *["--base-url", base_url, "--model", model],
             *["--seed", str(cell.seed), "--temperature", str(decoding.temperature)],
             *["--max-tokens", str(decoding.max_tokens), "--timeout", str(int(profile.step_timeout_s))],
             *[arg for role in external.roles or [] for arg in ("--role", role)],
         ]
+
+    def embed(self, bundle: Bundle, suite: Suite, selection: SuiteSelection) -> list[InputReference]:
+        """The lock, and the wheel by reference; an author's task folder, byte for byte, under
+        suites/<id>/scenarios/ (their own code: check selects it again there, and a rerun runs it)."""
+        references = super().embed(bundle, suite, selection)
+        if self.author_files(suite):
+            target = suite_folder(bundle.dir, suite.id) / "scenarios"
+            for name, path in tree_files(selection.folder).items():
+                write_in(bundle.dir, target / name, read_regular(path, MAX_RAW_BYTES))
+        return references
+
+    def mounts(self, selection: SuiteSelection) -> list:
+        """The task's folder, read-only, at SCENARIO_MOUNT (an author's task file runs from there)."""
+        return [bind(selection.folder, SCENARIO_MOUNT, read_only=True)]
 
     def raw_paths(self, out_dir: Path) -> list[str]:
         return walk_raw(out_dir, MAX_RAW_FILES, "inspect")
@@ -155,9 +191,9 @@ class Inspect(Adapter):
         logs = {name: read_log(name, data) for name, data in sorted(files.items())}
         problems = [p for log in logs.values() for p in [*log_problems(log), *pin_problems(log, external, wanted)]]
         image = rescoring_image(ev)
-        package = str(external.task).split("/", 1)[0]
+        author = tasks_root(ev) if self.author_files(record.suite) else None
         for name, log in logs.items():
-            problems += score_problems(log, rescore(image, self.program, files[name], package))
+            problems += score_problems(log, rescore(image, self.program, files[name], external, author))
         return problems
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
@@ -173,6 +209,30 @@ class Inspect(Adapter):
 
     def progress(self, line: str) -> ProgressEvent | None:
         return ProgressEvent.parse(line)
+
+
+# ---------------------------------------------------------------- the task
+
+
+def task_name(external: ExternalSuite) -> str:
+    """The task's own name, without its package or file."""
+    task = str(external.task)
+    return task.split("@", 1)[1] if "@" in task else task.split("/", 1)[1]
+
+
+def task_spec(external: ExternalSuite) -> str:
+    """The task as the driver hands it to inspect's eval(): a package's registry name, or the
+    author's file where the cell's container mounts their folder (FILE.py@name)."""
+    return str(external.task) if external.task_file is None else f"{SCENARIO_MOUNT}/{external.task}"
+
+
+def author_folder(suite: Suite, folder: Path) -> Path:
+    """The author's folder that holds the suite's task file (BadInput when the file is not in it)."""
+    name = external_of(suite).task_file
+    path = folder / str(name)
+    if not folder.is_dir() or path.is_symlink() or not path.is_file():
+        raise BadInput(f"suite {suite.id}: the task file {name} is not a file of {suite.path}")
+    return folder
 
 
 # ---------------------------------------------------------------- the log
@@ -349,8 +409,10 @@ def pin_problems(log: EvalLog, external: ExternalSuite, wanted: dict[str, Any]) 
     name, version = str(external.wheel).split("==", 1)
     ran = (log.eval.packages or {}).get(name.replace("-", "_"))
     problems = [] if ran == version else [f"the log ran {name} {ran}, the suite pins {version}"]
-    if log.eval.task != external.task:
-        problems.append(f"the log ran task {log.eval.task}, the suite names {external.task}")
+    ran_task = (log.eval.task, log.eval.task_file)
+    wanted_task = (external.task, None) if external.task_file is None else (task_name(external), task_spec(external))
+    if ran_task != wanted_task:
+        problems.append(f"the log ran task {ran_task}, the suite names {wanted_task}")
     return problems + decoding_problems(log, wanted, external.roles or [])
 
 
@@ -425,10 +487,12 @@ def rescoring_image(ev: CellEvidence) -> str:
     )
 
 
-def rescore(image: str, program: list[str], log: bytes, package: str) -> dict[str, Any]:
+def rescore(image: str, program: list[str], log: bytes, external: ExternalSuite, author: Path | None) -> dict[str, Any]:
     """Each sample's scores, from the task's scorers re-run on the log in `image`: sealed as a probe
-    is (non-root, read-only, no capabilities), with no network at all."""
-    from repro.containers.sandbox import base_env, bind, create_kwargs, labels
+    is (non-root, read-only, no capabilities), with no network at all. A package's scorers are named
+    by its package; an author's are loaded from their task file (`author`: the bundle's copy of
+    their folder, mounted where the cell's container had it)."""
+    from repro.containers.sandbox import base_env, create_kwargs, labels
     from repro.spec.findings import SandboxSettings
     from repro.store.images import client_or_default
 
@@ -444,12 +508,14 @@ def rescore(image: str, program: list[str], log: bytes, package: str) -> dict[st
         path.write_bytes(log)
         path.chmod(0o644)
         Path(folder).chmod(0o755)
+        package = [] if author is not None else ["--package", str(external.task).split("/", 1)[0]]
+        task = [] if author is None else [bind(author, SCENARIO_MOUNT, read_only=True)]
         kwargs = create_kwargs(
             settings,
             image,
-            ["rescore", "/in/log.eval", "--package", package],
+            ["rescore", "/in/log.eval", *package],
             entrypoint=program,
-            mounts=[bind(folder, "/in", read_only=True)],
+            mounts=[bind(folder, "/in", read_only=True), *task],
         )
         container = client.containers.create(**kwargs)
         try:

@@ -101,10 +101,25 @@ def worker_files(raw: dict[str, bytes], index: RawIndex) -> dict[int, dict[str, 
     return workers
 
 
+MAX_TREE_FILES = 5000
+
+
+def tree_files(folder: Path) -> dict[str, Path]:
+    """Each regular file under `folder` by its relative path, sorted; links and Python's byte-code
+    caches (`__pycache__`, written by whoever imported the code) are not among them."""
+    found = {
+        p.relative_to(folder).as_posix(): p
+        for p in (folder.rglob("*") if folder.is_dir() else [])
+        if p.is_file() and not p.is_symlink() and "__pycache__" not in p.relative_to(folder).parts
+    }
+    if len(found) > MAX_TREE_FILES:
+        raise BadInput(f"{folder.name}: {len(found)} files, more than a suite's folder holds ({MAX_TREE_FILES})")
+    return dict(sorted(found.items()))
+
+
 def tree_lines(folder: Path, label: str) -> list[str]:
-    """`<label>/<relative path>\\0<sha256>` per regular file under `folder`, sorted."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) if folder.is_dir() else []
-    return [f"{label}/{p.relative_to(folder).as_posix()}\0{sha256_bytes(p.read_bytes())}" for p in files]
+    """`<label>/<relative path>\\0<sha256>` per file of `tree_files(folder)`."""
+    return [f"{label}/{name}\0{sha256_bytes(path.read_bytes())}" for name, path in tree_files(folder).items()]
 
 
 def wheel_folder(suite: Suite, wheel_root: Path) -> Path:
