@@ -32,6 +32,7 @@ from repro.check.formats import rules_for
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.registry import load_object
 from repro.spec.cells import ExclusionKind, exclusion_label, kind_from_text
+from repro.spec.findings import Noted
 from repro.suites.base import CheckTools
 from repro.suites.references import suite_root
 from repro.suites.registry import kind_of
@@ -63,6 +64,7 @@ class CellVerdict(BaseModel):
     # what a rule could not look at, and why (NotAtHand): UNCHECKED unless a problem makes it INVALID
     unchecked: list[Problem] = []
     kind: ExclusionKind | Literal["unknown"] | None = None  # an EXCLUDED cell's (or an engine fault's): who left it out
+    notes: list[str] = []  # what the verdict took on the bundle's word, not recomputed (a model-graded score)
 
     @property
     def kind_label(self) -> str:
@@ -196,8 +198,8 @@ def check_cell(run_evidence: RunEvidence, cell_id: str, run_problems: list[Probl
     kind_rules = kind_of(record.cell.suite).check_rules
     if kind_rules is not None:
         chosen = load_object(kind_rules)(chosen, ran=record.status == "done", tools=CHECK_TOOLS)
-    found, unchecked = applied(chosen, evidence)
-    return verdict_of(run, cell_id, problems + found, record, unchecked)
+    found, unchecked, notes = applied(chosen, evidence)
+    return verdict_of(run, cell_id, problems + found, record, unchecked).model_copy(update={"notes": notes})
 
 
 def suite_evidence(bundle: BundleReader, run: RunRecord, suite_id: str) -> dict:
@@ -209,21 +211,27 @@ def suite_evidence(bundle: BundleReader, run: RunRecord, suite_id: str) -> dict:
         return {"suite_path": None, "suite_missing": str(missing)}
 
 
-def applied(chosen: dict[str, CellRule], evidence: CellEvidence) -> tuple[list[Problem], list[Problem]]:
-    """The problems the rules find, and what they could not look at (a rule that raised NotAtHand),
-    each once."""
+def applied(chosen: dict[str, CellRule], evidence: CellEvidence) -> tuple[list[Problem], list[Problem], list[str]]:
+    """The problems the rules find, what they could not look at (a rule that raised NotAtHand),
+    each once, and what they took on the bundle's word (`Noted`)."""
     problems: list[Problem] = []
     unchecked: dict[str, Problem] = {}
+    notes: list[str] = []
     for name, rule in chosen.items():
         try:
-            problems += [
-                Problem(rule=name, scope="cell", cell=evidence.cell_id, text=text.strip()) for text in rule(evidence)
-            ]
+            found = rule(evidence)
         except NotAtHand as missing:
             unchecked.setdefault(
                 str(missing), Problem(rule=name, scope="cell", cell=evidence.cell_id, text=f"not checked: {missing}")
             )
-    return problems, list(unchecked.values())
+            continue
+        notes += [f"{name}: {text.strip()}" for text in found if isinstance(text, Noted)]
+        problems += [
+            Problem(rule=name, scope="cell", cell=evidence.cell_id, text=text.strip())
+            for text in found
+            if not isinstance(text, Noted)
+        ]
+    return problems, list(unchecked.values()), notes
 
 
 def verdict_of(

@@ -93,6 +93,8 @@ def print_verdicts(verdicts: list[RunVerdict]) -> None:
             for index, reason in enumerate(cell.reasons if cell.verdict != "VALID" else []):
                 kind = f"{cell.kind_label}: " if cell.kind_label and index == 0 else ""
                 console.print(f"             - {kind}{shown(reason)}", soft_wrap=True)
+            for note in cell.notes:
+                console.print(f"             [dim]note[/]: {shown(note)}", soft_wrap=True)
         for note in run.notes:
             console.print(f"  [dim]note[/]: {shown(note)}", soft_wrap=True)
         for absent in run.absent:

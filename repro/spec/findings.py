@@ -22,6 +22,11 @@ SANDBOX_UID = 10001  # the user every harness and probe container runs as
 SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 
 
+class Noted(str):
+    """A check rule's finding that is not a problem: what a VALID verdict took on the bundle's word
+    and did not recompute (a model-graded score), said beside the cell's verdict."""
+
+
 class GateResult(BaseModel):
     passed: bool
     reason: str

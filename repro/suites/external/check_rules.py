@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from repro.bundle.layout.names import CELLS_DIR, INPUTS_DIR
 from repro.core.errors import BadInput, NotAtHand, ReproError
 from repro.core.files import MAX_CARRIED_BYTES, MAX_JSON_BYTES, read_regular, sha256_bytes, sha256_file
+from repro.spec.findings import Noted
 from repro.spec.harnesses import HARNESSES
 from repro.spec.loading import code_problems
 from repro.suites.base import CheckTools
@@ -252,7 +253,10 @@ def rule_rechecked(ev: CellEvidence) -> list[str]:
     """The harness's own checks, re-executed from the recorded calls, answers and final states."""
     raw, index = raw_evidence(ev)
     rechecked = adapter_of(ev.record.cell.suite).recheck_evidence(ev, raw, index, wheel_root(ev))
-    return [f"the harness's checks do not re-execute to the recorded verdicts: {p}" for p in rechecked]
+    return [
+        p if isinstance(p, Noted) else f"the harness's checks do not re-execute to the recorded verdicts: {p}"
+        for p in rechecked
+    ]
 
 
 @guarded

@@ -42,7 +42,7 @@ from repro.containers.sandbox import bind
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
-from repro.spec.findings import SuiteSelection
+from repro.spec.findings import Noted, SuiteSelection
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter
 from repro.suites.external.evidence import tasks_root
@@ -190,11 +190,19 @@ class Inspect(Adapter):
         files = log_files(raw, index)
         logs = {name: read_log(name, data) for name, data in sorted(files.items())}
         problems = [p for log in logs.values() for p in [*log_problems(log), *pin_problems(log, external, wanted)]]
+        graded = {name for name, log in logs.items() if graded_by_model(log)}
+        notes = [
+            Noted(f"{name}: its scorer called a model, so its scores are taken on the log's word, not re-run")
+            for name in sorted(graded)
+        ]
+        if len(graded) == len(logs):
+            return problems + notes
         image = rescoring_image(ev)
         author = tasks_root(ev) if self.author_files(record.suite) else None
         for name, log in logs.items():
-            problems += score_problems(log, rescore(image, self.program, files[name], external, author))
-        return problems
+            if name not in graded:
+                problems += score_problems(log, rescore(image, self.program, files[name], external, author))
+        return problems + notes
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
         """inspect's own report is its log, which the bundle keeps: nothing is rendered."""
@@ -398,6 +406,28 @@ def model_events(log: EvalLog) -> list[Any]:
     return [e for s in log.samples or [] for e in s.events if getattr(e, "event", None) == "model"]
 
 
+def graded_by_model(log: EvalLog) -> bool:
+    """Whether a model call was made while scoring (inside a `scorers` span): a model-graded scorer,
+    which re-scoring offline cannot run again."""
+    for sample in log.samples or []:
+        events: list[Any] = list(sample.events)
+        spans = {e.id: (e.type, e.parent_id) for e in events if getattr(e, "event", None) == "span_begin"}
+        if any(getattr(e, "event", None) == "model" and in_scoring(e.span_id, spans) for e in events):
+            return True
+    return False
+
+
+def in_scoring(span: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:
+    """Whether a span is, or lies within, a `scorers` span (a bounded walk: a log's parents may loop)."""
+    for _ in range(len(spans) + 1):
+        if span is None or span not in spans:
+            return False
+        kind, span = spans[span]
+        if kind in ("scorers", "scorer"):
+            return True
+    return False
+
+
 def log_problems(log: EvalLog) -> list[str]:
     """The log finished, and every model call named its model (a role bound to the same engine and model included)."""
     problems = [] if log.status == "success" else [f"the inspect log's status is {log.status}"]
@@ -410,7 +440,8 @@ def pin_problems(log: EvalLog, external: ExternalSuite, wanted: dict[str, Any]) 
     ran = (log.eval.packages or {}).get(name.replace("-", "_"))
     problems = [] if ran == version else [f"the log ran {name} {ran}, the suite pins {version}"]
     ran_task = (log.eval.task, log.eval.task_file)
-    wanted_task = (external.task, None) if external.task_file is None else (task_name(external), task_spec(external))
+    file = external.task_file
+    wanted_task = (external.task, None) if file is None else (task_name(external), f"{SCENARIO_MOUNT}/{file}")
     if ran_task != wanted_task:
         problems.append(f"the log ran task {ran_task}, the suite names {wanted_task}")
     return problems + decoding_problems(log, wanted, external.roles or [])
