@@ -169,6 +169,8 @@ class Adapter(SuiteKind):
         fetch_wheels(external, log=log)
         if external.wheel is None:
             fetch_code(external, log=log)
+        if self.author_files(suite):  # the tasks are in the author's folder, beside their matrix
+            return f"{external.pin} and its lock (sha256 verified) for the author's {external.task}"
         return f"{len(self.select(suite).ids)} tasks of {external.pin} (sha256 verified)"
 
     def image(self, suite: Suite, harness: ImageRef) -> ImageRef:
