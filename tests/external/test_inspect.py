@@ -3,6 +3,8 @@ a score becomes a pass."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import yaml
 from pydantic import ValidationError
@@ -102,3 +104,55 @@ def test_a_log_too_large_once_unpacked_is_refused_before_it_is_read(monkeypatch)
     with pytest.raises(BadInput, match="not an inspect log"):
         inspect_task.refuse_oversized("raw.log.eval", b"not a zip")
     inspect_task.refuse_oversized("raw.log.eval", zipped({"header.json": b"{}"}))
+
+
+@pytest.mark.parametrize(
+    ("task", "valid"),
+    [
+        ("bakery.py@bakery", True),
+        ("my-evals_2.py@run_it", True),
+        ("../bakery.py@bakery", False),
+        ("evals/bakery.py@bakery", False),
+        ("/abs/bakery.py@bakery", False),
+        ("bakery.py", False),
+        ("bakery@bakery", False),
+    ],
+)
+def test_an_author_task_is_a_file_of_the_suite_folder_and_a_task_in_it(task: str, valid: bool) -> None:
+    data = {**inspect_suite()["external"], "task": task}
+    if valid:
+        external = ExternalSuite.model_validate(data)
+        assert external.task_file == task.split("@")[0]
+        assert inspect_task.task_name(external) == task.split("@")[1]
+        assert inspect_task.task_spec(external) == f"/scenarios/{task}"
+    else:
+        with pytest.raises(ValidationError):
+            ExternalSuite.model_validate(data)
+
+
+def test_a_package_task_is_no_file() -> None:
+    external = ExternalSuite.model_validate(inspect_suite()["external"])
+    assert external.task_file is None
+    assert inspect_task.task_spec(external) == "inspect_evals/agent_threat_bench_memory_poison"
+
+
+def span(span_id: str, kind: str, parent: str | None) -> SimpleNamespace:
+    return SimpleNamespace(event="span_begin", id=span_id, type=kind, parent_id=parent)
+
+
+def log_of(*events: SimpleNamespace) -> SimpleNamespace:
+    return SimpleNamespace(samples=[SimpleNamespace(events=list(events))])
+
+
+def test_a_model_call_inside_the_scoring_span_is_model_graded() -> None:
+    scoring = [span("s", "scorers", None), span("c", "scorer", "s")]
+    solving = [span("g", "solvers", None), span("h", "solver", "g")]
+    model = SimpleNamespace(event="model", span_id="c")
+    assert inspect_task.graded_by_model(log_of(*scoring, *solving, model))  # type: ignore[arg-type]
+    solved = SimpleNamespace(event="model", span_id="h")
+    assert not inspect_task.graded_by_model(log_of(*scoring, *solving, solved))  # type: ignore[arg-type]
+
+
+def test_a_span_loop_ends_the_walk() -> None:
+    looped = {"a": ("solver", "b"), "b": ("solver", "a")}
+    assert not inspect_task.in_scoring("a", looped)
