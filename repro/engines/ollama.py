@@ -1,12 +1,13 @@
-"""Ollama, pinned by image digest: `ollama serve` sealed, the verified GGUF uploaded as a blob and
-created with an explicit template and parameters, identity from `/api/version`.
+"""Ollama, built from its pinned Go module (or pinned by image digest): `ollama serve` sealed, the
+verified GGUF uploaded as a blob and created with an explicit template and parameters, identity
+from `/api/version`.
 
 Never `/api/pull`: the model comes only from the verified store, through a probe container joined
 to the engine's namespace that mounts the GGUF read-only and posts it to
 `/api/blobs/sha256:<hex>`, then `/api/create` with `files`, `template` and `parameters`.
 
-Verified here only against a stand-in server (tests/engines/test_ollama_standin.py); see
-docs/engines.md.
+Run for real by tests/engines/test_ollama_real.py and test_ollama_template.py (the stand-in,
+tests/engines/test_ollama_standin.py, stays a test double for faults); see docs/engines.md.
 """
 
 from __future__ import annotations
@@ -44,11 +45,64 @@ GEMMA3 = (
     "{{- end }}"
 )
 
+# Qwen2.5's GGUF chat template, tools included, as a Go template: it renders what the GGUF's own
+# Jinja template renders (transformers' `tojson`: json.dumps, its ", " and ": ", no ASCII escaping)
+# for a conversation whose tools Ollama keeps whole (tests/engines/test_ollama_template.py holds
+# the two equal). Ollama 0.11.4 parses a request's tools into fixed structs: it keeps a tool's
+# name, description and parameters (type, properties, required) and a property's type,
+# description and enum, drops every other key (additionalProperties, minimum, items, ...), orders
+# properties by name, and escapes <, > and & in its `json`; Jinja renders the request as sent.
+# So a tool that uses other keys, or lists its properties out of name order, reaches the model
+# otherwise than through llama.cpp (docs/engines.md). Written with dot fields (`.ToolCalls`) so
+# that Ollama's tool-call parser finds its tag, `<tool_call>`, in the template.
+_TOOL_TYPE = (
+    "{{ if eq (len $p.Type) 1 }}{{ json (index $p.Type 0) }}{{ else }}"
+    "[{{ range $j, $t := $p.Type }}{{ if $j }}, {{ end }}{{ json $t }}{{ end }}]{{ end }}"
+)
+_TOOL = (
+    '{"type": {{ json .Type }}, "function": {"name": {{ json .Function.Name }}'
+    '{{ if .Function.Description }}, "description": {{ json .Function.Description }}{{ end }}'
+    ', "parameters": {{ "{" }}"type": {{ json .Function.Parameters.Type }}, "properties": {{ "{" }}{{ $sep := "" }}'
+    '{{ range $name, $p := .Function.Parameters.Properties }}{{ $sep }}{{ json $name }}: {{ "{" }}"type": '
+    + _TOOL_TYPE
+    + '{{ if $p.Description }}, "description": {{ json $p.Description }}{{ end }}'
+    '{{ if $p.Enum }}, "enum": [{{ range $j, $e := $p.Enum }}{{ if $j }}, {{ end }}{{ json $e }}{{ end }}]{{ end }}}'
+    '{{ $sep = ", " }}{{ end }}}'
+    '{{ if .Function.Parameters.Required }}, "required": '
+    "[{{ range $j, $r := .Function.Parameters.Required }}{{ if $j }}, {{ end }}{{ json $r }}{{ end }}]{{ end }}}}}"
+)
+_ARGUMENTS = (
+    '{{ "{" }}{{ $sep := "" }}{{ range $k, $v := .Function.Arguments }}{{ $sep }}{{ json $k }}: {{ json $v }}'
+    '{{ $sep = ", " }}{{ end }}}'
+)
+QWEN25_TOOLS = (
+    '{{ $system := "You are Qwen, created by Alibaba Cloud. You are a helpful assistant." }}'
+    '{{ if and .Messages (eq (index .Messages 0).Role "system") }}{{ $system = (index .Messages 0).Content }}{{ end }}'
+    "{{ if .Tools }}<|im_start|>system\n{{ $system }}\n\n# Tools\n\n"
+    "You may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+    "{{ range .Tools }}\n" + _TOOL + "{{ end }}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> "
+    'XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+    "{{ else }}<|im_start|>system\n{{ $system }}<|im_end|>\n{{ end }}"
+    '{{ $previous := "" }}{{ range $i, $_ := .Messages }}{{ $rest := slice $.Messages $i }}'
+    '{{ if or (eq .Role "user") (and (eq .Role "system") (ne $i 0)) (and (eq .Role "assistant") (not .ToolCalls)) }}'
+    "<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n"
+    '{{ else if eq .Role "assistant" }}<|im_start|>assistant{{ if .Content }}\n{{ .Content }}{{ end }}'
+    '{{ if .ToolCalls }}{{ range .ToolCalls }}\n<tool_call>\n{"name": "{{ .Function.Name }}", "arguments": '
+    + _ARGUMENTS
+    + "}\n</tool_call>{{ end }}{{ end }}<|im_end|>\n"
+    '{{ else if eq .Role "tool" }}{{ if ne $previous "tool" }}<|im_start|>user{{ end }}'
+    "\n<tool_response>\n{{ .Content }}\n</tool_response>"
+    '{{ if or (eq (len $rest) 1) (ne (index $rest 1).Role "tool") }}<|im_end|>\n{{ end }}'
+    "{{ end }}{{ $previous = .Role }}{{ end }}<|im_start|>assistant\n"
+)
+
 # Explicit Go templates and stop sequences per model family (Ollama templates are Go templates,
 # not the GGUF's Jinja template, so they are written out here rather than guessed by the server).
 TEMPLATES: dict[str, tuple[str, list[str]]] = {
     "smollm2": (CHATML, ["<|im_start|>", "<|im_end|>"]),
-    "qwen2.5": (CHATML, ["<|im_start|>", "<|im_end|>"]),
+    "qwen2.5": (QWEN25_TOOLS, ["<|im_start|>", "<|im_end|>"]),
     "gemma 3": (GEMMA3, ["<end_of_turn>"]),
     "gemma3": (GEMMA3, ["<end_of_turn>"]),
 }
