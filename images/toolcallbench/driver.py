@@ -9,10 +9,12 @@ ToolCallBench computes, decides or writes:
   checks from them (it never runs a model's code on the host);
 - each chat request of the OpenAI-compatible backend also carries the matrix's `max_tokens` and
   the profile's `cache_prompt` (ToolCallBench 1.0.1 sends neither; without them the engine's
-  defaults would apply: no token limit, and llama.cpp's prompt cache on);
+  defaults would apply: no token limit, and llama.cpp's prompt cache on); its `ollama` backend
+  (/api/chat) is left as it is: the model repro created in Ollama has the matrix's `num_predict`
+  as its default, and Ollama has no prompt-cache switch;
 - one JSON progress line per finished task on stdout (repro's progress display).
 
-Usage: python driver.py --out DIR --tasks ID,ID [--backend openai-compat|scripted] [--host URL]
+Usage: python driver.py --out DIR --tasks ID,ID [--backend openai-compat|ollama|scripted] [--host URL]
        [--model NAME] [--profile P] [--seed N] [--temperature T] [--max-tokens N]
        [--context N] [--timeout S] [--cache-prompt]
 """
@@ -36,7 +38,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="driver")
     parser.add_argument("--out", required=True)
     parser.add_argument("--tasks", required=True)
-    parser.add_argument("--backend", default="openai-compat", choices=["openai-compat", "scripted"])
+    parser.add_argument("--backend", default="openai-compat", choices=["openai-compat", "ollama", "scripted"])
     parser.add_argument("--host", default="")
     parser.add_argument("--model", default="")
     parser.add_argument("--profile", default="oracle")

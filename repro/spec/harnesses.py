@@ -38,6 +38,9 @@ class HarnessFacts(BaseModel):
     # True: it runs the task the suite names (external.task, with task_args and roles), on the samples
     # the suite's ids name (inspect: one task of a pinned package; its samples are not files of the wheel)
     runs_named_task: bool = False
+    # engine API (an engine class's `api`: "openai", "ollama") -> the harness's own backend for it, the
+    # one place the names are mapped; an engine whose API is not here serves it nothing (its adapter refuses)
+    backends: dict[str, str] = {"openai": "openai"}  # an OpenAI-compatible server (/v1)
 
 
 # The matrix protocols `tholos bench` runs, each as its own `--json-mode`: a json_schema
@@ -51,7 +54,10 @@ HARNESSES: dict[str, HarnessFacts] = {
         implementation="repro.suites.external.toolcallbench:ToolCallBench",
         known_wheels={"toolcallbench==1.0.1": "06ef20776c90bd3d80c1e31cb28f2124f946d100f6be65bf5c669ebf2d2c061b"},
         protocols=frozenset({"native_tools"}),
-        request_kind="its OpenAI-compatible backend sends tools and reads message.tool_calls",
+        request_kind="its OpenAI-compatible backend (or, on Ollama, its own `ollama` backend: /api/chat) sends "
+        "tools and reads message.tool_calls",
+        engine_kinds=frozenset({"llama.cpp", "ollama"}),
+        backends={"openai": "openai-compat", "ollama": "ollama"},
     ),
     "tholos": HarnessFacts(
         name="tholos",
@@ -89,6 +95,8 @@ HARNESSES: dict[str, HarnessFacts] = {
         request_kind="inspect_ai's OpenAI-compatible provider: tools in the request, message.tool_calls in the reply",
         sends_cache_prompt=False,
         runs_named_task=True,
+        engine_kinds=frozenset({"llama.cpp", "ollama"}),
+        backends={"openai": "openai", "ollama": "openai"},  # Ollama serves an OpenAI-compatible /v1 too
     ),
 }
 

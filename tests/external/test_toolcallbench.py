@@ -209,3 +209,47 @@ def outcomes(cell_dir: Path) -> dict[str, tuple[bool, str]]:
     says passed, the transcript's end keeps the original family beside our mapped type."""
     ends = {line.id: end_of(line).stop for line in read_transcripts(cell_dir)}
     return {r.id: (r.passed, ends[r.id]) for r in read_results(cell_dir)}
+
+
+def planned_cell(matrix: str):
+    from repro.plan.planner import make_plan
+    from repro.spec.loading import load_matrix
+    from repro.spec.profiles import load_profiles
+
+    return make_plan(load_matrix(matrix), "cpu", load_profiles().get("cpu")).cells[0]
+
+
+def test_toolcallbench_takes_its_own_backend_for_the_engines_api() -> None:
+    """On llama.cpp its OpenAI-compatible backend at the server's root; on Ollama its own `ollama`
+    backend (/api/chat), the one place the names are mapped (repro.spec.harnesses `backends`)."""
+    from repro.spec.profiles import load_profiles
+    from repro.suites.external.toolcallbench import ToolCallBench
+
+    profile = load_profiles().get("cpu")
+    cases = (
+        (
+            "matrix/toolcallbench-smoke.yaml",
+            ["--base-url", "http://127.0.0.1:8080/v1", "--model", "m"],
+            "openai-compat",
+        ),
+        (
+            "matrix/toolcallbench-ollama.yaml",
+            ["--base-url", "http://127.0.0.1:11434", "--model", "m", "--api", "ollama"],
+            "ollama",
+        ),
+    )
+    for matrix, client, backend in cases:
+        argv = ToolCallBench().task_argv(planned_cell(matrix), client, ["x"], profile)
+        assert argv[argv.index("--backend") + 1] == backend
+        assert argv[argv.index("--host") + 1] == client[1].removesuffix("/v1")
+
+
+def test_a_harness_without_a_backend_for_the_engines_api_refuses_it_in_one_line() -> None:
+    """Tholos-Bench's runner talks to an OpenAI-compatible server only."""
+    from repro.core.errors import BadInput
+    from repro.suites.external.tholos import Tholos
+
+    cell = planned_cell("matrix/toolcallbench-ollama.yaml")
+    client = ["--base-url", "http://127.0.0.1:11434", "--model", "m", "--api", "ollama"]
+    with pytest.raises(BadInput, match="serves the ollama API"):
+        Tholos().openai_server(cell, client, "the runner talks to an OpenAI-compatible server")

@@ -82,10 +82,18 @@ class Adapter(SuiteKind):
     def openai_server(self, cell: Cell, client: list[str], talks: str) -> tuple[str, str]:
         """The engine's OpenAI-compatible address (ending in /v1) and model name from the cell's client
         arguments; BadInput when the engine serves another API (`talks`: how the harness talks, in words)."""
+        _, host, model = self.engine_server(cell, client, talks)
+        return host + "/v1", model
+
+    def engine_server(self, cell: Cell, client: list[str], talks: str) -> tuple[str, str, str]:
+        """The engine's API ("openai", "ollama"), its address without a path, and the model name, from
+        the cell's client arguments; BadInput when the harness has no backend for that API (its facts'
+        `backends`)."""
         named = dict(zip(client[::2], client[1::2], strict=False))
-        if named.get("--api", "openai") != "openai":
-            raise BadInput(f"cell {cell.id}: {talks}; engine {cell.engine.id} serves another API")
-        return named["--base-url"].rstrip("/").removesuffix("/v1") + "/v1", named["--model"]
+        api = named.get("--api", "openai")
+        if api not in self.facts.backends:
+            raise BadInput(f"cell {cell.id}: {talks}; engine {cell.engine.id} serves the {api} API")
+        return api, named["--base-url"].rstrip("/").removesuffix("/v1"), named["--model"]
 
     @property
     def known_wheels(self) -> dict[str, str]:

@@ -110,8 +110,7 @@ class ToolCallBench(Adapter):
         )
 
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
-        base_url, model = self.openai_server(cell, client, "ToolCallBench is run through its OpenAI-compatible backend")
-        host = base_url.removesuffix("/v1")
+        api, host, model = self.engine_server(cell, client, "ToolCallBench runs through its own backends")
         decoding = cell.decoding
         return [
             *[
@@ -120,7 +119,7 @@ class ToolCallBench(Adapter):
                 "--tasks",
                 ",".join(ids),
                 "--backend",
-                "openai-compat",
+                self.facts.backends[api],
                 "--host",
                 host,
                 "--model",
