@@ -171,6 +171,13 @@ class Engine(ABC):
         model its GGUF's (or the pinned) chat template, whose facts say what it carries."""
         return protocol_blocker(facts, protocol) if facts is not None else None
 
+    @classmethod
+    def served_template(cls, reported: dict[str, Any]) -> str | None:
+        """The chat template's text as the engine reported it, where the engine shows the model
+        repro's own template for its family (Ollama's Go template) rather than the GGUF's or a
+        pinned one (those are run.json `chat_templates`); None here."""
+        return None
+
     def __init__(
         self,
         client: DockerClient | None,

@@ -165,6 +165,13 @@ class OllamaEngine(Engine):
     def model_name(self, model: ModelSpec) -> str:
         return ollama_model_name(model)
 
+    @classmethod
+    def served_template(cls, reported: dict[str, Any]) -> str | None:
+        """The Go template `/api/show` gave back at boot (repro's explicit one for the family)."""
+        show = reported.get("show")
+        template = show.get("template") if isinstance(show, dict) else None
+        return template if isinstance(template, str) else None
+
     def container_kwargs(
         self,
         image: str,

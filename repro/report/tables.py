@@ -21,6 +21,8 @@ from harness.contracts import (
 from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
 from repro.bundle.records import CellRecord, Execution
+from repro.core.files import sha256_bytes
+from repro.engines.registry import engine_class
 from repro.report.setup import TableSetup
 from repro.report.stats import Consistency, Interval, Spread, consistency, spread
 from repro.spec.cells import exclusion_label
@@ -382,9 +384,12 @@ class RowTemplate(BaseModel):
 
     @classmethod
     def of(cls, facts: TemplateFacts | None, record: CellRecord) -> RowTemplate | None:
-        if facts is None:
-            return None
+        """The GGUF's or the pinned template (`facts`, run.json), or repro's explicit one that the
+        engine reported serving (source `explicit`: Ollama's Go template for the family)."""
         reported = record.engine_settings.reported
+        if facts is None:
+            served = engine_class(record.cell.engine.kind).served_template(reported)
+            return None if served is None else cls(source="explicit", sha256=sha256_bytes(served.encode()))
         found = reported.get("chat_template_caps")
         caps: dict[str, Any] = found if isinstance(found, dict) else {}
         return cls(

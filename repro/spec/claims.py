@@ -182,7 +182,11 @@ class ClaimHarness(Strict):
 
 
 class ClaimTemplate(Strict):
-    source: str = Field(min_length=1, max_length=64, description="gguf (the GGUF's own) or pinned")
+    source: str = Field(
+        min_length=1,
+        max_length=64,
+        description="gguf (the GGUF's own), pinned, or explicit (repro's own for the engine: Ollama's Go template)",
+    )
     sha256: Sha256 | None = None
 
 

@@ -104,10 +104,10 @@ def test_a_published_bundle_checks_and_renders_its_published_numbers(
     # issue 32: our own rows, claim by claim, REPRODUCED
     assert main(["verify", str(run_dir), "--claims", str(claims)]) == 0
     rows = json.loads(published.read_text())["rows"]
-    # A model is shown the task through its GGUF's or a pinned template; the scripted engine has no model and no
-    # template.
+    # A model is shown the task through its GGUF's or a pinned template, or on Ollama repro's explicit Go
+    # template for its family; the scripted engine has no model and no template.
     assert rows and all(
-        row["chat_template"]["source"] in ("gguf", "pinned")
+        row["chat_template"]["source"] in ("gguf", "pinned", "explicit")
         for row in rows
         if row["engine_identity"] != "scripted-engine"
     )
