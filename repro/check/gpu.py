@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from repro.bundle.layout.names import ENGINE_LOG
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
-from repro.engines.base import split_logs
 from repro.engines.gpu import device_problems, engine_log_problems, identity_agrees, parse_cuda_log
+from repro.engines.logs import split_logs
 
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence

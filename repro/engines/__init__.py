@@ -1,7 +1,10 @@
 """Engines: the sealed servers a run talks to, and the latency gate that admits them.
 
-- `base`: the `Engine` interface (boot sealed, wait ready, identify, stop), `EngineHandle`,
-  `boot_engine` and `stop_engine`, what a run calls;
+- `base`: the `Engine` interface alone (boot sealed, wait ready, identify, stop), `EngineHandle`
+  and `stop_engine`, what a run calls;
+- `devices`: what an engine gets of the machine (CPU quota, threads, GPUs per replica) and the
+  checks of what it reports against the profile; `errors`: `EngineRefused`; `logs`: one log per
+  replica or worker joined into a cell's file and split again;
 - `registry`: engine kind -> implementation, lazy (`engine_for`, `engine_class`);
 - `llamacpp`, `ollama`: the two implementations;
 - `gate`: the latency gate run against a booted engine (its verdict, `GateResult`, is a record in
@@ -11,7 +14,10 @@
 # The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
 __all__ = [
     "base",
+    "devices",
+    "errors",
     "gate",
     "gpu",
+    "logs",
     "registry",
 ]

@@ -12,8 +12,6 @@ succeeds (call it in `finally`).
 
 from __future__ import annotations
 
-import os
-import re
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -34,40 +32,29 @@ from repro.containers.sandbox import (
 )
 from repro.core.errors import ReproError
 from repro.core.files import short_error
-from repro.engines.gpu import LIST_ARGV, QUERY_ARGV, GpuError, device_problems, parse_query_gpu, with_mig
+from repro.engines.devices import check_accelerator, check_devices, host_cpus_of, parse_or_refuse
+from repro.engines.errors import EngineRefused
+from repro.engines.gpu import LIST_ARGV, QUERY_ARGV, with_mig
 from repro.spec.findings import GpuDevice, SandboxSettings, TemplateFacts
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec
 from repro.spec.profiles import Profile
 from repro.store.chat_template import protocol_blocker
 
 __all__ = [
-    "GPU_DEVICES_ENV",
     "MODEL_MOUNT",
     "Engine",
     "EngineDied",
     "EngineHandle",
-    "EngineRefused",
     "ProbeFailed",
-    "check_accelerator",
-    "check_devices",
-    "gpu_device_requests",
-    "joined_logs",
-    "nano_cpus_for",
-    "split_logs",
+    "client_argv",
     "stop_engine",
-    "threads_for",
 ]
 
-GPU_DEVICES_ENV = "REPRO_GPU_DEVICES"
 MODEL_MOUNT = "/models/model.gguf"
 PROBE_SLACK_S = 60
 NVIDIA_SMI_BYTES = 64 * 1024  # what is read of nvidia-smi's output in an engine container
 
 R = TypeVar("R", bound=ProbeResult)
-
-
-class EngineRefused(ReproError):
-    """The engine is not what the matrix pins (identity) or runs on the wrong hardware (accelerator)."""
 
 
 class EngineHandle(BaseModel):
@@ -111,48 +98,6 @@ class EngineHandle(BaseModel):
 def client_argv(base_url: str, model_name: str, api: str) -> list[str]:
     """The harness's arguments that name an engine: where it listens, which model, which API."""
     return ["--base-url", base_url, "--model", model_name, "--api", api]
-
-
-def gpu_device_requests(profile: Profile, replica: int = 0) -> list:
-    """Docker device requests for a GPU profile. With REPRO_GPU_DEVICES (the host's GPU ids, e.g.
-    `0,1,2,3`), replica i gets the i-th group of gpu_count ids (round robin when there are more
-    replicas than groups: those share a GPU, as the memory bound allows), so replicas on a
-    multi-GPU host land on distinct GPUs; without it, profile.gpu_count GPUs of Docker's choice."""
-    if profile.gpu_count <= 0 and not (profile.accelerator and os.environ.get(GPU_DEVICES_ENV)):
-        return []
-    from docker.types import DeviceRequest
-
-    ids = [d.strip() for d in os.environ.get(GPU_DEVICES_ENV, "").split(",") if d.strip()]
-    if ids:
-        return [DeviceRequest(device_ids=replica_devices(ids, profile.gpu_count, replica), capabilities=[["gpu"]])]
-    return [DeviceRequest(count=profile.gpu_count, capabilities=[["gpu"]])]
-
-
-def replica_devices(ids: list[str], per_replica: int, replica: int) -> list[str]:
-    """The GPU ids of one replica: consecutive groups of `per_replica` (all ids when it is 0)."""
-    if per_replica <= 0 or per_replica >= len(ids):
-        return ids
-    groups = [ids[i : i + per_replica] for i in range(0, len(ids) - per_replica + 1, per_replica)]
-    return groups[replica % len(groups)]
-
-
-def threads_for(profile: Profile) -> int:
-    return profile.threads or (os.cpu_count() or 1)
-
-
-def nano_cpus_for(profile: Profile, host_cpus: int | None = None) -> int:
-    """CPU quota for the engine: the profile's threads, at most what the Docker host has."""
-    threads = threads_for(profile)
-    if host_cpus:
-        threads = min(threads, host_cpus)
-    return int(threads * 1_000_000_000)
-
-
-def host_cpus_of(client: DockerClient) -> int | None:
-    try:
-        return int(client.info().get("NCPU") or 0) or None
-    except Exception:
-        return None
 
 
 class Engine(ABC):
@@ -427,35 +372,6 @@ class Engine(ABC):
         stop_engine(self.client, handle)
 
 
-def check_accelerator(engine_id: str, accelerator: str | None, profile: Profile, profile_name: str) -> None:
-    """Every GPU the engine sees must match the profile's pattern, else EngineRefused."""
-    if profile.accelerator is None:
-        return
-    names = [name.strip() for name in (accelerator or "").split(", ") if name.strip()]
-    if not names or not all(profile.accelerator_matches(name) for name in names):
-        raise EngineRefused(
-            f"engine {engine_id} runs on '{accelerator or 'no GPU'}', profile {profile_name} needs "
-            f"'{profile.accelerator}'; refused"
-        )
-
-
-def check_devices(engine_id: str, devices: list[GpuDevice], profile: Profile, profile_name: str) -> None:
-    """The GPUs' exact identity matches the profile (count, name, compute capability, memory,
-    MIG slice), else EngineRefused naming the first difference."""
-    if not profile.gpu:
-        return
-    problems = device_problems(devices, profile, profile_name)
-    if problems:
-        raise EngineRefused(f"engine {engine_id}: {problems[0]}; refused")
-
-
-def parse_or_refuse(engine_id: str, text: str) -> list[GpuDevice]:
-    try:
-        return parse_query_gpu(text)
-    except GpuError as error:
-        raise EngineRefused(f"engine {engine_id}: {error}") from None
-
-
 def stop_engine(client: DockerClient, handle: EngineHandle | None) -> None:
     """Stop and remove the engine container of a handle; never raises."""
     if handle is None:
@@ -465,17 +381,3 @@ def stop_engine(client: DockerClient, handle: EngineHandle | None) -> None:
     except Exception:
         return
     containers.remove(container)
-
-
-def joined_logs(what: str, logs: list[str]) -> str:
-    """One log as is; several (each replica's engine log, each worker's harness log), each under a
-    `--- replica 2 of 3 ---` line."""
-    if len(logs) == 1:
-        return logs[0]
-    return "\n".join(f"--- {what} {index} of {len(logs)} ---\n{log}" for index, log in enumerate(logs, start=1))
-
-
-def split_logs(what: str, text: str) -> list[str]:
-    """The logs `joined_logs` joined, each on its own (a log without those lines: itself alone)."""
-    parts = re.split(rf"^--- {re.escape(what)} \d+ of \d+ ---$\n?", text, flags=re.MULTILINE)
-    return parts[1:] if len(parts) > 1 else [text]

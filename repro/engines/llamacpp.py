@@ -9,15 +9,9 @@ from harness.contracts import PropsResult
 from repro.containers.client import Container
 from repro.containers.sandbox import GIB, EngineDied, SandboxSettings, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
-from repro.engines.base import (
-    MODEL_MOUNT,
-    Engine,
-    EngineHandle,
-    EngineRefused,
-    gpu_device_requests,
-    nano_cpus_for,
-    threads_for,
-)
+from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle
+from repro.engines.devices import gpu_device_requests, nano_cpus_for, threads_for
+from repro.engines.errors import EngineRefused
 from repro.engines.gpu import engine_log_problems, identity_agrees, parse_cuda_log
 from repro.spec.findings import GpuDevice
 from repro.spec.matrix import Decoding, ModelSpec

@@ -20,7 +20,8 @@ from typing import Any
 from harness.contracts import OllamaLoadResult, OllamaShowResult, OllamaVersionResult
 from repro.containers.sandbox import GIB, MIB, EngineDied, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
-from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle, gpu_device_requests, nano_cpus_for
+from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle
+from repro.engines.devices import gpu_device_requests, nano_cpus_for
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile

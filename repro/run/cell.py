@@ -22,7 +22,8 @@ from repro.containers import lifecycle as containers
 from repro.containers.audit import audit_command, run_audit
 from repro.containers.sandbox import container_name, harness_kwargs, read_back, writable_by_sandbox
 from repro.core.files import scratch_dir
-from repro.engines.base import Engine, EngineHandle, joined_logs
+from repro.engines.base import Engine, EngineHandle
+from repro.engines.logs import joined_logs
 from repro.engines.registry import engine_for
 from repro.plan.replicas import deal
 from repro.run.context import GroupEngine, RunContext

@@ -321,7 +321,7 @@ def _gpu_values(requests: list) -> dict[str, str]:
 
 
 def _host_cpus(client: DockerClient) -> int | None:
-    from repro.engines.base import host_cpus_of as host_cpus  # the run's clamp of the CPU quota
+    from repro.engines.devices import host_cpus_of as host_cpus  # the run's clamp of the CPU quota
 
     return host_cpus(client)
 

@@ -11,7 +11,8 @@ from repro.bundle.records import (
 from repro.containers.client import daemon_unanswering, wait_for_daemon
 from repro.core.files import short_error
 from repro.core.terminal import shown
-from repro.engines.base import EngineDied, EngineHandle, EngineRefused, stop_engine
+from repro.engines.base import EngineDied, EngineHandle, stop_engine
+from repro.engines.errors import EngineRefused
 from repro.engines.gate import CAUSE_TEXT, gate_with_retries, run_gate
 from repro.engines.registry import BootSpec, boot_engine
 from repro.run.cell import run_cell

@@ -22,7 +22,8 @@ from repro.containers import lifecycle as containers
 from repro.containers.client import Container, DockerClient, daemon_unanswering
 from repro.containers.sandbox import ProbeFailed
 from repro.core.files import short_error
-from repro.engines.base import EngineDied, EngineHandle, EngineRefused
+from repro.engines.base import EngineDied, EngineHandle
+from repro.engines.errors import EngineRefused
 from repro.spec.findings import GateResult
 
 MAX_BOOTS = 2  # fresh engines tried per fault

@@ -42,7 +42,7 @@ from repro.core.errors import BadInput
 from repro.core.files import short_error
 from repro.core.terminal import shown
 from repro.core.yamlsource import MAX_YAML_BYTES, read_bounded
-from repro.engines.base import host_cpus_of
+from repro.engines.devices import host_cpus_of
 from repro.plan.planner import listed_exclusions, select_cells, shard_cells, stored_plan
 from repro.plan.replicas import replica_allowance, replica_count
 from repro.run.context import Prepared, RunContext, RunOptions

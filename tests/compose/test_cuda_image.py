@@ -26,7 +26,7 @@ import pytest
 
 from repro.containers.sandbox import bind
 from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
-from repro.engines.base import EngineRefused
+from repro.engines.errors import EngineRefused
 from repro.engines.llamacpp import LlamaCppEngine
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles

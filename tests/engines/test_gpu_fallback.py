@@ -13,7 +13,7 @@ import pytest
 
 from repro.containers.cleanup import leaked_containers
 from repro.containers.sandbox import bind
-from repro.engines.base import EngineRefused
+from repro.engines.errors import EngineRefused
 from repro.engines.llamacpp import LlamaCppEngine
 from repro.spec.profiles import load_profiles
 from tests.engines.test_specs import SMOKE

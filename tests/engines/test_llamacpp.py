@@ -11,7 +11,8 @@ import pytest
 from harness.contracts import GateProbeResult
 from repro.containers.cleanup import leaked_containers
 from repro.containers.sandbox import hardening_problems
-from repro.engines.base import EngineDied, EngineRefused, stop_engine
+from repro.engines.base import EngineDied, stop_engine
+from repro.engines.errors import EngineRefused
 from repro.engines.gate import run_gate
 from repro.engines.llamacpp import LlamaCppEngine
 from repro.engines.registry import BootSpec, boot_engine

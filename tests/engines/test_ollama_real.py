@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from repro.containers.sandbox import hardening_problems
-from repro.engines.base import EngineRefused
+from repro.engines.errors import EngineRefused
 from repro.engines.gate import run_gate
 from repro.engines.ollama import OllamaEngine
 from repro.spec.loading import load_matrix

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from repro.containers.sandbox import bind, hardening_problems
-from repro.engines.base import EngineRefused
+from repro.engines.errors import EngineRefused
 from repro.engines.gate import run_gate
 from repro.engines.ollama import OllamaEngine
 from repro.spec.matrix import LatencyGateSettings

@@ -8,7 +8,8 @@ import pytest
 
 from repro.containers.sandbox import create_kwargs, hardening_problems, harness_kwargs, probe_kwargs
 from repro.core.errors import BadInput
-from repro.engines.base import EngineRefused, check_accelerator, gpu_device_requests
+from repro.engines.devices import check_accelerator, gpu_device_requests
+from repro.engines.errors import EngineRefused
 from repro.engines.llamacpp import LlamaCppEngine, server_args, summarize_props
 from repro.engines.registry import engine_class
 from repro.spec.findings import MountInfo, SandboxSettings

@@ -13,7 +13,8 @@ from repro.bundle.layout.writer import Bundle
 from repro.bundle.redact import Redactor
 from repro.check.verdict import check_run
 from repro.doctor.machine import driver_finding, nvidia_hook_finding
-from repro.engines.base import EngineRefused, check_devices, replica_devices
+from repro.engines.devices import check_devices, replica_devices
+from repro.engines.errors import EngineRefused
 from repro.engines.gpu import (
     GpuError,
     device_problems,
