@@ -21,17 +21,20 @@ from pydantic import BaseModel
 from repro.bundle.layout.names import RUN_FILE
 from repro.core.errors import BadInput
 from repro.report.aggregate import collect
+from repro.report.pins import differences
+from repro.report.rerun_rows import row_pins
 from repro.report.stats import Interval, Verdict, mcnemar, newcombe
 from repro.report.tables import PaperTables, TableRow
 from repro.report.verify import load_published
 
 RESULTS_JSON = "results.json"
+# What makes a row itself (its model bytes, protocol, decoding as recorded, scenarios); every other
+# input is compared by the one comparison of setups that verify uses (repro.report.pins), so the same
+# pair of rows is named alike by both.
 SETTINGS: dict[str, Callable[[TableRow], str | None]] = {
     "model sha256": lambda r: r.model_sha256,
-    "engine identity": lambda r: r.engine_identity,
     "protocol": lambda r: r.protocol,
     "decoding": lambda r: r.decoding,
-    "profile": lambda r: r.profile,
     "suite sha256": lambda r: r.suite_sha256,
 }
 PAIRING_KEYS: list[Callable[[TableRow], tuple]] = [
@@ -141,7 +144,7 @@ def row_change(before: TableRow, after: TableRow) -> RowChange:
         SettingChange(name=name, before=get(before), after=get(after))
         for name, get in SETTINGS.items()
         if get(before) != get(after)
-    ]
+    ] + setup_changes(before, after)
     common = dict(
         before_key=before.key,
         after_key=after.key,
@@ -158,6 +161,14 @@ def row_change(before: TableRow, after: TableRow) -> RowChange:
         return RowChange(**common, test="paired", p_value=test.p_value, verdict=test.verdict)
     unpaired = newcombe(before.passed, before.total, after.passed, after.total)
     return RowChange(**common, test="unpaired", interval=unpaired.interval, verdict=unpaired.verdict)
+
+
+def setup_changes(before: TableRow, after: TableRow) -> list[SettingChange]:
+    """The inputs the two rows ran otherwise, by verify's comparison (`differences`), A's row taken
+    as the statement and B's as the rerun; the engine build by each row's own identity."""
+    stated = row_pins(before).model_copy(update={"engine_build": before.engine_identity})
+    ran = row_pins(after).model_copy(update={"engine_names": [after.engine_identity]})
+    return [SettingChange(name=d.what, before=d.claimed, after=d.rerun) for d in differences(stated, ran)]
 
 
 def same_scenarios(before: TableRow, after: TableRow) -> bool:

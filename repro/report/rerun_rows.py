@@ -34,31 +34,7 @@ class RerunRow(BaseModel):
     profile_tolerance: Tolerance | None = None
 
     def pins(self) -> Pins:
-        row, execution, decoding = self.row, self.row.execution, self.decoding
-        template = (
-            TemplatePin(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
-        )
-        return Pins(
-            quant=row.quant,
-            file_size=row.file_size,
-            chat_template=template,
-            engine_kind=row.engine_kind,
-            engine_names=row.engine_names or [row.engine_identity, row.engine],
-            engine_variant=row.engine_variant or ("cuda" if row.profile.startswith("gpu") else "cpu"),
-            harness=self.harness,
-            temperature=decoding.temperature,
-            seed=decoding.seed,
-            max_tokens=decoding.max_tokens,
-            context=decoding.context,
-            profile=row.profile,
-            accelerator=self.accelerator,
-            driver_version=row.hardware.driver_version if row.hardware else None,
-            cpu_model=row.cpu_model,
-            kernels=row.kernels,
-            threads=execution.threads if execution else None,
-            slots=execution.slots if execution else 1,
-            cache_prompt=execution.cache_prompt if execution else False,
-        )
+        return row_pins(self.row, self.decoding, self.harness, self.accelerator)
 
 
 class Rerun(BaseModel):
@@ -164,3 +140,36 @@ def _no_row_reasons(tables: PaperTables) -> dict[str, list[str]]:
     for absent in tables.absent:
         reasons.setdefault(absent.cell_id, []).append(f"absent from this partial run: {absent.reason}")
     return reasons
+
+
+def row_pins(
+    row: TableRow, decoding: Decoding | None = None, harness: HarnessPin | None = None, accelerator: str | None = None
+) -> Pins:
+    """What a row ran with, as the one comparison of setups reads it (repro.report.pins): a rerun's
+    row against a claim, or (`repro compare`) one row against another. What the row does not
+    record (an older results.json, its decoding where only its label is at hand) is not stated."""
+    execution = row.execution
+    template = (
+        TemplatePin(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
+    )
+    return Pins(
+        quant=row.quant,
+        file_size=row.file_size,
+        chat_template=template,
+        engine_kind=row.engine_kind,
+        engine_names=row.engine_names or [row.engine_identity, row.engine],
+        engine_variant=row.engine_variant or ("cuda" if row.profile.startswith("gpu") else "cpu"),
+        harness=harness or row.harness,
+        temperature=decoding.temperature if decoding else None,
+        seed=decoding.seed if decoding else None,
+        max_tokens=decoding.max_tokens if decoding else None,
+        context=decoding.context if decoding else None,
+        profile=row.profile,
+        accelerator=accelerator,
+        driver_version=row.hardware.driver_version if row.hardware else None,
+        cpu_model=row.cpu_model,
+        kernels=row.kernels,
+        threads=execution.threads if execution else None,
+        slots=execution.slots if execution else 1,
+        cache_prompt=execution.cache_prompt if execution else False,
+    )

@@ -59,7 +59,7 @@ def test_settings_that_differ_are_named(tmp_path):
     after.rows[0].engine_identity = "b9999 (other)"
     after.rows[0].suite_sha256 = "f" * 64
     row = compare(before, after).rows[0]
-    assert [s.name for s in row.settings] == ["engine identity", "suite sha256"]
+    assert [s.name for s in row.settings] == ["suite sha256", "engine build"]
     assert row.test == "unpaired"  # other suite bytes: not the same scenarios
 
 
@@ -96,3 +96,36 @@ def test_an_unpaired_comparison_names_only_scenarios_whose_pass_rate_changed():
     assert [(f.scenario, f.direction) for f in flips(before, after)] == [("b", "broken"), ("c", "fixed")]
     # repeat by repeat
     assert [f.scenario for f in flips(row({"a": [True, False]}), row({"a": [False, True]}))] == ["a"]
+
+
+def test_a_pair_of_setups_is_named_alike_by_verify_and_by_compare(tmp_path):
+    """Issue 49: one comparison of setups. Row A stated as a claim (as `claims from-results` writes
+    it) and verified against row B names the same inputs as `repro compare A B`."""
+    import datetime
+
+    from repro.bundle.records import Execution
+    from repro.report.claims_verify import Resolved
+    from repro.report.compare import SETTINGS
+    from repro.report.own_claims import claims_from_rerun
+    from repro.report.pins import differences
+    from repro.report.rerun_rows import Rerun, RerunRow
+    from repro.spec.claims import Source
+    from repro.spec.harnesses import HarnessPin
+    from repro.spec.matrix import Decoding
+
+    before = tables(tmp_path, "a", 6)
+    after = before.model_copy(deep=True)
+    row_a, row_b = before.rows[0], after.rows[0]
+    row_a.engine_kind, row_a.cpu_model = "llama.cpp", "AMD EPYC"
+    row_a.execution = Execution(threads=2, slots=1, cache_prompt=False)
+    row_b.engine_kind, row_b.cpu_model, row_b.engine_identity = "ollama", "Intel Xeon", "0.11.4"
+    row_b.engine_names = ["0.11.4"]
+    row_b.execution = Execution(threads=4, slots=1, cache_prompt=True)
+    harness = HarnessPin(name="repro", commit="a" * 40, tree_digest="b" * 64)
+    stated = RerunRow(row=row_a, harness=harness, decoding=Decoding())
+    ran = RerunRow(row=row_b, harness=harness, decoding=Decoding())
+    source = Source(citation="row A", url="https://example.org/a", date=datetime.date(2026, 12, 4))
+    claims = claims_from_rerun(Rerun(rows=[stated]), source)
+    verified = {d.what for d in differences(Resolved.of(claims.claims[0], claims).pins(), ran.pins())}
+    compared = {s.name for s in compare(before, after).rows[0].settings} - set(SETTINGS)
+    assert verified == compared == {"engine", "engine build", "CPU", "threads per engine", "prompt cache"}
