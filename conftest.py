@@ -8,6 +8,7 @@ import signal
 import pytest
 
 pytest_plugins = [
+    "tests.fixtures.canary",
     "tests.fixtures.docker",
     "tests.fixtures.images",
     "tests.fixtures.models",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.canary import CANARY_HOST, CANARY_USER
+
 ROOT = Path(__file__).resolve().parents[2]
-CANARY_USER = "canaryuser7"
-CANARY_HOST = "canaryhost42"
 E2E_MATRIX = """\
 name: e2e
 description: SmolLM2 on llama.cpp b11434 (CPU), one scenario per category, in two suites.
@@ -102,16 +102,6 @@ def commit_snapshot(target: Path, extra: dict[str, str]) -> Path:
 @pytest.fixture(scope="session")
 def snapshot(tmp_path_factory) -> Path:
     return make_snapshot(tmp_path_factory.mktemp("snapshot") / "project", {"matrix/e2e.yaml": e2e_matrix()})
-
-
-@pytest.fixture(scope="session")
-def canary_home(tmp_path_factory, model_cache, smollm2_gguf) -> Path:
-    """A canary home whose repro cache shares the session's verified model store."""
-    home = tmp_path_factory.mktemp("homes") / CANARY_USER
-    cache = home / ".cache" / "repro"
-    cache.mkdir(parents=True)
-    (cache / "models").symlink_to(model_cache / "models", target_is_directory=True)
-    return home
 
 
 def repro_env(project: Path, home: Path, cache: Path | None = None) -> dict[str, str]:

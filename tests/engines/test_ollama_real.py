@@ -16,22 +16,13 @@ from repro.containers.sandbox import hardening_problems
 from repro.engines.errors import EngineRefused
 from repro.engines.gate import run_gate
 from repro.engines.ollama import OllamaEngine
-from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
-from tests.fixtures.images import _progress
+from tests.engines.conftest import OLLAMA_MATRIX, OLLAMA_SPEC
 
 pytestmark = [pytest.mark.docker, pytest.mark.ollama]
 
-MATRIX = load_matrix("matrix/ollama-smoke.yaml").matrix
-SPEC = MATRIX.engines[0]
+MATRIX, SPEC = OLLAMA_MATRIX, OLLAMA_SPEC
 PROFILE = load_profiles().get("cpu")
-
-
-@pytest.fixture(scope="module")
-def ollama_image(docker_client, base_image_id):
-    from repro.store.images import engine_image
-
-    return engine_image(SPEC, "cpu", docker_client, build=True, log=_progress("ollama"))
 
 
 def start(docker_client, image, harness_image_ref, run_id, model, gguf, spec=SPEC):

@@ -24,7 +24,8 @@ from repro.engines.ollama import OllamaEngine, template_for
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.gguf import read_metadata
-from tests.engines.test_ollama_real import MATRIX, SPEC, ollama_image  # noqa: F401  (a fixture)
+from tests.engines.conftest import OLLAMA_MATRIX as MATRIX
+from tests.engines.conftest import OLLAMA_SPEC as SPEC
 
 pytestmark = [pytest.mark.docker, pytest.mark.ollama]
 
@@ -95,7 +96,7 @@ def jinja_prompt(gguf) -> str:
 
 def test_the_qwen_template_renders_the_ggufs_prompt_tools_included(
     docker_client,
-    ollama_image,  # noqa: F811
+    ollama_image,
     harness_image_ref,
     TEST_RUN_ID,
     qwen_gguf,

@@ -13,7 +13,7 @@ from repro.engines.base import stop_engine
 from repro.spec.matrix import ChatTemplatePin
 from repro.store.chat_template import protocol_blocker, served_sha256, server_blocker, template_facts
 from tests.engines.test_llamacpp import boot
-from tests.fixtures.models import QWEN_ID, qwen_gguf, smoke_model  # noqa: F401
+from tests.fixtures.models import QWEN_ID, smoke_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
 
@@ -51,7 +51,7 @@ def test_qwen_template_renders_tools_as_the_engine_says(
     llama_image_ref,
     harness_image_ref,
     TEST_RUN_ID,
-    qwen_gguf,  # noqa: F811
+    qwen_gguf,
 ):
     model = smoke_model(QWEN_ID)
     facts = template_facts(model, qwen_gguf)

@@ -3,9 +3,11 @@ side of the fidelity test), and helpers that turn a driver's output folder into 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,8 +29,9 @@ from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix
 from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
+from repro.store.sources import MIRROR_ENV
 from repro.suites.base import CellOutputs
-from tests.e2e.conftest import canary_home  # noqa: F401  (the canary identity of the engine test)
+from tests.external.tholos_support import PEERS, pack_standin, runner_suite
 from tests.fixtures.synthetic import synthetic_system
 
 MATRIX = PROJECT_ROOT / "matrix" / "toolcallbench-smoke.yaml"
@@ -169,3 +172,31 @@ def collect_cell(
     writer = bundle.start_cell(cell.id)
     ended = [containers.Exit(code=0, seconds=seconds) for _ in out_dirs]
     return writer.finish(kind.collect(writer, record, selection, CellOutputs(out_dirs, ended)))
+
+
+@pytest.fixture(scope="session")
+def tholos_sources(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
+    """(the unpacked stand-in runner archive, the scenario folder), both fetched into the cache from
+    a temporary mirror: the stand-in packed as its pin says, the scenario folder packed as `repro
+    suites pack` does. The mirror stays set for the session."""
+    from repro.suites.external.wheels import fetch_code
+    from repro.suites.sources import fetch_suite, pack_folder, scenario_folder
+
+    if not (PEERS / "tholos-bench").is_dir():
+        pytest.skip(f"the Tholos-Bench scenario files are not at {PEERS} (set REPRO_TEST_PEERS)")
+    mirror = tmp_path_factory.mktemp("mirror")
+    suite = runner_suite()
+    assert suite.source is not None and suite.external is not None
+    pack_standin(mirror)
+    assert pack_folder(PEERS / "tholos-bench", mirror / "tholos-bench.tar") == suite.source.sha256
+    previous = os.environ.get(MIRROR_ENV)
+    # the two archives by sha256, and the loose scenario files for what is found file by file
+    os.environ[MIRROR_ENV] = os.pathsep.join([str(mirror), str(PEERS / "tholos-bench")])
+    try:
+        fetch_suite(suite.source)
+        yield fetch_code(suite.external), scenario_folder(suite)
+    finally:
+        if previous is None:
+            os.environ.pop(MIRROR_ENV, None)
+        else:
+            os.environ[MIRROR_ENV] = previous

@@ -34,7 +34,6 @@ from tests.external.tholos_support import (
     runner_cell,
     runner_suite,
 )
-from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
 from tests.standins import THOLOS_RUNNER, packed_files
 
 FAULTS = [None, "broken_json", "unknown_tool", "endless", "empty"]

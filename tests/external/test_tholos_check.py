@@ -37,7 +37,6 @@ from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import rehash
 from tests.external.test_toolcallbench_check import engine_log
 from tests.external.tholos_support import PEERS, STANDIN_MATRIX, loaded, pack_standin, run_driver
-from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
 from tests.fixtures.synthetic import (
     CANARY,
     CLEAN_AUDIT,

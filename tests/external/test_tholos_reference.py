@@ -27,7 +27,6 @@ from repro.store import models
 from repro.store.sources import MIRROR_ENV
 from repro.suites.sources import pack_folder
 from tests.external.tholos_support import PEERS, run_direct
-from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
 
 MATRIX = PROJECT_ROOT / "matrix" / "tholos-reference.yaml"
 # approval-001 and approval-008 share trigger and agent; the owner approves one, denies the other.

@@ -36,7 +36,6 @@ from repro.suites.registry import kind_of
 from tests.external.conftest import collect_cell
 from tests.external.test_toolcallbench import RECOMPUTING, evidence
 from tests.external.tholos_support import FIDELITY_IDS, results_by_id, run_direct, runner_cell, runner_suite
-from tests.external.tholos_support import tholos_sources as tholos_sources  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.docker]
 RUN_ID = "tholos-fidelity"

@@ -1,8 +1,9 @@
 """Helpers for the Tholos runner-path tests. The runner they run is the repro project's stand-in
 for Tholos-Bench's runner (tests/standins/tholos_runner/: our own code with the runner's command
 line, results and modules; not Tholos-Bench's runner), pinned by tests/external/tholos-standin.yaml.
-`tholos_sources` packs it and the Tholos-Bench scenario files (from ../shared/peers/, never copied
-into the project) into a temporary mirror and fetches both into the suite cache by sha256, as
+`tholos_sources` (tests/external/conftest.py) packs it and the Tholos-Bench scenario files (from
+../shared/peers/, never copied into the project) into a temporary mirror and fetches both into
+the suite cache by sha256, as
 `repro suites fetch --mirror` does; `run_direct` runs it directly (a subprocess of the unpacked
 archive), `run_driver` runs repro's driver on the host, both against one scripted
 OpenAI-compatible server of the project's own (harness.testing.scripted_engine)."""
@@ -13,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,6 @@ from repro.plan.planner import Cell, make_plan
 from repro.spec.loading import load_matrix
 from repro.spec.matrix import LoadedMatrix, Suite
 from repro.spec.profiles import load_profiles
-from repro.store.sources import MIRROR_ENV
 
 MATRIX = PROJECT_ROOT / "matrix" / "tholos.yaml"  # the real runner's pins (its matrix-level tests need no runner)
 STANDIN_MATRIX = PROJECT_ROOT / "tests" / "external" / "tholos-standin.yaml"  # the runner path's: the stand-in
@@ -67,34 +66,6 @@ def pack_standin(mirror: Path) -> str:
             "repro/spec/harnesses.py (HARNESSES['tholos'].known_archives)"
         )
     return found
-
-
-@pytest.fixture(scope="session")
-def tholos_sources(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
-    """(the unpacked stand-in runner archive, the scenario folder), both fetched into the cache from
-    a temporary mirror: the stand-in packed as its pin says, the scenario folder packed as `repro
-    suites pack` does. The mirror stays set for the session."""
-    from repro.suites.external.wheels import fetch_code
-    from repro.suites.sources import fetch_suite, pack_folder, scenario_folder
-
-    if not (PEERS / "tholos-bench").is_dir():
-        pytest.skip(f"the Tholos-Bench scenario files are not at {PEERS} (set REPRO_TEST_PEERS)")
-    mirror = tmp_path_factory.mktemp("mirror")
-    suite = runner_suite()
-    assert suite.source is not None and suite.external is not None
-    pack_standin(mirror)
-    assert pack_folder(PEERS / "tholos-bench", mirror / "tholos-bench.tar") == suite.source.sha256
-    previous = os.environ.get(MIRROR_ENV)
-    # the two archives by sha256, and the loose scenario files for what is found file by file
-    os.environ[MIRROR_ENV] = os.pathsep.join([str(mirror), str(PEERS / "tholos-bench")])
-    try:
-        fetch_suite(suite.source)
-        yield fetch_code(suite.external), scenario_folder(suite)
-    finally:
-        if previous is None:
-            os.environ.pop(MIRROR_ENV, None)
-        else:
-            os.environ[MIRROR_ENV] = previous
 
 
 def runner_path(code_root: Path) -> str:

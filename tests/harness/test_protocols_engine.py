@@ -6,7 +6,6 @@ transcripts are identical to the first's.
 Slow (an engine boot per model, 24 harness runs); run it alone, under
 ``flock /tmp/repro-engine.lock``.
 """
-# ruff: noqa: F811  (pytest fixtures are imported by name and requested as parameters)
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ import pytest
 
 from harness.contracts import FAILURE_LAYER
 from harness.protocols import PROTOCOLS
-from tests.fixtures.docker import _no_container_left_by_the_session, docker_client, run_labels, test_run_id_fixture  # noqa: F401
-from tests.fixtures.images import base_image_id, harness_image_ref, llama_image_ref, smoke_engine  # noqa: F401
-from tests.fixtures.models import model_cache, smoke_model  # noqa: F401
+from tests.fixtures.images import smoke_engine
+from tests.fixtures.models import smoke_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
 

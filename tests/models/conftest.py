@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.models import model_cache, smollm2_gguf, smollm2_spec  # noqa: F401  (session fixtures)
-
 
 @dataclass
 class FileServer:
