@@ -369,6 +369,14 @@ class SystemDescription(BaseModel):
     storage_driver: str | None
     gpus: list[GpuInfo] = []
 
+    @property
+    def setup_label(self) -> str:
+        """The host as a setup compares it, in one place for the rerun's preflight and verdict and
+        for `results merge`: the CPU model, its cores and architecture, each GPU by name, driver
+        and CUDA version. Two hosts are one setup's hardware when their labels are equal."""
+        gpus = ", ".join(g.label for g in self.gpus)
+        return f"{self.cpu_model}, {self.cpu_cores} cores, {self.machine}" + (f"; GPU {gpus}" if gpus else "")
+
 
 class GpuInfo(BaseModel):
     name: str
@@ -378,5 +386,5 @@ class GpuInfo(BaseModel):
 
     @property
     def label(self) -> str:
-        """The GPU as a setup names it: its name and driver (a driver difference counts)."""
-        return f"{self.name} (driver {self.driver or '-'})"
+        """The GPU as a setup names it: its name, driver and CUDA version (a difference in either counts)."""
+        return f"{self.name} (driver {self.driver or '-'}, CUDA {self.cuda or '-'})"

@@ -79,9 +79,9 @@ def from_results(
     (from a bundle; or from a results.json, with the harness and engine kind it does not record).
 
     Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
-    from repro.report.own_claims import stated_claims
-    from repro.report.rerun_rows import load_published_rows, load_rerun
     from repro.spec.harnesses import HarnessPin
+    from repro.verify.own_claims import stated_claims
+    from repro.verify.rerun_rows import load_published_rows, load_rerun
 
     require_file_target(out, "claims file")
     try:

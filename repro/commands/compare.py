@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from repro.core.terminal import printable
-from repro.report.compare import Comparison, RowChange, compare, load_tables
+from repro.verify.compare import Comparison, RowChange, compare, load_tables
 
 COLOURS = {"better": "green", "worse": "red", "no clear difference": "yellow"}
 

@@ -15,10 +15,10 @@ from repro.commands.matrix import first_disk_full, print_run_summary
 from repro.commands.vocabulary import PROFILE_HELP
 from repro.core.files import atomic_write
 from repro.core.terminal import shown
-from repro.report.pins import parse_accept
 from repro.rerun.preflight import SetupRow
 from repro.rerun.session import RerunOptions, RerunPlan, prepare_rerun
 from repro.rerun.verdict import RerunVerdict
+from repro.verify.pins import parse_accept
 
 console = Console(highlight=False)  # ids, paths and reasons came from the bundle: printed escaped (shown)
 REPORT = "rerun-report"  # OUT/rerun-report.md and .json, beside the rerun's bundle

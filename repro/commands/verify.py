@@ -12,10 +12,10 @@ from rich.console import Console
 from repro.bundle.signers import require_signed
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
-from repro.report.verify import first_step_finder
+from repro.verify.published import first_step_finder
 
 if TYPE_CHECKING:
-    from repro.report.claims_verify import ClaimsReport, ClaimVerdict, Options
+    from repro.verify.claims import ClaimsReport, ClaimVerdict, Options
 
 VERDICT_COLOURS = {
     "REPRODUCED": "green",
@@ -76,8 +76,8 @@ def verify(
     signed as --require-signature asks, or the published bundle has INVALID cells (listed; without
     --allow-invalid-published); 2 bad input. A published bundle is checked first: its INVALID cells
     are named with their first reason, its UNCHECKED cells are NOT RERUN with theirs."""
-    from repro.report.claims_verify import Options
-    from repro.report.pins import parse_accept
+    from repro.verify.claims import Options
+    from repro.verify.pins import parse_accept
 
     if (published is None) == (claims is None):
         raise BadInput("give exactly one of --published FILE and --claims FILE")
@@ -95,9 +95,9 @@ def verify(
 
 
 def report_for_claims(results: list[Path], claims_path: Path, options: Options) -> ClaimsReport:
-    from repro.report.claims_verify import verify_claims
-    from repro.report.rerun_rows import load_rerun
     from repro.spec.claims import load_claims
+    from repro.verify.claims import verify_claims
+    from repro.verify.rerun_rows import load_rerun
 
     loaded = load_claims(claims_path)
     return verify_claims(loaded, load_rerun(results), options)
@@ -106,12 +106,12 @@ def report_for_claims(results: list[Path], claims_path: Path, options: Options) 
 def report_for_published(
     results: list[Path], published: Path, options: Options, require_signature: Path | None
 ) -> ClaimsReport:
-    """The published rows stated as claims (repro.report.claims_verify.claims_from_rerun) and
+    """The published rows stated as claims (repro.verify.claims.claims_from_rerun) and
     verified as any claims are: one verdict, one comparison of inputs, whichever way is asked."""
     from repro.report.aggregate import collect_with_cells
-    from repro.report.claims_verify import unchecked_published, verify_claims
-    from repro.report.own_claims import published_claims
-    from repro.report.rerun_rows import load_rerun
+    from repro.verify.claims import unchecked_published, verify_claims
+    from repro.verify.own_claims import published_claims
+    from repro.verify.rerun_rows import load_rerun
 
     if require_signature is not None:
         if not published.is_dir():

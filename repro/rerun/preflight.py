@@ -10,7 +10,7 @@ version, each engine's pinned source, build and Dockerfile, each external harnes
 suite's sha256, the profile's settings, the threads per engine and the hardware.
 
 A row that differs and counts makes the rerun another setup, never plain REPRODUCED, unless the
-reviewer accepts it by name (`--accept threads,hardware`: the names of repro.report.pins, which
+reviewer accepts it by name (`--accept threads,hardware`: the names of repro.verify.pins, which
 the verdict uses too). A suite whose bytes differ cannot be accepted: its counts are of another
 scenario set, and the verdict says NOT RERUN.
 """
@@ -67,7 +67,7 @@ def source_part(source: SourceState, system: SystemDescription, profile: str, se
         "profile": profile,
         "settings": settings.model_dump(mode="json", exclude={"threads", "description"}),
         "threads": settings.threads,
-        "hardware": hardware_label(system),
+        "hardware": system.setup_label,
     }
 
 
@@ -128,13 +128,6 @@ def engine_label(source: str, build_info: str, dockerfile_sha256: str) -> str:
 def code_pins(suites: list[Suite]) -> dict[str, str]:
     """Each suite's harness pinned apart from the commit (an external harness's pin), by suite id."""
     return {suite.id: pin for suite in suites if (pin := kind_of(suite).code_pin(suite)) is not None}
-
-
-def hardware_label(system: SystemDescription) -> str:
-    """The host as one label: CPU model, cores, architecture, and each GPU by name and driver
-    (verify counts a driver difference, so the table does too)."""
-    gpus = ", ".join(g.label for g in system.gpus)
-    return f"{system.cpu_model}, {system.cpu_cores} cores, {system.machine}" + (f"; GPU {gpus}" if gpus else "")
 
 
 def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:

@@ -1,6 +1,6 @@
 """The rerun's verdict against the bundle it reran: the bundle's rows for the cells the rerun
-planned, stated as claims and verified as every claim is (repro.report.claims_verify, through the
-one comparison of inputs, repro.report.pins), with the setup table of both sides' records beside
+planned, stated as claims and verified as every claim is (repro.verify.claims, through the
+one comparison of inputs, repro.verify.pins), with the setup table of both sides' records beside
 it (repro.rerun.preflight) and the exit code of the verify.
 """
 
@@ -12,13 +12,13 @@ from pydantic import BaseModel
 
 from repro.bundle.layout.reader import BundleReader
 from repro.report.aggregate import collect_with_cells
-from repro.report.claims_verify import PASSING, ClaimsReport, ClaimVerdict, Options, setup_label, verify_claims
-from repro.report.own_claims import published_claims
-from repro.report.pins import InputDifference
-from repro.report.rerun_rows import load_rerun
-from repro.report.verify import first_step_finder
 from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups
 from repro.spec.claims import LoadedClaims
+from repro.verify.claims import PASSING, ClaimsReport, ClaimVerdict, Options, setup_label, verify_claims
+from repro.verify.own_claims import published_claims
+from repro.verify.pins import InputDifference
+from repro.verify.published import first_step_finder
+from repro.verify.rerun_rows import load_rerun
 
 
 class RerunVerdict(BaseModel):

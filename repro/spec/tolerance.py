@@ -1,5 +1,5 @@
 """What a rerun may differ by and still be consistent with a claim: stated by a claim or a profile
-(data only; repro.report.tolerance holds the exact tests that apply it)."""
+(data only; repro.verify.tolerance holds the exact tests that apply it)."""
 
 from __future__ import annotations
 

@@ -155,9 +155,9 @@ def test_the_summary_line_of_a_partial_run_says_partial(tmp_path, capsys):
 def test_a_partial_rerun_leaves_its_absent_rows_not_rerun(tmp_path, capsys):
     """verify counts a claimed row absent from a partial rerun as NOT RERUN, with the reason, and
     exits 1 unless --allow-partial."""
-    from repro.report.own_claims import claims_from_rerun
-    from repro.report.rerun_rows import load_rerun
     from repro.spec.claims import Source, dump_claims
+    from repro.verify.own_claims import claims_from_rerun
+    from repro.verify.rerun_rows import load_rerun
 
     whole = write_bundle(tmp_path / "whole")
     claims = claims_from_rerun(

@@ -7,9 +7,9 @@ import json
 from repro.__main__ import main
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
-from repro.report.compare import compare, load_tables
 from repro.report.paper import render
 from repro.report.tables import TableRow
+from repro.verify.compare import compare, load_tables
 from tests.compare.bundles import write_bundle
 from tests.fixtures.synthetic import CANARY
 
@@ -86,7 +86,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_an_unpaired_comparison_names_only_scenarios_whose_pass_rate_changed():
-    from repro.report.compare import flips
+    from repro.verify.compare import flips
 
     def row(scenarios: dict[str, list[bool]]) -> TableRow:
         return TableRow.model_construct(scenarios=scenarios)
@@ -104,14 +104,14 @@ def test_a_pair_of_setups_is_named_alike_by_verify_and_by_compare(tmp_path):
     import datetime
 
     from repro.bundle.records import Execution
-    from repro.report.claims_verify import Resolved
-    from repro.report.compare import SETTINGS
-    from repro.report.own_claims import claims_from_rerun
-    from repro.report.pins import differences
-    from repro.report.rerun_rows import Rerun, RerunRow
     from repro.spec.claims import Source
     from repro.spec.harnesses import HarnessPin
     from repro.spec.matrix import Decoding
+    from repro.verify.claims import Resolved
+    from repro.verify.compare import SETTINGS
+    from repro.verify.own_claims import claims_from_rerun
+    from repro.verify.pins import differences
+    from repro.verify.rerun_rows import Rerun, RerunRow
 
     before = tables(tmp_path, "a", 6)
     after = before.model_copy(deep=True)

@@ -9,7 +9,7 @@ from repro.__main__ import main
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import canonical_json, collect, transcript_sha256
 from repro.report.paper import render
-from repro.report.verify import first_difference
+from repro.verify.published import first_difference
 from tests.compare.bundles import step, transcript, write_bundle
 from tests.fixtures.synthetic import CANARY
 

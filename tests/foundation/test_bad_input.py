@@ -210,7 +210,7 @@ def test_pathological_json_is_refused_fast(tmp_path, name):
     assert len(caught.value.lines) == 1 and caught.value.lines[0].startswith(str(path)), caught.value.lines
 
 
-# repro/report/verify.py reads --published with read_text(): it must read through yamlsource.read_model_bounded.
+# repro/verify/published.py reads --published with read_text(): it must read through yamlsource.read_model_bounded.
 VERIFY_CASES = [*PATHOLOGICAL_JSON, "oversized", "folder", "missing"]
 
 

@@ -1,6 +1,6 @@
 """The import structure: no import circle in repro/ or harness/ (every import counted, those inside
 functions and under TYPE_CHECKING too, as grimp reads them), and the layering contracts of
-pyproject.toml kept (import-linter, which ./scripts/test also runs as `lint-imports`)."""
+pyproject.toml and layers.ini kept (import-linter, which ./scripts/test also runs as `lint-imports`)."""
 
 from __future__ import annotations
 
@@ -74,9 +74,11 @@ def test_a_cycle_is_found_when_there_is_one(tmp_path, monkeypatch):
     assert cycles("loop") == [["loop.a", "loop.b"]]
 
 
-def test_the_layering_contracts_are_kept():
+@pytest.mark.parametrize("config", ["pyproject.toml", "layers.ini"])
+def test_the_layering_contracts_are_kept(config):
+    """pyproject.toml's contracts, and layers.ini's: the verify stage between the rerun and the report."""
     done = subprocess.run(
-        [sys.executable, "-m", "importlinter.cli", "--config", str(ROOT / "pyproject.toml")],
+        [sys.executable, "-m", "importlinter.cli", "--config", str(ROOT / config)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -84,6 +86,10 @@ def test_the_layering_contracts_are_kept():
     )
     if done.returncode != 0 and "No module named" in done.stderr:
         done = subprocess.run(
-            [str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=300
+            [str(Path(sys.executable).parent / "lint-imports"), "--config", str(ROOT / config)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -425,13 +425,13 @@ def test_the_gguf_header_gives_the_models_shape(tmp_path):
 
 def test_verify_never_reproduces_a_row_on_another_accelerator_or_driver():
     """A gpu-l4 rerun of a gpu-t4 row, or the same GPU on another driver, is another setup."""
-    from repro.report.claims_verify import verify_claims
-    from repro.report.own_claims import claims_from_rerun
-    from repro.report.rerun_rows import Rerun, published_row
     from repro.report.tables import RowHardware
-    from repro.report.verify import load_published
     from repro.spec.claims import LoadedClaims, Source
     from repro.spec.harnesses import HarnessPin
+    from repro.verify.claims import verify_claims
+    from repro.verify.own_claims import claims_from_rerun
+    from repro.verify.published import load_published
+    from repro.verify.rerun_rows import Rerun, published_row
 
     published = load_published(Path(__file__).resolve().parents[2] / "paper" / "published" / "smoke-cpu.json")
     row = published.rows[0]

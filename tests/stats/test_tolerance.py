@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from repro.report.tolerance import fisher_exact_p, hypergeometric_weights, judge_counts, judge_paired
 from repro.spec.tolerance import Tolerance
+from repro.verify.tolerance import fisher_exact_p, hypergeometric_weights, judge_counts, judge_paired
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.report.own_claims import claims_from_rerun
-from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import ClaimsFile, Source
+from repro.verify.own_claims import claims_from_rerun
+from repro.verify.rerun_rows import load_rerun
 from tests.fixtures.synthetic import write_bundle
 
 SOURCE = Source(citation="a test", url="https://example.org/paper", date=datetime.date(2026, 12, 2))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from repro.__main__ import main
 from repro.engines.llamacpp import system_info_features
-from repro.report.claims_verify import verify_claims
-from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import load_claims
+from repro.verify.claims import verify_claims
+from repro.verify.rerun_rows import load_rerun
 from tests.fixtures.synthetic import KERNELS
 from tests.verify.test_claims_verify import edited, write
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from repro.__main__ import main
-from repro.report.claims_verify import Options, verify_claims
-from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import ClaimsFile, dump_claims, load_claims
+from repro.verify.claims import Options, verify_claims
+from repro.verify.rerun_rows import load_rerun
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pytest
 from repro.__main__ import main
 from repro.bundle.redact import Redactor
 from repro.report.aggregate import collect
-from repro.report.claims_verify import Options, verify_claims
 from repro.report.paper import render
-from repro.report.pins import ACCEPTABLE, same_build
-from repro.report.rerun_rows import load_rerun
 from repro.spec.claims import load_claims
+from repro.verify.claims import Options, verify_claims
+from repro.verify.pins import ACCEPTABLE, same_build
+from repro.verify.rerun_rows import load_rerun
 from tests.fixtures.synthetic import CANARY
 from tests.verify.test_claims_verify import edited, write
 
@@ -154,7 +154,7 @@ def test_allow_partial_with_nothing_rerun_fails(rerun_dir, own, tmp_path, capsys
 def test_several_reruns_of_one_claim_are_judged_whatever_their_order(rerun_dir, own, tmp_path):
     """Two rerun rows answer one claim, one with a flipped outcome: the worst verdict stands and
     the output says they disagree, in either order; a run given twice is one run (issue 49)."""
-    from repro.report.rerun_rows import Rerun
+    from repro.verify.rerun_rows import Rerun
 
     path = write(tmp_path, own)
     rerun = load_rerun([rerun_dir])
@@ -274,9 +274,9 @@ def test_counts_only_never_verify_a_row_that_holds_some_parts() -> None:
     size: the counts cannot say which scenarios they count, so no count is compared (issue 49)."""
     from types import SimpleNamespace
 
-    from repro.report.claims_verify import scenario_set_problem
     from repro.report.tables import TableRow
     from repro.spec.claims import ClaimResult, ClaimSuite
+    from repro.verify.claims import scenario_set_problem
 
     suite = ClaimSuite(id="tholos-runner", sha256="ab" * 32)
     resolved = SimpleNamespace(suite=suite, claim=SimpleNamespace(result=ClaimResult(passed=4, total=40)))

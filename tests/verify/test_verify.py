@@ -1,5 +1,5 @@
 """`repro verify --published`: a rerun against published numbers, each published row verified as
-a claim (repro.report.claims_verify), with every difference named."""
+a claim (repro.verify.claims), with every difference named."""
 
 from __future__ import annotations
 

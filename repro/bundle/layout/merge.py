@@ -48,7 +48,7 @@ class MergeRecord(BaseModel):
 # What `results merge --accept` may let differ between shards, and what it is: the hardware (its
 # rows then name each shard's host, and verify judges them ON ANOTHER SETUP); every other input
 # of a setup (matrix, profile and its settings, commit) makes shards of different runs.
-MERGE_ACCEPTABLE = {"hardware": "the hardware (CPU model, architecture, GPUs and driver)"}
+MERGE_ACCEPTABLE = {"hardware": "the hardware (CPU model, cores, architecture, GPUs with driver and CUDA)"}
 
 
 def merge(sources: list[Path], out: Path, accept: frozenset[str] = frozenset()) -> list[Path]:
@@ -164,7 +164,7 @@ def find_runs_quietly(folder: Path) -> list[Path]:
 def setup_differences(records: list[RunRecord]) -> dict[str, str]:
     """What of the setup the runs do not share, beyond matrix, profile and commit: name -> in words."""
     differ = {}
-    hosts = {host_of(r) for r in records}
+    hosts = {r.system.setup_label for r in records}
     if len(hosts) > 1:
         differ["hardware"] = f"hardware ({'; '.join(sorted(hosts))})"
     if len({r.profile_settings.model_dump_json() for r in records}) > 1:
@@ -192,11 +192,3 @@ def _refuse_mixed(records: dict[Path, RunRecord], differ: dict[str, str], accept
             f"these bundles differ in {text}: their parts would join into one row of mixed setups; "
             f"merge shards of one setup only{hint}"
         )
-
-
-def host_of(record: RunRecord) -> str:
-    """What a run's hardware is, as a row's setup counts it: the CPU model, the architecture, each
-    GPU by name and driver (the core count is the profile's threads' business, not the row's)."""
-    system = record.system
-    gpus = ", ".join(g.label for g in system.gpus)
-    return f"{system.cpu_model}, {system.machine}" + (f", GPU {gpus}" if gpus else "")

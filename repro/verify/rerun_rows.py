@@ -14,14 +14,14 @@ from repro.bundle.records import RunRecord
 from repro.core.errors import BadInput
 from repro.plan.planner import Cell, make_plan
 from repro.report.aggregate import ValidCell, collect_with_cells
-from repro.report.pins import Pins, TemplatePin
 from repro.report.tables import PaperTables, TableRow
-from repro.report.verify import load_published
 from repro.spec.harnesses import HarnessPin
 from repro.spec.loading import load_matrix
 from repro.spec.matrix import Decoding
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
+from repro.verify.pins import Pins, TemplatePin
+from repro.verify.published import load_published
 
 
 class RerunRow(BaseModel):
@@ -145,7 +145,7 @@ def _no_row_reasons(tables: PaperTables) -> dict[str, list[str]]:
 def row_pins(
     row: TableRow, decoding: Decoding | None = None, harness: HarnessPin | None = None, accelerator: str | None = None
 ) -> Pins:
-    """What a row ran with, as the one comparison of setups reads it (repro.report.pins): a rerun's
+    """What a row ran with, as the one comparison of setups reads it (repro.verify.pins): a rerun's
     row against a claim, or (`repro compare`) one row against another. What the row does not
     record (an older results.json, its decoding where only its label is at hand) is not stated."""
     execution = row.execution

@@ -14,7 +14,6 @@ from repro.bundle.layout.names import MANIFEST
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file
 from repro.core.terminal import printable
-from repro.report.rerun_rows import Collected, Rerun, RerunRow, load_published_rows, load_rerun
 from repro.spec.claims import (
     Claim,
     ClaimDecoding,
@@ -33,6 +32,7 @@ from repro.spec.claims import (
     Source,
     cross_check,
 )
+from repro.verify.rerun_rows import Collected, Rerun, RerunRow, load_published_rows, load_rerun
 
 
 def published_claims(path: Path, collected: Collected | None = None) -> tuple[LoadedClaims, dict[str, str]]:

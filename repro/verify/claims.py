@@ -10,7 +10,7 @@ Per claim, one verdict:
 - REPRODUCED ON ANOTHER SETUP, CONSISTENT ON ANOTHER SETUP: as above, but an input the claim
   pins differs in the rerun and the reviewer did not accept it by name (`--accept`): the claim
   was not rerun as stated, and the verify fails;
-- DIFFERENT: outside the tolerance; on the same exact setup (repro.report.pins.exactness), any
+- DIFFERENT: outside the tolerance; on the same exact setup (repro.verify.pins.exactness), any
   different count, outcome or transcript;
 - NOT RERUN: no VALID rerun row answers the claim, with the reason (the model's bytes are not
   pinned or not in the rerun's matrix, another harness or protocol, an excluded or absent cell,
@@ -18,7 +18,7 @@ Per claim, one verdict:
 
 A claim is matched to a rerun row by what the claim is about: the model's bytes (sha256: a name
 proves nothing), the harness, the protocol and the suite's id. Everything else it pins is
-compared by repro.report.pins, the one comparison both verify paths use.
+compared by repro.verify.pins, the one comparison both verify paths use.
 """
 
 from __future__ import annotations
@@ -29,11 +29,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel
 
 from repro.plan.planner import Cell
-from repro.report.pins import SAME_KERNELS, InputDifference, Pins, TemplatePin, differences, exactness
-from repro.report.rerun_rows import Rerun, RerunRow
 from repro.report.tables import TableRow
-from repro.report.tolerance import Judgement, judge_counts, judge_exact, judge_paired
-from repro.report.verify import TranscriptIdentity
 from repro.spec.claims import (
     Claim,
     ClaimModel,
@@ -45,6 +41,10 @@ from repro.spec.claims import (
 from repro.spec.harnesses import HarnessPin
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
+from repro.verify.pins import SAME_KERNELS, InputDifference, Pins, TemplatePin, differences, exactness
+from repro.verify.published import TranscriptIdentity
+from repro.verify.rerun_rows import Rerun, RerunRow
+from repro.verify.tolerance import Judgement, judge_counts, judge_exact, judge_paired
 
 Verdict = Literal[
     "REPRODUCED",
