@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from repro.bundle.layout.names import ENGINE_LOG
 from repro.bundle.records import CellRecord
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
@@ -26,7 +27,6 @@ from repro.core.files import MAX_LOG_BYTES
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence
 
-ENGINE_LOG = "engine.log"
 
 
 def rule_evidence(ev: CellEvidence) -> list[str]:

@@ -7,9 +7,12 @@ record ties it to this run, this very cell and suite, and the engine image, iden
 settings (threads, slots, prompt cache) the cell records; each scenario it finished has the sha256
 of its result and transcript (`KeptScenario.digest`), recomputed here from the cell's own files;
 its engine log is a file of the cell, not the cell's own engine log copied, and shows the thread
-count the cell ran at. A kept list that
-no earlier attempt accounts for, an attempt on another engine or settings, or a kept scenario
-whose digest differs is INVALID.
+count the cell ran at. Where the engine's log names each request it serves (llama.cpp), each
+attempt's log is bound to the scenarios it ran (repro.check.served): the cell's own log holds the
+requests of exactly the scenarios the last attempt reran, and the gate's; an earlier attempt's log
+at least those of the scenarios kept from it. A kept list that no earlier attempt accounts for, an
+attempt on another engine or settings, a kept scenario whose digest differs, or a log that served
+other requests than its attempt's scenarios is INVALID.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from repro.bundle.layout.names import ENGINE_LOG
 from repro.bundle.records import EarlierAttempt, Execution, KeptScenario
-from repro.check.cross import ENGINE_LOG, ENGINE_THREADS
+from repro.check.cross import ENGINE_THREADS
+from repro.check.served import calls_per_scenario, own_requests_problem, served_during
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
 
@@ -30,7 +35,8 @@ SHOWN = 3
 
 def rule_resumed(ev: CellEvidence) -> list[str]:
     """The kept list is exactly what the recorded earlier attempts finished, each attempt is of
-    this cell on the cell's engine and settings, and each kept scenario's digest is recomputed."""
+    this cell on the cell's engine and settings, each kept scenario's digest is recomputed, and
+    each attempt's engine log served the requests of the scenarios it ran."""
     kept, attempts = ev.record.resumed_kept, ev.record.earlier_attempts
     if not kept and not attempts:
         return []
@@ -44,7 +50,7 @@ def rule_resumed(ev: CellEvidence) -> list[str]:
     problems = [
         problem for number, attempt in enumerate(attempts, start=1) for problem in attempt_problems(ev, number, attempt)
     ]
-    return (problems + digest_problems(ev, attempts))[:SHOWN]
+    return (problems + digest_problems(ev, attempts) + request_problems(ev, attempts))[:SHOWN]
 
 
 def attempt_problems(ev: CellEvidence, number: int, attempt: EarlierAttempt) -> list[str]:
@@ -121,3 +127,31 @@ def digest_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[st
                     f"{number} finished (sha256 differs)"
                 )
     return problems
+
+
+def request_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[str]:
+    """Each attempt's engine log against the scenarios it ran (repro.check.served), where the
+    engine's log names each request: the cell's own log holds the requests of exactly the
+    scenarios its last attempt reran (and the gate's); an earlier attempt's log at least those of
+    the scenarios kept from it (it may also hold one its interrupt cut short)."""
+    request_line = ev.record.cell.engine.facts.request_line
+    calls = calls_per_scenario(ev)
+    if request_line is None or calls is None or not ev.bundle.has_file(ev.cell_id, ENGINE_LOG):
+        return []
+    problems = []
+    for number, attempt in enumerate(attempts, start=1):
+        try:
+            log = ev.bundle.cell_file(ev.cell_id, attempt.engine_log, MAX_LOG_BYTES)
+        except BadInput:
+            continue  # attempt_log_problems names it
+        served, _ = served_during(ev, log, request_line)
+        kept = sum(calls.get(scenario_id, 0) for scenario_id in attempt.finished)
+        if served < kept:
+            problems.append(
+                f"earlier attempt {number}: its engine log shows {served} request(s), the "
+                f"{len(attempt.finished)} scenario(s) kept from it record {kept}"
+            )
+    rerun = [scenario_id for scenario_id in calls if scenario_id not in set(ev.record.resumed_kept)]
+    own = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+    problem = own_requests_problem(ev, own, request_line, sum(calls[i] for i in rerun))
+    return problems + ([f"the last attempt, which reran {len(rerun)} scenario(s): {problem}"] if problem else [])

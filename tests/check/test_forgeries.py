@@ -674,8 +674,14 @@ def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) 
     partial = PartialCell.model_validate({**partial.model_dump(mode="json"), **partial_update})
     finished = {result.id: KeptScenario.digest(result, transcripts[result.id]) for result in results[:kept]}
     attempt = EarlierAttempt(partial=partial, finished=finished, engine_log="attempt-1.engine.log")
-    # the interrupted engine's own log: it served the kept scenarios, so its lines are not the cell's log's
-    (cell / attempt.engine_log).write_text((cell / "engine.log").read_text() + "(the interrupted attempt's requests)\n")
+    # each engine served the gate and its attempt's scenarios: the interrupted one the kept, the cell's the rest
+    calls = {
+        line.id: sum(len(getattr(e, "replies", None) or []) for e in line.transcript) for line in transcripts.values()
+    }
+    gate = len(record["gate"]["attempts"]) + (record["gate"]["warmup"] is not None)
+    booted = (cell / "engine.log").read_text()
+    (cell / attempt.engine_log).write_text(booted + served(gate + sum(calls[i] for i in ids)) + "(interrupted)\n")
+    (cell / "engine.log").write_text(booted + served(gate + sum(calls[r.id] for r in results[kept:])))
     rerun = sum(result.seconds for result in results[kept:])
 
     def change(data: dict) -> None:
@@ -685,6 +691,11 @@ def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) 
     change(record)
     write_json(cell / CELL_FILE, record)
     return ids
+
+
+def served(requests: int) -> str:
+    """llama.cpp's log line for each completion request it serves."""
+    return "".join(f"slot launch_slot_: id  0 | task {n} | processing task, is_child = 0\n" for n in range(requests))
 
 
 def forge_kept_without_an_attempt(run: Path) -> list[str]:
@@ -724,6 +735,23 @@ def forge_kept_with_the_cells_own_engine_log(run: Path) -> list[str]:
     cell = target(run)
     resume_evidence(run, cell, 2)
     (cell / "attempt-1.engine.log").write_text((cell / "engine.log").read_text())
+    return [cell.name]
+
+
+def forge_kept_from_a_copy_of_the_cells_engine(run: Path) -> list[str]:
+    """30m. Issue 49's graft, made whole: every scenario but the last declared kept from an earlier
+    attempt whose record is the cell's own, its digests recomputed, and its engine log the cell's
+    own with a line added (so not a byte-for-byte copy). The cell ran whole on one engine: its log
+    holds the requests of every scenario, not of the one its last attempt would have rerun."""
+    cell = target(run)
+    resume_evidence(run, cell, len(read_rows(cell)) - 1)
+    whole = (cell / "engine.log").read_text().split("slot launch_slot_")[0]
+    transcripts = transcript_lines(cell)
+    calls = sum(len(getattr(e, "replies", None) or []) for line in transcripts for e in line.transcript)
+    recorded = read_json(cell / CELL_FILE)["gate"]
+    gate = len(recorded["attempts"]) + (recorded["warmup"] is not None)
+    (cell / "engine.log").write_text(whole + served(gate + calls))
+    (cell / "attempt-1.engine.log").write_text(whole + served(gate + calls) + "one more line\n")
     return [cell.name]
 
 
@@ -976,6 +1004,7 @@ FORGERIES = [
     case(forge_kept_at_another_thread_count, "resumed", "30j-kept-at-another-thread-count"),
     case(forge_kept_scenario_changed, "resumed", "30k-kept-scenario-digest-differs"),
     case(forge_kept_with_the_cells_own_engine_log, "resumed", "30l-kept-with-the-cells-own-engine-log"),
+    case(forge_kept_from_a_copy_of_the_cells_engine, "resumed", "30m-kept-from-a-copy-of-the-cells-engine"),
     case(forge_suite_weakened, "suite-at-commit", "31-embedded-suite-not-the-commits"),
     case(forge_profile_relaxed, "profile-at-commit", "32-profile-not-the-commits"),
     case(forge_matrix_not_the_commits, "matrix-at-commit", "32b-matrix-not-the-commits"),

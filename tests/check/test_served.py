@@ -1,0 +1,39 @@
+"""The premise of the resumed rule's request binding (repro/check/served.py), held on the
+published bundles as they were made: a cell's engine log is its engine's whole log when the cell
+ended, so its requests are those after the cell before it on the engine, and they are exactly the
+replies its transcripts record (and the latency gate's, on the engine's first cell), on llama.cpp
+(launch_slot_ lines) and on Ollama (its HTTP server's POST /api/chat lines)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from repro.bundle.layout.names import ENGINE_LOG
+from repro.bundle.layout.reader import BundleReader
+from repro.check.served import calls_per_scenario, gate_requests, own_requests_problem, served_during
+from repro.core.files import MAX_LOG_BYTES
+from repro.rerun.archive import bundle_folder
+from tests.rerun.conftest import PUBLISHED
+
+
+@pytest.mark.parametrize(("name", "engine"), [("smoke-cpu", "llama.cpp"), ("ollama-smoke-cpu", "ollama")])
+def test_each_published_cell_served_exactly_what_its_transcripts_asked(tmp_path, name, engine):
+    reader = BundleReader(bundle_folder(PUBLISHED / f"{name}-bundle.tar.gz", tmp_path))
+    firsts = 0
+    for cell_id in reader.cell_ids():
+        record = reader.cell(cell_id)
+        ev = SimpleNamespace(bundle=reader, cell_id=cell_id, record=record)
+        request_line = record.cell.engine.facts.request_line
+        assert record.cell.engine.kind == engine and request_line is not None
+        log = reader.cell_file(cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+        calls = calls_per_scenario(ev)  # type: ignore[arg-type]
+        assert calls and all(n > 0 for n in calls.values())
+        served, after_another = served_during(ev, log, request_line)  # type: ignore[arg-type]
+        firsts += not after_another
+        assert served == sum(calls.values()) + (0 if after_another else gate_requests(record.gate)), cell_id
+        assert own_requests_problem(ev, log, request_line, sum(calls.values())) is None  # type: ignore[arg-type]
+        too_few = own_requests_problem(ev, log, request_line, sum(calls.values()) - 1)  # type: ignore[arg-type]
+        assert too_few is not None and "request(s), not the" in too_few
+    assert firsts == len({(reader.cell(c).cell.model.id, reader.cell(c).cell.engine.id) for c in reader.cell_ids()})
