@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence
 
 
-
 def rule_evidence(ev: CellEvidence) -> list[str]:
     """The evidence format 5 requires of a ran cell, each piece named when absent."""
     record, profile = ev.record, ev.run.profile_settings

@@ -25,8 +25,9 @@ from repro.containers.client import DockerClient
 from repro.core.errors import ReproError
 from repro.doctor.machine import Finding, run_checks
 from repro.engines.base import EngineHandle, stop_engine
+from repro.engines.boot import BootSpec
 from repro.engines.gate import run_gate
-from repro.engines.registry import BootSpec, boot_engine
+from repro.engines.registry import boot_engine
 from repro.plan.planner import make_plan, template_reason
 from repro.spec.cells import Cell
 from repro.spec.findings import TemplateFacts

@@ -5,7 +5,9 @@
 - `devices`: what an engine gets of the machine (CPU quota, threads, GPUs per replica) and the
   checks of what it reports against the profile; `errors`: `EngineRefused`; `logs`: one log per
   replica or worker joined into a cell's file and split again;
-- `registry`: engine kind -> implementation, lazy (`engine_for`, `engine_class`);
+- `boot`: `BootSpec`, everything one engine boot is launched with, the one object the interface's
+  launch methods take;
+- `registry`: engine kind -> implementation, lazy (`engine_for`, `engine_class`), and `boot_engine`;
 - `llamacpp`, `ollama`: the two implementations;
 - `gate`: the latency gate run against a booted engine (its verdict, `GateResult`, is a record in
   repro.spec.findings).
@@ -14,6 +16,7 @@
 # The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
 __all__ = [
     "base",
+    "boot",
     "devices",
     "errors",
     "gate",

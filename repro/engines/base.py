@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from repro.containers.sandbox import (
 )
 from repro.core.errors import ReproError
 from repro.core.files import short_error
+from repro.engines.boot import BootSpec
 from repro.engines.devices import check_accelerator, check_devices, host_cpus_of, parse_or_refuse
 from repro.engines.errors import EngineRefused
 from repro.engines.gpu import LIST_ARGV, QUERY_ARGV, with_mig
@@ -147,19 +149,30 @@ class Engine(ABC):
 
     # ------------------------------------------------ what each kind defines
 
+    def boot_spec(
+        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, profile_name: str
+    ) -> BootSpec:
+        """A boot of this engine (its spec, probe image, run, group and replica) with these launch settings."""
+        return BootSpec(
+            spec=self.spec,
+            image=image,
+            probe_image=self.probe_image_id,
+            model=model,
+            gguf=gguf,
+            profile=profile,
+            profile_name=profile_name,
+            decoding=decoding,
+            run_id=self.run_id,
+            group_id=self.group_id,
+            replica=self.replica,
+        )
+
     @abstractmethod
     def container_kwargs(
-        self,
-        image: str,
-        model: ModelSpec,
-        gguf: Path,
-        profile: Profile,
-        decoding: Decoding,
-        *,
-        host_cpus: int | None = None,
-        name: str | None = None,
+        self, launch: BootSpec, *, host_cpus: int | None = None, name: str | None = None
     ) -> dict[str, Any]:
-        """`containers.create(...)` keyword arguments for this engine (no Docker call)."""
+        """`containers.create(...)` keyword arguments for this engine (no Docker call); `launch.image`
+        is the image id."""
 
     @abstractmethod
     def model_name(self, model: ModelSpec) -> str: ...
@@ -176,9 +189,7 @@ class Engine(ABC):
         CPU's name, decide the sums); None where the kind reports none."""
         return None
 
-    def prepare_model(
-        self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding, profile: Profile
-    ) -> dict[str, Any]:
+    def prepare_model(self, handle: EngineHandle, launch: BootSpec) -> dict[str, Any]:
         """Make the model servable (Ollama uploads and creates it); returns what to record."""
         return {}
 
@@ -208,20 +219,15 @@ class Engine(ABC):
             mounts=mounts,
         )
 
-    def boot(
-        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding
-    ) -> EngineHandle:
+    def boot(self, launch: BootSpec) -> EngineHandle:
         """Create and start the sealed engine container (not yet waited for or verified)."""
         from repro.containers.sandbox import container_name
 
+        image, model = launch.image, launch.model
         resolved = image_id(self.client, image)
         reference = getattr(image, "reference", None) or getattr(image, "name", None) or self.spec.image or resolved
         kwargs = self.container_kwargs(
-            resolved,
-            model,
-            gguf,
-            profile,
-            decoding,
+            replace(launch, image=resolved),
             host_cpus=host_cpus_of(self.client),
             name=container_name(self.run_id, "engine", self.spec.id),
         )
@@ -246,7 +252,7 @@ class Engine(ABC):
             api=self.api,
             identity="",
             expected_identity=self.spec.expected_identity(),
-            profile=profile_name,
+            profile=launch.profile_name,
             run_id=self.run_id,
             group_id=self.group_id,
             sandbox=read_back(container),
@@ -315,12 +321,11 @@ class Engine(ABC):
         its model after boot, so its log is judged by repro check (rule gpu-evidence)."""
         return None
 
-    def start(
-        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, profile_name: str, decoding: Decoding
-    ) -> EngineHandle:
+    def start(self, launch: BootSpec) -> EngineHandle:
         """Boot, wait, verify identity and accelerator, load the model, record settings; stop on any failure."""
         started = time.monotonic()
-        handle = self.boot(image, model, gguf, profile, profile_name, decoding)
+        profile, profile_name = launch.profile, launch.profile_name
+        handle = self.boot(launch)
         try:
             self.wait_ready(handle, profile.ready_timeout_s)
             boot_seconds = time.monotonic() - started
@@ -335,7 +340,7 @@ class Engine(ABC):
             accelerator = ", ".join(device.name for device in devices) or None
             check_accelerator(self.spec.id, accelerator, profile, profile_name)
             check_devices(self.spec.id, devices, profile, profile_name)
-            self.verify_device(handle, profile, profile_name, devices, model.file_size)
+            self.verify_device(handle, profile, profile_name, devices, launch.model.file_size)
             update = {
                 "identity": reported,
                 "accelerator": accelerator,
@@ -345,7 +350,7 @@ class Engine(ABC):
                 "kernels": self.kernels(handle, profile),
             }
             handle = handle.model_copy(update=update)
-            loaded = self.prepare_model(handle, model, gguf, decoding, profile)
+            loaded = self.prepare_model(handle, launch)
             settings = self.effective_settings(handle)
             if loaded:
                 settings = {**settings, "load": loaded}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from harness.contracts import PropsResult
@@ -10,6 +9,7 @@ from repro.containers.client import Container
 from repro.containers.sandbox import GIB, EngineDied, SandboxSettings, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle
+from repro.engines.boot import BootSpec
 from repro.engines.devices import gpu_device_requests, nano_cpus_for, threads_for
 from repro.engines.errors import EngineRefused
 from repro.engines.gpu import engine_log_problems, identity_agrees, parse_cuda_log
@@ -130,23 +130,15 @@ class LlamaCppEngine(Engine):
         )
 
     def container_kwargs(
-        self,
-        image: str,
-        model: ModelSpec,
-        gguf: Path,
-        profile: Profile,
-        decoding: Decoding,
-        *,
-        host_cpus: int | None = None,
-        name: str | None = None,
+        self, launch: BootSpec, *, host_cpus: int | None = None, name: str | None = None
     ) -> dict[str, Any]:
-        settings = self.sandbox_settings(profile, host_cpus)
+        model, profile = launch.model, launch.profile
         return create_kwargs(
-            settings,
-            image,
-            server_args(model, profile, decoding, port=self.port),
+            self.sandbox_settings(profile, host_cpus),
+            launch.image,
+            server_args(model, profile, launch.decoding, port=self.port),
             name=name,
-            mounts=[bind(gguf, MODEL_MOUNT, read_only=True), *template_mounts(model)],
+            mounts=[bind(launch.gguf, MODEL_MOUNT, read_only=True), *template_mounts(model)],
             working_dir="/tmp",
             device_requests=gpu_device_requests(profile, self.replica),
         )

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from harness.contracts import OllamaLoadResult, OllamaShowResult, OllamaVersionResult
 from repro.containers.sandbox import GIB, MIB, EngineDied, bind, create_kwargs, engine_settings
 from repro.core.errors import BadInput
 from repro.engines.base import MODEL_MOUNT, Engine, EngineHandle
+from repro.engines.boot import BootSpec
 from repro.engines.devices import gpu_device_requests, nano_cpus_for
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import Decoding, ModelSpec
-from repro.spec.profiles import Profile
 
 PORT = 11434
 MODELS_DIR = "/tmp/ollama/models"
@@ -174,18 +173,11 @@ class OllamaEngine(Engine):
         return template if isinstance(template, str) else None
 
     def container_kwargs(
-        self,
-        image: str,
-        model: ModelSpec,
-        gguf: Path,
-        profile: Profile,
-        decoding: Decoding,
-        *,
-        host_cpus: int | None = None,
-        name: str | None = None,
+        self, launch: BootSpec, *, host_cpus: int | None = None, name: str | None = None
     ) -> dict[str, Any]:
+        profile = launch.profile
         # The uploaded blob lives in the tmpfs: size it for the model plus room for manifests.
-        tmpfs_mib = math.ceil(model.file_size * 1.1 / MIB) + 512
+        tmpfs_mib = math.ceil(launch.model.file_size * 1.1 / MIB) + 512
         settings = engine_settings(
             run_id=self.run_id,
             cell_id=self.group_id,
@@ -199,12 +191,12 @@ class OllamaEngine(Engine):
                 "OLLAMA_NUM_PARALLEL": str(profile.slots),
                 "OLLAMA_MAX_LOADED_MODELS": "1",
                 "OLLAMA_NOPRUNE": "1",
-                "OLLAMA_CONTEXT_LENGTH": str(decoding.context),
+                "OLLAMA_CONTEXT_LENGTH": str(launch.decoding.context),
             },
         )
         return create_kwargs(
             settings,
-            image,
+            launch.image,
             ["serve"],
             name=name,
             working_dir="/tmp",
@@ -239,11 +231,10 @@ class OllamaEngine(Engine):
             str(LOAD_TIMEOUT_S),
         ]
 
-    def prepare_model(
-        self, handle: EngineHandle, model: ModelSpec, gguf: Path, decoding: Decoding, profile: Profile
-    ) -> dict[str, Any]:
-        mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
-        argv = self.load_argv(model, decoding, profile.threads)
+    def prepare_model(self, handle: EngineHandle, launch: BootSpec) -> dict[str, Any]:
+        model = launch.model
+        mounts = [bind(launch.gguf, MODEL_MOUNT, read_only=True)]
+        argv = self.load_argv(model, launch.decoding, launch.profile.threads)
         result = self.probe(handle, argv, OllamaLoadResult, timeout=LOAD_TIMEOUT_S + 60, mounts=mounts)
         if not result.ok:
             raise EngineDied(f"engine {self.spec.id}: loading {model.id} failed at {result.stage}: {result.error}")

@@ -11,14 +11,13 @@ covers its code), on the loopback of a container with no network. Its identity i
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from repro.containers.sandbox import bind, create_kwargs
 from repro.engines.base import MODEL_MOUNT, EngineHandle
+from repro.engines.boot import BootSpec
 from repro.engines.llamacpp import LlamaCppEngine
 from repro.spec.findings import GpuDevice
-from repro.spec.matrix import Decoding, ModelSpec
 from repro.spec.profiles import Profile
 
 PORT = 8080  # as llama.cpp's (LlamaCppEngine.port)
@@ -36,20 +35,12 @@ class ScriptedEngine(LlamaCppEngine):
     kind = "scripted"  # port, API and health route: llama.cpp's
 
     def container_kwargs(
-        self,
-        image: str,
-        model: ModelSpec,
-        gguf: Path,
-        profile: Profile,
-        decoding: Decoding,
-        *,
-        host_cpus: int | None = None,
-        name: str | None = None,
+        self, launch: BootSpec, *, host_cpus: int | None = None, name: str | None = None
     ) -> dict[str, Any]:
-        mounts = [bind(gguf, MODEL_MOUNT, read_only=True)]
+        mounts = [bind(launch.gguf, MODEL_MOUNT, read_only=True)]
         return create_kwargs(
-            self.sandbox_settings(profile, host_cpus),
-            image,
+            self.sandbox_settings(launch.profile, host_cpus),
+            launch.image,
             scripted_argv(self.port),
             name=name,
             mounts=mounts,

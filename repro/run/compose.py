@@ -203,9 +203,10 @@ def expected_services(
     cell = source.cell
     kind = kind_of(cell.suite)
     engine = engine_for(client, cell.engine, probe_image=source.harness, run_id=run_id, group_id=group_id(cell))
-    engine_kwargs = engine.container_kwargs(
-        source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, host_cpus=host_cpus
+    launch = engine.boot_spec(
+        source.engine_image.id, cell.model, source.gguf, source.profile, cell.decoding, profile_name=source.profile_name
     )
+    engine_kwargs = engine.container_kwargs(launch, host_cpus=host_cpus)
     ready = [
         "ready",
         "--base-url",

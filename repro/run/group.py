@@ -12,9 +12,10 @@ from repro.containers.client import daemon_unanswering, wait_for_daemon
 from repro.core.files import short_error
 from repro.core.terminal import shown
 from repro.engines.base import EngineDied, EngineHandle, stop_engine
+from repro.engines.boot import BootSpec
 from repro.engines.errors import EngineRefused
 from repro.engines.gate import CAUSE_TEXT, gate_with_retries, run_gate
-from repro.engines.registry import BootSpec, boot_engine
+from repro.engines.registry import boot_engine
 from repro.run.cell import run_cell
 from repro.run.context import GroupEngine, RunContext
 from repro.run.healing import MAX_CELL_RERUNS, EngineLost, describe, heal, unhealed_reason

@@ -192,8 +192,8 @@ class StubbedCudaEngine(LlamaCppEngine):
 
     mounts: list = []
 
-    def container_kwargs(self, image, model, gguf, profile, decoding, *, host_cpus=None, name=None):
-        kwargs = super().container_kwargs(image, model, gguf, profile, decoding, host_cpus=host_cpus, name=name)
+    def container_kwargs(self, launch, *, host_cpus=None, name=None):
+        kwargs = super().container_kwargs(launch, host_cpus=host_cpus, name=name)
         kwargs.pop("device_requests", None)
         kwargs["mounts"] = [*kwargs["mounts"], *self.mounts]
         return kwargs
@@ -225,7 +225,6 @@ def test_a_cuda_boot_without_working_cuda_is_refused_not_run_on_the_cpu(
     ]
     profile = load_profiles().get(PROFILE)
     with pytest.raises(EngineRefused) as caught:
-        engine.start(
-            cuda_ref, smollm2_spec, smollm2_gguf, profile, PROFILE, load_matrix(DEFAULT_MATRIX).matrix.decoding
-        )
+        decoding = load_matrix(DEFAULT_MATRIX).matrix.decoding
+        engine.start(engine.boot_spec(cuda_ref, smollm2_spec, smollm2_gguf, profile, decoding, profile_name=PROFILE))
     assert "CUDA failed to initialise" in str(caught.value) and "served on the CPU" in str(caught.value)

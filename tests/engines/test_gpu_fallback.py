@@ -28,8 +28,8 @@ class NoGpuEngine(LlamaCppEngine):
 
     mounts: list = []
 
-    def container_kwargs(self, image, model, gguf, profile, decoding, *, host_cpus=None, name=None):
-        kwargs = super().container_kwargs(image, model, gguf, profile, decoding, host_cpus=host_cpus, name=name)
+    def container_kwargs(self, launch, *, host_cpus=None, name=None):
+        kwargs = super().container_kwargs(launch, host_cpus=host_cpus, name=name)
         kwargs.pop("device_requests", None)
         kwargs["mounts"] = [*kwargs["mounts"], *self.mounts]
         return kwargs
@@ -53,8 +53,11 @@ def test_a_cpu_server_named_t4_by_nvidia_smi_is_refused(
     )
     engine.mounts = [bind(fake_nvidia_smi(), "/usr/local/bin/nvidia-smi", read_only=True)]
     with pytest.raises(EngineRefused) as caught:
+        profile = load_profiles().get("gpu-t4")
         engine.start(
-            llama_image_ref, smollm2_spec, smollm2_gguf, load_profiles().get("gpu-t4"), "gpu-t4", SMOKE.decoding
+            engine.boot_spec(
+                llama_image_ref, smollm2_spec, smollm2_gguf, profile, SMOKE.decoding, profile_name="gpu-t4"
+            )
         )
     assert str(caught.value) == (
         "engine llamacpp-b11434: the engine log shows no CUDA device (ggml_cuda_init): "

@@ -12,10 +12,11 @@ from harness.contracts import GateProbeResult
 from repro.containers.cleanup import leaked_containers
 from repro.containers.sandbox import hardening_problems
 from repro.engines.base import EngineDied, stop_engine
+from repro.engines.boot import BootSpec
 from repro.engines.errors import EngineRefused
 from repro.engines.gate import run_gate
 from repro.engines.llamacpp import LlamaCppEngine
-from repro.engines.registry import BootSpec, boot_engine
+from repro.engines.registry import boot_engine
 from repro.spec.matrix import LatencyGateSettings
 from repro.spec.profiles import load_profiles
 from tests.engines.test_specs import SMOKE

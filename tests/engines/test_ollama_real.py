@@ -27,7 +27,7 @@ PROFILE = load_profiles().get("cpu")
 
 def start(docker_client, image, harness_image_ref, run_id, model, gguf, spec=SPEC):
     engine = OllamaEngine(docker_client, spec, probe_image=harness_image_ref, run_id=run_id, group_id="ollama-real")
-    return engine, engine.start(image.id, model, gguf, PROFILE, "cpu", MATRIX.decoding)
+    return engine, engine.start(engine.boot_spec(image.id, model, gguf, PROFILE, MATRIX.decoding, profile_name="cpu"))
 
 
 def test_the_image_names_its_module_toolchain_and_flags(docker_client, ollama_image):

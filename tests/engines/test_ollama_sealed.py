@@ -32,8 +32,8 @@ PROFILE = load_profiles().get("cpu")
 class StandInOllama(OllamaEngine):
     """OllamaEngine with the server process swapped for the stand-in script (same sealed spec)."""
 
-    def container_kwargs(self, image, model, gguf, profile, decoding, *, host_cpus=None, name=None):
-        kwargs = super().container_kwargs(image, model, gguf, profile, decoding, host_cpus=host_cpus, name=name)
+    def container_kwargs(self, launch, *, host_cpus=None, name=None):
+        kwargs = super().container_kwargs(launch, host_cpus=host_cpus, name=name)
         kwargs["entrypoint"] = ["python3", "/standin/ollama_standin.py"]
         kwargs["command"] = ["--port", str(self.port), "--version", STANDIN_VERSION]
         kwargs["mounts"] = [
@@ -45,7 +45,9 @@ class StandInOllama(OllamaEngine):
 
 def start(docker_client, harness_image_ref, run_id, model, gguf, spec=OLLAMA_SPEC):
     engine = StandInOllama(docker_client, spec, probe_image=harness_image_ref, run_id=run_id, group_id="ollama-standin")
-    return engine, engine.start(harness_image_ref, model, gguf, PROFILE, "cpu", SMOKE.decoding)
+    return engine, engine.start(
+        engine.boot_spec(harness_image_ref, model, gguf, PROFILE, SMOKE.decoding, profile_name="cpu")
+    )
 
 
 def test_ollama_path_against_the_sealed_standin(

@@ -410,9 +410,10 @@ def test_gate_on_a_dead_engine_exits_3(standin, tmp_path: Path, gguf: Path):
 def test_ollama_container_spec_is_sealed_and_never_pulls(tmp_path: Path, gguf: Path):
     smol = smoke_model("smollm2-135m-instruct-q4_1")
     engine = OllamaEngine.__new__(OllamaEngine)
-    engine.spec, engine.run_id, engine.group_id = OLLAMA_SPEC, "run-x", "group-y"
+    engine.spec, engine.run_id, engine.group_id, engine.probe_image_id = OLLAMA_SPEC, "run-x", "group-y", None
     profile = load_profiles().get("cpu")
-    kwargs = engine.container_kwargs("sha256:" + "2" * 64, smol, gguf, profile, Decoding(), host_cpus=2)
+    launch = engine.boot_spec("sha256:" + "2" * 64, smol, gguf, profile, Decoding(), profile_name="cpu")
+    kwargs = engine.container_kwargs(launch, host_cpus=2)
     assert kwargs["command"] == ["serve"] and "entrypoint" not in kwargs
     assert kwargs["network_mode"] == "none" and "ports" not in kwargs
     assert kwargs["environment"]["OLLAMA_HOST"] == "127.0.0.1:11434"

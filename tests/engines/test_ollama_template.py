@@ -109,7 +109,9 @@ def test_the_qwen_template_renders_the_ggufs_prompt_tools_included(
         return made | {"environment": {**made["environment"], "OLLAMA_DEBUG": "2"}}
 
     engine.container_kwargs = traced  # type: ignore[method-assign]
-    handle = engine.start(ollama_image.id, QWEN, qwen_gguf, PROFILE, "cpu", MATRIX.decoding)
+    handle = engine.start(
+        engine.boot_spec(ollama_image.id, QWEN, qwen_gguf, PROFILE, MATRIX.decoding, profile_name="cpu")
+    )
     try:
         assert ".Tools" in template_for(QWEN)[0] and handle.settings["show"]["template"] == template_for(QWEN)[0]
         container = engine.container(handle)

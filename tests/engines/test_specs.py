@@ -23,22 +23,18 @@ PROFILES = load_profiles()
 
 def llama(run_id: str = "run-1", group: str = "grp") -> LlamaCppEngine:
     engine = LlamaCppEngine.__new__(LlamaCppEngine)
-    engine.spec, engine.run_id, engine.group_id = SMOKE.engines[0], run_id, group
+    engine.spec, engine.run_id, engine.group_id, engine.probe_image_id = SMOKE.engines[0], run_id, group, None
     return engine
 
 
 def kwargs_for(profile_name: str, tmp_path: Path, host_cpus: int | None = None) -> dict:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    return llama().container_kwargs(
-        IMAGE,
-        SMOKE.models[0],
-        gguf,
-        PROFILES.get(profile_name),
-        SMOKE.decoding,
-        host_cpus=host_cpus,
-        name="repro-run-1-engine-x",
+    engine = llama()
+    launch = engine.boot_spec(
+        IMAGE, SMOKE.models[0], gguf, PROFILES.get(profile_name), SMOKE.decoding, profile_name=profile_name
     )
+    return engine.container_kwargs(launch, host_cpus=host_cpus, name="repro-run-1-engine-x")
 
 
 def flag(command: list[str], name: str) -> str:

@@ -128,7 +128,8 @@ def test_the_sealed_runner_passes_the_reference_served_by_the_scripted_engine_ki
     from repro.containers import lifecycle as containers
     from repro.containers.sandbox import bind, container_name, harness_kwargs
     from repro.engines.base import stop_engine
-    from repro.engines.registry import BootSpec, boot_engine
+    from repro.engines.boot import BootSpec
+    from repro.engines.registry import boot_engine
     from repro.run.cell import harness_output_dir
     from repro.suites.base import SCENARIO_MOUNT
     from repro.suites.external.base import adapter_of

@@ -34,7 +34,8 @@ IDS = ["ask-001", "notes-001", "table_read_answer-001"]
 def engine(request, docker_client, llama_image_ref, harness_image_ref, TEST_RUN_ID, model_cache):
     from repro.core.config import DEFAULT_MATRIX
     from repro.engines.base import stop_engine
-    from repro.engines.registry import BootSpec, boot_engine
+    from repro.engines.boot import BootSpec
+    from repro.engines.registry import boot_engine
     from repro.spec.loading import load_matrix
     from repro.spec.profiles import load_profiles
     from repro.store.models import fetch, model_path

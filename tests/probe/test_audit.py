@@ -108,7 +108,9 @@ def test_the_engine_audit_runs_with_the_engines_own_settings(
     )
     image = image_id(docker_client, harness_image_ref)
     engine = LlamaCppEngine(docker_client, spec, probe_image=harness_image_ref, run_id=TEST_RUN_ID, group_id="audit")
-    kwargs = engine.container_kwargs(image, model, gguf, load_profiles().get("cpu"), Decoding())
+    kwargs = engine.container_kwargs(
+        engine.boot_spec(image, model, gguf, load_profiles().get("cpu"), Decoding(), profile_name="cpu")
+    )
     audit = audit_engine(docker_client, kwargs, image, run_id=TEST_RUN_ID, read_only=["/models"])
     assert audit.error is None and audit.uid == 10001
     assert audit.escapes() == [], [f"{item.name}: {item.detail}" for item in audit.escapes()]
