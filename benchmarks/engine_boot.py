@@ -43,7 +43,7 @@ def sealed_boots(client, engine, image, model, gguf, profile, decoding, runs: in
     orchestrator, probe_view = [], []
     for _ in range(runs):
         started = time.monotonic()
-        handle = engine.boot(image, model, gguf, profile, "cpu", decoding)
+        handle = engine.boot(engine.boot_spec(image, model, gguf, profile, decoding, profile_name="cpu"))
         try:
             probe_seconds = engine.wait_ready(handle, profile.ready_timeout_s)
             orchestrator.append(time.monotonic() - started)
@@ -185,7 +185,7 @@ def main() -> int:
                 f"(+{statistics.median(sealed) - statistics.median(host):.2f} s)"
             )
 
-        handle = engine.start(image, model, gguf, profile, "cpu", matrix.decoding)
+        handle = engine.start(engine.boot_spec(image, model, gguf, profile, matrix.decoding, profile_name="cpu"))
         try:
             started = time.monotonic()
             gate = run_gate(client, handle, profile=profile, settings=matrix.latency_gate, decoding=matrix.decoding)

@@ -82,7 +82,9 @@ def engine_setup(matrix: str, kind: str, args: argparse.Namespace, port: int) ->
     image = engine_image(spec, "cpu").id
     engine = engine_for(None, spec, probe_image=image, run_id=RUN_ID, group_id="speed")
     gguf = model_path(model)
-    kwargs = engine.container_kwargs(image, model, gguf, profile, loaded.matrix.decoding)
+    kwargs = engine.container_kwargs(
+        engine.boot_spec(image, model, gguf, profile, loaded.matrix.decoding, profile_name="cpu")
+    )
     return engine, on_loopback(kwargs, kind, port), model, gguf
 
 

@@ -100,7 +100,10 @@ def engine_kwargs(threads: int, cache: bool, port: int, args: argparse.Namespace
     profile = profiles.get("cpu").model_copy(update={"threads": threads, "cache_prompt": cache})
     image = engine_image(spec, "cpu").id
     engine = engine_for(None, spec, probe_image=image, run_id=RUN_ID, group_id="cache")
-    kwargs = engine.container_kwargs(image, model, args.gguf or model_path(model), profile, loaded.matrix.decoding)
+    gguf = args.gguf or model_path(model)
+    kwargs = engine.container_kwargs(
+        engine.boot_spec(image, model, gguf, profile, loaded.matrix.decoding, profile_name="cpu")
+    )
     command = list(kwargs["command"])
     command[command.index("--port") + 1] = str(port)
     return kwargs | {"command": command, "network_mode": "host"}, {"seed": loaded.matrix.decoding.seed}

@@ -72,7 +72,10 @@ def engine_kwargs(record: CellRecord, profile, port: int) -> dict:
     assert record.engine_image is not None
     # No probe is started here (the host polls the engine itself): the engine's image stands in for the probe's.
     engine = engine_for(None, cell.engine, probe_image=record.engine_image.id, run_id=RUN_ID, group_id="direct")
-    kwargs = engine.container_kwargs(record.engine_image.id, cell.model, model_path(cell.model), profile, cell.decoding)
+    launch = engine.boot_spec(
+        record.engine_image.id, cell.model, model_path(cell.model), profile, cell.decoding, profile_name=cell.profile
+    )
+    kwargs = engine.container_kwargs(launch)
     command = list(kwargs["command"])
     command[command.index("--port") + 1] = str(port)
     return kwargs | {"command": command, "network_mode": "host"}
