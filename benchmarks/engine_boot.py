@@ -87,7 +87,7 @@ def host_boots(binary: Path, args: list[str], gguf: Path, runs: int, timeout: fl
         port = free_port()
         argv = [str(binary)] + [
             str(gguf) if a == "/models/model.gguf" else (str(port) if prev == "--port" else a)
-            for prev, a in zip([None] + args, args, strict=True)
+            for prev, a in zip([None, *args[:-1]], args, strict=True)
         ]
         started = time.monotonic()
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
