@@ -151,7 +151,11 @@ def request_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[s
                 f"earlier attempt {number}: its engine log shows {served} request(s), the "
                 f"{len(attempt.finished)} scenario(s) kept from it record {kept}"
             )
-    rerun = [scenario_id for scenario_id in calls if scenario_id not in set(ev.record.resumed_kept)]
-    own = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+    kept_ids = set(ev.record.resumed_kept)
+    rerun = [scenario_id for scenario_id in calls if scenario_id not in kept_ids]
+    try:
+        own = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+    except BadInput as error:
+        return [*problems, f"its engine log is unreadable ({error})"]
     problem = own_requests_problem(ev, own, request_line, sum(calls[i] for i in rerun))
     return problems + ([f"the last attempt, which reran {len(rerun)} scenario(s): {problem}"] if problem else [])
