@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from repro.bundle.layout.names import ENGINE_LOG
 from repro.bundle.records import EarlierAttempt, Execution, KeptScenario
 from repro.check.cross import ENGINE_THREADS
-from repro.check.served import calls_per_scenario, own_requests_problem, served_during
+from repro.check.served import calls_per_scenario, own_requests_problem, served_during, sibling_logs
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
 
@@ -138,13 +138,14 @@ def request_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[s
     calls = calls_per_scenario(ev)
     if request_line is None or calls is None or not ev.bundle.has_file(ev.cell_id, ENGINE_LOG):
         return []
-    problems = []
+    problems: list[str] = []
+    siblings = sibling_logs(ev)
     for number, attempt in enumerate(attempts, start=1):
         try:
             log = ev.bundle.cell_file(ev.cell_id, attempt.engine_log, MAX_LOG_BYTES)
         except BadInput:
             continue  # attempt_log_problems names it
-        served, _ = served_during(ev, log, request_line)
+        served, _ = served_during(log, request_line, siblings)
         kept = sum(calls.get(scenario_id, 0) for scenario_id in attempt.finished)
         if served < kept:
             problems.append(
@@ -157,5 +158,5 @@ def request_problems(ev: CellEvidence, attempts: list[EarlierAttempt]) -> list[s
         own = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
     except BadInput as error:
         return [*problems, f"its engine log is unreadable ({error})"]
-    problem = own_requests_problem(ev, own, request_line, sum(calls[i] for i in rerun))
+    problem = own_requests_problem(ev, own, request_line, sum(calls[i] for i in rerun), siblings)
     return problems + ([f"the last attempt, which reran {len(rerun)} scenario(s): {problem}"] if problem else [])

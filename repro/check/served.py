@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from repro.bundle.layout.names import ENGINE_LOG
+from repro.check.bounds import reply_positions
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
 from repro.spec.findings import GateResult
@@ -37,7 +38,7 @@ def calls_per_scenario(ev: CellEvidence) -> dict[str, int] | None:
         lines = ev.bundle.transcripts(ev.cell_id)
     except BadInput:
         return None
-    return {line.id: sum(len(getattr(entry, "replies", None) or []) for entry in line.transcript) for line in lines}
+    return {line.id: len(reply_positions(line.transcript)) for line in lines}
 
 
 def gate_requests(gate: GateResult | None) -> int | None:
@@ -50,37 +51,36 @@ def gate_requests(gate: GateResult | None) -> int | None:
     return len(gate.attempts) + (1 if gate.warmup is not None else 0)
 
 
-def earlier_log(ev: CellEvidence, log: bytes) -> bytes:
-    """The longest engine log of another cell of this run on the same model and engine that `log`
-    begins with (the cells the engine served before this one); empty when this was its first cell."""
-    found, cell = b"", ev.record.cell
+def sibling_logs(ev: CellEvidence) -> list[bytes]:
+    """The engine logs of the run's other cells on the same model and engine (read once per cell
+    checked): those the engine served before an attempt of this cell are prefixes of its log."""
+    cell, logs = ev.record.cell, []
     for cell_id in ev.bundle.cell_ids():
         if cell_id == ev.cell_id or not ev.bundle.has_file(cell_id, ENGINE_LOG):
             continue
         try:
-            other_cell = ev.bundle.cell(cell_id).cell
-            if (other_cell.model.id, other_cell.engine.id) != (cell.model.id, cell.engine.id):
-                continue
-            other = ev.bundle.cell_file(cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+            other = ev.bundle.cell(cell_id).cell
+            if (other.model.id, other.engine.id) == (cell.model.id, cell.engine.id):
+                logs.append(ev.bundle.cell_file(cell_id, ENGINE_LOG, MAX_LOG_BYTES))
         except BadInput:
             continue
-        if len(found) < len(other) < len(log) and log.startswith(other):
-            found = other
-    return found
+    return logs
 
 
-def served_during(ev: CellEvidence, log: bytes, request_line: str) -> tuple[int, bool]:
-    """The requests `log` shows after the log of the cell before it on the engine, and whether
-    there was one (else the count holds the latency gate's requests too)."""
-    before = earlier_log(ev, log)
+def served_during(log: bytes, request_line: str, siblings: list[bytes]) -> tuple[int, bool]:
+    """The requests `log` shows after the longest sibling log it begins with (the cell before it
+    on the engine), and whether there was one (else the count holds the latency gate's too)."""
+    before = max((s for s in siblings if len(s) < len(log) and log.startswith(s)), key=len, default=b"")
     return requests_in(log, request_line) - requests_in(before, request_line), bool(before)
 
 
-def own_requests_problem(ev: CellEvidence, log: bytes, request_line: str, asked: int) -> str | None:
+def own_requests_problem(
+    ev: CellEvidence, log: bytes, request_line: str, asked: int, siblings: list[bytes]
+) -> str | None:
     """The cell's own log against the `asked` requests of the scenarios its last attempt ran:
     exactly those (and the gate's, when the cell was the first on its engine); at least those where
     the count cannot be exact (several replicas, a retried gate)."""
-    served, after_another = served_during(ev, log, request_line)
+    served, after_another = served_during(log, request_line, siblings)
     gate = 0 if after_another else gate_requests(ev.record.gate)
     replicas = ev.record.execution.replicas if ev.record.execution else 1
     if gate is None or replicas > 1:

@@ -149,24 +149,6 @@ class Engine(ABC):
 
     # ------------------------------------------------ what each kind defines
 
-    def boot_spec(
-        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, profile_name: str
-    ) -> BootSpec:
-        """A boot of this engine (its spec, probe image, run, group and replica) with these launch settings."""
-        return BootSpec(
-            spec=self.spec,
-            image=image,
-            probe_image=self.probe_image_id,
-            model=model,
-            gguf=gguf,
-            profile=profile,
-            profile_name=profile_name,
-            decoding=decoding,
-            run_id=self.run_id,
-            group_id=self.group_id,
-            replica=self.replica,
-        )
-
     @abstractmethod
     def container_kwargs(
         self, launch: BootSpec, *, host_cpus: int | None = None, name: str | None = None
@@ -194,6 +176,24 @@ class Engine(ABC):
         return {}
 
     # ------------------------------------------------ common lifecycle
+
+    def boot_spec(
+        self, image: Any, model: ModelSpec, gguf: Path, profile: Profile, decoding: Decoding, *, profile_name: str
+    ) -> BootSpec:
+        """A boot of this engine (its spec, probe image, run, group and replica) with these launch settings."""
+        return BootSpec(
+            spec=self.spec,
+            image=image,
+            probe_image=self.probe_image_id,
+            model=model,
+            gguf=gguf,
+            profile=profile,
+            profile_name=profile_name,
+            decoding=decoding,
+            run_id=self.run_id,
+            group_id=self.group_id,
+            replica=self.replica,
+        )
 
     @property
     def base_url(self) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from repro.bundle.layout.names import ENGINE_LOG
 from repro.bundle.layout.reader import BundleReader
-from repro.check.served import calls_per_scenario, gate_requests, own_requests_problem, served_during
+from repro.check.served import calls_per_scenario, gate_requests, own_requests_problem, served_during, sibling_logs
 from repro.core.files import MAX_LOG_BYTES
 from repro.rerun.archive import bundle_folder
 from tests.rerun.conftest import PUBLISHED
@@ -30,10 +30,11 @@ def test_each_published_cell_served_exactly_what_its_transcripts_asked(tmp_path,
         log = reader.cell_file(cell_id, ENGINE_LOG, MAX_LOG_BYTES)
         calls = calls_per_scenario(ev)  # type: ignore[arg-type]
         assert calls and all(n > 0 for n in calls.values())
-        served, after_another = served_during(ev, log, request_line)  # type: ignore[arg-type]
+        siblings = sibling_logs(ev)  # type: ignore[arg-type]
+        served, after_another = served_during(log, request_line, siblings)
         firsts += not after_another
         assert served == sum(calls.values()) + (0 if after_another else gate_requests(record.gate)), cell_id
-        assert own_requests_problem(ev, log, request_line, sum(calls.values())) is None  # type: ignore[arg-type]
-        too_few = own_requests_problem(ev, log, request_line, sum(calls.values()) - 1)  # type: ignore[arg-type]
+        assert own_requests_problem(ev, log, request_line, sum(calls.values()), siblings) is None  # type: ignore[arg-type]
+        too_few = own_requests_problem(ev, log, request_line, sum(calls.values()) - 1, siblings)  # type: ignore[arg-type]
         assert too_few is not None and "request(s), not the" in too_few
     assert firsts == len({(reader.cell(c).cell.model.id, reader.cell(c).cell.engine.id) for c in reader.cell_ids()})
