@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.bundle.setup import parse_accept
 from repro.commands import images as images_commands
 from repro.commands import models as models_commands
 from repro.commands import suites as suites_commands
@@ -18,7 +19,6 @@ from repro.core.terminal import shown
 from repro.rerun.preflight import SetupRow
 from repro.rerun.session import RerunOptions, RerunPlan, prepare_rerun
 from repro.rerun.verdict import RerunVerdict
-from repro.verify.pins import parse_accept
 
 console = Console(highlight=False)  # ids, paths and reasons came from the bundle: printed escaped (shown)
 REPORT = "rerun-report"  # OUT/rerun-report.md and .json, beside the rerun's bundle

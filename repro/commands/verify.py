@@ -12,7 +12,7 @@ from rich.console import Console
 from repro.bundle.signers import require_signed
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
-from repro.verify.published import first_step_finder
+from repro.verify.published import first_step_finder, stated_setups
 
 if TYPE_CHECKING:
     from repro.verify.claims import ClaimsReport, ClaimVerdict, Options
@@ -76,8 +76,8 @@ def verify(
     signed as --require-signature asks, or the published bundle has INVALID cells (listed; without
     --allow-invalid-published); 2 bad input. A published bundle is checked first: its INVALID cells
     are named with their first reason, its UNCHECKED cells are NOT RERUN with theirs."""
+    from repro.bundle.setup import parse_accept
     from repro.verify.claims import Options
-    from repro.verify.pins import parse_accept
 
     if (published is None) == (claims is None):
         raise BadInput("give exactly one of --published FILE and --claims FILE")
@@ -127,7 +127,8 @@ def report_for_published(
     rerun_side = collect_with_cells(results)
     if published_side is None:
         return verify_claims(loaded, load_rerun(results, rerun_side), options)
-    options = options.model_copy(update={"where": first_step_finder(published_side[1], rerun_side[1], published_keys)})
+    where = first_step_finder(published_side[1], rerun_side[1], published_keys)
+    options = options.model_copy(update={"where": where, "stated": stated_setups(published_side[0], published_keys)})
     report = verify_claims(loaded, load_rerun(results, rerun_side), options)
     exclusions = published_side[0].exclusions
     unchecked = [(e.cell_id, e.reasons) for e in exclusions if e.verdict == "UNCHECKED"]

@@ -28,6 +28,7 @@ from repro.bundle.layout.names import MANIFEST
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, CellSummary
 from repro.bundle.redact import Redactor
+from repro.bundle.setup import SetupRecord, cell_setup, differences, engine_names, ids_label
 from repro.check.verdict import RunVerdict, check_run
 from repro.core.errors import BadInput
 from repro.core.files import sha256_file
@@ -58,6 +59,7 @@ class ValidCell(BaseModel):
     harness: HarnessPin | None = None  # the harness that scored it, as its suite kind pins it
     variant: str | None = None  # the engine variant of the run's profile
     cpu_model: str | None = None  # the run's host CPU
+    setup: SetupRecord | None = None  # the cell's setup from its bundle's records (repro.bundle.setup)
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
     _index: TranscriptIndex | None = PrivateAttr(default=None)
@@ -259,25 +261,12 @@ def valid_cells(bundle: BundleReader, verdict: RunVerdict) -> list[ValidCell]:
                 "harness": harness,
                 "variant": run.profile_settings.engine_variant,
                 "cpu_model": run.system.cpu_model,
+                "setup": cell_setup(run, record, harness),
             }
             cells.append(
                 ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, **facts)
             )
     return cells
-
-
-def engine_names(record: CellRecord) -> list[str]:
-    """Every name a source may give the cell's engine build: its identity, its label, and for a
-    source build its commit and build number."""
-    engine = record.cell.engine
-    names = [
-        engine.expected_identity(),
-        record.engine_identity.reported if record.engine_identity else "",
-        engine.label,
-    ]
-    if engine.build is not None and engine.build.build_number is not None:
-        names += [engine.build.build_commit or "", f"b{engine.build.build_number}"]
-    return list(dict.fromkeys(name for name in names if name))
 
 
 def row_key(record: CellRecord) -> tuple[str, ...]:
@@ -310,7 +299,7 @@ def group_rows(cells: list[ValidCell]) -> list[tuple[list[ValidCell], str | None
     rows: list[tuple[list[ValidCell], str | None]] = []
     for members in groups.values():
         ids = Counter(m.record.cell.id for m in members)
-        if max(ids.values()) == 1 and len({cell_setup(m) for m in members}) == 1:
+        if max(ids.values()) == 1 and all(agree(members[0], m) for m in members):
             rows.append((members, None))
             continue
         for run_id in dict.fromkeys(m.run_id for m in members):
@@ -318,10 +307,13 @@ def group_rows(cells: list[ValidCell]) -> list[tuple[list[ValidCell], str | None
     return rows
 
 
-def cell_setup(cell: ValidCell) -> str:
-    """What a row's cells must share beyond its key: the harness's pin (our commit and tree) and
-    the host's CPU model."""
-    return f"{cell.harness.model_dump_json() if cell.harness else '-'}|{cell.cpu_model}"
+def agree(a: ValidCell, b: ValidCell) -> bool:
+    """Two cells of one row key are one setup: the one comparison of their setups (the scenarios of
+    their parts aside: parts of one suite differ in them alone) finds no input that differs, and
+    their harness pins are one (a row names one commit, even where two commits' harness trees agree)."""
+    if a.setup is None or b.setup is None:
+        return a.setup == b.setup
+    return a.harness == b.harness and not differences(a.setup.without_part(), b.setup.without_part())
 
 
 def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
@@ -370,12 +362,22 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         hardware=RowHardware.of(first),
         harness=cells[0].harness,
         engine_kind=spec.engine.kind,
-        engine_names=engine_names(first),
+        engine_names=engine_names(spec.engine, first.engine_identity.reported if first.engine_identity else None),
+        setup=row_setup(cells),
         engine_variant=cells[0].variant,
         file_size=spec.model.file_size,
         cpu_model=cells[0].cpu_model,
         kernels=first.engine_kernels,
     )
+
+
+def row_setup(cells: list[ValidCell]) -> SetupRecord | None:
+    """The row's setup: its cells' (which agree), with the scenarios of all its parts."""
+    first = cells[0].setup
+    if first is None:
+        return None
+    ids = sorted({scenario for cell in cells for scenario in cell.record.suite_ids})
+    return first.model_copy(update={"scenarios": ids_label(ids)})
 
 
 def missing_parts(cells: list[ValidCell]) -> str | None:

@@ -21,8 +21,7 @@ from harness.contracts import (
 from harness.scoring import lab_counts
 from repro.bundle.evidence import AbsentCell
 from repro.bundle.records import CellRecord, Execution
-from repro.core.files import sha256_bytes
-from repro.engines.registry import engine_class
+from repro.bundle.setup import SetupRecord, served_template
 from repro.report.setup import TableSetup
 from repro.report.stats import Consistency, Interval, Spread, consistency, spread
 from repro.spec.cells import exclusion_label
@@ -193,6 +192,7 @@ class TableRow(BaseModel):
     file_size: int | None = None  # the GGUF's bytes, as the matrix pins them
     cpu_model: str | None = None  # the host's CPU, as the run recorded it (on a CPU, its kernels can change the sums)
     kernels: str | None = None  # the instruction set the engine reported (CellRecord.engine_kernels)
+    setup: SetupRecord | None = None  # the one setup record of its cells (None: a results.json of an older repro)
 
     @property
     def exact(self) -> bool:
@@ -386,15 +386,17 @@ class RowTemplate(BaseModel):
     def of(cls, facts: TemplateFacts | None, record: CellRecord) -> RowTemplate | None:
         """The GGUF's or the pinned template (`facts`, run.json), or repro's explicit one that the
         engine reported serving (source `explicit`: Ollama's Go template for the family)."""
-        reported = record.engine_settings.reported
+        served = served_template(facts, record)
+        if served is None:
+            return None
         if facts is None:
-            served = engine_class(record.cell.engine.kind).served_template(reported)
-            return None if served is None else cls(source="explicit", sha256=sha256_bytes(served.encode()))
+            return cls(source=served.source, sha256=served.sha256)
+        reported = record.engine_settings.reported
         found = reported.get("chat_template_caps")
         caps: dict[str, Any] = found if isinstance(found, dict) else {}
         return cls(
-            source=facts.source,
-            sha256=reported.get("chat_template_sha256"),
+            source=served.source,
+            sha256=served.sha256,
             supports_tools=caps.get("supports_tools"),
             supports_tool_calls=caps.get("supports_tool_calls"),
             end_of_turn=facts.end_of_turn,

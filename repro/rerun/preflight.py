@@ -1,48 +1,46 @@
 """Whether a rerun can be the same setup as the bundle, input by input.
 
-Both sides are described the same way (`Setup`): the bundle's from its own records (run.json and
-each ran cell's cell.json), this machine's from the project tree, the rerun's plan and the host;
-after the rerun, the rerun bundle's from its records again, so the verdict names what really
-differed, not what was predicted. `compare_setups` lays them side by side, one `SetupRow` per
-input: the repro commit (named, but what a commit changes in a run is the harness tree, the
-repro version and the engine pins, each a row of its own), the harness tree digest, the repro
-version, each engine's pinned source, build and Dockerfile, each external harness's pin, each
-suite's sha256, the profile's settings, the threads per engine and the hardware.
+Both sides are the one setup record of each cell (repro.bundle.setup): the bundle's from its own
+records (run.json and each ran cell's cell.json), this machine's from the project tree, the
+rerun's plan and the host; after the rerun, the rerun bundle's from its records again, so the
+verdict names what really differed, not what was predicted. The one comparison lays them side by
+side per cell, and `compare_setups` folds the cells into one `SetupRow` per input: the model, the
+engine's build and image, the decoding, the harness's pin, the suite's bytes and the scenarios of
+each part, the profile and what it pins, and the hardware. The repro commit and the engine
+kernels are shown beside them and do not count (what a commit changes in a run is the harness
+tree, the engine pins and the Dockerfiles, each a row of its own; the CPU model is the input the
+kernels follow).
 
 A row that differs and counts makes the rerun another setup, never plain REPRODUCED, unless the
-reviewer accepts it by name (`--accept threads,hardware`: the names of repro.verify.pins, which
+reviewer accepts it by name (`--accept threads,hardware`: the names of repro.bundle.setup, which
 the verdict uses too). A suite whose bytes differ cannot be accepted: its counts are of another
-scenario set, and the verdict says NOT RERUN.
+scenario set, and the verdict says NOT RERUN. What this machine cannot know before the rerun (the
+template the engine serves, a suite not fetched yet, the scenarios of a part) is `not known`.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from repro.bundle.records import CellRecord, ImageInfo, RunRecord, SourceState, SystemDescription
+from repro.bundle.records import CellRecord, Execution, RunRecord, SourceState, SystemDescription
+from repro.bundle.setup import (
+    InputDifference,
+    SetupRecord,
+    cell_setup,
+    compare,
+    engine_names,
+    image_pin_label,
+    settings_digest,
+)
 from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.spec.cells import Cell
-from repro.spec.matrix import EngineSpec, Suite, Variant
+from repro.spec.matrix import EngineSpec, Variant
 from repro.spec.profiles import Profile
 from repro.suites.registry import kind_of
 
-
-class Setup(BaseModel):
-    """One side of the comparison: what a run was (or will be) made with."""
-
-    commit: str | None
-    harness: str | None
-    version: str
-    engines: dict[str, str] = {}  # engine id -> its pin as one label
-    externals: dict[str, str] = {}  # suite id -> the external harness's pin
-    suites: dict[str, str | None] = {}  # suite id -> the selected files' sha256 (None: not known yet)
-    profile: str
-    settings: dict = {}  # the profile's settings without its threads
-    threads: int | None = None
-    hardware: str = ""
-    kernels: str | None = None  # the engine kernels its cells recorded (None: not recorded, or not booted yet)
+SHOWN_VALUES = 3  # distinct values a folded row shows per side before "and N more"
 
 
 class SetupRow(BaseModel):
@@ -50,7 +48,7 @@ class SetupRow(BaseModel):
     input: str
     bundle: str
     here: str
-    same: bool | None  # None: not known before the rerun (a suite not fetched yet)
+    same: bool | None  # None: not known before the rerun, or not stated by the bundle
     counts: bool = True  # a difference makes the rerun another setup
 
     @property
@@ -58,58 +56,80 @@ class SetupRow(BaseModel):
         return self.counts and self.same is False
 
 
-def source_part(source: SourceState, system: SystemDescription, profile: str, settings: Profile) -> dict:
-    """The fields of a Setup that come from a run record's source, system and profile."""
-    return {
-        "commit": source.commit,
-        "harness": source.harness_digest,
-        "version": source.repro_version,
-        "profile": profile,
-        "settings": settings.model_dump(mode="json", exclude={"threads", "description"}),
-        "threads": settings.threads,
-        "hardware": system.setup_label,
-    }
+class Side(BaseModel):
+    """One side of the comparison: each cell's setup by cell id, and what is named beside them."""
+
+    cells: dict[str, SetupRecord]
+    commit: str | None
+    kernels: str | None = None  # the engine kernels its cells recorded (None: not recorded, or not booted yet)
 
 
-def bundle_setup(record: RunRecord, cells: list[CellRecord]) -> Setup:
-    """A bundle's setup from its own records (its ran cells' engine images, pins and suites)."""
+def bundle_side(record: RunRecord, cells: list[CellRecord]) -> Side:
+    """A bundle's side from its own records: its ran cells' setups."""
     ran = [c for c in cells if c.engine_image is not None]
-    return Setup(
-        **source_part(record.source, record.system, record.profile, record.profile_settings),
-        engines={c.cell.engine.id: recorded_engine(c.engine_image) for c in ran if c.engine_image},
-        externals=code_pins([c.cell.suite for c in cells]),
-        suites={c.cell.suite.id: c.suite_sha256 for c in ran},
+    return Side(
+        cells={
+            c.cell.id: cell_setup(record, c, kind_of(c.cell.suite).harness_pin(c.cell.suite, record.source))
+            for c in ran
+        },
+        commit=record.source.commit,
         kernels="; ".join(sorted({c.engine_kernels for c in ran if c.engine_kernels})) or None,
     )
 
 
-def machine_setup(
+def machine_side(
     source: SourceState,
     system: SystemDescription,
     profile: str,
     settings: Profile,
     cells: list[Cell],
     suites: dict[str, str | None],
-) -> Setup:
-    """This machine's setup for the planned cells, before anything is fetched or built."""
-    return Setup(
-        **source_part(source, system, profile, settings),
-        engines={c.engine.id: planned_engine(c.engine, settings.engine_variant) for c in cells},
-        externals=code_pins([c.suite for c in cells]),
-        suites=suites,
+) -> Side:
+    """This machine's side for the planned cells, before anything is fetched, built or booted."""
+    return Side(
+        cells={c.id: planned_setup(source, system, profile, settings, c, suites.get(c.suite.id)) for c in cells},
+        commit=source.commit,
     )
 
 
-def recorded_engine(image: ImageInfo) -> str:
-    labels = image.labels
-    if image.pinned_by == "digest":
-        return f"image {image.reference}"
-    return engine_label(
-        labels.get("repro.source", "?"), labels.get("repro.build_info", "?"), labels.get("repro.dockerfile_sha256", "?")
+def planned_setup(
+    source: SourceState, system: SystemDescription, profile: str, settings: Profile, cell: Cell, suite: str | None
+) -> SetupRecord:
+    """A planned cell's setup as this machine would run it; what only the run shows (the template
+    the engine serves, its kernels, the scenarios of the part, the replicas) is not recorded yet."""
+    gpus = system.gpus[: settings.gpu_count]
+    execution = Execution.of(settings, replicas=1, engine_kind=cell.engine.kind)
+    return SetupRecord(
+        model_sha256=cell.model.sha256,
+        quant=cell.model.quant,
+        file_size=cell.model.file_size,
+        engine_kind=cell.engine.kind,
+        engine_build=cell.engine.expected_identity(),
+        engine_names=engine_names(cell.engine, None),
+        engine_image=planned_image(cell.engine, settings.engine_variant),
+        engine_variant=settings.engine_variant,
+        harness=kind_of(cell.suite).harness_pin(cell.suite, source),
+        temperature=cell.decoding.temperature,
+        seed=cell.decoding.seed,
+        max_tokens=cell.decoding.max_tokens,
+        context=cell.decoding.context,
+        suite_sha256=suite,
+        profile=profile,
+        profile_settings=settings_digest(settings.model_dump(mode="json")),
+        threads=execution.threads,
+        slots=execution.slots,
+        cache_prompt=execution.cache_prompt,
+        accelerator=", ".join(g.name for g in gpus) or None,
+        accelerator_stated=True,
+        driver_version=gpus[0].driver if gpus else None,
+        cuda_version=", ".join(sorted({g.cuda for g in gpus if g.cuda})) or None,
+        cpu_model=system.cpu_model,
+        cpu_cores=system.cpu_cores,
+        arch=system.machine,
     )
 
 
-def planned_engine(engine: EngineSpec, variant: Variant) -> str:
+def planned_image(engine: EngineSpec, variant: Variant) -> str:
     """The pin a build here would carry: the source, the build_info it stamps, the Dockerfile's bytes."""
     if engine.build is None:
         return f"image {engine.image}"
@@ -118,49 +138,46 @@ def planned_engine(engine: EngineSpec, variant: Variant) -> str:
     digest = sha256_bytes(dockerfile.read_bytes()) if dockerfile is not None and dockerfile.is_file() else "missing"
     source = engine.build.source
     label = f"archive:{source.archive.rsplit('/', 1)[-1]}" if source.archive else source.describe()
-    return engine_label(label, engine.stamped_build_info() or "", digest)
+    return image_pin_label(label, engine.stamped_build_info() or "", digest)
 
 
-def engine_label(source: str, build_info: str, dockerfile_sha256: str) -> str:
-    return f"{source}, build_info {build_info}, Dockerfile {dockerfile_sha256[:12]}"
+def compare_setups(bundle: Side, here: Side) -> list[SetupRow]:
+    """One row per input: the one comparison of each cell's setups, folded over the cells both sides hold."""
+    compared: dict[tuple[str, str], list[InputDifference]] = {}
+    for cell_id in sorted(bundle.cells.keys() & here.cells.keys()):
+        for found in compare(bundle.cells[cell_id], here.cells[cell_id]):
+            if found.status != "not stated" or found.rerun != "-":  # neither side states it: no row
+                compared.setdefault((found.name, found.what), []).append(found)
+    rows = [commit_row(bundle.commit, here.commit)]
+    rows += [folded(name, what, found) for (name, what), found in compared.items()]
+    return [*rows, kernels_row(bundle.kernels, here.kernels)]
 
 
-def code_pins(suites: list[Suite]) -> dict[str, str]:
-    """Each suite's harness pinned apart from the commit (an external harness's pin), by suite id."""
-    return {suite.id: pin for suite in suites if (pin := kind_of(suite).code_pin(suite)) is not None}
+def folded(name: str, what: str, found: list[InputDifference]) -> SetupRow:
+    """One input over several cells: differs where any cell's differs, same where every cell's is;
+    else not known (this machine cannot know it yet, or the bundle does not state it)."""
+    statuses = {f.status for f in found}
+    same = False if "differs" in statuses else True if statuses == {"same"} else None
+    return SetupRow(
+        name=name,
+        input=what,
+        bundle=values([f.claimed for f in found if f.status != "not stated"]) or "not stated",
+        here=values([f.rerun for f in found if f.status != "not recorded"]) or "not known yet",
+        same=same,
+    )
 
 
-def compare_setups(bundle: Setup, here: Setup) -> list[SetupRow]:
-    """One row per input, the bundle's beside this side's."""
-    rows = [
-        SetupRow(
-            name="commit",
-            input="repro commit",
-            bundle=_short(bundle.commit),
-            here=_short(here.commit),
-            same=bundle.commit == here.commit,
-            counts=False,
-        ),
-        _row("harness", "harness tree digest", _short(bundle.harness), _short(here.harness)),
-        _row("harness", "repro version", bundle.version, here.version),
-    ]
-    rows += [
-        _row("engine-build", f"engine {eid}", bundle.engines.get(eid, "-"), here.engines.get(eid, "-"))
-        for eid in sorted(set(bundle.engines) | set(here.engines))
-    ]
-    rows += [
-        _row("harness", f"external harness of {sid}", bundle.externals.get(sid, "-"), here.externals.get(sid, "-"))
-        for sid in sorted(set(bundle.externals) | set(here.externals))
-    ]
-    rows += [
-        _suite_row(sid, bundle.suites.get(sid), here.suites.get(sid))
-        for sid in sorted(set(bundle.suites) | set(here.suites))
-    ]
-    rows.append(_row("profile", "profile", bundle.profile, here.profile, same=bundle.settings == here.settings))
-    rows.append(_row("threads", "threads per engine", str(bundle.threads), str(here.threads)))
-    rows.append(_row("hardware", "hardware", bundle.hardware, here.hardware))
-    rows.append(kernels_row(bundle.kernels, here.kernels))
-    return rows
+def values(shown: list[str]) -> str:
+    distinct = list(dict.fromkeys(shown))
+    more = f" and {len(distinct) - SHOWN_VALUES} more" if len(distinct) > SHOWN_VALUES else ""
+    return "; ".join(distinct[:SHOWN_VALUES]) + more
+
+
+def commit_row(bundle: str | None, here: str | None) -> SetupRow:
+    """The repro commit, named: what a commit changes in a run has rows of its own."""
+    return SetupRow(
+        name="commit", input="repro commit", bundle=_short(bundle), here=_short(here), same=bundle == here, counts=False
+    )
 
 
 def kernels_row(bundle: str | None, here: str | None) -> SetupRow:
@@ -173,21 +190,6 @@ def kernels_row(bundle: str | None, here: str | None) -> SetupRow:
         here=here or "known once booted",
         same=None if bundle is None or here is None else bundle == here,
         counts=False,
-    )
-
-
-def _row(name: str, what: str, bundle: str, here: str, same: bool | None = None) -> SetupRow:
-    return SetupRow(name=name, input=what, bundle=bundle, here=here, same=(bundle == here) if same is None else same)
-
-
-def _suite_row(suite_id: str, bundle: str | None, here: str | None) -> SetupRow:
-    shown_here = _short(here) if here else "known once fetched"
-    return SetupRow(
-        name="suite",
-        input=f"suite {suite_id}",
-        bundle=_short(bundle),
-        here=shown_here,
-        same=None if here is None else bundle == here,
     )
 
 

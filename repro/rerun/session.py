@@ -30,7 +30,7 @@ from repro.core.files import sha256_file
 from repro.core.terminal import shown
 from repro.plan.planner import Plan, stored_plan
 from repro.rerun.archive import bundle_folder, shard_run
-from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups, machine_setup, refuse_unservable
+from repro.rerun.preflight import SetupRow, bundle_side, compare_setups, machine_side, refuse_unservable
 from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix
@@ -90,8 +90,8 @@ def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> Rer
     plan = stored_plan(loaded, profile_name, profile)[0]
     cells, again = bundle_cells(plan, check, options.only)
     refuse_unfetchable(loaded, cells)
-    here = machine_setup(source_state(), system, profile_name, profile, cells, suite_hashes(loaded, cells))
-    setup = compare_setups(bundle_setup(record, [reader.cell(c.id) for c in cells if reader.has_cell(c.id)]), here)
+    here = machine_side(source_state(), system, profile_name, profile, cells, suite_hashes(loaded, cells))
+    setup = compare_setups(bundle_side(record, [reader.cell(c.id) for c in cells if reader.has_cell(c.id)]), here)
     return RerunPlan(
         run_dir=run_dir,
         record=record,

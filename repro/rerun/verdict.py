@@ -1,6 +1,6 @@
 """The rerun's verdict against the bundle it reran: the bundle's rows for the cells the rerun
 planned, stated as claims and verified as every claim is (repro.verify.claims, through the
-one comparison of inputs, repro.verify.pins), with the setup table of both sides' records beside
+one comparison of setups, repro.bundle.setup), with the setup table of both sides' records beside
 it (repro.rerun.preflight) and the exit code of the verify.
 """
 
@@ -11,13 +11,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from repro.bundle.layout.reader import BundleReader
+from repro.bundle.setup import InputDifference
 from repro.report.aggregate import collect_with_cells
-from repro.rerun.preflight import SetupRow, bundle_setup, compare_setups
+from repro.rerun.preflight import SetupRow, bundle_side, compare_setups
 from repro.spec.claims import LoadedClaims
 from repro.verify.claims import PASSING, ClaimsReport, ClaimVerdict, Options, setup_label, verify_claims
 from repro.verify.own_claims import published_claims
-from repro.verify.pins import InputDifference
-from repro.verify.published import first_step_finder
+from repro.verify.published import first_step_finder, stated_setups
 from repro.verify.rerun_rows import load_rerun
 
 
@@ -74,7 +74,11 @@ def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> Re
     rerun_side, cells = collect_with_cells(rerun), published_side[1]
     wanted = {claim for claim, key in keys.items() if asked & {c.record.cell.id for c in cells.get(key, [])}}
     claims = loaded.claims.model_copy(update={"claims": [c for c in loaded.claims.claims if c.id in wanted]})
-    options = Options(accept=accept, where=first_step_finder(cells, rerun_side[1], keys))
+    options = Options(
+        accept=accept,
+        where=first_step_finder(cells, rerun_side[1], keys),
+        stated=stated_setups(published_side[0], keys),
+    )
     report = verify_claims(
         LoadedClaims(path=loaded.path, sha256=loaded.sha256, claims=claims), load_rerun(rerun, rerun_side), options
     )
@@ -119,9 +123,7 @@ def setup_rows(published: Path, rerun: Path) -> list[SetupRow]:
     sides = []
     for path in (published, rerun):
         reader = BundleReader(path)
-        sides.append(
-            bundle_setup(reader.run(), [reader.cell(cell_id) for cell_id in asked if reader.has_cell(cell_id)])
-        )
+        sides.append(bundle_side(reader.run(), [reader.cell(cell_id) for cell_id in asked if reader.has_cell(cell_id)]))
     return compare_setups(sides[0], sides[1])
 
 

@@ -96,11 +96,6 @@ class SuiteKind(ABC):
         versioned by its sha256 alone."""
         return None
 
-    def code_pin(self, suite: Suite) -> str | None:
-        """What pins the harness's code apart from the project's commit, as a rerun compares it with
-        this machine's; None: ours is pinned by the commit."""
-        return None
-
     def author_files(self, suite: Suite) -> bool:
         """Whether the suite's files are the matrix's own, beside it (an author's matrix under
         `paths_from: matrix`: the author's tree at its commit holds them); not for a suite pinned by

@@ -10,7 +10,7 @@ Per claim, one verdict:
 - REPRODUCED ON ANOTHER SETUP, CONSISTENT ON ANOTHER SETUP: as above, but an input the claim
   pins differs in the rerun and the reviewer did not accept it by name (`--accept`): the claim
   was not rerun as stated, and the verify fails;
-- DIFFERENT: outside the tolerance; on the same exact setup (repro.verify.pins.exactness), any
+- DIFFERENT: outside the tolerance; on the same exact setup (repro.verify.exact), any
   different count, outcome or transcript;
 - NOT RERUN: no VALID rerun row answers the claim, with the reason (the model's bytes are not
   pinned or not in the rerun's matrix, another harness or protocol, an excluded or absent cell,
@@ -18,7 +18,7 @@ Per claim, one verdict:
 
 A claim is matched to a rerun row by what the claim is about: the model's bytes (sha256: a name
 proves nothing), the harness, the protocol and the suite's id. Everything else it pins is
-compared by repro.verify.pins, the one comparison both verify paths use.
+compared by repro.bundle.setup, the one comparison of setups that every path uses.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel
 
+from repro.bundle.setup import SAME_KERNELS, InputDifference, SetupRecord, TemplatePin, differences
 from repro.plan.planner import Cell
 from repro.report.tables import TableRow
 from repro.spec.claims import (
@@ -41,7 +42,7 @@ from repro.spec.claims import (
 from repro.spec.harnesses import HarnessPin
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
-from repro.verify.pins import SAME_KERNELS, InputDifference, Pins, TemplatePin, differences, exactness
+from repro.verify.exact import exactness
 from repro.verify.published import TranscriptIdentity
 from repro.verify.rerun_rows import Rerun, RerunRow
 from repro.verify.tolerance import Judgement, judge_counts, judge_exact, judge_paired
@@ -196,10 +197,10 @@ class Resolved(BaseModel):
             suite=claims.suites[claim.suite],
         )
 
-    def pins(self) -> Pins:
+    def pins(self) -> SetupRecord:
         model, setup, template = self.model, self.setup, self.claim.chat_template
         hardware, decoding = setup.hardware, setup.decoding
-        return Pins(
+        return SetupRecord(
             quant=model.quant,
             file_size=model.file_size,
             file_size_gb=model.file_size_gb,
@@ -235,6 +236,12 @@ class Options(BaseModel):
     accept: frozenset[str] = frozenset()
     require_identical: bool = False
     where: Where | None = None
+    # with the published bundle at hand: each claim's setup as its row's cells record it (claim id ->)
+    stated: dict[str, SetupRecord] = {}
+
+    def claimed_setup(self, resolved: Resolved) -> SetupRecord:
+        """The setup a claim states: its published row's record where the bundle is at hand, else the claim's words."""
+        return self.stated.get(resolved.claim.id) or resolved.pins()
 
 
 def verify_claims(loaded: LoadedClaims, rerun: Rerun, options: Options | None = None) -> ClaimsReport:
@@ -264,7 +271,7 @@ def verify_claim(resolved: Resolved, rerun: Rerun, options: Options) -> ClaimVer
     candidates = matching_rows(resolved, rerun)
     if not candidates:
         return base.model_copy(update={"reasons": not_rerun_reasons(resolved, rerun)})
-    pins = resolved.pins()
+    pins = options.claimed_setup(resolved)
     scored = [(differences(pins, r.pins(), options.accept), r) for r in candidates]
     closest = min(sum(not d.accepted for d in found) for found, _ in scored)
     judged = [
@@ -415,7 +422,7 @@ def judge_claim(
             "so its outcomes cannot be paired"
         )
     transcripts_same = identity is None or identity.identical == identity.compared
-    not_exact = exactness(resolved.pins(), rerun.pins(), found)
+    not_exact = exactness(options.claimed_setup(resolved), rerun.pins(), found)
     if not_exact is None:
         judgement, rule = (
             judge_exact(pairs, claim.result, row, transcripts_same and not categories),

@@ -19,17 +19,17 @@ from typing import Literal
 from pydantic import BaseModel
 
 from repro.bundle.layout.names import RUN_FILE
+from repro.bundle.setup import differences
 from repro.core.errors import BadInput
 from repro.report.aggregate import collect
 from repro.report.stats import Interval, Verdict, mcnemar, newcombe
 from repro.report.tables import PaperTables, TableRow
-from repro.verify.pins import differences
 from repro.verify.published import load_published
 from repro.verify.rerun_rows import row_pins
 
 RESULTS_JSON = "results.json"
 # What makes a row itself (its model bytes, protocol, decoding as recorded, scenarios); every other
-# input is compared by the one comparison of setups that verify uses (repro.verify.pins), so the same
+# input is compared by the one comparison of setups that verify uses (repro.bundle.setup), so the same
 # pair of rows is named alike by both.
 SETTINGS: dict[str, Callable[[TableRow], str | None]] = {
     "model sha256": lambda r: r.model_sha256,

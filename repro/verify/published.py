@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from harness.contracts import ExternalStepEntry, StepEntry, TranscriptEntry
+from repro.bundle.setup import SetupRecord
 from repro.core.errors import BadInput
 from repro.core.yamlsource import read_model_bounded
 from repro.report.aggregate import ValidCell
@@ -90,3 +91,15 @@ def first_step_finder(
         return first_difference_in(before, after, scenario, repeat)
 
     return where
+
+
+def stated_setups(published: PaperTables, published_keys: dict[str, str]) -> dict[str, SetupRecord]:
+    """With the published bundle at hand: each claim's setup as its published row's cells record
+    it (repro.bundle.setup), the suite's bytes and the scenarios of its parts aside (a claim's
+    scenario set is compared by its ids, NOT RERUN where it is another)."""
+    rows = {row.key: row.setup for row in published.rows if row.setup is not None}
+    return {
+        claim: setup.without_part().model_copy(update={"suite_sha256": None})
+        for claim, key in published_keys.items()
+        if (setup := rows.get(key)) is not None
+    }

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from repro.bundle.layout.discovery import find_runs
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import RunRecord
+from repro.bundle.setup import SetupRecord, TemplatePin
 from repro.core.errors import BadInput
 from repro.plan.planner import Cell, make_plan
 from repro.report.aggregate import ValidCell, collect_with_cells
@@ -20,7 +21,6 @@ from repro.spec.loading import load_matrix
 from repro.spec.matrix import Decoding
 from repro.spec.tolerance import Tolerance
 from repro.suites.registry import kind_of
-from repro.verify.pins import Pins, TemplatePin
 from repro.verify.published import load_published
 
 
@@ -33,7 +33,7 @@ class RerunRow(BaseModel):
     accelerator: str | None = None
     profile_tolerance: Tolerance | None = None
 
-    def pins(self) -> Pins:
+    def pins(self) -> SetupRecord:
         return row_pins(self.row, self.decoding, self.harness, self.accelerator)
 
 
@@ -144,19 +144,23 @@ def _no_row_reasons(tables: PaperTables) -> dict[str, list[str]]:
 
 def row_pins(
     row: TableRow, decoding: Decoding | None = None, harness: HarnessPin | None = None, accelerator: str | None = None
-) -> Pins:
-    """What a row ran with, as the one comparison of setups reads it (repro.verify.pins): a rerun's
-    row against a claim, or (`repro compare`) one row against another. What the row does not
-    record (an older results.json, its decoding where only its label is at hand) is not stated."""
+) -> SetupRecord:
+    """What a row ran with, as the one comparison of setups reads it (repro.bundle.setup): a rerun's
+    row against a claim, or (`repro compare`) one row against another. A row rendered by this repro
+    carries its cells' setup record; of an older results.json's row, what it records (its decoding
+    where only its label is at hand), and what it does not record is not stated."""
+    if row.setup is not None:
+        return row.setup.model_copy(update={"harness": harness or row.setup.harness})
     execution = row.execution
     template = (
         TemplatePin(source=row.chat_template.source, sha256=row.chat_template.sha256) if row.chat_template else None
     )
-    return Pins(
+    return SetupRecord(
         quant=row.quant,
         file_size=row.file_size,
         chat_template=template,
         engine_kind=row.engine_kind,
+        engine_build=row.engine_identity,
         engine_names=row.engine_names or [row.engine_identity, row.engine],
         engine_variant=row.engine_variant or ("cuda" if row.profile.startswith("gpu") else "cpu"),
         harness=harness or row.harness,

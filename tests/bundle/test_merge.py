@@ -151,9 +151,7 @@ def test_shards_run_with_another_prompt_cache_are_refused(tmp_path):
     record["prompt_cache"] = True
     (second / "run.json").write_text(json.dumps(record))
     Bundle(second, Redactor(CANARY)).write_manifest()
-    with pytest.raises(
-        BadInput, match=r"differ in the profile's settings as run \(e.g. --prompt-cache\): .*one setup only$"
-    ):
+    with pytest.raises(BadInput, match=r"differ in profile \(the profile's settings as run: .*one setup only$"):
         merge([first, second], tmp_path / "mixed", frozenset({"hardware"}))
 
 

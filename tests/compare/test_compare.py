@@ -104,13 +104,13 @@ def test_a_pair_of_setups_is_named_alike_by_verify_and_by_compare(tmp_path):
     import datetime
 
     from repro.bundle.records import Execution
+    from repro.bundle.setup import differences
     from repro.spec.claims import Source
     from repro.spec.harnesses import HarnessPin
     from repro.spec.matrix import Decoding
     from repro.verify.claims import Resolved
     from repro.verify.compare import SETTINGS
     from repro.verify.own_claims import claims_from_rerun
-    from repro.verify.pins import differences
     from repro.verify.rerun_rows import Rerun, RerunRow
 
     before = tables(tmp_path, "a", 6)
@@ -122,8 +122,26 @@ def test_a_pair_of_setups_is_named_alike_by_verify_and_by_compare(tmp_path):
     row_b.engine_names = ["0.11.4"]
     row_b.execution = Execution(threads=4, slots=1, cache_prompt=True)
     harness = HarnessPin(name="repro", commit="a" * 40, tree_digest="b" * 64)
-    stated = RerunRow(row=row_a, harness=harness, decoding=Decoding())
-    ran = RerunRow(row=row_b, harness=harness, decoding=Decoding())
+    assert row_a.setup is not None  # the rows' setup records, made to say the same as their fields
+    row_a.setup = row_a.setup.model_copy(
+        update={"engine_kind": "llama.cpp", "cpu_model": "AMD EPYC", "threads": 2, "harness": harness}
+    )
+    row_b.setup = row_a.setup.model_copy(
+        update={
+            "engine_kind": "ollama",
+            "cpu_model": "Intel Xeon",
+            "engine_build": "0.11.4",
+            "engine_names": ["0.11.4"],
+            "threads": 4,
+            "cache_prompt": True,
+        }
+    )
+    setup = row_a.setup
+    decoding = Decoding(
+        temperature=setup.temperature, seed=setup.seed, max_tokens=setup.max_tokens, context=setup.context
+    )
+    stated = RerunRow(row=row_a, harness=harness, decoding=decoding)
+    ran = RerunRow(row=row_b, harness=harness, decoding=decoding)
     source = Source(citation="row A", url="https://example.org/a", date=datetime.date(2026, 12, 4))
     claims = claims_from_rerun(Rerun(rows=[stated]), source)
     verified = {d.what for d in differences(Resolved.of(claims.claims[0], claims).pins(), ran.pins())}

@@ -14,10 +14,12 @@ import pytest
 
 from repro.__main__ import main
 from repro.bundle.layout.reader import BundleReader
+from repro.bundle.setup import SetupRecord
 from repro.commands import rerun as rerun_command
 from repro.rerun.archive import bundle_folder, shard_run
-from repro.rerun.preflight import Setup, compare_setups, differences
+from repro.rerun.preflight import Side, compare_setups, differences
 from repro.rerun.verdict import verdict_of
+from repro.spec.harnesses import HarnessPin
 from repro.store.sources import MIRROR_ENV
 from tests.rerun.conftest import SMOKE, THOLOS_RUNNER_FULL
 
@@ -73,12 +75,15 @@ def test_the_preflight_names_the_commit_before_anything_starts(
 
 
 def test_another_harness_tree_and_threads_are_named_and_counted() -> None:
-    bundle = Setup(commit="a" * 40, harness="1" * 64, version="0.1.0", profile="cpu", threads=2, hardware="cpu x")
-    here = bundle.model_copy(update={"commit": "b" * 40, "harness": "2" * 64, "threads": 1})
+    pin = HarnessPin(name="repro", version="0.1.0", commit="a" * 40, tree_digest="1" * 64)
+    cell = SetupRecord(harness=pin, profile="cpu", threads=2, cpu_model="cpu x")
+    bundle = Side(cells={"c": cell}, commit="a" * 40)
+    moved = pin.model_copy(update={"commit": "b" * 40, "tree_digest": "2" * 64})
+    here = Side(cells={"c": cell.model_copy(update={"harness": moved, "threads": 1})}, commit="b" * 40)
     rows = compare_setups(bundle, here)
-    assert [r.input for r in differences(rows)] == ["harness tree digest", "threads per engine"]
+    assert [r.input for r in differences(rows)] == ["threads per engine", "harness tree digest"]
     assert [r.input for r in differences(rows, frozenset({"threads"}))] == ["harness tree digest"]
-    assert [r.input for r in rows if r.same is False] == ["repro commit", "harness tree digest", "threads per engine"]
+    assert [r.input for r in rows if r.same is False] == ["repro commit", "threads per engine", "harness tree digest"]
 
 
 def test_a_bundle_against_itself_is_reproduced_with_identical_transcripts(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ import pytest
 
 from repro.__main__ import main
 from repro.bundle.redact import Redactor
+from repro.bundle.setup import ACCEPTABLE, same_build
 from repro.report.aggregate import collect
 from repro.report.paper import render
 from repro.spec.claims import load_claims
 from repro.verify.claims import Options, verify_claims
-from repro.verify.pins import ACCEPTABLE, same_build
 from repro.verify.rerun_rows import load_rerun
 from tests.fixtures.synthetic import CANARY
 from tests.verify.test_claims_verify import edited, write

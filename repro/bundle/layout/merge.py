@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -14,8 +15,10 @@ from repro.bundle.layout.discovery import find_runs
 from repro.bundle.layout.integrity import manifest_problems
 from repro.bundle.layout.loading import finite_json, load_run
 from repro.bundle.layout.names import MANIFEST, MERGE_RECORD, safe_id
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.layout.writer import to_json
 from repro.bundle.records import RunRecord, utc_now
+from repro.bundle.setup import SetupRecord, cell_setup, differences
 from repro.core.errors import BadInput
 from repro.core.files import (
     MAX_JSON_BYTES,
@@ -49,6 +52,9 @@ class MergeRecord(BaseModel):
 # rows then name each shard's host, and verify judges them ON ANOTHER SETUP); every other input
 # of a setup (matrix, profile and its settings, commit) makes shards of different runs.
 MERGE_ACCEPTABLE = {"hardware": "the hardware (CPU model, cores, architecture, GPUs with driver and CUDA)"}
+# The inputs every cell of one run shares, whatever its model, engine or suite: compared across
+# every cell of the shards, where the others are compared within the cells of one row.
+RUN_WIDE = frozenset({"hardware", "profile", "threads", "slots", "prompt-cache", "replicas", "engine-variant"})
 
 
 def merge(sources: list[Path], out: Path, accept: frozenset[str] = frozenset()) -> list[Path]:
@@ -64,7 +70,7 @@ def merge(sources: list[Path], out: Path, accept: frozenset[str] = frozenset()) 
         raise BadInput(f"--accept {unknown[0]}: a merge may accept only: {', '.join(MERGE_ACCEPTABLE)}")
     runs = [run for source in sources for run in find_runs(source)]
     records = {run: load_run(run) for run in runs}
-    differ = setup_differences(list(records.values()))
+    differ = setup_differences(runs)
     _refuse_mixed(records, differ, accept)
     for run in runs:
         problems = manifest_problems(run)
@@ -148,7 +154,7 @@ def merge_problems(folder: Path) -> list[str]:
         (record.matrix_sha256, record.profile, record.commit)
     }
     problems += ["a run of another matrix, profile or commit is in the folder"] if mixed else []
-    differ = setup_differences(records)
+    differ = setup_differences(list(present.values()))
     problems += [f"the runs differ in {text}" for name, text in differ.items() if name not in record.accepted]
     return problems + split_problems(records)
 
@@ -161,15 +167,33 @@ def find_runs_quietly(folder: Path) -> list[Path]:
         return []
 
 
-def setup_differences(records: list[RunRecord]) -> dict[str, str]:
-    """What of the setup the runs do not share, beyond matrix, profile and commit: name -> in words."""
-    differ = {}
-    hosts = {r.system.setup_label for r in records}
-    if len(hosts) > 1:
-        differ["hardware"] = f"hardware ({'; '.join(sorted(hosts))})"
-    if len({r.profile_settings.model_dump_json() for r in records}) > 1:
-        differ["profile-settings"] = "the profile's settings as run (e.g. --prompt-cache)"
+def setup_differences(runs: list[Path]) -> dict[str, str]:
+    """What of the setup the runs' cells do not share, by the one comparison of setups
+    (repro.bundle.setup), each ran cell's setup with the scenarios of its part aside: every input
+    against the first cell that would join its row (the same model, engine, protocol and suite),
+    whichever run holds it, and the inputs one run shares over all its cells (RUN_WIDE) against
+    the first cell of all; name -> in words. The harness's pin is not stated here: shards of one
+    matrix at one commit share it, which merge asks first."""
+    first: dict[tuple[str, ...], SetupRecord] = {}
+    differ: dict[str, str] = {}
+    for setup, key in ran_setups(runs):
+        found = differences(first.setdefault(key, setup), setup)
+        found += [d for d in differences(first.setdefault(("",), setup), setup) if d.name in RUN_WIDE]
+        for d in found:
+            differ.setdefault(d.name, f"{d.name} ({d.what}: {d.claimed} -> {d.rerun})")
     return differ
+
+
+def ran_setups(runs: list[Path]) -> Iterator[tuple[SetupRecord, tuple[str, ...]]]:
+    """Each ran cell's setup (its part's scenarios aside) and the key of the row it would join."""
+    for run_dir in runs:
+        reader = BundleReader(run_dir)
+        record = reader.run()
+        for cell in (reader.cell(cell_id) for cell_id in reader.cell_ids()):
+            if cell.engine_image is not None:
+                spec = cell.cell
+                key = (spec.model.id, spec.engine.id, spec.protocol, spec.suite.id)
+                yield cell_setup(record, cell, None).without_part(), key
 
 
 def _refuse_mixed(records: dict[Path, RunRecord], differ: dict[str, str], accept: frozenset[str]) -> None:

@@ -75,10 +75,6 @@ class Adapter(SuiteKind):
         """Its pinned wheel (name==version); None for one pinned by its source archive."""
         return external_of(suite).wheel
 
-    def code_pin(self, suite: Suite) -> str | None:
-        """The matrix's pin of the harness (its wheel or source, the sha256, the lock), as JSON."""
-        return external_of(suite).model_dump_json(exclude_none=True)
-
     def openai_server(self, cell: Cell, client: list[str], talks: str) -> tuple[str, str]:
         """The engine's OpenAI-compatible address (ending in /v1) and model name from the cell's client
         arguments; BadInput when the engine serves another API (`talks`: how the harness talks, in words)."""
