@@ -319,6 +319,9 @@ class EarlierAttempt(BaseModel):
     partial: PartialCell
     finished: dict[str, str]  # scenario id -> KeptScenario.digest of its result and transcript
     engine_log: str  # e.g. attempt-1.engine.log
+    # the attempt's harness wall time up to its last finished scenario, by the runner's clock: the
+    # seconds of the scenarios kept from it are bound by it (None: not recorded; check refuses them)
+    harness_seconds: float | None = None
 
     def keeping(self, ids: set[str]) -> EarlierAttempt:
         return self.model_copy(update={"finished": {i: d for i, d in self.finished.items() if i in ids}})

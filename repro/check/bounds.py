@@ -77,13 +77,40 @@ def within_harness(ev: CellEvidence, results: list[ScenarioResult], what: str) -
     workers = ev.record.execution.workers if ev.record.execution else 1
     harness = ev.record.harness_seconds
     spent = sum(r.seconds for r in rerun if finite(r.seconds))
+    problems = attempts_within_harness(ev, results, what) if kept else []
     if harness is not None and finite(harness) and spent > harness * workers + WALL_SLACK_S * len(rerun):
         kept_note = f" ({len(kept)} kept from an interrupted attempt left out)" if kept else ""
-        return [
+        problems.append(
             f"the {what} took {spent:.3f} s in all{kept_note}, more than the harness's {harness:.3f} s with "
             f"{workers} worker(s)"
-        ]
-    return []
+        )
+    return problems
+
+
+def attempts_within_harness(ev: CellEvidence, results: list[ScenarioResult], what: str) -> list[str]:
+    """Each earlier attempt's kept scenarios within that attempt's harness wall time (its clock up
+    to its last finished scenario) times its workers: every scenario of a resumed cell is bound by
+    the attempt that ran it. An attempt that records no harness time leaves its scenarios' seconds
+    unbound, which is refused."""
+    seconds = {r.id: r.seconds for r in results if finite(r.seconds)}
+    problems = []
+    for number, attempt in enumerate(ev.record.earlier_attempts, start=1):
+        harness = attempt.harness_seconds
+        if harness is None or not (finite(harness) and harness <= MAX_SECONDS):
+            problems.append(
+                f"earlier attempt {number} records no harness time ({harness!r}): the {what} kept from it are unbound"
+            )
+            continue
+        execution = attempt.partial.execution
+        workers = execution.workers if execution else 1
+        ids = [i for i in attempt.finished if i in seconds]
+        spent = sum(seconds[i] for i in ids)
+        if spent > harness * workers + WALL_SLACK_S * len(ids):
+            problems.append(
+                f"the {len(ids)} {what} kept from earlier attempt {number} took {spent:.3f} s in all, more than "
+                f"that attempt's harness {harness:.3f} s with {workers} worker(s)"
+            )
+    return problems
 
 
 def shown(problems: list[str]) -> list[str]:

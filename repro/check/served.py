@@ -20,6 +20,7 @@ from repro.bundle.layout.names import ENGINE_LOG
 from repro.check.bounds import reply_positions
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
+from repro.engines.logs import split_logs
 from repro.spec.findings import GateResult
 
 if TYPE_CHECKING:
@@ -42,13 +43,14 @@ def calls_per_scenario(ev: CellEvidence) -> dict[str, int] | None:
 
 
 def gate_requests(gate: GateResult | None) -> int | None:
-    """The requests the latency gate sent on the engine: its warmup and attempts; None when a
-    retried gate's earlier measurements (recorded by their reasons alone) sent an unknown number."""
+    """The requests the latency gate sent on the engine: each measurement's warm-up and attempts;
+    None when a retried gate's earlier measurements sent a number it does not record (an older
+    bundle records their reasons alone)."""
     if gate is None or not gate.enabled:
         return 0
-    if gate.earlier:
+    if len(gate.earlier_requests) != len(gate.earlier):
         return None
-    return len(gate.attempts) + (1 if gate.warmup is not None else 0)
+    return sum(gate.earlier_requests) + gate.sent
 
 
 def sibling_logs(ev: CellEvidence) -> list[bytes]:
@@ -69,9 +71,23 @@ def sibling_logs(ev: CellEvidence) -> list[bytes]:
 
 def served_during(log: bytes, request_line: str, siblings: list[bytes]) -> tuple[int, bool]:
     """The requests `log` shows after the longest sibling log it begins with (the cell before it
-    on the engine), and whether there was one (else the count holds the latency gate's too)."""
-    before = max((s for s in siblings if len(s) < len(log) and log.startswith(s)), key=len, default=b"")
-    return requests_in(log, request_line) - requests_in(before, request_line), bool(before)
+    on the engine), and whether there was one (else the count holds the latency gate's too). A
+    cell's log of several replicas (`--- replica i of n ---` each) is counted replica by replica,
+    each after the same replica's log in a sibling; the gate ran on the first replica."""
+    parts = replica_logs(log)
+    before = [replica_logs(sibling) for sibling in siblings]
+    served, after_another = 0, False
+    for index, part in enumerate(parts):
+        prefixes = [other[index] for other in before if len(other) == len(parts)]
+        found = max((s for s in prefixes if len(s) < len(part) and part.startswith(s)), key=len, default=b"")
+        served += requests_in(part, request_line) - requests_in(found, request_line)
+        after_another = after_another or (index == 0 and bool(found))
+    return served, after_another
+
+
+def replica_logs(log: bytes) -> list[bytes]:
+    """Each replica's engine log, byte for byte (latin-1 maps every byte to one character and back)."""
+    return [part.encode("latin-1") for part in split_logs("replica", log.decode("latin-1"))]
 
 
 def own_requests_problem(
@@ -79,11 +95,11 @@ def own_requests_problem(
 ) -> str | None:
     """The cell's own log against the `asked` requests of the scenarios its last attempt ran:
     exactly those (and the gate's, when the cell was the first on its engine); at least those where
-    the count cannot be exact (several replicas, a retried gate)."""
+    the count cannot be exact (a gate retried in an older bundle, which does not record what its
+    earlier measurements sent)."""
     served, after_another = served_during(log, request_line, siblings)
     gate = 0 if after_another else gate_requests(ev.record.gate)
-    replicas = ev.record.execution.replicas if ev.record.execution else 1
-    if gate is None or replicas > 1:
+    if gate is None:
         return None if served >= asked else f"its engine log shows {served} request(s), those scenarios made {asked}"
     if served == asked + gate:
         return None

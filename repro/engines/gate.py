@@ -131,13 +131,15 @@ def gate_with_retries(
     through `note` how busy the machine looks; a gate still too slow records whether the machine
     looked busy then (cause `busy`) or not (`too_slow`). EngineDied if the engine container stops meanwhile."""
     earlier: list[str] = []
+    sent: list[int] = []
     busy = False
     while True:
         gate = measure()
         if gate.passed or len(earlier) >= GATE_RETRIES or not too_slow(gate, profile) or gate.cause == "invalid_reply":
             cause = "busy" if gate.cause == "too_slow" and busy else gate.cause
-            return gate.model_copy(update={"earlier": earlier, "cause": cause})
+            return gate.model_copy(update={"earlier": earlier, "earlier_requests": sent, "cause": cause})
         earlier.append(gate.reason)
+        sent.append(gate.sent)
         note(
             f"  latency gate failed ({gate.reason}); measuring again in {GATE_RETRY_PAUSE_S:g} s "
             f"({len(earlier)} of {GATE_RETRIES})"

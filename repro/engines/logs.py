@@ -14,6 +14,10 @@ def joined_logs(what: str, logs: list[str]) -> str:
 
 
 def split_logs(what: str, text: str) -> list[str]:
-    """The logs `joined_logs` joined, each on its own (a log without those lines: itself alone)."""
+    """The logs `joined_logs` joined, each on its own and byte for byte as given (the newline the
+    join put between two is not theirs); a log without those lines: itself alone."""
     parts = re.split(rf"^--- {re.escape(what)} \d+ of \d+ ---$\n?", text, flags=re.MULTILINE)
-    return parts[1:] if len(parts) > 1 else [text]
+    if len(parts) == 1:
+        return [text]
+    logs = parts[1:]
+    return [log.removesuffix("\n") for log in logs[:-1]] + logs[-1:]

@@ -64,6 +64,7 @@ def run_cell(
         with blame_engine(watch):
             watch()  # an engine may have died between cells
             record = record.model_copy(update={"sandbox_audit": audit_cell(ctx, cell, group, suite, watch)})
+            writer.start_clock()
             harness, ended = run_workers(
                 ctx, cell, group, shares, out_dirs, watch, lambda: keep_finished(writer, kind, out_dirs, suite.ids)
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from harness.contracts import GateAttempt
 from repro.core.files import GIB
@@ -46,7 +46,13 @@ class GateResult(BaseModel):
     median_tokens_per_second: float | None = None
     total_seconds: float | None = None
     earlier: list[str] = []  # the reasons of earlier measurements that failed (the gate was retried)
+    earlier_requests: list[NonNegativeInt] = []  # the requests each earlier measurement sent (absent in older bundles)
     cause: GateCause | None = None  # what a failed gate measured (None: it passed, or an older bundle)
+
+    @property
+    def sent(self) -> int:
+        """The requests this measurement sent the engine: its warm-up and its attempts."""
+        return len(self.attempts) + (1 if self.warmup is not None else 0)
 
 
 class MountInfo(BaseModel):

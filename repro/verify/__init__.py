@@ -3,9 +3,8 @@
 It reads what repro.report computed (the rows of VALID cells) and says, per claim, what the rerun
 found, never more than its evidence:
 
-- ``pins``: the pinned inputs of a number, as a claim states them and as a rerun ran them, and the
-  one comparison of two of them (per input the same, another, or not stated) that every verdict,
-  ``repro compare`` and the rerun's verdict use;
+- ``exact``: when a claim and a rerun are the same exact setup, so identity is promised (the setup
+  record and its one comparison are repro.bundle.setup's, below this stage, since merge uses them);
 - ``claims``: each claim's verdict (REPRODUCED, CONSISTENT, ON ANOTHER SETUP, DIFFERENT, NOT RERUN,
   and the counts-only words) and the rule it was judged by;
 - ``tolerance``: the statistical tests a verdict on another setup uses;
@@ -25,8 +24,8 @@ imports nothing.
 __all__ = [
     "claims",
     "compare",
+    "exact",
     "own_claims",
-    "pins",
     "published",
     "rerun_rows",
     "tolerance",

@@ -673,7 +673,10 @@ def resume_evidence(run: Path, cell: Path, kept: int, **partial_update: object) 
     )
     partial = PartialCell.model_validate({**partial.model_dump(mode="json"), **partial_update})
     finished = {result.id: KeptScenario.digest(result, transcripts[result.id]) for result in results[:kept]}
-    attempt = EarlierAttempt(partial=partial, finished=finished, engine_log="attempt-1.engine.log")
+    clock = sum(result.seconds for result in results[:kept]) + 0.25  # the attempt's harness ran its kept scenarios
+    attempt = EarlierAttempt(
+        partial=partial, finished=finished, engine_log="attempt-1.engine.log", harness_seconds=round(clock, 3)
+    )
     # each engine served the gate and its attempt's scenarios: the interrupted one the kept, the cell's the rest
     calls = {
         line.id: sum(len(getattr(e, "replies", None) or []) for e in line.transcript) for line in transcripts.values()
@@ -752,6 +755,23 @@ def forge_kept_from_a_copy_of_the_cells_engine(run: Path) -> list[str]:
     gate = len(recorded["attempts"]) + (recorded["warmup"] is not None)
     (cell / "engine.log").write_text(whole + served(gate + calls))
     (cell / "attempt-1.engine.log").write_text(whole + served(gate + calls) + "one more line\n")
+    return [cell.name]
+
+
+def forge_kept_beyond_their_attempts_harness(run: Path) -> list[str]:
+    """30n. The kept scenarios' attempt records less harness time than their own seconds add up to
+    (issue 49: every scenario of a resumed cell is bound by the attempt that ran it)."""
+    cell = target(run)
+    resume_evidence(run, cell, 2)
+    edit_cell(cell, lambda record: record["earlier_attempts"][0].update(harness_seconds=0.01))
+    return [cell.name]
+
+
+def forge_kept_from_an_untimed_attempt(run: Path) -> list[str]:
+    """30o. The kept scenarios' attempt records no harness time: their seconds would be unbound."""
+    cell = target(run)
+    resume_evidence(run, cell, 2)
+    edit_cell(cell, lambda record: record["earlier_attempts"][0].update(harness_seconds=None))
     return [cell.name]
 
 
@@ -1005,6 +1025,8 @@ FORGERIES = [
     case(forge_kept_scenario_changed, "resumed", "30k-kept-scenario-digest-differs"),
     case(forge_kept_with_the_cells_own_engine_log, "resumed", "30l-kept-with-the-cells-own-engine-log"),
     case(forge_kept_from_a_copy_of_the_cells_engine, "resumed", "30m-kept-from-a-copy-of-the-cells-engine"),
+    case(forge_kept_beyond_their_attempts_harness, "bounds", "30n-kept-beyond-their-attempts-harness"),
+    case(forge_kept_from_an_untimed_attempt, "bounds", "30o-kept-from-an-untimed-attempt"),
     case(forge_suite_weakened, "suite-at-commit", "31-embedded-suite-not-the-commits"),
     case(forge_profile_relaxed, "profile-at-commit", "32-profile-not-the-commits"),
     case(forge_matrix_not_the_commits, "matrix-at-commit", "32b-matrix-not-the-commits"),

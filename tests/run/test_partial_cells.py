@@ -193,6 +193,7 @@ def test_an_interrupted_attempt_is_carried_as_evidence_into_the_resumed_cell(tmp
         cell, suite, engine_image_id="sha256:" + "2" * 64, engine_identity="b1", execution=Execution(threads=2)
     )
     writer = bundle.start_cell(cell.id, header)
+    writer.start_clock()  # the attempt's harness starts: each kept scenario records the time since
     for scenario_id in IDS[:2]:
         writer.keep(kept(scenario_id))
     found, _ = bundle.kept_scenarios(cell.id, header)
@@ -202,6 +203,7 @@ def test_an_interrupted_attempt_is_carried_as_evidence_into_the_resumed_cell(tmp
     assert [(a.engine_log, sorted(a.finished), a.partial.engine_identity) for a in attempts] == [
         ("attempt-1.engine.log", IDS[:2], "b1")
     ]
+    assert attempts[0].harness_seconds is not None and 0 <= attempts[0].harness_seconds < 60
     assert attempts[0].finished == {k.result.id: k.sha256 for k in found} and logs == {
         "attempt-1.engine.log": "llama threadpool init, n_threads = 2\n"
     }

@@ -53,6 +53,10 @@ KEPT_DIR = "kept"  # in cells/.<id>.partial/: one <scenario-id>.json per finishe
 ATTEMPTS_FILE = "attempts.json"  # in cells/.<id>.partial/: the earlier attempts whose scenarios it keeps
 
 
+# in cells/.<id>.partial/: the attempt's harness wall time, by the runner's clock, up to its latest kept scenario
+CLOCK_FILE = "harness-clock.json"
+
+
 ENGINE_LOG = "engine.log"  # a cell's engine log; in cells/.<id>.partial/, the interrupted attempt's
 
 

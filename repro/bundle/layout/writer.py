@@ -9,16 +9,18 @@ import errno
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from repro.bundle.layout.integrity import bundle_files
 from repro.bundle.layout.names import (
     ATTEMPTS_FILE,
     CELL_FILE,
     CELLS_DIR,
+    CLOCK_FILE,
     ENGINE_LOG,
     INPUTS_DIR,
     KEPT_DIR,
@@ -187,12 +189,20 @@ class Bundle:
                 for one in carried
             }
             log = read_regular(folder / ENGINE_LOG, MAX_LOG_BYTES).decode()
+            clock = (
+                AttemptClock.model_validate_json(read_regular(folder / CLOCK_FILE, MAX_JSON_BYTES))
+                if (folder / CLOCK_FILE).exists()
+                else AttemptClock()
+            )
         except (BadInput, OSError, ValueError) as error:
             return f"the interrupted attempt's record or engine log is unreadable ({short_error(error)})"
         done = {scenario_id for one in carried for scenario_id in one.finished}
         name = f"attempt-{len(carried) + 1}.{ENGINE_LOG}"
         latest = EarlierAttempt(
-            partial=partial, finished={k.result.id: k.sha256 for k in kept if k.result.id not in done}, engine_log=name
+            partial=partial,
+            finished={k.result.id: k.sha256 for k in kept if k.result.id not in done},
+            engine_log=name,
+            harness_seconds=clock.harness_seconds,
         )
         return [*carried, latest], {**logs, name: log}
 
@@ -204,6 +214,12 @@ class Bundle:
         write_in(self.dir, self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
 
 
+class AttemptClock(BaseModel):
+    """An attempt's harness wall time up to its latest kept scenario (cells/.<id>.partial/harness-clock.json)."""
+
+    harness_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
 class CellWriter:
     def __init__(self, bundle: Bundle, cell_id: str, partial: Path) -> None:
         self.bundle = bundle
@@ -211,6 +227,11 @@ class CellWriter:
         self.partial = partial
         self.files: dict[str, str] = {}
         self.kept: dict[str, KeptScenario] = {}  # scenario id -> its result and transcript, kept as it finished
+        self.started: float | None = None  # when this attempt's harness started (time.monotonic)
+
+    def start_clock(self) -> None:
+        """The attempt's harness starts: each scenario kept from now on records the time since."""
+        self.started = time.monotonic()
 
     def carry(self, attempts: Sequence[EarlierAttempt], logs: dict[str, str]) -> None:
         """The earlier attempts whose scenarios this one keeps: their records (for the next resume,
@@ -230,6 +251,10 @@ class CellWriter:
         # transcripts.jsonl is then byte for byte the uninterrupted one's
         redacted = KeptScenario.model_validate_json(self.bundle.redactor.text(scenario.model_dump_json(indent=2)))
         stored = KeptScenario.of(redacted.result, redacted.transcript)  # its digest is of what is written
+        if self.started is not None:  # this attempt's scenario (an earlier attempt's are kept before the clock starts)
+            # the clock first: an interrupt between the two writes leaves it late, never early
+            clock = AttemptClock(harness_seconds=round(time.monotonic() - self.started, 3))
+            write_in(self.bundle.dir, self.partial / CLOCK_FILE, clock.model_dump_json().encode())
         write_in(self.bundle.dir, self.partial / KEPT_DIR / name, (stored.model_dump_json(indent=2) + "\n").encode())
         self.kept[scenario.result.id] = stored
 
