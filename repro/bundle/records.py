@@ -191,6 +191,11 @@ class CellRecord(BaseModel):
     engine_kernels: str | None = None
 
     @property
+    def reported_identity(self) -> str | None:
+        """The build the cell's engine reported (None: it never booted, or an older bundle)."""
+        return self.engine_identity.reported if self.engine_identity else None
+
+    @property
     def evidenced_kind(self) -> ExclusionKind | None:
         """Who ended a cell that was not scored, as its own record shows: an error is the engine's
         fault; an exclusion with a failed gate is the latency gate's (speed), any other the boot

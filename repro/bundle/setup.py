@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from repro.bundle.records import CellRecord, ImageInfo, RunRecord
+from repro.bundle.records import CellRecord, GpuInfo, ImageInfo, RunRecord
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.engines.registry import engine_class
@@ -326,7 +326,7 @@ def cell_setup(run: RunRecord, cell: CellRecord, harness: HarnessPin | None) -> 
         chat_template=served_template(run.chat_templates.get(spec.model.id), cell),
         engine_kind=spec.engine.kind,
         engine_build=spec.engine.expected_identity(),
-        engine_names=engine_names(spec.engine, cell.engine_identity.reported if cell.engine_identity else None),
+        engine_names=engine_names(spec.engine, cell.reported_identity),
         engine_image=image_label(cell.engine_image),
         engine_variant=settings.engine_variant,
         harness=harness,
@@ -345,7 +345,7 @@ def cell_setup(run: RunRecord, cell: CellRecord, harness: HarnessPin | None) -> 
         accelerator=", ".join(device.name for device in gpus) or cell.accelerator,
         accelerator_stated=True,
         driver_version=gpus[0].driver_version if gpus else None,
-        cuda_version=cuda_of(run, gpus),
+        cuda_version=cuda_of(run.system.gpus) if gpus else None,
         cpu_model=run.system.cpu_model,
         cpu_cores=run.system.cpu_cores,
         arch=run.system.machine,
@@ -404,12 +404,9 @@ def settings_digest(settings: dict) -> str:
     return sha256_text(json.dumps(rest, sort_keys=True))[:12]
 
 
-def cuda_of(run: RunRecord, gpus: list) -> str | None:
-    """The CUDA version of the host's GPUs the cell ran on (None on a CPU)."""
-    if not gpus:
-        return None
-    versions = sorted({gpu.cuda for gpu in run.system.gpus if gpu.cuda})
-    return ", ".join(versions) or None
+def cuda_of(gpus: list[GpuInfo]) -> str | None:
+    """The CUDA versions of these host GPUs, as one label (None: no GPU, or none recorded)."""
+    return ", ".join(sorted({gpu.cuda for gpu in gpus if gpu.cuda})) or None
 
 
 def sha256_text(text: str) -> str:

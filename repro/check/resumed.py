@@ -66,10 +66,7 @@ def attempt_problems(ev: CellEvidence, number: int, attempt: EarlierAttempt) -> 
         "cell": (partial.cell.model_dump(mode="json"), record.cell.model_dump(mode="json")),
         "suite": ((partial.suite_sha256, partial.suite_ids), (record.suite_sha256, record.suite_ids)),
         "engine image": (partial.engine_image_id, record.engine_image.id if record.engine_image else None),
-        "engine identity": (
-            partial.engine_identity,
-            record.engine_identity.reported if record.engine_identity else None,
-        ),
+        "engine identity": (partial.engine_identity, record.reported_identity),
         "execution": (settings_of(partial.execution), settings_of(execution)),
     }
     problems = [

@@ -274,7 +274,7 @@ def row_key(record: CellRecord) -> tuple[str, ...]:
     scenarios, decoding and profile, run by the same harness (ours, or an external one by its pin:
     the Tholos runner and our harness load the same scenario files, and are two rows)."""
     cell = record.cell
-    identity = record.engine_identity.reported if record.engine_identity else None
+    identity = record.reported_identity
     pin = kind_of(cell.suite).harness_pin(cell.suite, None)
     return (
         f"{pin.name}:{pin.archive_sha256}" if pin.archive_sha256 else pin.name,
@@ -362,7 +362,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         hardware=RowHardware.of(first),
         harness=cells[0].harness,
         engine_kind=spec.engine.kind,
-        engine_names=engine_names(spec.engine, first.engine_identity.reported if first.engine_identity else None),
+        engine_names=engine_names(spec.engine, first.reported_identity),
         setup=row_setup(cells),
         engine_variant=cells[0].variant,
         file_size=spec.model.file_size,

@@ -175,10 +175,12 @@ def setup_differences(runs: list[Path]) -> dict[str, str]:
     the first cell of all; name -> in words. The harness's pin is not stated here: shards of one
     matrix at one commit share it, which merge asks first."""
     first: dict[tuple[str, ...], SetupRecord] = {}
+    base: SetupRecord | None = None
     differ: dict[str, str] = {}
     for setup, key in ran_setups(runs):
+        base = base or setup
         found = differences(first.setdefault(key, setup), setup)
-        found += [d for d in differences(first.setdefault(("",), setup), setup) if d.name in RUN_WIDE]
+        found += [d for d in differences(base, setup) if d.name in RUN_WIDE]
         for d in found:
             differ.setdefault(d.name, f"{d.name} ({d.what}: {d.claimed} -> {d.rerun})")
     return differ
