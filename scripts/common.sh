@@ -46,21 +46,57 @@ ensure_docker() {
     die "dockerd did not answer within 60 s"
 }
 
-# The project's virtual environment with the host extra (and the test extra when asked).
+# The project's virtual environment, installed from a hash lock alone (locks/, made by scripts/lock):
+# `ensure_venv host` for ./scripts/up, `ensure_venv dev` (host, test and inspect) for ./scripts/test.
+# Every package comes from the lock with its sha256 (pip --require-hashes), then repro itself with
+# --no-deps --no-build-isolation, so `pip freeze` is the lock's set. The dev lock holds the host
+# lock's pins (scripts/lock resolves one inside the other), so a venv made for the tests serves up;
+# any other change of lock makes the venv anew. The installed lock's name and sha256 go to
+# $VENV/repro-lock.json, which a run records (run.json's host_lock). REPRO_PYTHON picks the interpreter.
 ensure_venv() {
-    local extras="${1:-host}"
-    if [ ! -x "$VENV/bin/python" ]; then
-        say "creating $VENV"
-        python3 -m venv "$VENV"
-    fi
-    local stamp="$VENV/.repro-installed-$extras"
-    if [ ! -f "$stamp" ] || [ "$REPO_ROOT/pyproject.toml" -nt "$stamp" ]; then
-        say "installing repro[$extras] into $VENV"
-        "$VENV/bin/python" -m pip install -q --upgrade pip
-        "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[$extras]"
-        touch "$stamp"
+    local want="${1:-host}" python="${REPRO_PYTHON:-python3}" version lock
+    version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" || die "$python does not run (set REPRO_PYTHON)"
+    lock="$REPO_ROOT/locks/$want-py$version.txt"
+    [ -f "$lock" ] || die "no lock for Python $version (locks/ has $(cd "$REPO_ROOT/locks" && ls -- *.txt | tr '\n' ' ')): use Python 3.11 or 3.12 (REPRO_PYTHON=python3.11), or add it to scripts/lock"
+    if ! venv_holds "$want" "$version"; then
+        say "installing repro into $VENV from locks/$want-py$version.txt (hashes required)"
+        "$python" -m venv --clear "$VENV"
+        "$VENV/bin/python" -m pip install -q --require-hashes -r "$lock"
+        "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$REPO_ROOT"
+        write_lock_stamp "$lock"
     fi
     export PATH="$VENV/bin:$PATH"
+}
+
+# Whether the venv was installed from the wanted lock (or from the dev lock, which holds the host
+# lock's pins) as it stands now, for this Python.
+venv_holds() {
+    local want="$1" version="$2" lock
+    [ -x "$VENV/bin/python" ] && [ -f "$VENV/repro-lock.json" ] || return 1
+    for lock in "$want" dev; do
+        [ "$want" = host ] || [ "$lock" = "$want" ] || continue
+        [ -f "$REPO_ROOT/locks/$lock-py$version.txt" ] || continue
+        if "$VENV/bin/python" - "$VENV/repro-lock.json" "$REPO_ROOT/locks/$lock-py$version.txt" <<'PY'
+import hashlib, json, sys
+stamp, lock = json.load(open(sys.argv[1])), open(sys.argv[2], "rb").read()
+sys.exit(0 if stamp.get("sha256") == hashlib.sha256(lock).hexdigest() else 1)
+PY
+        then return 0; fi
+    done
+    return 1
+}
+
+# $VENV/repro-lock.json: the lock's file name, its sha256 and its pins (name -> version), which a
+# run compares with what is installed (repro.bundle.provenance.host_lock).
+write_lock_stamp() {
+    "$VENV/bin/python" - "$1" "$VENV/repro-lock.json" <<'PY'
+import hashlib, json, pathlib, re, sys
+lock = pathlib.Path(sys.argv[1])
+text = lock.read_text()
+pins = dict(re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ \\;]+)", text, re.M))
+stamp = {"name": lock.name, "sha256": hashlib.sha256(lock.read_bytes()).hexdigest(), "pins": pins}
+pathlib.Path(sys.argv[2]).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+PY
 }
 
 # pdflatex and booktabs, so the tests compile the LaTeX table (best effort: the structure is

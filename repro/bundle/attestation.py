@@ -217,6 +217,7 @@ def _check_statement(run_dir: Path, payload_type: str, payload: bytes) -> None:
 def allowed_keys(allowed_signers: Path) -> dict[str, Any]:
     """principal -> SSlibKey for every ssh-ed25519 key the file allows under the repro-bundle
     namespace (the allowed_signers format of ssh-keygen; other key types cannot verify DSSE here)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from cryptography.hazmat.primitives.serialization import load_ssh_public_key
     from securesystemslib.signer import SSlibKey
 
@@ -233,9 +234,12 @@ def allowed_keys(allowed_signers: Path) -> dict[str, Any]:
             continue
         principals, key_text = parsed
         try:
-            key = SSlibKey.from_crypto(load_ssh_public_key(key_text.encode()))
+            public = load_ssh_public_key(key_text.encode())
         except (ValueError, TypeError):
             continue
+        if not isinstance(public, Ed25519PublicKey):  # the lines kept are ssh-ed25519 (_signer_line)
+            continue
+        key = SSlibKey.from_crypto(public)
         for principal in principals:
             keys.setdefault(principal, key)
     return keys

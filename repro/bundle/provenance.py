@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import re
 import shutil
 import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
 
-from repro.bundle.records import AuthorFile, AuthorSource, GpuInfo, SourceState, SystemDescription
+from repro.bundle.records import AuthorFile, AuthorSource, GpuInfo, HostLock, SourceState, SystemDescription
 from repro.containers.client import DockerClient
 from repro.core.config import PROJECT_ROOT
 from repro.core.files import sha256_file
@@ -36,8 +40,43 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
             tree_clean=False,
             dirty_files=[f"(no git commit: {type(error).__name__})"],
             harness_digest=digest,
+            host_lock=host_lock(),
         )
-    return SourceState(commit=commit, tree_clean=not dirty, dirty_files=dirty[:DIRTY_KEPT], harness_digest=digest)
+    lock = host_lock()
+    return SourceState(
+        commit=commit, tree_clean=not dirty, dirty_files=dirty[:DIRTY_KEPT], harness_digest=digest, host_lock=lock
+    )
+
+
+LOCK_STAMP = "repro-lock.json"  # written into the venv by scripts/common.sh (write_lock_stamp)
+NOT_LOCKED = {"pip", "repro"}  # installed beside every lock: the installer, and repro itself (--no-deps)
+
+
+def host_lock(prefix: Path = Path(sys.prefix)) -> HostLock | None:
+    """The lock this environment was installed from, with where the installed set departs from its
+    pins; None where no lock of ours installed it (a stamp that cannot be read counts as none)."""
+    try:
+        stamp = json.loads((prefix / LOCK_STAMP).read_text()[:1_000_000])
+        name, sha256, pins = str(stamp["name"]), str(stamp["sha256"]), dict(stamp["pins"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return HostLock(name=name, sha256=sha256, drift=lock_drift({_canonical(k): str(v) for k, v in pins.items()}))
+
+
+def lock_drift(pins: dict[str, str]) -> list[str]:
+    """Each difference between the installed distributions and the pins, sorted."""
+    installed = {_canonical(d.metadata["Name"] or ""): d.version for d in metadata.distributions()}
+    installed = {name: version for name, version in installed.items() if name and name not in NOT_LOCKED}
+    drift = [
+        f"{name} {installed[name]}, not {version}" if name in installed else f"missing: {name} {version}"
+        for name, version in pins.items()
+        if installed.get(name) != version
+    ]
+    return sorted(drift + [f"extra: {name} {installed[name]}" for name in installed.keys() - pins.keys()])
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 DIRTY_SHOWN = 5  # files named in the one line that says a tree is dirty

@@ -356,12 +356,27 @@ class KeptScenario(BaseModel):
         return self.result.id == self.transcript.id and self.sha256 == self.digest(self.result, self.transcript)
 
 
+class HostLock(BaseModel):
+    """The hash lock repro's own host environment was installed from (locks/<name>, by
+    scripts/common.sh): information beside the commit, not part of any engine's setup."""
+
+    name: str  # e.g. dev-py3.11.txt
+    sha256: str
+    # where what is installed is not the lock's set: "requests 2.33.0, not 2.32.5", "extra: rich 14.0"
+    drift: list[str] = []
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.sha256[:12]}" + (f" (drifted: {', '.join(self.drift[:3])})" if self.drift else "")
+
+
 class SourceState(BaseModel):
     commit: str | None
     tree_clean: bool
     dirty_files: list[str] = []
     harness_digest: str | None = None
     repro_version: str = __version__
+    host_lock: HostLock | None = None  # None: not installed from a lock of ours (or an older bundle)
 
 
 class SystemDescription(BaseModel):

@@ -12,7 +12,7 @@ from rich.console import Console
 from repro.bundle.signers import require_signed
 from repro.core.errors import BadInput
 from repro.core.terminal import printable, shown
-from repro.verify.published import first_step_finder, stated_setups
+from repro.verify.published import first_step_finder, host_environments, stated_setups
 
 if TYPE_CHECKING:
     from repro.verify.claims import ClaimsReport, ClaimVerdict, Options
@@ -134,7 +134,11 @@ def report_for_published(
     unchecked = [(e.cell_id, e.reasons) for e in exclusions if e.verdict == "UNCHECKED"]
     invalid = [f"{e.cell_id}: {e.reasons[0] if e.reasons else 'INVALID'}" for e in exclusions if e.verdict == "INVALID"]
     return report.model_copy(
-        update={"verdicts": report.verdicts + unchecked_published(unchecked), "published_invalid": invalid}
+        update={
+            "verdicts": report.verdicts + unchecked_published(unchecked),
+            "published_invalid": invalid,
+            "host_environment": host_environments(published_side[0], rerun_side[0]),
+        }
     )
 
 
@@ -168,6 +172,8 @@ def print_claims(report: ClaimsReport, side: str | None = "claimed") -> None:
             console.print(f"           - {printable(line)}", soft_wrap=True, highlight=False, markup=False)
     for key in report.unclaimed_rows:
         say(f"[dim]UNCLAIMED [/] {shown(key)} (a rerun row no claim is about)")
+    if report.host_environment:
+        say(f"[dim]information:[/] {shown(report.host_environment)}")
     counts = report.counts()
     say(", ".join(f"{n} {name}" for name, n in counts.items()) + f" of {len(report.verdicts)} claims")
     if side is not None:

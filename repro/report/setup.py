@@ -34,6 +34,7 @@ class RunSetup(BaseModel):
     date: str | None  # when the run finished (else started), UTC
     verdicts: dict[str, int]  # VALID / EXCLUDED / INVALID (/ UNCHECKED, when any) cell counts of repro check
     signature: str  # "signed by X (verified)", "signature present, not verified here", "not signed"
+    host_lock: str | None = None  # the lock repro's host environment came from (HostLock.label), None: not recorded
 
     @classmethod
     def of(cls, verdict: RunVerdict, record: RunRecord, signer: str | None = None) -> RunSetup:
@@ -48,6 +49,7 @@ class RunSetup(BaseModel):
             date=record.finished_at or record.started_at,
             verdicts=verdict.counts,
             signature=signature_state(Path(verdict.run_dir), signer),
+            host_lock=record.source.host_lock.label if record.source.host_lock else None,
         )
 
     @property

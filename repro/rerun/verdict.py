@@ -17,7 +17,7 @@ from repro.rerun.preflight import SetupRow, bundle_side, compare_setups
 from repro.spec.claims import LoadedClaims
 from repro.verify.claims import PASSING, ClaimsReport, ClaimVerdict, Options, setup_label, verify_claims
 from repro.verify.own_claims import published_claims
-from repro.verify.published import first_step_finder, stated_setups
+from repro.verify.published import first_step_finder, host_environments, stated_setups
 from repro.verify.rerun_rows import load_rerun
 
 
@@ -57,6 +57,8 @@ class RerunVerdict(BaseModel):
             f"{'same' if r.same else 'not known' if r.same is None else 'differs'} |"
             for r in self.setup
         ]
+        if self.report.host_environment:
+            lines += ["", f"Information: {self.report.host_environment}"]
         reasons = [
             f"- {_cell(v.about)}: {_cell(line)}"
             for v in self.rows
@@ -87,7 +89,9 @@ def verdict_of(published: Path, rerun: list[Path], accept: frozenset[str]) -> Re
     return RerunVerdict(
         bundle=BundleReader(published).run().run_id,
         reruns=reruns,
-        report=with_setup(report, setup, accept),
+        report=with_setup(report, setup, accept).model_copy(
+            update={"host_environment": host_environments(published_side[0], rerun_side[0])}
+        ),
         setup=setup,
     )
 

@@ -94,6 +94,7 @@ class ClaimsReport(BaseModel):
     # the published bundle's INVALID cells, "cell: its first reason" (verify --published of a bundle)
     published_invalid: list[str] = []
     narrowed: bool = False  # --allow-invalid-published: verified against the published VALID rows alone
+    host_environment: str | None = None  # where the two sides' host locks differ (information alone)
 
     def passed(self, allow_partial: bool = False) -> bool:
         """Every claim REPRODUCED or CONSISTENT on its setup (NOT RERUN too, with --allow-partial),

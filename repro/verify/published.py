@@ -103,3 +103,12 @@ def stated_setups(published: PaperTables, published_keys: dict[str, str]) -> dic
         for claim, key in published_keys.items()
         if (setup := rows.get(key)) is not None
     }
+
+
+def host_environments(published: PaperTables, rerun: PaperTables) -> str | None:
+    """Where the two sides' host environments came from other locks (locks/, scripts/lock): one
+    line of information, not an input of the setup (the engine, model and harness are)."""
+    sides = [sorted({run.host_lock or "not recorded" for run in t.setup.runs}) for t in (published, rerun)]
+    if sides[0] == sides[1]:
+        return None
+    return f"repro's host environment: published from {', '.join(sides[0])}; rerun from {', '.join(sides[1])}"

@@ -4,7 +4,9 @@ The wheel carries the files beside the packages that those commands read (the pr
 paper templates in repro/_data/, the scale job templates in repro/templates/), and the commands
 that need the project tree refuse in one line with a hint that works.
 
-It builds the wheel and installs the `host` extra from the package index: about a minute, marked
+It builds the wheel and installs it as the README tells a reviewer: the host lock from the package
+index (locks/host-py3.X.txt, every hash checked), then the wheel with --no-deps, and `pip check`
+says the lock satisfies the wheel's requirements. About a minute, marked
 `wheel` (`pytest -m wheel` runs it alone, `-m "not wheel"` leaves it out)."""
 
 from __future__ import annotations
@@ -57,8 +59,12 @@ def installed(tmp_path_factory) -> Path:
     assert "repro/scale/templates/slurm/shards.sbatch.j2" in names
     subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
     bin_dir = work / "venv" / "bin"
-    install = subprocess.run([str(bin_dir / "pip"), "install", "-q", f"{wheel}[host]"], capture_output=True, text=True)
-    assert install.returncode == 0, install.stderr[-2000:]
+    lock = ROOT / "locks" / f"host-py{sys.version_info[0]}.{sys.version_info[1]}.txt"  # the README's reviewer path
+    for argv in (["--require-hashes", "-r", str(lock)], ["--no-deps", str(wheel)]):
+        install = subprocess.run([str(bin_dir / "pip"), "install", "-q", *argv], capture_output=True, text=True)
+        assert install.returncode == 0, install.stderr[-2000:]
+    check = subprocess.run([str(bin_dir / "pip"), "check"], capture_output=True, text=True)
+    assert check.returncode == 0, f"the host lock does not satisfy the wheel's requirements: {check.stdout[-2000:]}"
     return bin_dir
 
 
