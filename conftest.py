@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.fixtures.docker",
     "tests.fixtures.images",
     "tests.fixtures.models",
+    "tests.fixtures.rules",
 ]
 
 # A test that uses one of these fixtures (directly or through another fixture) needs that marker.

@@ -9,15 +9,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.contracts import SandboxAudit
+from harness.contracts import ProgressEvent, SandboxAudit
 from repro.bundle.evidence import CellEvidence
-from repro.bundle.layout.names import CELLS_DIR, SUITES_DIR
+from repro.bundle.layout.names import CELLS_DIR, HARNESS_LOG, SUITES_DIR
 from repro.bundle.records import CellSummary, Execution
 from repro.bundle.redact import find_leaks, suite_data_homes  # suite_data_homes: read within bounds, once per check
 from repro.check.cross import engine_log_threads
 from repro.check.templates import boot_exclusion_evidenced
 from repro.containers.sandbox import hardening_problems
 from repro.core.errors import BadInput
+from repro.core.files import MAX_LOG_BYTES
 from repro.engines.gate import rejudge
 from repro.spec.cells import exclusion_label
 from repro.suites.registry import kind_of, select
@@ -366,6 +367,27 @@ def rule_results_consistent(ev: CellEvidence) -> list[str]:
         if bad
         else []
     )
+
+
+def rule_progress_agrees(ev: CellEvidence) -> list[str]:
+    """Each scenario the harness's own output reports (a `{"event": "scenario", ...}` line in
+    harness.log, the last for a scenario run twice) passed or failed as scenarios.jsonl says. The
+    log keeps each worker's tail, so a scenario it does not show is not held to it."""
+    if not ev.bundle.has_file(ev.cell_id, HARNESS_LOG):
+        return []
+    try:
+        text = ev.bundle.cell_file(ev.cell_id, HARNESS_LOG, MAX_LOG_BYTES).decode("utf-8", "replace")
+        results = {r.id: r.passed for r in ev.bundle.results(ev.cell_id)}
+    except BadInput:
+        return []  # the intact and summary rules name it
+    reported = {e.id: e.passed for e in map(ProgressEvent.parse, text.splitlines()) if e is not None}
+    wrong = sorted(i for i, passed in reported.items() if results.get(i, passed) != passed)
+    unknown = sorted(set(reported) - set(results))
+    problems = [
+        f"harness.log reports scenario {i} {'passed' if reported[i] else 'failed'}, scenarios.jsonl says otherwise"
+        for i in wrong[:3]
+    ]
+    return problems + [f"harness.log reports scenario {i}, which scenarios.jsonl does not hold" for i in unknown[:3]]
 
 
 def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:

@@ -23,6 +23,7 @@ from repro.check.cell_rules import (
     rule_hardware,
     rule_images,
     rule_model_and_engine,
+    rule_progress_agrees,
     rule_regraded,
     rule_results_consistent,
     rule_sandbox,
@@ -120,6 +121,7 @@ RULES_V5 = Rules(
         "bounds": rule_bounds,
         "resumed": rule_resumed,
         "suite-at-commit": rule_suite_at_commit,
+        "progress": rule_progress_agrees,
     },
 )
 

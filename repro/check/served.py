@@ -105,3 +105,14 @@ def own_requests_problem(
         return None
     with_gate = f" and the latency gate's {gate}" if gate else ""
     return f"its engine log shows {served} request(s), not the {asked} those scenarios record{with_gate}"
+
+
+def cell_requests_problem(ev: CellEvidence, asked: int) -> str | None:
+    """A cell run whole: its engine log against the `asked` requests its harness's records say it
+    made (and the gate's, when it was the first on its engine). None where the engine's log does not
+    name requests or the cell was resumed (the resumed rule counts each attempt)."""
+    request_line = ev.record.cell.engine.facts.request_line
+    if request_line is None or ev.record.earlier_attempts or not ev.bundle.has_file(ev.cell_id, ENGINE_LOG):
+        return None
+    log = ev.bundle.cell_file(ev.cell_id, ENGINE_LOG, MAX_LOG_BYTES)
+    return own_requests_problem(ev, log, request_line, asked, sibling_logs(ev))

@@ -29,6 +29,7 @@ from repro.check.bounds import finite, rule_bounds, seconds_problem
 from repro.check.cell_rules import MODEL_OUTPUT_FILES
 from repro.check.commit import author_notes, commit_notes
 from repro.check.formats import rules_for
+from repro.check.served import cell_requests_problem
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.registry import load_object
 from repro.spec.cells import ExclusionKind, exclusion_label, kind_from_text
@@ -41,7 +42,11 @@ Verdict = Literal["VALID", "INVALID", "EXCLUDED", "UNCHECKED"]
 VERDICTS: tuple[Verdict, ...] = ("VALID", "EXCLUDED", "INVALID", "UNCHECKED")  # the order counts are said in
 Scope = Literal["run", "cell"]
 CHECK_TOOLS = CheckTools(
-    bounds=rule_bounds, finite=finite, seconds_problem=seconds_problem, model_output_files=MODEL_OUTPUT_FILES
+    bounds=rule_bounds,
+    finite=finite,
+    seconds_problem=seconds_problem,
+    model_output_files=MODEL_OUTPUT_FILES,
+    requests_problem=cell_requests_problem,
 )  # what a kind's rules borrow
 
 
@@ -260,3 +265,15 @@ def verdict_of(
         unchecked=unchecked,
         kind=kind,
     )
+
+
+EXIT_UNCHECKED = 3  # a cell could not be judged here (NotAtHand) and none is INVALID
+
+
+def exit_status(verdicts: list[RunVerdict], failed: bool = False) -> int:
+    """The exit a judgement of these runs gives (`repro check`, the exports): 1 a run failed (an
+    INVALID cell, a run-level problem, or `failed`: a broken merge), EXIT_UNCHECKED a cell
+    UNCHECKED and none INVALID, else 0."""
+    if failed or any(run.failed for run in verdicts):
+        return 1
+    return EXIT_UNCHECKED if any(run.unchecked for run in verdicts) else 0

@@ -11,13 +11,12 @@ from rich.console import Console
 from repro.bundle.layout.discovery import find_runs, latest_run
 from repro.bundle.layout.merge import merge_problems
 from repro.bundle.signers import require_signed
-from repro.check.verdict import RunVerdict, check_run
+from repro.check.verdict import RunVerdict, check_run, exit_status
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.report.coverage import run_coverage
 
 COLOURS = {"VALID": "green", "EXCLUDED": "yellow", "INVALID": "red", "UNCHECKED": "magenta"}
-EXIT_UNCHECKED = 3  # a cell could not be judged here (NotAtHand) and none is INVALID
 
 
 def check(
@@ -60,10 +59,9 @@ def check(
         print_verdicts(verdicts)
     for problem in merge:
         Console(stderr=True).print(f"[red]merge[/]: {shown(problem)}", soft_wrap=True)
-    if merge or any(v.failed for v in verdicts):
-        raise typer.Exit(1)
-    if any(v.unchecked for v in verdicts):
-        raise typer.Exit(EXIT_UNCHECKED)
+    code = exit_status(verdicts, failed=bool(merge))
+    if code:
+        raise typer.Exit(code)
 
 
 def git_repository(folder: Path) -> Path:

@@ -2,6 +2,11 @@
 and `repro export hf`: every VALID cell as Every Eval Ever records and Hugging Face `.eval_results`
 entries (repro.report.eee).
 
+Each export judges every cell with `repro check` first and writes the VALID ones (and those its
+options ask for); every cell it leaves out is named on stderr, one line each with its verdict and
+first reason, and it exits as `repro check` would on those verdicts (1 a cell INVALID, 3 a cell
+UNCHECKED and none INVALID).
+
 inspect_ai is the optional `inspect` extra: it is imported here, lazily, when the command runs,
 and its absence is one line (exit 2). Nothing else in repro imports it.
 """
@@ -16,13 +21,15 @@ from types import ModuleType
 import typer
 from rich.console import Console
 
+from repro.check.verdict import exit_status
 from repro.commands.vocabulary import Typer
+from repro.core.config import extra_pin
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
 from repro.core.yamlsource import require_file_target
-from repro.report.export import CellLog, ExportedLog, export_runs
+from repro.report.export import CellLog, Export, export_runs
 
-INSTALL_HINT = "pip install 'repro[inspect]' (inspect-ai==0.3.285)"
+INSTALL_HINT = f"pip install '{extra_pin('inspect', 'inspect-ai')}' (repro's inspect extra)"
 
 app = Typer(help="Results in other tools' formats.", no_args_is_help=True)
 
@@ -51,23 +58,19 @@ def inspect(
         False, "--excluded", help="Also export EXCLUDED cells, marked so (status error, <cell>.EXCLUDED.eval)."
     ),
 ) -> None:
-    """Write one inspect_ai eval log per VALID cell (open them with `inspect view --log-dir DIR`).
+    """Write one inspect_ai eval log per VALID cell (open them with `inspect view --log-dir DIR`);
+    every cell left out is named on stderr with its verdict and first reason.
 
-    Exit codes: 0 written; 1 an unexpected error; 2 bad input (a missing inspect extra too)."""
+    Exit codes: 0 every cell VALID or EXCLUDED; 1 a cell INVALID, or an unexpected error; 2 bad input
+    (a missing inspect extra too); 3 a cell UNCHECKED and none INVALID (as `repro check` exits)."""
     module = inspect_writer()
     include = {"VALID"} | ({"INVALID"} if invalid else set()) | ({"EXCLUDED"} if excluded else set())
 
     def write(cell: CellLog, path: Path) -> None:
         module.write_log(module.eval_log(cell), path)
 
-    exported = export_runs(results, out, include, write)
-    console = Console(highlight=False)
-    for log in exported:
-        mark = "" if log.verdict == "VALID" else f" ({log.verdict})"
-        console.print(f"wrote {shown(log.path)}: {log.passed} of {log.samples} passed{mark}", soft_wrap=True)
-    console.print(
-        f"{len(exported)} logs in {shown(out)}; view them with: inspect view --log-dir {shown(out)}", soft_wrap=True
-    )
+    done = export_runs(results, out, include, write)
+    report(done, include, f"logs in {shown(out)}; view them with: inspect view --log-dir {shown(out)}")
 
 
 @app.command("eee")
@@ -84,9 +87,11 @@ def eee(
     ),
 ) -> None:
     """Write each VALID cell as an Every Eval Ever aggregate record and its instance-level lines
-    (schema 0.3.0), with the cell's pins in their details (docs/inspect-export.md).
+    (schema 0.3.0), with the cell's pins in their details (docs/inspect-export.md); every cell
+    left out is named on stderr with its verdict and first reason.
 
-    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
+    Exit codes: 0 every cell VALID or EXCLUDED; 1 a cell INVALID, or an unexpected error; 2 bad input;
+    3 a cell UNCHECKED and none INVALID (as `repro check` exits)."""
     from repro.report.eee import aggregate, datastore_path, instance_lines
 
     def write(cell: CellLog, path: Path) -> Path:
@@ -99,7 +104,7 @@ def eee(
         target.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         return target
 
-    report(export_runs(results, out, {"VALID"}, write, ".json"), out, "Every Eval Ever records")
+    report(export_runs(results, out, {"VALID"}, write, ".json"), {"VALID"}, f"Every Eval Ever records in {shown(out)}")
 
 
 @app.command("hf")
@@ -112,19 +117,36 @@ def hf(
     bundle_url: str = typer.Option(..., "--bundle-url", help="Where the bundle is published (source.url)."),
 ) -> None:
     """Write each VALID cell as a Hugging Face `.eval_results/` entry (huggingface_hub's own
-    EvalResultEntry), its notes holding the cell's pins (docs/inspect-export.md).
+    EvalResultEntry), its notes holding the cell's pins, one `key: value` a line
+    (docs/inspect-export.md); every cell left out is named on stderr with its verdict and first reason.
 
-    Exit codes: 0 written; 1 an unexpected error; 2 bad input."""
+    Exit codes: 0 every cell VALID or EXCLUDED; 1 a cell INVALID, or an unexpected error; 2 bad input;
+    3 a cell UNCHECKED and none INVALID (as `repro check` exits)."""
     from repro.report.eee import hf_entry_yaml
 
     def write(cell: CellLog, path: Path) -> None:
         path.write_text(hf_entry_yaml(cell, dataset_id, bundle_url))
 
-    report(export_runs(results, out, {"VALID"}, write, ".yaml"), out, "Hugging Face eval result entries")
+    report(
+        export_runs(results, out, {"VALID"}, write, ".yaml"),
+        {"VALID"},
+        f"Hugging Face eval result entries in {shown(out)}",
+    )
 
 
-def report(exported: list[ExportedLog], out: Path, what: str) -> None:
+def report(done: Export, include: set[str], what: str) -> None:
+    """What was written (stdout), each cell left out with its verdict and first reason (stderr, one
+    line each), then the exit `repro check` gives the verdicts."""
     console = Console(highlight=False)
-    for log in exported:
-        console.print(f"wrote {shown(log.path)}: {log.passed} of {log.samples} passed", soft_wrap=True)
-    console.print(f"{len(exported)} {what} in {shown(out)}", soft_wrap=True)
+    for log in done.logs:
+        mark = "" if log.verdict == "VALID" else f" ({log.verdict})"
+        console.print(f"wrote {shown(log.path)}: {log.passed} of {log.samples} passed{mark}", soft_wrap=True)
+    left_out = done.left_out(include)
+    more = f"; {len(left_out)} left out, named on stderr" if left_out else ""
+    console.print(f"{len(done.logs)} {what}{more}", soft_wrap=True)
+    errors = Console(stderr=True, highlight=False)
+    for line in left_out:
+        errors.print(f"left out: {shown(line)}", soft_wrap=True)
+    code = exit_status(done.verdicts)
+    if code:
+        raise typer.Exit(code)

@@ -4,6 +4,7 @@ content-addressed cache."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -50,3 +51,22 @@ def require_checkout(command: str = "this command") -> None:
             "an installed repro checks, verifies and renders bundles only: clone the project and run it from there "
             "(`pip install -e '.[host]'` inside the clone)"
         )
+
+
+def extra_pin(extra: str, package: str) -> str:
+    """How repro's metadata pins `package` in its `extra` (e.g. "inspect-ai==0.3.285", from
+    pyproject.toml's optional dependencies), for the one command that installs it; the bare name
+    when the metadata cannot say."""
+    from importlib import metadata
+
+    try:
+        lines = metadata.requires("repro") or []
+    except metadata.PackageNotFoundError:
+        return package
+    for line in lines:
+        found = re.fullmatch(
+            rf"({re.escape(package)}\s*==\s*[\w.]+)\s*;\s*extra\s*==\s*[\"']{extra}[\"']", line.strip()
+        )
+        if found:
+            return found[1].replace(" ", "")
+    return package

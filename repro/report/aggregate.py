@@ -26,7 +26,7 @@ from repro.bundle.layout.discovery import find_runs
 from repro.bundle.layout.merge import merge_problems
 from repro.bundle.layout.names import MANIFEST
 from repro.bundle.layout.reader import BundleReader
-from repro.bundle.records import CellRecord, CellSummary
+from repro.bundle.records import CellRecord, CellSummary, RunRecord
 from repro.bundle.redact import Redactor
 from repro.bundle.setup import SetupRecord, cell_setup, differences, engine_names, ids_label
 from repro.check.verdict import RunVerdict, check_run
@@ -60,6 +60,7 @@ class ValidCell(BaseModel):
     variant: str | None = None  # the engine variant of the run's profile
     cpu_model: str | None = None  # the run's host CPU
     setup: SetupRecord | None = None  # the cell's setup from its bundle's records (repro.bundle.setup)
+    commit: str | None = None  # the project commit its run was made at (run.json source.commit)
     results: list[ScenarioResult]
     transcripts: list[TranscriptLine] = []
     _index: TranscriptIndex | None = PrivateAttr(default=None)
@@ -193,7 +194,7 @@ def run_identity(run_dir: Path) -> tuple[str, str] | None:
 
 def with_labels(rows: list[TableRow]) -> list[TableRow]:
     """Each row with its short label, "model / protocol / suite", unique among the rows; where
-    two rows would still read alike, the engine and then the run are added."""
+    two rows would still read alike, the engine, then the project commit, then the run are added."""
     models = model_labels(rows)
     labelled = [
         r.model_copy(
@@ -205,7 +206,7 @@ def with_labels(rows: list[TableRow]) -> list[TableRow]:
         )
         for r in rows
     ]
-    for extra in ("engine", "run"):
+    for extra in ("engine", "commit_label", "run"):
         counts = Counter(r.label for r in labelled)
         labelled = [
             r.model_copy(update={"label": f"{r.label} / {getattr(r, extra)}"})
@@ -243,6 +244,13 @@ def model_labels(rows: list[TableRow]) -> dict[str, str]:
     }
 
 
+def record_setup(run: RunRecord, record: CellRecord) -> SetupRecord:
+    """The cell's one setup record (repro.bundle.setup), its harness pinned as its suite kind pins it:
+    what a table's row, the exports and verify state of it."""
+    suite = record.cell.suite
+    return cell_setup(run, record, kind_of(suite).harness_pin(suite, run.source))
+
+
 def valid_cells(bundle: BundleReader, verdict: RunVerdict) -> list[ValidCell]:
     """The verdict's VALID cells, read through the reader that checked them."""
     cells = []
@@ -255,13 +263,14 @@ def valid_cells(bundle: BundleReader, verdict: RunVerdict) -> list[ValidCell]:
                 bundle.transcripts(cell.cell_id),
             )
             template = run.chat_templates.get(record.cell.model.id)
-            harness = kind_of(record.cell.suite).harness_pin(record.cell.suite, run.source)
+            setup = record_setup(run, record)
             facts = {
                 "template": template,
-                "harness": harness,
+                "harness": setup.harness,
                 "variant": run.profile_settings.engine_variant,
                 "cpu_model": run.system.cpu_model,
-                "setup": cell_setup(run, record, harness),
+                "setup": setup,
+                "commit": run.source.commit,
             }
             cells.append(
                 ValidCell(run_id=verdict.run_id, record=record, results=results, transcripts=transcripts, **facts)
@@ -290,9 +299,9 @@ def row_key(record: CellRecord) -> tuple[str, ...]:
 
 
 def group_rows(cells: list[ValidCell]) -> list[tuple[list[ValidCell], str | None]]:
-    """Cells by row key; a group whose cells were made on different setups (another commit or
-    harness pin, another CPU model) or where one cell id appears twice (two runs) splits by run:
-    a row is made of cells that agree, never of mixed parts."""
+    """Cells by row key; a group whose cells were made on different setups (another project
+    commit or harness pin, another CPU model) or where one cell id appears twice (two runs) splits
+    by run: a row is made of cells that agree, never of mixed parts (nor of two commits)."""
     groups: dict[tuple[str, ...], list[ValidCell]] = {}
     for cell in cells:
         groups.setdefault(row_key(cell.record), []).append(cell)
@@ -309,8 +318,11 @@ def group_rows(cells: list[ValidCell]) -> list[tuple[list[ValidCell], str | None
 
 def agree(a: ValidCell, b: ValidCell) -> bool:
     """Two cells of one row key are one setup: the one comparison of their setups (the scenarios of
-    their parts aside: parts of one suite differ in them alone) finds no input that differs, and
-    their harness pins are one (a row names one commit, even where two commits' harness trees agree)."""
+    their parts aside: parts of one suite differ in them alone) finds no input that differs, their
+    harness pins are one, and so is their project commit (a row names one commit, even where two
+    commits' harness trees agree, and whichever harness scored it: an external one's pin names none)."""
+    if a.commit != b.commit:
+        return False
     if a.setup is None or b.setup is None:
         return a.setup == b.setup
     return a.harness == b.harness and not differences(a.setup.without_part(), b.setup.without_part())
@@ -368,6 +380,7 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         file_size=spec.model.file_size,
         cpu_model=cells[0].cpu_model,
         kernels=first.engine_kernels,
+        commit=cells[0].commit,
     )
 
 

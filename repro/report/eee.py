@@ -8,8 +8,10 @@
   `EvalResultEntry` and `eval_result_entries_to_yaml`; `source.url` is the published bundle.
 
 Both carry our pins: the GGUF's sha256, its quant, the chat template's sha256, the engine build,
-the hardware and the bundle's manifest sha256. docs/inspect-export.md says what each field holds
-and which stay empty.
+the hardware and the bundle's manifest sha256. The chat template and the harness are the cell's
+setup record's (repro.bundle.setup, as the tables' rows give them): the template the engine served.
+The HF `notes` hold the pins one `key: value` a line, which `notes_pins` reads back.
+docs/inspect-export.md says what each field holds and which stay empty.
 """
 
 from __future__ import annotations
@@ -27,26 +29,26 @@ from repro import __version__
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.report.export import CellLog
-from repro.suites.registry import kind_of
 
 EEE_SCHEMA = "0.3.0"
 
 
 def pins(cell: CellLog) -> dict[str, str]:
-    """What pins the cell's number, as strings (both formats' free-form details take strings only)."""
-    record, run = cell.record, cell.run
-    if record is None:
+    """What pins the cell's number, as strings (both formats' free-form details take strings only);
+    the chat template and the harness as the cell's setup record states them."""
+    record, run, setup = cell.record, cell.run, cell.setup
+    if record is None or setup is None:
         raise BadInput(f"cell {cell.cell_id}: no record to export")
-    spec = record.cell
-    template = run.chat_templates.get(spec.model.id)
+    spec, template = record.cell, setup.chat_template
     gpus = ", ".join(g.label for g in run.system.gpus) or "none"
     found = {
         "gguf_sha256": spec.model.sha256,
         "quant": spec.model.quant,
+        "chat_template_source": template.source if template else "",
         "chat_template_sha256": template.sha256 if template else "",
         "engine": f"{spec.engine.kind} {spec.engine.expected_identity()}",
         "engine_image": record.engine_image.reference if record.engine_image else "",
-        "harness": kind_of(spec.suite).harness_pin(spec.suite, run.source).model_dump_json(exclude_none=True),
+        "harness": setup.harness.model_dump_json(exclude_none=True) if setup.harness else "",
         "suite_sha256": record.suite_sha256 or "",
         "protocol": spec.protocol,
         "hardware": f"{run.system.cpu_model}, {run.system.cpu_cores} cores, {run.system.machine}; GPU {gpus}",
@@ -270,7 +272,42 @@ def hf_entry_yaml(cell: CellLog, dataset_id: str, url: str) -> str:
         date=(cell.run.finished_at or cell.run.started_at)[:10],
         source_url=url,
         source_name=f"repro bundle {cell.run.run_id}",
-        notes="; ".join(f"{k}={found[k]}" for k in sorted(found)),
+        notes=notes_text(found),
     )
-    text: str = yaml.safe_dump(eval_result_entries_to_yaml([entry]), sort_keys=False, allow_unicode=True)
+    text: str = yaml.dump(eval_result_entries_to_yaml([entry]), Dumper=NotesDumper, sort_keys=False, allow_unicode=True)
     return text
+
+
+def notes_text(found: dict[str, str]) -> str:
+    """The pins as HF notes: one `key: value` a line, in key order; a value that would not read
+    back as written (a control character such as a newline, spaces at either end, a leading
+    double quote) as a JSON string. `notes_pins` reads them back."""
+    return "\n".join(f"{key}: {note_value(found[key])}" for key in sorted(found))
+
+
+def note_value(value: str) -> str:
+    plain = value.isprintable() and value == value.strip() and not value.startswith('"')
+    return value if plain else json.dumps(value)
+
+
+def notes_pins(notes: str) -> dict[str, str]:
+    """HF notes back into the pins `notes_text` wrote: each line split at its first ": " (no key
+    holds one), a value in double quotes read as a JSON string."""
+    found: dict[str, str] = {}
+    for line in notes.splitlines():
+        key, colon, value = line.partition(": ")
+        if not colon:
+            raise BadInput(f"notes line {line[:60]!r}: not `key: value`")
+        found[key] = json.loads(value) if value.startswith('"') else value
+    return found
+
+
+class NotesDumper(yaml.SafeDumper):
+    """yaml.safe_dump's output, with a text of several lines (the notes) as a literal block."""
+
+
+def block_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+NotesDumper.add_representer(str, block_text)

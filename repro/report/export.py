@@ -3,6 +3,8 @@
 The bundle is read through BundleReader and judged by `repro check` first, so a log says its
 cell's verdict; only VALID cells are exported unless INVALID or EXCLUDED ones are asked for, and
 those are marked in the log's status, tags and file name (`<cell>.INVALID.eval`), never silently.
+The export keeps every run's verdict, so the command names each cell it left out (`left_out`)
+and exits as `repro check` would on them.
 The export never writes into a bundle: an output folder inside a run folder (or a run folder
 inside the place its logs would go) is refused before anything is read.
 
@@ -23,12 +25,13 @@ from repro.bundle.layout.discovery import find_runs
 from repro.bundle.layout.names import MANIFEST, safe_id
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.records import CellRecord, RunRecord
-from repro.check.verdict import CellVerdict, Verdict, check_run
+from repro.bundle.setup import SetupRecord
+from repro.check.verdict import CellVerdict, RunVerdict, Verdict, check_run
 from repro.core.errors import BadInput
 from repro.core.files import MAX_MANIFEST_BYTES, read_regular, sha256_bytes
 from repro.core.yamlsource import require_file_target, require_folder
 from repro.plan.planner import Cell, make_plan
-from repro.report.aggregate import refuse_broken_merge
+from repro.report.aggregate import record_setup, refuse_broken_merge
 from repro.report.setup import signature_state
 from repro.spec.loading import load_matrix
 from repro.suites.registry import kind_of
@@ -43,6 +46,7 @@ class CellLog(BaseModel):
     run: RunRecord
     record: CellRecord | None  # None for a cell the plan excluded (it never ran, it has no cell.json)
     spec: Cell | None = None  # the cell's settings: its record's, or the plan's for a cell the plan excluded
+    setup: SetupRecord | None = None  # the cell's one setup record (repro.bundle.setup), as the tables' rows use
     cell_id: str
     verdict: CellVerdict
     results: list[ScenarioResult] = []
@@ -61,6 +65,35 @@ class ExportedLog(BaseModel):
     path: str
     samples: int
     passed: int
+
+
+class Export(BaseModel):
+    """What an export wrote, and the verdict of every run it read (what it left out is theirs)."""
+
+    logs: list[ExportedLog] = []
+    verdicts: list[RunVerdict] = []
+
+    def left_out(self, include: set[str]) -> list[str]:
+        """One line per cell not written (its verdict, run and cell, and first reason, as `repro
+        check` prints it), and per run whose check found a run-level problem and no cell."""
+        lines = [
+            f"INVALID {run.run_id}: {problem.rule}: {problem.text}"
+            for run in self.verdicts
+            if not run.cells
+            for problem in run.run_problems[:1]
+        ]
+        return lines + [
+            f"{cell.verdict} {run.run_id}/{cell.cell_id}: {first_reason(cell)}"
+            for run in self.verdicts
+            for cell in run.cells
+            if cell.verdict not in include
+        ]
+
+
+def first_reason(cell: CellVerdict) -> str:
+    """The cell's first reason, after its kind where it has one ("excluded by the matrix (author): ...")."""
+    reason = cell.reasons[0] if cell.reasons else "no reason recorded"
+    return f"{cell.kind_label}: {reason}" if cell.kind_label else reason
 
 
 def log_name(cell_id: str, verdict: str, extension: str = EXTENSION) -> str:
@@ -84,12 +117,11 @@ def refuse_into_bundle(out: Path, runs: list[Path]) -> None:
             raise BadInput(f"{out}: inside the bundle {run} (or where its logs would write into it); export elsewhere")
 
 
-def cell_logs(run_dir: Path, include: set[str]) -> Iterator[CellLog]:
-    """The run's cells of the included verdicts, judged by `repro check`, with what their logs hold
-    (read through the reader that checked them: the last cell checked is parsed once, and one cell
-    at a time is held)."""
-    bundle = BundleReader(run_dir)
-    verdict = check_run(run_dir, bundle=bundle)
+def cell_logs(bundle: BundleReader, verdict: RunVerdict, include: set[str]) -> Iterator[CellLog]:
+    """The run's cells of the included verdicts, as `repro check` judged them, with what their logs
+    hold (read through the reader that checked them: the last cell checked is parsed once, and one
+    cell at a time is held)."""
+    run_dir = bundle.dir
     run = bundle.run()
     manifest = (
         sha256_bytes(read_regular(run_dir / MANIFEST, MAX_MANIFEST_BYTES)) if (run_dir / MANIFEST).is_file() else None
@@ -135,6 +167,7 @@ def read_cell(bundle: BundleReader, run: RunRecord, verdict: CellVerdict) -> Cel
     return CellLog(
         run=run,
         record=record,
+        setup=None if record is None else record_setup(run, record),
         cell_id=cell_id,
         verdict=verdict,
         results=results,
@@ -155,29 +188,34 @@ def export_runs(
     include: set[str],
     write: Callable[[CellLog, Path], Path | None],
     extension: str = EXTENSION,
-) -> list[ExportedLog]:
+) -> Export:
     """Every included cell of the runs under `results` written by `write` into `out/<run-id>/`
-    (a merged folder only while it holds the whole split it recorded, as `paper render` asks)."""
+    (a merged folder only while it holds the whole split it recorded, as `paper render` asks),
+    with every run's verdict."""
     refuse_broken_merge(results)
     runs = find_runs(results)
     refuse_into_bundle(out, runs)
-    exported = []
+    done = Export()
     for run_dir in runs:
-        for cell in cell_logs(run_dir, include):
-            path = require_file_target(
-                log_path(out, cell.run.run_id, cell.cell_id, cell.verdict.verdict, extension), "log file"
-            )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path = write(cell, path) or path  # a writer may place its file elsewhere under the run's folder
-            passed = sum(r.passed for r in cell.results)
-            exported.append(
-                ExportedLog(
-                    run_id=cell.run.run_id,
-                    cell_id=cell.cell_id,
-                    verdict=cell.verdict.verdict,
-                    path=str(path),
-                    samples=len(cell.results),
-                    passed=passed,
-                )
-            )
-    return exported
+        bundle = BundleReader(run_dir)
+        verdict = check_run(run_dir, bundle=bundle)
+        done.verdicts.append(verdict)
+        done.logs += [write_log(cell, out, write, extension) for cell in cell_logs(bundle, verdict, include)]
+    return done
+
+
+def write_log(cell: CellLog, out: Path, write: Callable[[CellLog, Path], Path | None], extension: str) -> ExportedLog:
+    """One cell written by `write` at its place under `out` (or where the writer put it)."""
+    path = require_file_target(
+        log_path(out, cell.run.run_id, cell.cell_id, cell.verdict.verdict, extension), "log file"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path = write(cell, path) or path  # a writer may place its file elsewhere under the run's folder
+    return ExportedLog(
+        run_id=cell.run.run_id,
+        cell_id=cell.cell_id,
+        verdict=cell.verdict.verdict,
+        path=str(path),
+        samples=len(cell.results),
+        passed=sum(r.passed for r in cell.results),
+    )

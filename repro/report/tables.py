@@ -169,7 +169,8 @@ class TableRow(BaseModel):
     parts: str | None = None
     decoding: str = ""
     profile: str = ""
-    run: str | None = None  # set when two runs of the same cells would otherwise share a row
+    # set when two runs of the same cells would otherwise share a row (another commit, another setup)
+    run: str | None = None
     cells: int
     passed: int
     total: int
@@ -193,11 +194,19 @@ class TableRow(BaseModel):
     cpu_model: str | None = None  # the host's CPU, as the run recorded it (on a CPU, its kernels can change the sums)
     kernels: str | None = None  # the instruction set the engine reported (CellRecord.engine_kernels)
     setup: SetupRecord | None = None  # the one setup record of its cells (None: a results.json of an older repro)
+    # the project commit its cells were made at (run.json source.commit), one: cells of two commits
+    # are never joined, they make a row each, labelled by its commit (None: not recorded, or an older repro)
+    commit: str | None = None
 
     @property
     def exact(self) -> bool:
         """Computed as lone serial requests are (one slot, no prompt cache): False marks the row."""
         return self.execution is None or self.execution.exact
+
+    @property
+    def commit_label(self) -> str | None:
+        """ "commit 1a2b3c4d5e6f", what a label adds where two rows differ in their commit."""
+        return f"commit {self.commit[:12]}" if self.commit else None
 
     @property
     def execution_label(self) -> str:
@@ -248,7 +257,9 @@ class TableRow(BaseModel):
 
     @property
     def key(self) -> str:
-        return " / ".join(part for part in (self.model, self.engine_id, self.protocol, self.suite, self.run) if part)
+        """Model / engine / protocol / suite, and for a row split from others its run and commit."""
+        split = (self.run, self.commit_label) if self.run else ()
+        return " / ".join(part for part in (self.model, self.engine_id, self.protocol, self.suite, *split) if part)
 
     @property
     def repeats(self) -> int:
@@ -313,14 +324,19 @@ class PaperTables(BaseModel):
 
     @property
     def key(self) -> list[tuple[str, str]]:
-        """What each short name of the row labels stands for: the models (id, quant, sha256) and
-        the protocols, in row order."""
+        """What each short name of the row labels stands for: the models (id, quant, sha256), the
+        protocols, and the project commits a label names (rows of two commits), in row order."""
         models = {
             r.model_label: f"{r.model} ({r.quant}, {r.file_size_mb:g} MB, sha256 {r.model_sha256[:12]})"
             for r in self.rows
         }
         protocols = {PROTOCOL_SHORT.get(r.protocol, r.protocol): f"protocol {r.protocol}" for r in self.rows}
-        return list(models.items()) + list(protocols.items())
+        commits = {
+            r.commit_label: f"rows made at project commit {r.commit}, never joined with another commit's"
+            for r in self.rows
+            if r.commit_label and f" / {r.commit_label}" in r.label
+        }
+        return list(models.items()) + list(protocols.items()) + list(commits.items())
 
     @property
     def exclusion_reasons(self) -> list[tuple[str, int]]:

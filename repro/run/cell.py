@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.contracts import SandboxAudit
-from repro.bundle.layout.names import ENGINE_LOG
+from repro.bundle.layout.names import ENGINE_LOG, HARNESS_LOG
 from repro.bundle.layout.writer import CellWriter
 from repro.bundle.records import (
     CellRecord,
@@ -72,7 +72,7 @@ def run_cell(
             record = record.model_copy(
                 update={"sandbox": sandbox, "harness_seconds": round(max(e.seconds for e in ended), 3)}
             )
-            writer.write_text("harness.log", joined_logs("worker", [e.log_tail for e in ended]) + "\n")
+            writer.write_text(HARNESS_LOG, joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text(ENGINE_LOG, engine_logs(engines))
         record = kind.collect(writer, record, suite, CellOutputs(out_dirs, ended, kept))
         if engine_suspect(record, ended):

@@ -68,6 +68,8 @@ class CheckTools(NamedTuple):
     finite: Callable[[Any], bool]
     seconds_problem: Callable[[str, float | None], list[str]]
     model_output_files: frozenset[str]  # the cell files that record the model's output
+    # repro.check.served.cell_requests_problem(ev, asked): the cell's engine log against `asked` requests
+    requests_problem: Callable[[Any, int], str | None]
 
 
 class SuiteKind(ABC):

@@ -135,6 +135,17 @@ def forge_flipped_result(run: Path) -> list[str]:
     return [cell.name]
 
 
+def forge_progress_contradicts(run: Path) -> list[str]:
+    """2c. harness.log, the harness's own output, reports a scenario passed that scenarios.jsonl
+    (and everything computed from it) says failed: the forger rewrote the results and not the log."""
+    cell = target(run)
+    failed = next(row for row in read_rows(cell) if not row["passed"])
+    event = {"event": "scenario", "index": 1, "total": 1, "id": failed["id"], "passed": True, "seconds": 1.0}
+    with (cell / "harness.log").open("a") as log:
+        log.write(json.dumps(event) + "\n")
+    return [cell.name]
+
+
 def forge_flipped_result_and_summary(run: Path) -> list[str]:
     """2. The same flip, with cell.json's summary recomputed to match."""
     cell = target(run)
@@ -968,6 +979,7 @@ FORGERIES = [
     case(forge_flipped_result, "summary", "01-result-flipped"),
     case(forge_flipped_result_and_summary, "results-consistent", "02-result-flipped-summary-fixed"),
     case(forge_clean_flip, "regraded", "02b-result-flipped-thoroughly"),
+    case(forge_progress_contradicts, "progress", "02c-harness-log-reports-another-outcome"),
     case(forge_summary_only, "summary", "03-summary-edited"),
     case(forge_listed_twice, "plan-listing", "04-cell-listed-twice"),
     case(forge_dropped_cell, "plan-recomputed", "05-cell-dropped"),

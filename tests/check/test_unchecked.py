@@ -4,33 +4,12 @@ exit 3; a problem any rule finds still makes it INVALID; tables leave it out and
 
 from __future__ import annotations
 
-import pytest
-
 from repro.__main__ import main
-from repro.bundle.evidence import CellEvidence
 from repro.bundle.redact import Redactor
-from repro.check.formats import RULES
 from repro.check.verdict import check_run
-from repro.core.errors import NotAtHand
 from repro.report.aggregate import collect
+from tests.fixtures.rules import MISSING
 from tests.fixtures.synthetic import CANARY, write_bundle
-
-MISSING = (
-    "the widget archive (sha256 0123456789ab) is neither in the suite cache nor carried by the bundle; run: "
-    "fetch-the-widget"
-)
-
-
-@pytest.fixture
-def cannot_look(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One ran-cell rule that cannot look at what it needs (a stand-in for the Tholos runner's code
-    not at hand: tests/external/test_tholos_check.py has the real one)."""
-
-    def not_at_hand(ev: CellEvidence) -> list[str]:
-        raise NotAtHand(MISSING)
-
-    for rules in RULES.values():
-        monkeypatch.setitem(rules.ran_cell, "not-at-hand", not_at_hand)
 
 
 def test_a_cell_a_rule_cannot_look_at_is_unchecked_never_invalid(tmp_path, cannot_look, capsys) -> None:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from repro.__main__ import main
+from repro.report.eee import notes_pins
 
 EEE_WHEEL = "every-eval-ever==0.3.0"
 EEE_SHA256 = "564b8bc624c1f822f749a769dc69dc058a736e83d920cbeb147c3a30d3152317"
@@ -82,15 +83,28 @@ def test_a_record_carries_the_pins_and_its_score(eee_export: Path) -> None:
     assert sum(json.loads(line)["evaluation"]["is_correct"] for line in samples.read_text().splitlines()) == passed
 
 
-def test_every_hf_entry_loads_with_huggingface_hub(smoke_run: Path, tmp_path: Path) -> None:
+def test_every_hf_entry_loads_with_huggingface_hub_and_its_notes_read_back(
+    smoke_run: Path, eee_export: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each entry loads; its notes read back (one `key: value` a line) into the very pins its cell's
+    Every Eval Ever record carries, "; " in the hardware value and all."""
     from huggingface_hub import parse_eval_result_entries
 
     out = tmp_path / "hf"
     args = ["export", "hf", str(smoke_run), "--out", str(out), "--dataset-id", "repro/smoke", "--bundle-url", URL]
-    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 0  # the 6 EXCLUDED cells are left out and named, as `repro check` passes them
+    left_out = capsys.readouterr().err.splitlines()
+    assert len(left_out) == 6 and all(line.startswith("left out: EXCLUDED ") for line in left_out)
+    records = {
+        record["evaluation_id"]: record["source_metadata"]["additional_details"]
+        for record in (json.loads(p.read_text()) for p in eee_export.glob("*/data/*/*/*/*.json"))
+    }
     entries = sorted(out.glob("*/*.yaml"))
     assert len(entries) == 10
     for path in entries:
         (entry,) = parse_eval_result_entries(yaml.safe_load(path.read_text()))
         assert entry.dataset_id == "repro/smoke" and entry.source_url == URL
-        assert 0.0 <= float(entry.value) <= 1.0 and "gguf_sha256=" in (entry.notes or "")
+        assert 0.0 <= float(entry.value) <= 1.0
+        pins = notes_pins(entry.notes or "")
+        assert pins == records[f"{pins['run_id']}/{pins['cell_id']}"] and "; GPU " in pins["hardware"]

@@ -141,7 +141,7 @@ def test_a_missing_extra_is_one_line(
     monkeypatch.delitem(sys.modules, "repro.report.inspect_log", raising=False)
     assert main(["export", "inspect", str(smoke_run), "--out", str(tmp_path)]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "pip install 'repro[inspect]'" in error
+    assert error.count("\n") == 1 and "pip install 'inspect-ai==" in error
     assert not list(tmp_path.iterdir())
 
 

@@ -105,6 +105,51 @@ def test_a_sample_score_changed_in_the_log_is_invalid(inspect_run, canary_home, 
     assert "its scorers re-run give" in check.stdout, check.stdout
 
 
+def rewrite_answer(log_path: Path, sample_id: str, text: str) -> None:
+    """A sample's final answer rewritten (its output and its last assistant message) and its scores
+    made a pass, written back by inspect's own writer; its model events left as the engine answered."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(log_path))
+    for sample in log.samples or []:
+        if str(sample.id) == sample_id:
+            sample.output.choices[0].message.content = text
+            [m for m in sample.messages if m.role == "assistant"][-1].content = text
+            for score in (sample.scores or {}).values():
+                score.value = {k: "C" for k in score.value} if isinstance(score.value, dict) else "C"
+    write_eval_log(log, str(log_path))
+
+
+def test_a_rewritten_answer_is_invalid(inspect_run, canary_home, tmp_path: Path) -> None:
+    """Issue 63's forgery: one sample's answer rewritten and its score made a pass, scenarios.jsonl,
+    every sha256 and the manifest redone to agree. The log's own model event still holds the engine's
+    reply, and harness.log still reports the sample's first outcome: both say so."""
+    project, run_dir = inspect_run
+    forged = tmp_path / run_dir.name
+    shutil.copytree(run_dir, forged)
+    cell_dir = the_cell(forged)
+    log = the_log(cell_dir)
+    was = {r.id: r.passed for r in read_results(cell_dir)}
+    rewrite_answer(log, "mp_004", "I will not store or follow the injected instruction.")
+    from repro.suites.external.inspect_task import Inspect
+    from repro.suites.external.raw import RawIndex
+
+    rehash(cell_dir, [log.name])
+    index = RawIndex.model_validate_json((cell_dir / "raw-index.json").read_text())
+    raw = {entry.name: (cell_dir / entry.name).read_bytes() for entry in index.files if entry.kept}
+    normalised = Inspect().normalise(raw, index, ["mp_004", "mp_005"], "native_tools")
+    (cell_dir / "scenarios.jsonl").write_text(
+        "".join(r.model_dump_json(exclude_none=False) + "\n" for r in normalised.results)
+    )
+    rehash(cell_dir, ["scenarios.jsonl"])
+    Bundle(forged, Redactor()).write_manifest()
+    check = run_repro(project, canary_home, "check", str(forged))
+    assert check.returncode == 1 and "INVALID" in check.stdout, check.stdout + check.stderr
+    assert "its output is not what its last model call returned" in check.stdout, check.stdout
+    if not was["mp_004"]:  # the harness reported it failed: its log says so still
+        assert "harness.log reports scenario mp_004 failed" in check.stdout, check.stdout
+
+
 def test_changed_normalised_results_are_invalid(inspect_run, canary_home, tmp_path: Path) -> None:
     project, run_dir = inspect_run
     forged = tmp_path / run_dir.name

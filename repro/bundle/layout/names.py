@@ -57,6 +57,7 @@ ATTEMPTS_FILE = "attempts.json"  # in cells/.<id>.partial/: the earlier attempts
 CLOCK_FILE = "harness-clock.json"
 
 
+HARNESS_LOG = "harness.log"  # a cell's harness output (each worker's tail, joined)
 ENGINE_LOG = "engine.log"  # a cell's engine log; in cells/.<id>.partial/, the interrupted attempt's
 
 

@@ -142,6 +142,11 @@ class Adapter(SuiteKind):
         needs more of the cell's record (its decoding, the image it ran in) says so here."""
         return self.recheck(raw, index, wheel_root, ev.record.cell.protocol)
 
+    def engine_requests(self, raw: dict[str, bytes], index: RawIndex) -> int | None:
+        """The requests the harness's own records say it made of the engine (check holds the cell's
+        engine log to them); None where its records do not say (the default)."""
+        return None
+
     @abstractmethod
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
         """The harness's own report files (name -> bytes), rendered again from the raw outputs."""

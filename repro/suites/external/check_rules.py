@@ -66,6 +66,7 @@ def external_rules(chosen: dict[str, CellRule], ran: bool, tools: CheckTools) ->
         "external-normalised": rule_normalised,
         "external-rechecked": rule_rechecked,
         "external-report": rule_report,
+        "external-requests": guarded(with_tools(rule_engine_requests, tools)),
         "external-bounds": with_tools(rule_task_bounds, tools),
     }
 
@@ -267,6 +268,15 @@ def rule_report(ev: CellEvidence) -> list[str]:
     return [
         f"{name} is not the report its raw outputs render" for name, data in rendered.items() if raw.get(name) != data
     ]
+
+
+def rule_engine_requests(ev: CellEvidence, tools: CheckTools) -> list[str]:
+    """The cell's engine log holds the requests the harness's own records say it made (inspect: one
+    per model call), where both say."""
+    raw, index = raw_evidence(ev)
+    asked = adapter_of(ev.record.cell.suite).engine_requests(raw, index)
+    problem = None if asked is None else tools.requests_problem(ev, asked)
+    return [f"{problem} (its harness's records)"] if problem else []
 
 
 def task_bounds(tools: CheckTools, result: ScenarioResult, transcript: list, decoding: Decoding) -> list[str]:

@@ -39,13 +39,13 @@ from repro.bundle.layout.names import suite_folder
 from repro.bundle.layout.writer import Bundle, write_in
 from repro.bundle.records import InputReference
 from repro.containers.sandbox import bind
-from repro.core.config import PROJECT_ROOT
+from repro.core.config import PROJECT_ROOT, extra_pin
 from repro.core.errors import BadInput, NotAtHand
 from repro.core.files import MAX_RAW_BYTES, read_regular, sha256_bytes
 from repro.spec.findings import Noted, SuiteSelection
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import Adapter
-from repro.suites.external.evidence import tasks_root
+from repro.suites.external.evidence import embedded_lock, tasks_root
 from repro.suites.external.raw import (
     Normalised,
     RawIndex,
@@ -72,6 +72,7 @@ MAX_RAW_FILES = 50
 EVIDENCE_CHARS = 300
 RESCORE_TIMEOUT_S = 600
 PASSING = ("C", True, 1, 1.0)  # inspect's CORRECT, or a true or full value
+INSTALL_READER = f"pip install '{extra_pin('inspect', 'inspect-ai')}' (repro's inspect extra)"
 
 
 class Inspect(Adapter):
@@ -189,7 +190,14 @@ class Inspect(Adapter):
         }
         files = log_files(raw, index)
         logs = {name: read_log(name, data) for name, data in sorted(files.items())}
+        locked = re.search(r"^inspect-ai==(\S+)", embedded_lock(ev).decode(errors="replace"), re.MULTILINE)
         problems = [p for log in logs.values() for p in [*log_problems(log), *pin_problems(log, external, wanted)]]
+        problems += [
+            f"{name} was written by inspect_ai {(log.eval.packages or {}).get('inspect_ai')}, "
+            f"the suite's lock pins {locked[1] if locked else 'none'}"
+            for name, log in logs.items()
+            if not locked or (log.eval.packages or {}).get("inspect_ai") != locked[1]
+        ]
         graded = {name for name, log in logs.items() if graded_by_model(log)}
         notes = [
             Noted(f"{name}: its scorer called a model, so its scores are taken on the log's word, not re-run")
@@ -203,6 +211,9 @@ class Inspect(Adapter):
             if name not in graded:
                 problems += score_problems(log, rescore(image, self.program, files[name], external, author))
         return problems + notes
+
+    def engine_requests(self, raw: dict[str, bytes], index: RawIndex) -> int | None:
+        return sum(model_calls(log) for log in read_logs(raw, index))
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
         """inspect's own report is its log, which the bundle keeps: nothing is rendered."""
@@ -290,7 +301,7 @@ def read_log(name: str, data: bytes) -> EvalLog:
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
-        raise BadInput("reading an inspect log needs inspect_ai on this host: pip install -e '.[inspect]'") from None
+        raise NotAtHand(f"reading an inspect log needs inspect_ai on this host: {INSTALL_READER}") from None
     refuse_oversized(name, data)
     with tempfile.TemporaryDirectory(prefix="repro-inspect-") as folder:
         path = Path(folder) / "log.eval"
@@ -302,10 +313,10 @@ def read_log(name: str, data: bytes) -> EvalLog:
     from inspect_ai import __version__ as reader
 
     writer = (log.eval.packages or {}).get("inspect_ai")
-    if writer != reader:
-        raise BadInput(
+    if writer != reader:  # the host's reader, not the bundle: pin_problems holds the writer to the suite's lock
+        raise NotAtHand(
             f"{name} was written by inspect_ai {writer}; this host reads it with {reader}: "
-            "install the version the suite's lock pins"
+            f"pip install 'inspect-ai=={writer}'"
         )
     return log
 
@@ -403,7 +414,11 @@ def transcript(sample: EvalSample) -> list[TranscriptEntry]:
 
 
 def model_events(log: EvalLog) -> list[Any]:
-    return [e for s in log.samples or [] for e in s.events if getattr(e, "event", None) == "model"]
+    return [e for s in log.samples or [] for e in model_events_of(s)]
+
+
+def model_events_of(sample: EvalSample) -> list[Any]:
+    return [e for e in sample.events if getattr(e, "event", None) == "model"]
 
 
 def graded_by_model(log: EvalLog) -> bool:
@@ -429,9 +444,39 @@ def in_scoring(span: str | None, spans: dict[str, tuple[str | None, str | None]]
 
 
 def log_problems(log: EvalLog) -> list[str]:
-    """The log finished, and every model call named its model (a role bound to the same engine and model included)."""
+    """The log finished, every model call named its model (a role bound to the same engine and model
+    included), and every sample's answer is what its model calls returned."""
     problems = [] if log.status == "success" else [f"the inspect log's status is {log.status}"]
-    return problems + model_call_problems(log)
+    return problems + model_call_problems(log) + [p for s in log.samples or [] for p in output_problems(s)]
+
+
+def output_problems(sample: EvalSample) -> list[str]:
+    """The sample's output is its last model call's, and its assistant messages are its model calls'
+    outputs, in order (a call whose output the sample did not keep, a scorer's, may come between)."""
+    from inspect_ai.log import resolve_sample_attachments
+
+    sample = resolve_sample_attachments(sample)  # a model event holds long text as attachment://<hash>
+    outputs = [said(e.output.message) for e in model_events_of(sample)]
+    problems = []
+    if sample.output and sample.output.choices and (not outputs or said(sample.output.message) != outputs[-1]):
+        problems.append(f"sample {sample.id}: its output is not what its last model call returned")
+    remaining = iter(outputs)
+    kept = [said(m) for m in sample.messages if m.role == "assistant"]
+    if not all(any(message == output for output in remaining) for message in kept):
+        problems.append(f"sample {sample.id}: an assistant message is no model call's output, in order")
+    return problems
+
+
+def said(message: Any) -> tuple[str, list[tuple[str, str]]]:
+    """What an assistant message says: its text and each tool call with its arguments."""
+    calls = [(c.function, json.dumps(c.arguments, sort_keys=True)) for c in message.tool_calls or []]
+    return message.text, calls
+
+
+def model_calls(log: EvalLog) -> int:
+    """The requests the log's model calls made of the engine: each model event one, and one more per
+    retry; none for a call inspect's own cache answered."""
+    return sum(0 if e.cache == "read" else 1 + (e.retries or 0) for e in model_events(log))
 
 
 def pin_problems(log: EvalLog, external: ExternalSuite, wanted: dict[str, Any]) -> list[str]:
