@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import subprocess
 import tarfile
 import tempfile
 from functools import cache
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING
 from repro.bundle.records import AuthorSource, RunRecord
 from repro.core import config
 from repro.core.errors import BadInput, ReproError
+from repro.core.git import git, has_commit
 from repro.core.yamlsource import MAX_YAML_BYTES
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile, Profiles, load_profiles
@@ -42,7 +42,6 @@ from repro.suites.registry import kind_of, select
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence, RunEvidence
 
-GIT_TIMEOUT_S = 60
 MAX_ARCHIVE_BYTES = 256 * 1024**2
 PROFILES_PATH = "matrix/profiles.yaml"
 
@@ -50,24 +49,6 @@ PROFILES_PATH = "matrix/profiles.yaml"
 def project_root() -> Path:
     """The checkout whose history is compared with (the one this repro runs from)."""
     return config.PROJECT_ROOT
-
-
-def git(root: Path, *args: str) -> bytes | None:
-    """git's stdout, or None when git is missing or the command fails (an unknown commit or path)."""
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-@cache
-def has_commit(root: Path, commit: str) -> bool:
-    return (
-        len(commit) == 40
-        and all(c in "0123456789abcdef" for c in commit)
-        and git(root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
-    )
 
 
 def at_commit(ev: RunEvidence) -> str | None:

@@ -66,7 +66,7 @@ def check(
 
 def git_repository(folder: Path) -> Path:
     """--source: a folder inside a git repository (its top), else one line and exit 2."""
-    from repro.check.commit import git
+    from repro.core.git import git
 
     top = git(folder, "rev-parse", "--show-toplevel") if folder.is_dir() else None
     if top is None:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
-from repro.core.errors import ReproError
+from repro.core.errors import BadInput, ReproError
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix
 from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
@@ -94,14 +94,24 @@ def build_command(
     verbose: bool = typer.Option(
         False, "--log/--no-log", help="Stream build log lines (dimmed); by default each log goes to CACHE/build-logs/."
     ),
+    from_bundle: Path | None = typer.Option(
+        None,
+        "--from-bundle",
+        metavar="RUN",
+        help="Instead of a matrix's images: the external suites' images a bundle's cells ran in, from the bundle's "
+        "own pins at its commit (what `repro check` needs to re-score them).",
+    ),
 ) -> None:
     """Build the harness image and the engine images a matrix needs (skips what is up to date).
 
     The profile's engine_variant picks the engine images.
 
     Exit codes: 0 every image is built or up to date; 1 a build failed or a pinned image is missing; 2 bad input."""
-    client, variant, needs = _needs(matrix, profile)
     stream = (lambda line: console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)) if verbose else None
+    if from_bundle is not None:
+        build_bundle_images(from_bundle, stream)
+        return
+    client, variant, needs = _needs(matrix, profile)
     problems: list[str] = []
     for need in needs:
         if isinstance(need, DigestPin):
@@ -158,6 +168,25 @@ def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Calla
                 f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in "
                 f"{time.monotonic() - started:.0f} s{where}"
             )
+
+
+def build_bundle_images(given: Path, stream: Callable[[str], None] | None) -> None:
+    """`--from-bundle`: each run's external suite images, from its own pins (one line each)."""
+    from repro.bundle.layout.discovery import find_runs
+    from repro.suites.external.image import bundle_images
+
+    if given.is_symlink() or not given.is_dir():
+        raise BadInput(f"{given}: not a bundle folder (a run folder or a results folder; unpack a .tar.gz first)")
+    runs = find_runs(given)
+    client = _client()
+    for run_dir in runs:
+        started = time.monotonic()
+        with BuildLog(build_log_path(f"bundle-{run_dir.name}"), stream) as log:
+            built = bundle_images(run_dir, client, log)
+        for suite_id, ref in built:
+            console.print(f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite_id)}")
+        what = f"{len(built)} suite image(s) ready" if built else "no external suite ran, nothing to build"
+        console.print(f"{escape(run_dir.name)}: {what} in {time.monotonic() - started:.0f} s", soft_wrap=True)
 
 
 def _what(plan: BuildPlan) -> str:

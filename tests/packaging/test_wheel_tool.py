@@ -100,3 +100,26 @@ def test_an_installed_wheel_refuses_what_needs_the_checkout_in_one_line(installe
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, lines
     assert "source checkout" in lines[0] and "pip install -e" in lines[0] and "Traceback" not in lines[0]
+
+
+PUBLISHED_BUNDLES = sorted((ROOT / "paper" / "published").glob("*-bundle.tar.gz"))
+
+
+@pytest.mark.parametrize(
+    "archive", PUBLISHED_BUNDLES, ids=[p.name.removesuffix("-bundle.tar.gz") for p in PUBLISHED_BUNDLES]
+)
+def test_a_published_bundle_is_never_invalid_on_a_reviewers_install(
+    installed: Path, tmp_path: Path, archive: Path
+) -> None:
+    """Issue 63: the README's reviewer install (the host lock and the wheel: no inspect extra), no
+    Docker, a fresh cache: what this host lacks makes a cell UNCHECKED, naming the command that
+    makes it checkable, never INVALID."""
+    from repro.rerun.archive import bundle_folder
+
+    bundle = bundle_folder(archive, tmp_path / "unpacked")
+    check = tool(installed, tmp_path, "check", str(bundle))
+    assert check.returncode in (0, 3), check.stdout[-3000:] + check.stderr[-2000:]
+    lines = check.stdout.splitlines()
+    assert not [line for line in lines if line.lstrip().startswith("INVALID")], check.stdout[-3000:]
+    unchecked = [line for line in lines if "not checked:" in line]
+    assert all("run: " in line or "pip install" in line for line in unchecked), unchecked

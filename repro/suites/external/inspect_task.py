@@ -525,19 +525,12 @@ def decoding_problems(log: EvalLog, wanted: dict[str, Any], roles: list[str]) ->
     return problems
 
 
-SAME_CODE = (
-    "repro.external",
-    "repro.external.wheel_sha256",
-    "repro.external.requirements_sha256",
-    "repro.external.driver_sha256",
-)
-
-
 def rescoring_image(ev: CellEvidence) -> str:
     """The suite's sealed image on this host: the one the cell ran in (by id or by its content-keyed
     name), or one built from the same wheel, lock and driver (its labels say so: the harness image
     below it does not enter the scorer's code)."""
     from repro.store.images import client_or_default
+    from repro.suites.external.image import SAME_CODE
 
     recorded = ev.record.harness_image
     if recorded is None:
@@ -553,13 +546,15 @@ def rescoring_image(ev: CellEvidence) -> str:
         same = client.images.list(filters={"label": wanted}) if len(wanted) == len(SAME_CODE) else []
     except Exception as error:  # no Docker engine on this host
         raise NotAtHand(
-            f"re-scoring runs the task's scorers in the suite's image, and Docker is not at hand ({error})"
+            f"re-scoring runs the task's scorers in the suite's image, and Docker is not at hand ({error}): "
+            "start a Docker engine (./scripts/up starts one), then run: "
+            f"repro images build --from-bundle {ev.bundle.dir}"
         ) from None
     if same:
         return str(sorted(image.id for image in same)[0])
     raise NotAtHand(
         f"re-scoring runs the task's scorers in the suite's image {recorded.reference}, not on this host: "
-        "repro images build MATRIX"
+        f"run: repro images build --from-bundle {ev.bundle.dir}"
     )
 
 
