@@ -65,7 +65,7 @@ def log_evidence(ev: CellEvidence, log_name: str) -> list[str]:
     for index, part in enumerate(parts, start=1):
         log = parse_cuda_log(part)
         found = engine_log_problems(
-            record.cell.engine.kind, log, profile, name, record.cell.model.file_size
+            record.cell.engine.facts, log, profile, name, record.cell.model.file_size
         ) + identity_agrees(record.gpu or [], log)
         problems += [(f"replica {index} of {replicas}: " if replicas > 1 else "") + problem for problem in found]
     return problems

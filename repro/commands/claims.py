@@ -17,6 +17,7 @@ from repro.core.terminal import shown
 from repro.core.yamlsource import require_file_target
 from repro.spec.claims import Source, dump_claims, load_claims
 from repro.spec.claims import claims_json_schema as schema_of_claims
+from repro.spec.engines import ENGINE_KINDS, UNRECORDED_KIND
 
 app = Typer(
     help="Claims files: someone's published numbers, stated as data to verify a rerun against.", no_args_is_help=True
@@ -72,7 +73,9 @@ def from_results(
         None, "--harness-commit", help="With a results.json: the project commit of the run (40 hex)."
     ),
     engine_kind: str = typer.Option(
-        "llama.cpp", "--engine-kind", help="With a results.json: llama.cpp or ollama (a bundle records it)."
+        UNRECORDED_KIND,
+        "--engine-kind",
+        help=f"With a results.json: the engine's kind, one of {', '.join(ENGINE_KINDS)} (a bundle records it).",
     ),
 ) -> None:
     """State a run's VALID rows as a claims file: every scenario's outcome and transcript sha256

@@ -173,7 +173,7 @@ def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Calla
 def build_bundle_images(given: Path, stream: Callable[[str], None] | None) -> None:
     """`--from-bundle`: each run's external suite images, from its own pins (one line each)."""
     from repro.bundle.layout.discovery import find_runs
-    from repro.suites.external.image import bundle_images
+    from repro.suites.external.rebuild import bundle_images
 
     if given.is_symlink() or not given.is_dir():
         raise BadInput(f"{given}: not a bundle folder (a run folder or a results folder; unpack a .tar.gz first)")

@@ -221,8 +221,8 @@ def run(
     from repro.plan.planner import parse_shard
     from repro.run.context import RunOptions
     from repro.run.outcome import run_outcome
-    from repro.run.progress import RunProgress
-    from repro.run.runner import run_matrix
+    from repro.run.progress import RunProgress, print_run_summary
+    from repro.run.runner import first_disk_full, run_matrix
 
     require_folder(out, "results folder")
     shard_pair = parse_shard(ascii_shard(shard)) if shard is not None else None
@@ -241,7 +241,7 @@ def run(
         run_dir = run_matrix(options, RunProgress(console))
     except DiskFull as error:
         raise first_disk_full(error) from None
-    print_run_summary(run_dir)
+    print_run_summary(run_dir, console)
     outcome = run_outcome(run_dir)
     if outcome.status:
         print(incomplete_line(outcome, options), file=sys.stderr)
@@ -328,37 +328,3 @@ def parse_replicas(text: str) -> int | None:
     if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) < 1:
         raise BadInput(f"--replicas {printable(text)[:40]}: expected a count from 1, or auto")
     return int(text)
-
-
-def first_disk_full(error: BaseException) -> BaseException:
-    """The first full-disk error of a run: the cell it stopped, not run.json written after it."""
-    from repro.bundle.layout.writer import DiskFull
-
-    first, cause = error, error.__context__
-    while cause is not None:
-        first = cause if isinstance(cause, DiskFull) else first
-        cause = cause.__context__
-    return first
-
-
-def print_run_summary(run_dir: Path) -> None:
-    from repro.bundle.layout.reader import BundleReader
-
-    bundle = BundleReader(run_dir)
-    record = bundle.run()
-    say = partial(console.print, soft_wrap=True, highlight=False)  # ids, reasons and paths came from input: escaped
-    say(f"[bold]summary of {shown(record.run_id)}[/] ({shown(record.status)})")
-    for cell_id in record.planned_cells:
-        if not bundle.has_cell(cell_id):
-            say(f"  [red]missing[/] {shown(cell_id)}")
-            continue
-        cell = bundle.cell(cell_id)
-        if cell.summary is not None:
-            say(f"  {cell.summary.passed}/{cell.summary.total} passed  {shown(cell_id)}")
-        else:
-            say(f"  [yellow]{shown(cell.status)}[/] {shown(cell_id)}: {shown(cell.reason)}")
-    for cell_id, reason in record.excluded_cells.items():
-        say(f"  [yellow]excluded[/] {shown(cell_id)}: {shown(reason)}")
-    if record.leaked_containers:
-        say(f"  [red]containers left behind:[/] {shown(', '.join(record.leaked_containers))}")
-    say(f"bundle: {shown(run_dir)}  (check it with: repro check {shown(shlex.quote(str(run_dir)))})")

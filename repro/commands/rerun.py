@@ -1,8 +1,13 @@
-"""`repro rerun BUNDLE`: check a bundle, rerun its cells here, verify the rerun against it."""
+"""`repro rerun BUNDLE`: check a bundle, rerun its cells here, verify the rerun against it.
+
+The steps are repro.rerun.session's `RerunSession`: this module parses the flags, hands the
+session what it borrows (`Borrowed`: the fetch and build of `models fetch`, `suites fetch` and
+`images build`) and what prints each step (`Printed`), and exits with the verdict's code."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -12,16 +17,19 @@ from repro.commands import images as images_commands
 from repro.commands import models as models_commands
 from repro.commands import suites as suites_commands
 from repro.commands.check import git_repository, print_verdicts
-from repro.commands.matrix import first_disk_full, print_run_summary
+from repro.commands.verify import print_claims
 from repro.commands.vocabulary import PROFILE_HELP
-from repro.core.files import atomic_write
 from repro.core.terminal import shown
 from repro.rerun.preflight import SetupRow
-from repro.rerun.session import RerunOptions, RerunPlan, prepare_rerun
+from repro.rerun.prepare import RerunOptions, RerunPlan
+from repro.rerun.session import RerunSession
 from repro.rerun.verdict import RerunVerdict
 
+if TYPE_CHECKING:
+    from repro.check.verdict import RunVerdict
+    from repro.run.progress import RunProgress
+
 console = Console(highlight=False)  # ids, paths and reasons came from the bundle: printed escaped (shown)
-REPORT = "rerun-report"  # OUT/rerun-report.md and .json, beside the rerun's bundle
 
 
 def rerun(
@@ -64,12 +72,57 @@ def rerun(
     options = RerunOptions(
         bundle=bundle, out=out, profile=profile, only=only, allowed_signers=allowed_signers, source=source
     )
-    prepared = prepare_rerun(options, git_repository(source) if source is not None else None)
-    print_preflight(prepared, names)
-    fetch_and_build(prepared)
-    run_dir = run_cells(prepared, resume)
-    verdict = finish(prepared, run_dir, names)
-    raise typer.Exit(verdict.exit_code)
+    session = RerunSession(
+        options,
+        Printed(names),
+        Borrowed(),
+        accepted=names,
+        resume=resume,
+        author_repo=git_repository(source) if source is not None else None,
+    )
+    raise typer.Exit(session.run().exit_code)
+
+
+class Printed:
+    """Each step of the session as `repro rerun` prints it (repro.rerun.session.RerunReport)."""
+
+    def __init__(self, accepted: frozenset[str]) -> None:
+        self.accepted = accepted
+
+    def prepared(self, plan: RerunPlan) -> None:
+        print_preflight(plan, self.accepted)
+
+    def run_progress(self) -> RunProgress:
+        from repro.run.progress import RunProgress
+
+        return RunProgress(console)
+
+    def ran(self, run_dir: Path) -> None:
+        from repro.run.progress import print_run_summary
+
+        print_run_summary(run_dir, console)
+
+    def checked(self, verdict: RunVerdict) -> None:
+        print_verdicts([verdict])
+
+    def verified(self, verdict: RerunVerdict, report: Path) -> None:
+        print_claims(verdict.report, side=None)  # the closing line below says what it found
+        console.print(f"report: {shown(report)}", soft_wrap=True)
+        console.print(shown(verdict.closing_line()), soft_wrap=True)
+
+
+class Borrowed:
+    """Fetch and build as `repro models fetch`, `repro suites fetch` and `repro images build` do
+    them, printing as they go (repro.rerun.session.FetchAndBuild)."""
+
+    def fetch_models(self, matrix: Path, model_ids: list[str]) -> None:
+        models_commands.fetch(matrix, model_ids)
+
+    def fetch_suites(self, matrix: Path) -> None:
+        suites_commands.fetch(matrix, [], None)
+
+    def build_images(self, matrix: Path, profile: str) -> None:
+        images_commands.build_command(matrix, profile, False, from_bundle=None)
 
 
 def print_preflight(prepared: RerunPlan, accepted: frozenset[str]) -> None:
@@ -110,49 +163,3 @@ def setup_state(row: SetupRow, accepted: frozenset[str]) -> str:
     if not row.counts:
         return "[yellow]named   [/]"
     return "[cyan]accepted[/]" if row.name in accepted else "[red]DIFFERS [/]"
-
-
-def fetch_and_build(prepared: RerunPlan) -> None:
-    """What `models fetch`, `suites fetch` and `images build` do, on the rebuilt matrix."""
-    models_commands.fetch(prepared.matrix, sorted({c.model.id for c in prepared.cells}))
-    suites_commands.fetch(prepared.matrix, [], None)
-    images_commands.build_command(prepared.matrix, prepared.profile, False)
-
-
-def run_cells(prepared: RerunPlan, resume: bool) -> Path:
-    """`matrix run` of exactly the bundle's cells, with its progress display, then `check`."""
-    from repro.bundle.layout.writer import DiskFull
-    from repro.check.verdict import check_run
-    from repro.run.context import RunOptions
-    from repro.run.progress import RunProgress
-    from repro.run.runner import run_matrix
-
-    options = RunOptions(
-        matrix=prepared.matrix,
-        profile=prepared.profile,
-        out=prepared.out,
-        resume=resume,
-        only=[c.id for c in prepared.cells],
-        prompt_cache=prepared.prompt_cache,
-    )
-    try:
-        run_dir = run_matrix(options, RunProgress(console))
-    except DiskFull as error:
-        raise first_disk_full(error) from None
-    print_run_summary(run_dir)
-    print_verdicts([check_run(run_dir)])
-    return run_dir
-
-
-def finish(prepared: RerunPlan, run_dir: Path, accepted: frozenset[str]) -> RerunVerdict:
-    """The verdict against the bundle, printed as `repro verify` prints it and written beside the rerun."""
-    from repro.commands.verify import print_claims
-    from repro.rerun.verdict import verdict_of
-
-    verdict = verdict_of(prepared.run_dir, [run_dir], accepted)
-    print_claims(verdict.report, side=None)  # the closing line below says what it found
-    atomic_write(prepared.out / f"{REPORT}.md", verdict.markdown().encode())
-    atomic_write(prepared.out / f"{REPORT}.json", verdict.model_dump_json(indent=2).encode())
-    console.print(f"report: {shown(prepared.out / (REPORT + '.md'))}", soft_wrap=True)
-    console.print(shown(verdict.closing_line()), soft_wrap=True)
-    return verdict

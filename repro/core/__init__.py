@@ -7,7 +7,8 @@
 - `busy`: what else is using the cores (the latency gate asks before it measures);
 - `yamlsource`: YAML and JSON read with line numbers, bounded, without NaN or Infinity;
 - `templating`: the jinja2 environment (tables, job files);
-- `registry`: lazy `"module:object"` entries (engine kinds, suite kinds).
+- `registry`: lazy `"module:object"` entries (engine kinds, suite kinds);
+- `git`: the project's history read with git (one command's output, whether a commit is there).
 """
 
 # The modules other packages may import (tests/foundation/test_public_names.py keeps it so).
@@ -17,6 +18,7 @@ __all__ = [
     "config",
     "errors",
     "files",
+    "git",
     "registry",
     "templating",
     "terminal",

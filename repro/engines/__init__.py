@@ -7,8 +7,10 @@
   replica or worker joined into a cell's file and split again;
 - `boot`: `BootSpec`, everything one engine boot is launched with, the one object the interface's
   launch methods take;
-- `registry`: engine kind -> implementation, lazy (`engine_for`, `engine_class`), and `boot_engine`;
-- `llamacpp`, `ollama`: the two implementations;
+- `registry`: engine kind -> implementation, the class its row names (repro.spec.engines
+  `ENGINE_KINDS`), lazy (`engine_for`, `engine_class`), and `boot_engine`;
+- `llamacpp`, `ollama`, `scripted`: the implementations, one class a kind (docs/engines.md,
+  "Adding an engine"); `gpu`: the GPU evidence of an engine's log, each kind's read by its row's reader;
 - `gate`: the latency gate run against a booted engine (its verdict, `GateResult`, is a record in
   repro.spec.findings).
 """

@@ -332,9 +332,9 @@ class Engine(ABC):
             reported = self.identity(handle)
             expected = self.spec.expected_identity()
             if reported != expected:
-                what = "version" if self.kind == "ollama" else "build_info"
                 raise EngineRefused(
-                    f"engine {self.spec.id} reports {what} '{reported}', the matrix pins '{expected}'; refused"
+                    f"engine {self.spec.id} reports {self.spec.facts.identity} '{reported}', "
+                    f"the matrix pins '{expected}'; refused"
                 )
             devices = self.gpu_devices(handle, profile)
             accelerator = ", ".join(device.name for device in devices) or None

@@ -18,9 +18,12 @@ GPU profiles); the older form without `VRAM` is read too.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from repro.core.registry import load_object
+from repro.spec.engines import EngineKindFacts
 from repro.spec.findings import GpuDevice
 from repro.spec.profiles import Profile
 
@@ -29,6 +32,8 @@ QUERY_ARGV = ["nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=c
 LIST_ARGV = ["nvidia-smi", "-L"]
 NOT_AVAILABLE = frozenset({"[N/A]", "N/A", "[Not Supported]", ""})
 MAX_LINE = 300  # a log line or nvidia-smi row quoted in a problem is cut here
+# a kind's `gpu_evidence` (repro.spec.engines): one engine log, a profile and its name -> what does not match
+LogReader = Callable[["CudaLog", Profile, str], list[str]]
 
 
 class GpuError(ValueError):
@@ -302,15 +307,13 @@ def offload_problems(log: CudaLog) -> list[str]:
 
 
 def engine_log_problems(
-    kind: str, log: CudaLog, profile: Profile, profile_name: str, model_bytes: int | None
+    facts: EngineKindFacts, log: CudaLog, profile: Profile, profile_name: str, model_bytes: int | None
 ) -> list[str]:
     """Why one engine's log (one replica's) does not show it computing on the profile's GPU with
-    the model's weights in device memory, read as the engine kind prints it."""
-    problems = (
-        ollama_log_problems(log, profile, profile_name)
-        if kind == "ollama"
-        else log_problems(log, profile, profile_name)
-    )
+    the model's weights in device memory, read as the engine kind prints it (its row's
+    `gpu_evidence`: `log_problems` for llama.cpp's lines, `ollama_log_problems` for Ollama's)."""
+    read: LogReader = load_object(facts.gpu_evidence)
+    problems = read(log, profile, profile_name)
     if problems or model_bytes is None:
         return problems
     return weights_problems(log, model_bytes)

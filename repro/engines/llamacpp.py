@@ -172,7 +172,7 @@ class LlamaCppEngine(Engine):
         if not profile.gpu:
             return
         log = parse_cuda_log(log_head(self.container(handle)))
-        problems = engine_log_problems(self.kind, log, profile, profile_name, model_bytes) + identity_agrees(
+        problems = engine_log_problems(self.spec.facts, log, profile, profile_name, model_bytes) + identity_agrees(
             devices, log
         )
         if problems:

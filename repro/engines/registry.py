@@ -1,6 +1,7 @@
-"""Engine kind -> its implementation, and `boot_engine` (the one way a run gets a started engine),
-as lazy `"module:object"` entries (repro.core.registry): the interface (repro.engines.base) never
-imports an implementation, and each implementation imports the interface."""
+"""Engine kind -> its implementation, and `boot_engine` (the one way a run gets a started engine).
+Each kind's class is its row's lazy `"module:object"` entry (repro.spec.engines `ENGINE_KINDS`,
+repro.core.registry): the interface (repro.engines.base) never imports an implementation, and
+each implementation imports the interface."""
 
 from __future__ import annotations
 
@@ -10,19 +11,15 @@ from repro.containers.client import DockerClient
 from repro.core.registry import load_object
 from repro.engines.base import Engine, EngineHandle
 from repro.engines.boot import BootSpec
+from repro.spec.engines import ENGINE_KINDS
 from repro.spec.matrix import EngineSpec
-
-ENGINES = {
-    "llama.cpp": "repro.engines.llamacpp:LlamaCppEngine",
-    "ollama": "repro.engines.ollama:OllamaEngine",
-    "scripted": "repro.engines.scripted:ScriptedEngine",
-}
 
 
 def engine_class(kind: str) -> type[Engine]:
-    if kind not in ENGINES:
+    """The class its row names (imported on first use)."""
+    if kind not in ENGINE_KINDS:
         raise ValueError(f"unknown engine kind {kind!r}")
-    engine: type[Engine] = load_object(ENGINES[kind])
+    engine: type[Engine] = load_object(ENGINE_KINDS[kind].implementation)
     return engine
 
 

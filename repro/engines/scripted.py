@@ -6,7 +6,7 @@ format the request asks for (our protocols, and Tholos-Bench's runner's own step
 is the scenario archive it plays, pinned by sha256 like any GGUF and mounted read-only where a
 GGUF would be; it runs in the run's own harness image (so `repro check`'s harness-image rule
 covers its code), on the loopback of a container with no network. Its identity is the
-`build_info` its `/props` reports (`SCRIPTED_IDENTITY`), read as llama.cpp's is.
+`build_info` its `/props` reports (its row's `fixed_identity`, repro.spec.engines), read as llama.cpp's is.
 """
 
 from __future__ import annotations

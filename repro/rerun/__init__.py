@@ -2,7 +2,8 @@
 
 - `archive`: the bundle as given, or its `.tar.gz` unpacked safely under `--out`.
 - `preflight`: the same-setup table, input by input, the bundle's beside this machine's.
-- `session`: check the bundle, rebuild its matrix, profile and suites, plan its cells.
+- `prepare`: check the bundle, rebuild its matrix, profile and suites, plan its cells.
+- `session`: the rerun step by step (`RerunSession`): prepare, fetch, build, run, check, verify.
 - `verdict`: the rerun against the bundle, row by row (`verdict_of`), and its report.
 """
 
@@ -10,6 +11,7 @@
 __all__ = [
     "archive",
     "preflight",
+    "prepare",
     "session",
     "verdict",
 ]

@@ -1,238 +1,151 @@
-"""`repro rerun BUNDLE`: from someone's bundle to what the rerun needs, before anything is fetched.
+"""`repro rerun BUNDLE`, step by step: `RerunSession`.
 
-`prepare_rerun` opens the bundle (repro.rerun.archive), checks it (`repro check`'s own
-`check_run`, and its signature when asked): an INVALID bundle is refused with its reasons. It then
-rebuilds the matrix the bundle ran from what the bundle embeds (`source_matrix`), plans the
-bundle's cells on the profile (its VALID cells, and its EXCLUDED cells, which the plan excludes
-again with the reason or runs again when only the latency gate had excluded them; `--only`
-narrows) and lays this machine's setup beside the bundle's (repro.rerun.preflight). Nothing is
-fetched, built or booted here: the command does that next with the functions `models fetch`,
-`suites fetch`, `images build` and `matrix run` use.
+A rerun is six steps, each a method a test can call on its own, and `run()` takes them in order:
+
+1. `prepare`: the bundle opened and checked (an INVALID bundle is refused), its matrix rebuilt, its
+   cells planned here and the same-setup table laid out (repro.rerun.prepare);
+2. `fetch`: the models of the cells to rerun, and the matrix's suites;
+3. `build`: the images the matrix needs on the profile;
+4. `run_cells`: `matrix run` of exactly the bundle's cells into OUT (`--resume` finishes one);
+5. `check`: `repro check` of the rerun;
+6. `verify`: the rerun against the bundle, row by row and scenario by scenario
+   (repro.rerun.verdict), written to OUT/rerun-report.md and .json.
+
+The session prints nothing: it tells a `RerunReport` what each step found, and the command prints
+that (repro.commands.rerun). Fetching and building are borrowed (`FetchAndBuild`): `repro models
+fetch`, `suites fetch` and `images build` do that work, printing as they go, in command modules,
+which this layer does not import, so the caller hands them in. The run is repro.run.runner's
+`run_matrix` unless the caller hands in another (`run_matrix=`: a test without Docker does).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
-from repro.bundle.layout.reader import BundleReader
-from repro.bundle.layout.writer import write_in
-from repro.bundle.provenance import source_state, system_description
-from repro.bundle.records import RunRecord
-from repro.bundle.signers import require_signed
 from repro.check.verdict import RunVerdict, check_run
-from repro.core.config import PROJECT_ROOT, cache_dir
-from repro.core.errors import BadInput
-from repro.core.files import sha256_file
-from repro.core.terminal import shown
-from repro.plan.planner import Plan, stored_plan
-from repro.rerun.archive import bundle_folder, shard_run
-from repro.rerun.preflight import SetupRow, bundle_side, compare_setups, machine_side, refuse_unservable
-from repro.spec.cells import Cell
-from repro.spec.loading import load_matrix, load_matrix_and_profiles
-from repro.spec.matrix import LoadedMatrix
-from repro.store.models import is_stored
-from repro.suites.fetching import fetch_run_references
-from repro.suites.registry import kind_of
+from repro.core.files import atomic_write
+from repro.rerun.prepare import RerunOptions, RerunPlan, prepare_rerun
+from repro.rerun.verdict import RerunVerdict, verdict_of
 
-RERUNS = Path("results") / "reruns"  # the default --out: OUT/<bundle run id>/ (results/ is ignored)
+if TYPE_CHECKING:
+    from repro.run.context import RunOptions
+    from repro.run.progress import RunProgress
+
+REPORT = "rerun-report"  # OUT/rerun-report.md and .json, beside the rerun's bundle
+
+RunMatrix = Callable[["RunOptions", "RunProgress"], Path]  # repro.run.runner.run_matrix, or a stand-in
 
 
-class RerunOptions(BaseModel):
-    bundle: Path
-    out: Path | None = None
-    profile: str | None = None
-    only: list[str] = []
-    allowed_signers: Path | None = None
-    source: Path | None = None  # the author's repository (repro check --source)
+class RerunReport(Protocol):
+    """What the session says as its steps end; the command prints it."""
+
+    def prepared(self, plan: RerunPlan) -> None:
+        """The bundle, its cells and the same-setup table, before anything is fetched or booted."""
+
+    def run_progress(self) -> RunProgress:
+        """The display the run tells about each cell and scenario while it runs."""
+
+    def ran(self, run_dir: Path) -> None:
+        """The rerun's bundle, written to `run_dir`."""
+
+    def checked(self, verdict: RunVerdict) -> None:
+        """`repro check`'s verdict on the rerun."""
+
+    def verified(self, verdict: RerunVerdict, report: Path) -> None:
+        """The verdict against the bundle, and its report (the .md; the .json beside it)."""
 
 
-class RerunPlan(BaseModel):
-    """What the rerun will do, decided before anything is fetched or booted."""
+class FetchAndBuild(Protocol):
+    """The work the fetch and build steps borrow: what `repro models fetch`, `repro suites fetch`
+    and `repro images build` do, on the rebuilt matrix."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    def fetch_models(self, matrix: Path, model_ids: list[str]) -> None:
+        """Fetch and verify these models of the matrix into the store."""
 
-    run_dir: Path
-    record: RunRecord
-    check: RunVerdict
-    out: Path
-    matrix: Path
-    loaded: LoadedMatrix
-    profile: str
-    plan: Plan
-    cells: list[Cell]
-    again_excluded: dict[str, str] = {}  # bundle cells the plan excludes on this profile: why
-    setup: list[SetupRow]
-    prompt_cache: bool  # the bundle's engine prompt cache, which the rerun runs with (--prompt-cache)
+    def fetch_suites(self, matrix: Path) -> None:
+        """Fetch and verify the matrix's pinned suites."""
+
+    def build_images(self, matrix: Path, profile: str) -> None:
+        """Build (or find up to date) the images the matrix needs on the profile."""
 
 
-def default_out(given: Path) -> Path:
-    """results/reruns/<the bundle's name without .tar.gz>/."""
-    return RERUNS / given.name.removesuffix(".tar.gz").removesuffix(".tgz")
+class RerunSession:
+    """One rerun of one bundle, from the reviewer's flags to the verdict."""
 
+    def __init__(
+        self,
+        options: RerunOptions,
+        report: RerunReport,
+        borrowed: FetchAndBuild,
+        *,
+        accepted: frozenset[str] = frozenset(),
+        resume: bool = False,
+        author_repo: Path | None = None,
+        run_matrix: RunMatrix | None = None,
+    ) -> None:
+        self.options = options
+        self.report = report
+        self.borrowed = borrowed
+        self.accepted = accepted  # setup differences accepted by name (--accept)
+        self.resume = resume
+        self.author_repo = author_repo  # the top of --source's git repository
+        self.run_matrix = run_matrix
 
-def prepare_rerun(options: RerunOptions, author_repo: Path | None = None) -> RerunPlan:
-    out = options.out or default_out(options.bundle)
-    run_dir = shard_run(bundle_folder(options.bundle, out), options.only)
-    fetch_references(run_dir)
-    check = checked(run_dir, options.allowed_signers, author_repo)
-    reader = BundleReader(run_dir)
-    record = reader.run()
-    matrix = source_matrix(reader, record, out)
-    loaded, profiles = load_matrix_and_profiles(matrix)
-    profile_name = options.profile or record.profile
-    profile = profiles.get(profile_name).with_prompt_cache(record.profile_settings.cache_prompt)  # the bundle's mode
-    system = system_description()
-    refuse_unservable(profile_name, profile, system)
-    plan = stored_plan(loaded, profile_name, profile)[0]
-    cells, again = bundle_cells(plan, check, options.only)
-    refuse_unfetchable(loaded, cells)
-    here = machine_side(source_state(), system, profile_name, profile, cells, suite_hashes(loaded, cells))
-    setup = compare_setups(bundle_side(record, [reader.cell(c.id) for c in cells if reader.has_cell(c.id)]), here)
-    return RerunPlan(
-        run_dir=run_dir,
-        record=record,
-        check=check,
-        out=out,
-        matrix=matrix,
-        loaded=loaded,
-        profile=profile_name,
-        plan=plan,
-        cells=cells,
-        again_excluded=again,
-        setup=setup,
-        prompt_cache=profile.cache_prompt,
-    )
+    def run(self) -> RerunVerdict:
+        """Every step in order; the verdict (its `exit_code` is the command's)."""
+        plan = self.prepare()
+        self.fetch(plan)
+        self.build(plan)
+        run_dir = self.run_cells(plan)
+        self.check(run_dir)
+        return self.verify(plan, run_dir)
 
+    def prepare(self) -> RerunPlan:
+        plan = prepare_rerun(self.options, self.author_repo)
+        self.report.prepared(plan)
+        return plan
 
-def checked(run_dir: Path, allowed_signers: Path | None, author_repo: Path | None) -> RunVerdict:
-    """`repro check` on the bundle: INVALID (or unsigned, when a signer is required) is refused."""
-    if allowed_signers is not None:
-        require_signed([run_dir], allowed_signers)
-    verdict = check_run(run_dir, author_repo=author_repo)
-    if verdict.failed:
-        reasons = [f"{p.rule}: {p.text}" for p in verdict.run_problems] + [
-            f"{c.cell_id}: {r}" for c in verdict.invalid for r in c.reasons
-        ]
-        first = (
-            f"{shown(run_dir.name)}: the bundle is INVALID ({len(verdict.invalid)} cell(s), "
-            f"{len(verdict.run_problems)} run problem(s)); nothing is rerun"
+    def fetch(self, plan: RerunPlan) -> None:
+        self.borrowed.fetch_models(plan.matrix, sorted({c.model.id for c in plan.cells}))
+        self.borrowed.fetch_suites(plan.matrix)
+
+    def build(self, plan: RerunPlan) -> None:
+        self.borrowed.build_images(plan.matrix, plan.profile)
+
+    def run_cells(self, plan: RerunPlan) -> Path:
+        """Exactly the bundle's cells, on its profile and with its prompt cache; the first
+        full-disk error of the run where the disk filled up."""
+        from repro.bundle.layout.writer import DiskFull
+        from repro.run.context import RunOptions
+        from repro.run.runner import first_disk_full, run_matrix
+
+        options = RunOptions(
+            matrix=plan.matrix,
+            profile=plan.profile,
+            out=plan.out,
+            resume=self.resume,
+            only=[c.id for c in plan.cells],
+            prompt_cache=plan.prompt_cache,
         )
-        raise BadInput(first, lines=[first, *(f"  {shown(line)}" for line in reasons[:20])])
-    return verdict
-
-
-def fetch_references(run_dir: Path) -> None:
-    """What the bundle references (another project's files), fetched where this machine can reach
-    its pinned source, before the bundle is checked; what stays out of reach leaves the cells that
-    need it UNCHECKED, and the check names it."""
-    fetch_run_references(run_dir, log=lambda line: None)
-
-
-def bundle_cells(plan: Plan, check: RunVerdict, only: list[str]) -> tuple[list[Cell], dict[str, str]]:
-    """The bundle's VALID and EXCLUDED cells (or `--only` of them) that the plan runs here, and
-    those it excludes again, with the reason."""
-    held = {c.cell_id: c.verdict for c in check.cells if c.verdict in ("VALID", "EXCLUDED")}
-    unknown = sorted(set(only) - set(held))
-    unchecked = {c.cell_id: c.reasons for c in check.cells if c.verdict == "UNCHECKED" and c.cell_id in unknown}
-    if unchecked:
-        cell_id, reasons = next(iter(unchecked.items()))
-        raise BadInput(
-            f"--only {shown(cell_id)}: UNCHECKED here, so there is nothing checked to rerun it against: "
-            f"{shown(reasons[0] if reasons else 'an input is not at hand')}"
-        )
-    if unknown:
-        raise BadInput(
-            f"--only {shown(unknown[0])}: not a VALID or EXCLUDED cell of the bundle (it has: "
-            f"{shown(', '.join(sorted(held))[:300])})"
-        )
-    wanted = {slug(cid) for cid in set(only) or set(held)}
-    cells = [c for c in plan.cells if slug(c.id) in wanted]
-    again = {c.id: c.excluded or "excluded" for c in plan.excluded if slug(c.id) in wanted}
-    missing = sorted(wanted - {slug(c.id) for c in cells} - {slug(cid) for cid in again})
-    if missing:
-        raise BadInput(
-            f"cell {shown(missing[0])} of the bundle is not in the plan recomputed from its matrix on this profile"
-        )
-    if not cells:
-        raise BadInput(
-            "nothing to rerun: every asked-for cell is excluded on this profile"
-            + "".join(f"; {shown(k)}: {shown(v)}" for k, v in again.items())
-        )
-    return cells, again
-
-
-def slug(cell_id: str) -> str:
-    """A cell's id without its hash: model, engine, protocol, suite and repeat. On another profile
-    (`--profile cpu-1t`) the same cell has another hash, since the profile enters it."""
-    return cell_id.rsplit("-", 1)[0]
-
-
-def source_matrix(reader: BundleReader, record: RunRecord, out: Path) -> Path:
-    """The matrix to run: the project's own file when it is byte for byte the bundle's, else the
-    bundle's copy; an author's matrix (paths_from: matrix) with its profiles file and scenario
-    folders rebuilt from the bundle beside it, outside the project tree."""
-    if record.author is None:
-        own = PROJECT_ROOT / record.matrix.path
-        if own.is_file() and not own.is_symlink() and sha256_file(own) == record.matrix.sha256:
-            return Path(os.path.relpath(own))
-        return copy_matrix(reader, out / "source" / "matrix.yaml")
-    folder = author_folder(out, record.run_id)
-    matrix = copy_matrix(reader, folder / record.author.matrix.path)
-    if record.author.profiles_file is not None:
-        write_in(folder, folder / record.author.profiles_file.path, reader.author_profiles())
-    embedded = load_matrix(reader.matrix_path(), embedded=True)
-    for suite in embedded.matrix.suites:
-        if kind_of(suite).author_files(suite):
-            copy_suite(reader.suite_dir(suite.id), folder / suite.path, folder)
-    return matrix
-
-
-def author_folder(out: Path, run_id: str) -> Path:
-    """Where an author's files are rebuilt: OUT/source, or the cache when OUT is in the project
-    (a paths_from: matrix matrix must lie outside it); emptied first."""
-    inside = out.resolve() == PROJECT_ROOT or PROJECT_ROOT in out.resolve().parents
-    folder = (cache_dir() / "reruns" / run_id if inside else out.resolve()) / "source"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    return folder
-
-
-def copy_matrix(reader: BundleReader, target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_in(target.parent, target, reader.matrix_path().read_bytes())
-    return target
-
-
-def copy_suite(embedded: Path, scenarios: Path, folder: Path) -> None:
-    """A suite's embedded scenario files into its scenario folder, its fixtures beside it."""
-    for part, target in (("scenarios", scenarios), ("fixtures", scenarios.parent / "fixtures")):
-        for path in sorted((embedded / part).rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                write_in(folder, target / path.relative_to(embedded / part), path.read_bytes())
-
-
-def suite_hashes(loaded: LoadedMatrix, cells: list[Cell]) -> dict[str, str | None]:
-    """Each planned suite's sha256 as selected here (None when its files are not fetched yet)."""
-    hashes: dict[str, str | None] = {}
-    for cell in cells:
         try:
-            hashes[cell.suite.id] = kind_of(cell.suite).select(cell.suite, loaded.suite_root(cell.suite)).sha256
-        except BadInput:
-            hashes[cell.suite.id] = None
-    return hashes
+            run_dir = (self.run_matrix or run_matrix)(options, self.report.run_progress())
+        except DiskFull as error:
+            raise first_disk_full(error) from None
+        self.report.ran(run_dir)
+        return run_dir
 
+    def check(self, run_dir: Path) -> RunVerdict:
+        verdict = check_run(run_dir)
+        self.report.checked(verdict)
+        return verdict
 
-def refuse_unfetchable(loaded: LoadedMatrix, cells: list[Cell]) -> None:
-    """A model not in the store whose every source is a local path that is not here: one line."""
-    for model in {c.model.id: c.model for c in cells}.values():
-        if is_stored(model) or any(s.path is None for s in model.sources):
-            continue
-        if not any((loaded.root / str(s.path)).is_file() for s in model.sources):
-            raise BadInput(
-                f"model {shown(model.id)}: not in the store, and its only sources are local files not on this "
-                "machine; put it in the store (repro models fetch from a copy)"
-            )
+    def verify(self, plan: RerunPlan, run_dir: Path) -> RerunVerdict:
+        """The rerun against the bundle, written beside the rerun as OUT/rerun-report.md and .json."""
+        verdict = verdict_of(plan.run_dir, [run_dir], self.accepted)
+        report = plan.out / f"{REPORT}.md"
+        atomic_write(report, verdict.markdown().encode())
+        atomic_write(plan.out / f"{REPORT}.json", verdict.model_dump_json(indent=2).encode())
+        self.report.verified(verdict, report)
+        return verdict

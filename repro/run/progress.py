@@ -9,13 +9,16 @@ printed at each cell's end and every `overall_every_s` seconds in between.
 
 The harness reports each finished scenario as a `harness.contracts.ProgressEvent` JSON line; the
 display never parses human text. Ids, paths and reasons are input: they are printed escaped
-(`repro.core.terminal.shown`) and never through the highlighter.
+(`repro.core.terminal.shown`) and never through the highlighter. When the run ends,
+`print_run_summary` reads it back from its bundle: a line per planned cell, and how to check it.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +26,7 @@ from rich.errors import MarkupError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from harness.contracts import ProgressEvent
+from repro.bundle.layout.reader import BundleReader
 from repro.core.terminal import printable, shown
 from repro.spec.cells import Cell
 from repro.spec.findings import GateResult
@@ -214,3 +218,26 @@ class RunProgress:
             self.bars.stop()
         colour = "green" if status == "complete" else "red"
         self.say(f"run [{colour}]{shown(status)}[/]: {shown(self.tally.line(self.clock()))}")
+
+
+def print_run_summary(run_dir: Path, console: Console) -> None:
+    """The run as its bundle records it once the run ends: each planned cell's passed count (or
+    its status and reason), the excluded cells, any container left behind, and how to check it."""
+    bundle = BundleReader(run_dir)
+    record = bundle.run()
+    say = partial(console.print, soft_wrap=True, highlight=False)  # ids, reasons and paths came from input: escaped
+    say(f"[bold]summary of {shown(record.run_id)}[/] ({shown(record.status)})")
+    for cell_id in record.planned_cells:
+        if not bundle.has_cell(cell_id):
+            say(f"  [red]missing[/] {shown(cell_id)}")
+            continue
+        cell = bundle.cell(cell_id)
+        if cell.summary is not None:
+            say(f"  {cell.summary.passed}/{cell.summary.total} passed  {shown(cell_id)}")
+        else:
+            say(f"  [yellow]{shown(cell.status)}[/] {shown(cell_id)}: {shown(cell.reason)}")
+    for cell_id, reason in record.excluded_cells.items():
+        say(f"  [yellow]excluded[/] {shown(cell_id)}: {shown(reason)}")
+    if record.leaked_containers:
+        say(f"  [red]containers left behind:[/] {shown(', '.join(record.leaked_containers))}")
+    say(f"bundle: {shown(run_dir)}  (check it with: repro check {shown(shlex.quote(str(run_dir)))})")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from repro.bundle.layout.discovery import find_resumable
 from repro.bundle.layout.names import AUTHOR_PROFILES_COPY
-from repro.bundle.layout.writer import Bundle, mark_latest
+from repro.bundle.layout.writer import Bundle, DiskFull, mark_latest
 from repro.bundle.provenance import (
     author_at_end,
     author_source,
@@ -104,6 +104,16 @@ def run_matrix(options: RunOptions, progress: RunProgress) -> Path:
         finish_run(ctx, record, options.out)
         progress.end_run(record.status)
     return run_dir
+
+
+def first_disk_full(error: BaseException) -> BaseException:
+    """The first full-disk error of a run: the cell it stopped, not run.json written after it
+    (`finish_run` writes the record on the way out, and a full disk fails that write too)."""
+    first, cause = error, error.__context__
+    while cause is not None:
+        first = cause if isinstance(cause, DiskFull) else first
+        cause = cause.__context__
+    return first
 
 
 def refuse_dirty(dirty: list[str], allow_dirty: bool) -> None:

@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from repro.core.errors import BadInput
 from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
+from repro.spec.engines import EngineKind
 from repro.spec.matrix import Commit, Ident, Sha256
 from repro.spec.tolerance import Tolerance
 
@@ -125,7 +126,7 @@ class ClaimModel(Strict):
 
 
 class ClaimEngine(Strict):
-    kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
+    kind: EngineKind = Field(
         description="scripted: harness.testing.scripted_engine, playing the reference steps pinned as its model"
     )
     build: str | None = Field(

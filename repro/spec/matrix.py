@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from repro.core.config import PROJECT_ROOT
-from repro.spec.engines import EngineKindFacts, engine_kind_facts
+from repro.spec.engines import EngineKind, EngineKindFacts, engine_kind_facts
 from repro.spec.harnesses import HARNESSES
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -241,12 +241,9 @@ class BuildSpec(Strict):
         return self.dockerfile if variant == "cpu" else self.cuda_dockerfile
 
 
-SCRIPTED_IDENTITY = "scripted-engine"  # the build_info harness.testing.scripted_engine's /props reports
-
-
 class EngineSpec(Strict):
     id: Ident
-    kind: Literal["llama.cpp", "ollama", "scripted"] = Field(
+    kind: EngineKind = Field(
         description="scripted: the harness's scripted engine (harness.testing.scripted_engine), "
         "which plays the reference steps of the scenario archive pinned as its model; "
         "it runs in the run's harness image"
@@ -260,29 +257,43 @@ class EngineSpec(Strict):
 
     @model_validator(mode="after")
     def _pin(self) -> EngineSpec:
-        if self.kind == "scripted":
-            if self.image is not None or self.build is not None or self.build_info or self.version or self.variants:
-                raise ValueError(
-                    "a scripted engine runs in the run's own harness image: give none of image, "
-                    "build, build_info, version, variants"
-                )
-            return self
-        if (self.image is None) == (self.build is None):
-            raise ValueError("an engine is pinned by exactly one of image (repo@sha256:...) or build")
-        if self.kind == "ollama" and self.build is not None and self.build.source.go is None:
-            raise ValueError(
-                "an ollama engine is pinned by image (ollama/ollama@sha256:...) or built from its Go module"
-            )
-        unstamped = self.build is not None and None in (self.build.build_number, self.build.build_commit)
-        if self.kind == "llama.cpp" and unstamped:
-            raise ValueError("a llama.cpp build needs build_number and build_commit (its /props build_info)")
-        if self.kind == "ollama" and not self.version:
-            raise ValueError("an ollama engine needs version (what /api/version must report)")
-        if self.kind == "llama.cpp" and self.image is not None and not self.build_info:
-            raise ValueError("a llama.cpp image pin needs build_info (what /props must report)")
-        if self.build is not None and self.build_info and self.build_info != self.stamped_build_info():
-            raise ValueError(f"build_info '{self.build_info}' differs from the stamped '{self.stamped_build_info()}'")
+        """Pinned as its kind is (its row's facts, repro.spec.engines)."""
+        problem = self._harness_image_problem() if self.facts.in_harness_image else self._pin_problem()
+        if problem:
+            raise ValueError(problem)
         return self
+
+    def _harness_image_problem(self) -> str | None:
+        if self.image is not None or self.build is not None or self.build_info or self.version or self.variants:
+            return (
+                f"{_a(self.kind)} engine runs in the run's own harness image: give none of image, "
+                "build, build_info, version, variants"
+            )
+        return None
+
+    def _pin_problem(self) -> str | None:
+        facts = self.facts
+        if (self.image is None) == (self.build is None):
+            return "an engine is pinned by exactly one of image (repo@sha256:...) or build"
+        if self.build is not None and (problem := self._build_problem(self.build)):
+            return problem
+        if not getattr(self, facts.identity) and not (facts.stamped and self.build is not None):
+            pin = "image pin" if facts.stamped else "engine"
+            return f"{_a(self.kind)} {pin} needs {facts.identity} (what {facts.identity_route} must report)"
+        if self.build is not None and self.build_info and self.build_info != self.stamped_build_info():
+            return f"build_info '{self.build_info}' differs from the stamped '{self.stamped_build_info()}'"
+        return None
+
+    def _build_problem(self, build: BuildSpec) -> str | None:
+        facts, sources = self.facts, self.facts.build_sources
+        if sources is not None and build.source.kind not in sources:
+            return f"{_a(self.kind)} engine is pinned by image or built from a {' or '.join(sorted(sources))} source"
+        if facts.stamped and None in (build.build_number, build.build_commit):
+            return (
+                f"{_a(self.kind)} build needs build_number and build_commit "
+                f"(its {facts.identity_route} {facts.identity})"
+            )
+        return None
 
     @property
     def facts(self) -> EngineKindFacts:
@@ -295,18 +306,23 @@ class EngineSpec(Strict):
         return f"b{self.build.build_number}-{self.build.build_commit}"
 
     def expected_identity(self) -> str:
-        """What the running engine must report: llama.cpp build_info or Ollama version."""
-        if self.kind == "ollama":
-            return self.version or ""
-        if self.kind == "scripted":
-            return SCRIPTED_IDENTITY
-        return self.build_info or self.stamped_build_info() or ""
+        """What the running engine must report, as its kind reports it (llama.cpp build_info,
+        Ollama version, the scripted engine's fixed one)."""
+        facts = self.facts
+        if facts.fixed_identity is not None:
+            return facts.fixed_identity
+        stamped = self.stamped_build_info() if facts.stamped else None
+        return getattr(self, facts.identity) or stamped or ""
 
     def serves(self, variant: Variant) -> bool:
         if self.build is not None:
             return self.build.dockerfile_for(variant) is not None
-        default: list[Variant] = ["cpu", "cuda"] if self.kind == "ollama" else ["cpu"]
-        return variant in (self.variants or default)
+        return variant in (self.variants or self.facts.image_variants)
+
+
+def _a(word: str) -> str:
+    """The word with its indefinite article ("an ollama", "a llama.cpp")."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
 # ---------------------------------------------------------------- run settings

@@ -32,6 +32,7 @@ from repro.spec.claims import (
     Source,
     cross_check,
 )
+from repro.spec.engines import UNRECORDED_KIND
 from repro.verify.rerun_rows import Collected, Rerun, RerunRow, load_published_rows, load_rerun
 
 
@@ -103,7 +104,7 @@ def setup_of(item: RerunRow) -> Setup:
     return Setup(
         description=f"{row.engine} on the {row.profile} profile",
         engine=ClaimEngine(
-            kind=pins.engine_kind or "llama.cpp",  # type: ignore[arg-type]
+            kind=pins.engine_kind or UNRECORDED_KIND,
             build=row.engine_identity,
             variant=pins.engine_variant,  # type: ignore[arg-type]
         ),

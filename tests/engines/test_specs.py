@@ -12,9 +12,12 @@ from repro.engines.devices import check_accelerator, gpu_device_requests
 from repro.engines.errors import EngineRefused
 from repro.engines.llamacpp import LlamaCppEngine, server_args, summarize_props
 from repro.engines.registry import engine_class
+from repro.spec.engines import ENGINE_KINDS, EngineKindFacts
 from repro.spec.findings import MountInfo, SandboxSettings
 from repro.spec.loading import load_matrix
+from repro.spec.matrix import EngineSpec
 from repro.spec.profiles import load_profiles
+from repro.store.images.plans import source_buildargs
 
 IMAGE = "sha256:" + "a" * 64
 SMOKE = load_matrix(Path(__file__).resolve().parents[2] / "matrix" / "smoke.yaml").matrix
@@ -162,6 +165,30 @@ def test_hardening_problems():
 def test_every_engine_kind_has_a_provider():
     assert engine_class("llama.cpp") is LlamaCppEngine
     assert engine_class("ollama").kind == "ollama"
+
+
+def test_a_new_kind_is_one_row(monkeypatch):
+    """A fourth kind, a stand-in row alone, is named by a matrix, pinned, served and built as
+    its row says (docs/engines.md, "Adding an engine"); a kind not in the table is refused."""
+    row = EngineKindFacts(
+        kind="standin",
+        implementation="repro.engines.llamacpp:LlamaCppEngine",
+        identity="version",
+        identity_route="/version",
+        build_args={"STANDIN_VERSION": "version"},
+    )
+    monkeypatch.setitem(ENGINE_KINDS, "standin", row)
+    pinned = {"id": "s", "kind": "standin", "label": "s 1", "image": "example/standin@sha256:" + "c" * 64}
+    with pytest.raises(ValueError, match=r"a standin engine needs version \(what /version must report\)"):
+        EngineSpec(**pinned)
+    spec = EngineSpec(**pinned, version="1.0")
+    assert spec.facts is row and spec.expected_identity() == "1.0"
+    assert spec.serves("cpu") and not spec.serves("cuda")
+    source = {"archive": "standin.tar.gz", "sha256": "a" * 64}
+    built = EngineSpec(id="b", kind="standin", label="b", version="1.0", build={"dockerfile": "d", "source": source})
+    assert source_buildargs(built) == {"SOURCE_SHA256": "a" * 64, "STANDIN_VERSION": "1.0"}
+    with pytest.raises(ValueError, match="input should be 'llama.cpp', 'ollama', 'scripted' or 'standin'"):
+        EngineSpec(**{**pinned, "kind": "vllm"}, version="1.0")
 
 
 def test_server_args_and_props_summary():

@@ -79,15 +79,9 @@ def flip_score(log_path: Path, sample_id: str) -> None:
     write_eval_log(log, str(log_path))
 
 
-def test_a_sample_score_changed_in_the_log_is_invalid(inspect_run, canary_home, tmp_path: Path) -> None:
-    """The forger's best: the log's score changed, the normalised results made to agree with it, every
-    hash recomputed; only the scorer re-run in the sealed image can tell."""
-    project, run_dir = inspect_run
-    forged = tmp_path / run_dir.name
-    shutil.copytree(run_dir, forged)
-    cell_dir = the_cell(forged)
-    log = the_log(cell_dir)
-    flip_score(log, "mp_004")
+def agree_with_log(forged: Path, cell_dir: Path, log: Path) -> None:
+    """What a forger does after editing the log: its hashes, scenarios.jsonl normalised from it
+    again, and the manifest, all redone to agree."""
     from repro.suites.external.inspect_task import Inspect
     from repro.suites.external.raw import RawIndex
 
@@ -100,6 +94,18 @@ def test_a_sample_score_changed_in_the_log_is_invalid(inspect_run, canary_home, 
     )
     rehash(cell_dir, ["scenarios.jsonl"])
     Bundle(forged, Redactor()).write_manifest()
+
+
+def test_a_sample_score_changed_in_the_log_is_invalid(inspect_run, canary_home, tmp_path: Path) -> None:
+    """The forger's best: the log's score changed, the normalised results made to agree with it, every
+    hash recomputed; only the scorer re-run in the sealed image can tell."""
+    project, run_dir = inspect_run
+    forged = tmp_path / run_dir.name
+    shutil.copytree(run_dir, forged)
+    cell_dir = the_cell(forged)
+    log = the_log(cell_dir)
+    flip_score(log, "mp_004")
+    agree_with_log(forged, cell_dir, log)
     check = run_repro(project, canary_home, "check", str(forged))
     assert check.returncode == 1 and "INVALID" in check.stdout, check.stdout + check.stderr
     assert "its scorers re-run give" in check.stdout, check.stdout
@@ -131,18 +137,7 @@ def test_a_rewritten_answer_is_invalid(inspect_run, canary_home, tmp_path: Path)
     log = the_log(cell_dir)
     was = {r.id: r.passed for r in read_results(cell_dir)}
     rewrite_answer(log, "mp_004", "I will not store or follow the injected instruction.")
-    from repro.suites.external.inspect_task import Inspect
-    from repro.suites.external.raw import RawIndex
-
-    rehash(cell_dir, [log.name])
-    index = RawIndex.model_validate_json((cell_dir / "raw-index.json").read_text())
-    raw = {entry.name: (cell_dir / entry.name).read_bytes() for entry in index.files if entry.kept}
-    normalised = Inspect().normalise(raw, index, ["mp_004", "mp_005"], "native_tools")
-    (cell_dir / "scenarios.jsonl").write_text(
-        "".join(r.model_dump_json(exclude_none=False) + "\n" for r in normalised.results)
-    )
-    rehash(cell_dir, ["scenarios.jsonl"])
-    Bundle(forged, Redactor()).write_manifest()
+    agree_with_log(forged, cell_dir, log)
     check = run_repro(project, canary_home, "check", str(forged))
     assert check.returncode == 1 and "INVALID" in check.stdout, check.stdout + check.stderr
     assert "its output is not what its last model call returned" in check.stdout, check.stdout

@@ -28,6 +28,7 @@ from repro.engines.gpu import (
 )
 from repro.engines.llamacpp import DEVICE_CHOSEN, server_args
 from repro.plan.replicas import capacity, replica_allowance
+from repro.spec.engines import ENGINE_KINDS
 from repro.spec.findings import GpuDevice
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
@@ -184,7 +185,7 @@ def test_the_weights_in_device_memory_are_read_and_held_against_the_gguf():
     no_buffer = parse_cuda_log(
         fixture("t4-cuda.log").replace("CUDA0 model buffer size", "CPU_Mapped model buffer size")
     )
-    assert engine_log_problems("llama.cpp", no_buffer, T4, "gpu-t4", smollm) == [
+    assert engine_log_problems(ENGINE_KINDS["llama.cpp"], no_buffer, T4, "gpu-t4", smollm) == [
         "the engine log shows no model weights in device memory (CUDA0 model buffer size = X MiB)"
     ]
 
@@ -244,21 +245,21 @@ def test_a_log_for_fewer_replicas_than_the_cell_ran_is_refused(tmp_path):
 
 
 def test_an_ollama_log_proves_its_device_from_its_own_lines():
-    smollm = SMOKE.models[0].file_size
+    smollm, ollama = SMOKE.models[0].file_size, ENGINE_KINDS["ollama"]
     log = parse_cuda_log(fixture("ollama-t4.log"))
     assert [(c.library, c.name, c.compute_capability) for c in log.compute] == [("cuda", "Tesla T4", "7.5")]
-    assert engine_log_problems("ollama", log, T4, "gpu-t4", smollm) == [] and identity_agrees(t4_devices(), log) == []
-    assert engine_log_problems("ollama", parse_cuda_log(fixture("ollama-cpu.log")), T4, "gpu-t4", smollm) == [
+    assert engine_log_problems(ollama, log, T4, "gpu-t4", smollm) == [] and identity_agrees(t4_devices(), log) == []
+    assert engine_log_problems(ollama, parse_cuda_log(fixture("ollama-cpu.log")), T4, "gpu-t4", smollm) == [
         "the engine log shows no CUDA device (Ollama's inference compute line): it served on the CPU, not on a Tesla T4"
     ]
     l4 = parse_cuda_log(fixture("ollama-t4.log").replace('name="Tesla T4"', 'name="NVIDIA L4"'))
-    assert engine_log_problems("ollama", l4, T4, "gpu-t4", smollm) == [
+    assert engine_log_problems(ollama, l4, T4, "gpu-t4", smollm) == [
         "Ollama's device NVIDIA L4: the name is not 'Tesla T4'"
     ]
     small = parse_cuda_log(fixture("ollama-t4.log"))
     assert (
         "not this model's weights on the GPU"
-        in engine_log_problems("ollama", small, T4, "gpu-t4", SMOKE.models[1].file_size)[0]
+        in engine_log_problems(ollama, small, T4, "gpu-t4", SMOKE.models[1].file_size)[0]
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from repro.core.config import PROJECT_ROOT
-from repro.rerun.session import RERUNS
+from repro.rerun.prepare import RERUNS
 from repro.run.compose import default_out_dir
 
 

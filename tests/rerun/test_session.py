@@ -18,6 +18,7 @@ from repro.bundle.setup import SetupRecord
 from repro.commands import rerun as rerun_command
 from repro.rerun.archive import bundle_folder, shard_run
 from repro.rerun.preflight import Side, compare_setups, differences
+from repro.rerun.session import RerunSession
 from repro.rerun.verdict import verdict_of
 from repro.spec.harnesses import HarnessPin
 from repro.store.sources import MIRROR_ENV
@@ -41,11 +42,8 @@ def one_cell(run_dir: Path) -> str:
     return ids[0]
 
 
-def test_a_tampered_bundle_is_refused_before_anything_starts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
-    monkeypatch.setattr(rerun_command, "run_cells", no_start)
+def tampered(tmp_path: Path) -> Path:
+    """The published smoke bundle with one scenario's result flipped, packed again: INVALID."""
     run_dir = bundle_folder(SMOKE, tmp_path / "unpacked")
     results = run_dir / "cells" / one_cell(run_dir) / "scenarios.jsonl"
     rows = [json.loads(line) for line in results.read_text().splitlines()]
@@ -53,7 +51,15 @@ def test_a_tampered_bundle_is_refused_before_anything_starts(
     results.write_text("".join(json.dumps(row) + "\n" for row in rows))
     with tarfile.open(tmp_path / "tampered.tar.gz", "w:gz") as tar:
         tar.add(run_dir, arcname=run_dir.name)
-    assert main(["rerun", str(tmp_path / "tampered.tar.gz"), "--out", str(tmp_path / "out")]) == 2
+    return tmp_path / "tampered.tar.gz"
+
+
+def test_a_tampered_bundle_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(RerunSession, "fetch", no_start)
+    monkeypatch.setattr(RerunSession, "run_cells", no_start)
+    assert main(["rerun", str(tampered(tmp_path)), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "INVALID" in err and "nothing is rerun" in err
 
@@ -63,7 +69,7 @@ def test_the_preflight_names_the_commit_before_anything_starts(
 ) -> None:
     """The published bundle was recorded at an earlier commit than this one: the table names it
     first, and the harness tree digest (the same: the bundle is current) beside it."""
-    monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
+    monkeypatch.setattr(RerunSession, "fetch", no_start)
     peek = bundle_folder(SMOKE, tmp_path / "peek")
     cell, commit = one_cell(peek), json.loads((peek / "run.json").read_text())["source"]["commit"]
     with pytest.raises(Booted):
@@ -107,7 +113,7 @@ def test_a_merged_bundle_is_rerun_one_shard_at_a_time(
 ) -> None:
     """The published runner's 160 is four shard runs merged: without --only the rerun names each
     shard's cell in one line; with a shard's cell it plans that shard's run, and only that cell."""
-    monkeypatch.setattr(rerun_command, "fetch_and_build", no_start)
+    monkeypatch.setattr(RerunSession, "fetch", no_start)
     assert main(["rerun", str(THOLOS_RUNNER_FULL), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "rerun one shard at a time" in err and "-p2of4" in err and len(err.strip().splitlines()) == 1

@@ -4,7 +4,7 @@ a variant, each with its content key computed without fetching anything."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import partial, reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,23 +151,27 @@ def build_plan_engine(
 
 
 def source_buildargs(engine: EngineSpec) -> dict[str, str]:
-    """The build arguments that name the source: a source archive and llama.cpp's stamp, or a Go
-    module, its toolchain, the version it is stamped with and the CPU flags its C code gets."""
+    """The build arguments that name the source (a source archive; or a Go module, its toolchain
+    and the CPU flags its C code gets) and those its kind stamps the build with (its row's
+    `build_args`: llama.cpp's build number and commit, Ollama's version)."""
     assert engine.build is not None
     source = engine.build.source
     if source.go is None:
-        return {
-            "SOURCE_SHA256": source.sha256,
-            "LLAMA_BUILD_NUMBER": str(engine.build.build_number),
-            "LLAMA_BUILD_COMMIT": str(engine.build.build_commit),
+        named = {"SOURCE_SHA256": source.sha256}
+    else:
+        named = {
+            "GO_MODULE": source.go.module,
+            "GO_VERSION": source.go.version,
+            "GO_TOOLCHAIN": source.go.toolchain_version,
+            "CPU_FLAGS": engine.build.cpu_flags,
         }
-    return {
-        "GO_MODULE": source.go.module,
-        "GO_VERSION": source.go.version,
-        "GO_TOOLCHAIN": source.go.toolchain_version,
-        "OLLAMA_VERSION": engine.version or "",
-        "CPU_FLAGS": engine.build.cpu_flags,
-    }
+    return named | {arg: field_text(engine, field) for arg, field in engine.facts.build_args.items()}
+
+
+def field_text(engine: EngineSpec, field: str) -> str:
+    """A field of the engine's spec by its dotted name ("build.build_number"), as text ("" unset)."""
+    value = reduce(getattr, field.split("."), engine)
+    return "" if value is None else str(value)
 
 
 def needed_images(

@@ -18,7 +18,12 @@ raw outputs become our ScenarioResult lines, which of its checks `repro check` r
 - `toolcallbench`, `toolcallbench_check`, `toolcallbench_raw`: ToolCallBench's adapter, its
   re-executed checks, and what its run leaves in its output folder;
 - `tholos`, `tholos_check`, `tholos_raw`: the same three for Tholos-Bench's own runner
-  (`tholos bench`), pinned by its source archive.
+  (`tholos bench`), pinned by its source archive;
+- `inspect_task`: an inspect_ai task run by inspect_ai itself, its log as our records, its scorers
+  re-run by check;
+- `carried`: a source archive the bundle carries, found and verified;
+- `rebuild`: a suite's image built again from a bundle's own pins at its commit
+  (`repro images build --from-bundle`).
 
 docs/external-suites.md says how to add another harness; ToolCallBench is the worked example.
 """
@@ -29,5 +34,6 @@ __all__ = [
     "check_rules",
     "evidence",
     "raw",
+    "rebuild",
     "wheels",
 ]

@@ -11,16 +11,12 @@ is fetched inside the build.
 
 from __future__ import annotations
 
-import io
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from repro.core.config import PROJECT_ROOT
-from repro.core.errors import BadInput, ReproError
+from repro.core.errors import ReproError
 from repro.core.files import sha256_bytes
-from repro.core.git import git, has_commit
 from repro.spec.matrix import Suite
 from repro.store.images import (
     BuildPlan,
@@ -37,7 +33,6 @@ from repro.suites.external.raw import external_of
 from repro.suites.external.wheels import fetch_wheels, lock_file
 
 if TYPE_CHECKING:
-    from repro.bundle.layout.reader import BundleReader
     from repro.containers.client import DockerClient
 
 
@@ -144,73 +139,3 @@ def build_external(
             (context / "source" / "SHA256SUMS").write_text(f"{sha256_bytes(archive.read_bytes())}  {archive.name}\n")
 
     return build_in_context(plan, client, fill, log)
-
-
-# The labels that name an external image's code: two images alike in these run one scorer (the
-# harness image below it does not enter the harness's code).
-SAME_CODE = (
-    "repro.external",
-    "repro.external.wheel_sha256",
-    "repro.external.requirements_sha256",
-    "repro.external.driver_sha256",
-)
-
-
-def bundle_images(run_dir: Path, client: DockerClient, log: Log = quiet) -> list[tuple[str, ImageRef]]:
-    """(suite id, image) for each external suite a bundle's cells ran in, built when missing from
-    the bundle's own pins: the Dockerfile, driver and lock of the project at the bundle's commit
-    (read with git archive, never checked out), its pinned wheels, and this host's harness image
-    below (not part of the harness's code). Each image's code labels must be those its cells record."""
-    from repro.bundle.layout.reader import BundleReader
-
-    reader = BundleReader(run_dir)
-    wanted = recorded_suites(reader)
-    commit = reader.run().source.commit
-    if wanted and (commit is None or not has_commit(PROJECT_ROOT, commit)):
-        raise BadInput(
-            f"{run_dir.name}: its commit {commit or '(none recorded)'} is not in this checkout ({PROJECT_ROOT}): "
-            "fetch it (git fetch), then rerun"
-        )
-    built = []
-    with tempfile.TemporaryDirectory(prefix="repro-bundle-images-") as folder:
-        for suite, labels in wanted.values():
-            built.append((suite.id, bundle_image(suite, labels, str(commit), Path(folder) / suite.id, client, log)))
-    return built
-
-
-def recorded_suites(reader: BundleReader) -> dict[str, tuple[Suite, dict[str, str]]]:
-    """Suite id -> (the suite, its image's labels as a cell records them), for each external suite that ran."""
-    found: dict[str, tuple[Suite, dict[str, str]]] = {}
-    for cell_id in reader.cell_ids():
-        record = reader.cell(cell_id)
-        image = record.harness_image
-        if record.cell.suite.external is not None and image is not None and "repro.external" in image.labels:
-            found.setdefault(record.cell.suite.id, (record.cell.suite, dict(image.labels)))
-    return found
-
-
-def bundle_image(
-    suite: Suite, labels: dict[str, str], commit: str, root: Path, client: DockerClient, log: Log
-) -> ImageRef:
-    from repro.suites.external.base import adapter_of
-
-    adapter = adapter_of(suite)
-    tree_at(commit, root, [adapter.image_dir, external_of(suite).requirements.path])
-    plan = build_plan(suite, adapter, harness_image(client, build=True, log=log), root=root)
-    differ = [label for label in SAME_CODE if plan.labels.get(label) != labels.get(label)]
-    if differ:
-        raise ReproError(
-            f"suite {suite.id}: the files at commit {commit[:12]} give {', '.join(differ)} other than the image "
-            "its cells ran in records"
-        )
-    return resolve_plan(plan, client) or build_external(plan, suite, adapter, client, log, root)
-
-
-def tree_at(commit: str, root: Path, paths: list[str]) -> None:
-    """The project's `paths` as they were at `commit`, unpacked under `root` (regular files and folders alone)."""
-    archive = git(PROJECT_ROOT, "archive", "--format=tar", commit, "--", *sorted(set(paths)))
-    if archive is None:
-        raise BadInput(f"commit {commit[:12]} of this checkout lacks {', '.join(paths)}")
-    root.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(root, members=[m for m in tar.getmembers() if m.isfile() or m.isdir()], filter="data")

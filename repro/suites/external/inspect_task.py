@@ -530,7 +530,7 @@ def rescoring_image(ev: CellEvidence) -> str:
     name), or one built from the same wheel, lock and driver (its labels say so: the harness image
     below it does not enter the scorer's code)."""
     from repro.store.images import client_or_default
-    from repro.suites.external.image import SAME_CODE
+    from repro.suites.external.rebuild import SAME_CODE
 
     recorded = ev.record.harness_image
     if recorded is None:
