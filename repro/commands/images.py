@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,38 +12,27 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from repro.commands.steps import build_images, docker_client, images_needed
 from repro.commands.vocabulary import PROFILE, Typer, matrix_argument
 from repro.core.errors import BadInput, ReproError
-from repro.spec.loading import load_matrix, load_matrix_and_profiles
-from repro.spec.matrix import LoadedMatrix
 from repro.store.bootstrap import DEFAULT_MIRROR, DEFAULT_SUITE, base_reference, bootstrap
 from repro.store.images import (
     Blocked,
     BuildLog,
     BuildPlan,
     DigestPin,
-    build_image,
     build_log_path,
-    harness_image,
     lock_harness_requirements,
-    needed_images,
     resolve_digest,
     resolve_plan,
 )
 
 if TYPE_CHECKING:
     from repro.containers.client import DockerClient
-    from repro.spec.matrix import Variant
 
 app = Typer(help="Bootstrap the offline base, build and list the images a matrix needs.", no_args_is_help=True)
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
-
-
-def _client() -> DockerClient:
-    from repro.containers.client import get_client
-
-    return get_client()
 
 
 @app.command("bootstrap")
@@ -58,7 +46,7 @@ def bootstrap_command(
     """Make the offline base image repro/base:SUITE with debootstrap (once; idempotent).
 
     Exit codes: 0 the base exists; 1 debootstrap or Docker failed; 2 bad input."""
-    client = _client()
+    client = docker_client()
     started = time.monotonic()
     image_id, created = bootstrap(
         client, suite=suite, mirror=mirror, force=force, log=lambda line: err.print(f"[dim]{escape(line)}[/]")
@@ -68,23 +56,6 @@ def bootstrap_command(
     else:
         err.print(f"{base_reference(suite)} exists (use --force to make it again)")
     typer.echo(image_id)
-
-
-def _needs(
-    matrix: Path, profile: str, *, collect: bool = False
-) -> tuple[DockerClient, Variant, list[BuildPlan | DigestPin | Blocked]]:
-    """The Docker client and the images a matrix needs; the matrix and profile are checked before Docker is asked."""
-    loaded, profiles = load_matrix_and_profiles(matrix)  # the project's profiles and the matrix's own profiles_file
-    chosen = profiles.get(profile)
-    client = _client()
-    # the same key as `repro matrix run` asks for: CUDA engines built for the profile's capability only
-    return (
-        client,
-        chosen.engine_variant,
-        needed_images(
-            loaded, chosen.engine_variant, client, collect=collect, compute_capability=chosen.compute_capability
-        ),
-    )
 
 
 @app.command("build")
@@ -111,63 +82,7 @@ def build_command(
     if from_bundle is not None:
         build_bundle_images(from_bundle, stream)
         return
-    client, variant, needs = _needs(matrix, profile)
-    problems: list[str] = []
-    for need in needs:
-        if isinstance(need, DigestPin):
-            try:
-                ref = resolve_digest(need, client)
-                console.print(f"[green]present[/]  {need.name}: {need.reference} ({ref.id[7:19]}), pinned by digest")
-            except ReproError as error:
-                problems.append(error.lines[0])
-                console.print(f"[red]missing[/]  {need.name}: {escape(error.lines[0])}")
-            continue
-        assert not isinstance(need, Blocked)  # without collect, a plan that cannot be computed raised
-        found = resolve_plan(need, client)
-        if found is not None:
-            console.print(f"[green]up to date[/] {need.tag} ({found.id[7:19]})")
-            continue
-        started = time.monotonic()
-        with building(f"{need.tag} ({_what(need)})", BuildLog(build_log_path(need.name), stream)) as log:
-            ref = build_image(need, client, log=log)
-        console.print(
-            f"[green]built[/]    {need.tag} ({ref.id[7:19]}) in {time.monotonic() - started:.0f} s; log: "
-            f"{escape(str(log.path))}"
-        )
-    if problems:
-        raise ReproError(problems[0], lines=problems)
-    build_suite_images(load_matrix(matrix), client, stream)
-
-
-@contextmanager
-def building(what: str, log: BuildLog) -> Iterator[BuildLog]:
-    """One build and its log: on a terminal a transient status line while it builds; without
-    one (or with --log), a line saying what builds and where its log goes."""
-    with log:
-        if log.stream is not None or not console.is_terminal:
-            console.print(f"[bold]building[/] {escape(what)}; log: {escape(str(log.path))}", soft_wrap=True)
-            yield log
-            return
-        with console.status(f"building {escape(what)}; log: {escape(str(log.path))}"):
-            yield log
-
-
-def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Callable[[str], None] | None) -> None:
-    """The image of each suite whose kind has its own (an external harness's wheels fetched and
-    verified first); built only when missing, its log in `<cache>/build-logs/suite-<id>.log`."""
-    from repro.suites.registry import kind_of
-
-    harness = harness_image(client)
-    for suite in loaded.matrix.suites:
-        started = time.monotonic()
-        with BuildLog(build_log_path(f"suite-{suite.id}"), stream) as log:
-            ref = kind_of(suite).build_image(suite, harness, log)
-        if ref is not None:
-            where = f"; log: {escape(str(log.path))}" if log.written else ""
-            console.print(
-                f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in "
-                f"{time.monotonic() - started:.0f} s{where}"
-            )
+    build_images(matrix, profile, stream)
 
 
 def build_bundle_images(given: Path, stream: Callable[[str], None] | None) -> None:
@@ -178,7 +93,7 @@ def build_bundle_images(given: Path, stream: Callable[[str], None] | None) -> No
     if given.is_symlink() or not given.is_dir():
         raise BadInput(f"{given}: not a bundle folder (a run folder or a results folder; unpack a .tar.gz first)")
     runs = find_runs(given)
-    client = _client()
+    client = docker_client()
     for run_dir in runs:
         started = time.monotonic()
         with BuildLog(build_log_path(f"bundle-{run_dir.name}"), stream) as log:
@@ -187,14 +102,6 @@ def build_bundle_images(given: Path, stream: Callable[[str], None] | None) -> No
             console.print(f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite_id)}")
         what = f"{len(built)} suite image(s) ready" if built else "no external suite ran, nothing to build"
         console.print(f"{escape(run_dir.name)}: {what} in {time.monotonic() - started:.0f} s", soft_wrap=True)
-
-
-def _what(plan: BuildPlan) -> str:
-    if plan.kind == "harness":
-        return f"harness tree {plan.inputs['harness_tree'][:12]}"
-    build_info = plan.labels.get("repro.build_info")
-    stamp = f"build_info {build_info}" if build_info else f"version {plan.labels.get('repro.version', '?')}"
-    return f"{plan.variant}, {plan.source}, {stamp}"
 
 
 @app.command("list")
@@ -206,7 +113,7 @@ def list_command(
     """The images a matrix needs on a profile: present or missing, with keys and ids.
 
     Exit codes: 0 listed (missing images too); 1 Docker failed; 2 bad input."""
-    client, variant, needs = _needs(matrix, profile, collect=True)
+    client, variant, needs = images_needed(matrix, profile, collect=True)
     rows = [_row(need, client) for need in needs]
     if as_json:
         typer.echo(

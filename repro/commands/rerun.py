@@ -13,12 +13,10 @@ import typer
 from rich.console import Console
 
 from repro.bundle.setup import parse_accept
-from repro.commands import images as images_commands
-from repro.commands import models as models_commands
-from repro.commands import suites as suites_commands
-from repro.commands.check import git_repository, print_verdicts
-from repro.commands.verify import print_claims
+from repro.commands.printing import print_claims, print_verdicts
+from repro.commands.steps import build_images, fetch_models, fetch_suites
 from repro.commands.vocabulary import PROFILE_HELP
+from repro.core.git import repository_top
 from repro.core.terminal import shown
 from repro.rerun.preflight import SetupRow
 from repro.rerun.prepare import RerunOptions, RerunPlan
@@ -78,7 +76,7 @@ def rerun(
         Borrowed(),
         accepted=names,
         resume=resume,
-        author_repo=git_repository(source) if source is not None else None,
+        author_repo=repository_top(source) if source is not None else None,
     )
     raise typer.Exit(session.run().exit_code)
 
@@ -113,16 +111,16 @@ class Printed:
 
 class Borrowed:
     """Fetch and build as `repro models fetch`, `repro suites fetch` and `repro images build` do
-    them, printing as they go (repro.rerun.session.FetchAndBuild)."""
+    them, printing as they go (repro.commands.steps; repro.rerun.session.FetchAndBuild)."""
 
     def fetch_models(self, matrix: Path, model_ids: list[str]) -> None:
-        models_commands.fetch(matrix, model_ids)
+        fetch_models(matrix, model_ids)
 
     def fetch_suites(self, matrix: Path) -> None:
-        suites_commands.fetch(matrix, [], None)
+        fetch_suites(matrix, console)
 
     def build_images(self, matrix: Path, profile: str) -> None:
-        images_commands.build_command(matrix, profile, False, from_bundle=None)
+        build_images(matrix, profile, None)
 
 
 def print_preflight(prepared: RerunPlan, accepted: frozenset[str]) -> None:

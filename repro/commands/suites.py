@@ -8,12 +8,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.commands.steps import fetch_suites
 from repro.commands.vocabulary import Typer, matrix_argument
 from repro.core.errors import BadInput
 from repro.core.terminal import shown
-from repro.spec.loading import load_matrix
 from repro.store.sources import MIRROR_ENV
-from repro.suites.registry import kind_of
 
 app = Typer(
     help="Fetch the pinned external suites of a matrix (suites with a source or an external harness).",
@@ -50,14 +49,7 @@ def fetch(
     if from_bundle is not None:
         fetch_from_bundle(from_bundle, console)
         return
-    loaded = load_matrix(matrix)
-    ready = 0
-    for suite in loaded.matrix.suites:
-        said = kind_of(suite).fetch(suite, log=lambda line: console.print(f"  {shown(line)}", soft_wrap=True))
-        if said is not None:
-            console.print(f"[green]OK[/]   {shown(suite.id)}: {shown(said)}", soft_wrap=True)
-            ready += 1
-    console.print(f"{ready} external suite(s) ready; {len(loaded.matrix.suites) - ready} in the project")
+    fetch_suites(matrix, console)
 
 
 def fetch_from_bundle(folder: Path, console: Console) -> None:

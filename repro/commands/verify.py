@@ -10,22 +10,13 @@ import typer
 from rich.console import Console
 
 from repro.bundle.signers import require_signed
+from repro.commands.printing import print_claims
 from repro.core.errors import BadInput
-from repro.core.terminal import printable, shown
+from repro.core.terminal import shown
 from repro.verify.published import first_step_finder, host_environments, stated_setups
 
 if TYPE_CHECKING:
-    from repro.verify.claims import ClaimsReport, ClaimVerdict, Options
-
-VERDICT_COLOURS = {
-    "REPRODUCED": "green",
-    "REPRODUCED ON ANOTHER SETUP": "yellow",
-    "CONSISTENT": "cyan",
-    "CONSISTENT ON ANOTHER SETUP": "yellow",
-    "CONSISTENT (COUNTS ONLY)": "yellow",
-    "DIFFERENT": "red",
-    "NOT RERUN": "yellow",
-}
+    from repro.verify.claims import ClaimsReport, Options
 
 
 def verify(
@@ -147,48 +138,3 @@ def show_report(report: ClaimsReport, as_json: bool, side: str) -> None:
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
         print_claims(report, side)
-
-
-def print_claims(report: ClaimsReport, side: str | None = "claimed") -> None:
-    """Each verdict with what it rests on, the counts, and (where `side` names the claim's side)
-    the one line that says what the verify found."""
-    console = Console()
-
-    def say(text: str) -> None:
-        console.print(text, soft_wrap=True, highlight=False)
-
-    say(f"claims {shown(report.claims_file)} (sha256 {report.sha256[:12]}): {shown(report.source)}")
-    if report.accepted:
-        say(f"accepted as differing (--accept): {', '.join(report.accepted)}")
-    for line in report.published_invalid:
-        say(f"[red]INVALID (published)[/] {shown(line)}")
-    for item in report.verdicts:
-        scores = f"claimed {item.claimed}, rerun {item.rerun or '-'}; setup {item.setup}"
-        say(
-            f"[{VERDICT_COLOURS[item.verdict]}]{item.verdict:<10}[/] {shown(item.claim)} "
-            f"({shown(scores)}): {shown(item.about)}"
-        )
-        for line in verdict_lines(item):
-            console.print(f"           - {printable(line)}", soft_wrap=True, highlight=False, markup=False)
-    for key in report.unclaimed_rows:
-        say(f"[dim]UNCLAIMED [/] {shown(key)} (a rerun row no claim is about)")
-    if report.host_environment:
-        say(f"[dim]information:[/] {shown(report.host_environment)}")
-    counts = report.counts()
-    say(", ".join(f"{n} {name}" for name, n in counts.items()) + f" of {len(report.verdicts)} claims")
-    if side is not None:
-        console.print(f"==> {printable(report.conclusion(side))}", soft_wrap=True, highlight=False, markup=False)
-
-
-def verdict_lines(item: ClaimVerdict) -> list[str]:
-    """What a verdict rests on: the reasons, the setup's differences, the rule and its figures."""
-    lines = list(item.reasons) + [difference.describe() for difference in item.differences]
-    if item.rule:
-        lines.append(f"rule: {item.rule}")
-    if item.judgement is not None:
-        lines.append(item.judgement.describe())
-    if item.transcripts is not None:
-        lines.append(item.transcripts.summary())
-    if item.tolerance and item.verdict not in ("REPRODUCED", "NOT RERUN"):
-        lines.append(f"tolerance: {item.tolerance}")
-    return lines + item.notes + (item.transcripts.differing[:20] if item.transcripts else [])

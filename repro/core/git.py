@@ -7,6 +7,9 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
+from repro.core.errors import BadInput
+from repro.core.terminal import shown
+
 GIT_TIMEOUT_S = 60
 
 
@@ -26,3 +29,15 @@ def has_commit(root: Path, commit: str) -> bool:
         and all(c in "0123456789abcdef" for c in commit)
         and git(root, "cat-file", "-e", f"{commit}^{{commit}}") is not None
     )
+
+
+def repository_top(folder: Path, option: str = "--source") -> Path:
+    """The top of the git repository that holds `folder` (an author's repository given by
+    `option`), else one line and exit 2."""
+    top = git(folder, "rev-parse", "--show-toplevel") if folder.is_dir() else None
+    if top is None:
+        raise BadInput(
+            f"{option} {shown(folder)}: not a folder in a git repository "
+            "(give the author's repository the matrix was committed to)"
+        )
+    return Path(top.decode().strip())

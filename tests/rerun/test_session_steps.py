@@ -148,13 +148,12 @@ def test_the_run_step_raises_the_first_full_disk_error_of_the_run(tmp_path: Path
     assert recorded.names() == ["prepared", "run progress"]
 
 
-BORROWED_STILL = {"check", "images", "models", "suites", "verify", "vocabulary"}
+SHARED = {"printing", "steps", "vocabulary"}  # the modules of the commands that define no command
 
 
 def test_the_rerun_command_runs_no_step_itself() -> None:
-    """commands/rerun.py parses, hands the session what it borrows, and prints. The command
-    modules it still imports (for fetch and build, which live in their commands, and for their
-    printers) may only shrink: a name leaves this set when its work moves below the commands."""
+    """commands/rerun.py parses, hands the session what it borrows, and prints: it imports no other
+    command module, only those that define no command (repro/commands/__init__.py)."""
     tree = ast.parse((ROOT / "repro" / "commands" / "rerun.py").read_text())
     imported = {
         alias.name if node.module == "repro.commands" else node.module.removeprefix("repro.commands.")
@@ -162,6 +161,25 @@ def test_the_rerun_command_runs_no_step_itself() -> None:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("repro.commands")
         for alias in node.names
     }
-    assert imported <= BORROWED_STILL, imported - BORROWED_STILL
+    assert imported <= SHARED, imported - SHARED
     names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     assert not names & {"run_matrix", "check_run", "verdict_of", "prepare_rerun", "atomic_write"}
+
+
+@pytest.mark.parametrize("name", sorted(SHARED))
+def test_the_shared_modules_of_the_commands_define_no_command(name: str) -> None:
+    text = (ROOT / "repro" / "commands" / f"{name}.py").read_text()
+    assert "@app.command" not in text and "Typer(" not in text.replace("class Typer(", "")
+
+
+def test_no_command_module_imports_another() -> None:
+    """Each command module imports, of the commands, only the shared modules."""
+    wrong = []
+    for path in sorted((ROOT / "repro" / "commands").glob("*.py")):
+        if path.stem in SHARED or path.stem == "__init__":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("repro.commands"):
+                found = {a.name for a in node.names} if node.module == "repro.commands" else {node.module.split(".")[2]}
+                wrong += [f"{path.name} imports {module}" for module in sorted(found - SHARED)]
+    assert wrong == []
