@@ -47,8 +47,9 @@ class ModelError(ReproError):
     """A model could not be fetched, or the store holds no verified copy of it."""
 
 
-class SourceFailed(Exception):
-    """One source could not deliver the bytes; the next source is tried."""
+class SourceFailed(ReproError):
+    """One source could not deliver the bytes; the next source is tried (`fetch` catches it, and
+    raises ModelError when no source delivered)."""
 
 
 class StoredModel(BaseModel):

@@ -65,6 +65,13 @@ def run_tool(command: list[str], what: str, env: dict | None = None) -> str:
     return result.stdout
 
 
+def download_locked(lock: Path, into: Path, what: str) -> None:
+    """Every wheel `lock` pins, for the harness image's platform, downloaded into `into` by pip with
+    every hash required (ReproError naming `what` when pip fails)."""
+    argv = pip_argv("download", "--require-hashes", "--no-deps", *WHEEL_TARGET, "-r", str(lock), "-d", str(into))
+    run_tool(argv, f"pip download ({what})")
+
+
 def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = quiet) -> Path:
     """The dependency wheels of the lock file, downloaded once (hashes required) and cached.
 
@@ -81,19 +88,7 @@ def harness_wheels(*, root: Path = PROJECT_ROOT, log: Log = quiet) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     log(f"downloading the harness wheels ({target}) from {HARNESS_LOCK}")
-    run_tool(
-        pip_argv(
-            "download",
-            "--require-hashes",
-            "--no-deps",
-            *WHEEL_TARGET,
-            "-r",
-            str(lock),
-            "-d",
-            str(folder),
-        ),
-        "pip download (harness wheels)",
-    )
+    download_locked(lock, folder, "harness wheels")
     (folder / ".complete").write_text(lock_bytes.decode())
     return folder
 

@@ -72,7 +72,7 @@ def fetched_wheels(external: ExternalSuite, root: Path = PROJECT_ROOT) -> Path |
 
 def fetch_wheels(external: ExternalSuite, log: Log = lambda line: None, root: Path = PROJECT_ROOT) -> Path:
     """Every wheel of the lock, downloaded once with hashes required; the harness's wheel verified."""
-    from repro.store.images import WHEEL_TARGET, pip_argv, run_tool
+    from repro.store.images import download_locked
 
     found = fetched_wheels(external, root)
     if found is None:
@@ -81,19 +81,7 @@ def fetch_wheels(external: ExternalSuite, log: Log = lambda line: None, root: Pa
         work = Path(tempfile.mkdtemp(prefix=".download-", dir=folder.parent))
         try:
             log(f"downloading the wheels of {external.requirements.path}")
-            run_tool(
-                pip_argv(
-                    "download",
-                    "--require-hashes",
-                    "--no-deps",
-                    *WHEEL_TARGET,
-                    "-r",
-                    str(lock_file(external, root)),
-                    "-d",
-                    str(work),
-                ),
-                "pip download (external wheels)",
-            )
+            download_locked(lock_file(external, root), work, "external wheels")
             (work / COMPLETE).write_text(external.pin + "\n")
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(work, folder)
