@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from repro.containers.sandbox import bind, create_kwargs
-from repro.engines.base import MODEL_MOUNT
+from repro.engines.base import MODEL_MOUNT, EngineHandle
 from repro.engines.boot import BootSpec
 from repro.engines.llamacpp import LlamaCppEngine
+from repro.spec.findings import GpuDevice
+from repro.spec.profiles import Profile
 
 PORT = 8080  # as llama.cpp's (LlamaCppEngine.port)
 PACE = "1000"  # tokens per second: replies paced so that their timings are real durations within check's bounds
@@ -44,3 +46,13 @@ class ScriptedEngine(LlamaCppEngine):
             mounts=mounts,
             working_dir="/tmp",
         )
+
+    def verify_device(
+        self,
+        handle: EngineHandle,
+        profile: Profile,
+        profile_name: str,
+        devices: list[GpuDevice],
+        model_bytes: int | None = None,
+    ) -> None:
+        return None  # it computes nothing on any device (not llama.cpp's check of its CUDA log)
