@@ -117,7 +117,7 @@ def dirty_note(loaded: LoadedMatrix) -> str | None:
 
 def toolkit_note(chosen: Profile, profile: str) -> str | None:
     """One line when the CUDA toolkit the build would use cannot build the profile's
-    architecture (repro.cuda_toolkit), said at plan time instead of deep in a build."""
+    architecture (repro.store.cuda_toolkit), said at plan time instead of deep in a build."""
     from repro.store.cuda_toolkit import current_toolkit, unbuildable
 
     return unbuildable(chosen, profile, current_toolkit())

@@ -97,7 +97,7 @@ def report_for_claims(results: list[Path], claims_path: Path, options: Options) 
 def report_for_published(
     results: list[Path], published: Path, options: Options, require_signature: Path | None
 ) -> ClaimsReport:
-    """The published rows stated as claims (repro.verify.claims.claims_from_rerun) and
+    """The published rows stated as claims (repro.verify.own_claims.claims_from_rerun) and
     verified as any claims are: one verdict, one comparison of inputs, whichever way is asked."""
     from repro.report.aggregate import collect_with_cells
     from repro.verify.claims import unchecked_published, verify_claims

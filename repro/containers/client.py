@@ -112,7 +112,7 @@ class ImageCollection(Protocol):
     def list(self, **kwargs: Any) -> list[Image]: ...
 
 
-@runtime_checkable  # a pydantic field (repro.run.runner.RunContext) checks it with isinstance
+@runtime_checkable  # a pydantic field (repro.run.context.RunContext) checks it with isinstance
 class DockerClient(Protocol):
     @property
     def containers(self) -> ContainerCollection: ...

@@ -33,7 +33,8 @@ DIR_MODE = 0o755
 MAX_JSON_BYTES = 16 * 1024**2
 # a cell's scenarios.jsonl or transcripts.jsonl (the harness's own bound: harness.io.inputs.MAX_RECORDS_BYTES)
 MAX_JSONL_BYTES = 256 * 1024**2
-# one line of those: one scenario's record (a real 50-step transcript is under 1 MB; harness.regrade.MAX_LINE_CHARS)
+# one line of those: one scenario's record (a real 50-step transcript is under 1 MB;
+# harness.regrade.files.MAX_LINE_CHARS)
 MAX_RECORD_LINE_BYTES = 16 * 1024**2
 MAX_LOG_BYTES = 64 * 1024**2  # a cell's engine.log
 MAX_RAW_BYTES = 64 * 1024**2  # one raw output file of an external harness, or its suite's lock file

@@ -140,7 +140,7 @@ def nvidia_hook_finding(info: dict, path: str | None, exists: Callable[[str], bo
 
 def driver_finding(output: str | None) -> Finding:
     """The host's NVIDIA driver (nvidia-smi --query-gpu=driver_version), against the oldest
-    driver the CUDA image's toolkit runs on (repro.cuda_toolkit)."""
+    driver the CUDA image's toolkit runs on (repro.store.cuda_toolkit)."""
     from repro.store.cuda_toolkit import current_toolkit
 
     toolkit = current_toolkit()

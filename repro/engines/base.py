@@ -25,7 +25,6 @@ from repro.containers import lifecycle as containers
 from repro.containers.client import Container, DockerClient
 from repro.containers.sandbox import (
     EngineDied,
-    ProbeFailed,
     ProbeUnreachable,
     image_id,
     read_back,
@@ -45,9 +44,7 @@ from repro.store.chat_template import protocol_blocker
 __all__ = [
     "MODEL_MOUNT",
     "Engine",
-    "EngineDied",
     "EngineHandle",
-    "ProbeFailed",
     "client_argv",
     "stop_engine",
 ]

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from harness.contracts import GateProbeResult
 from harness.probe import judge
 from repro.containers.client import DockerClient
-from repro.containers.sandbox import ProbeFailed, ProbeUnreachable, run_probe
+from repro.containers.sandbox import EngineDied, ProbeFailed, ProbeUnreachable, run_probe
 from repro.core.busy import pause_and_look
-from repro.engines.base import EngineDied, EngineHandle
+from repro.engines.base import EngineHandle
 from repro.spec.findings import GateCause, GateResult
 from repro.spec.matrix import Decoding, LatencyGateSettings
 from repro.spec.profiles import Profile

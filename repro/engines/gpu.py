@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from repro.core.errors import ReproError
 from repro.core.registry import load_object
 from repro.spec.engines import EngineKindFacts
 from repro.spec.findings import GpuDevice
@@ -36,8 +37,9 @@ MAX_LINE = 300  # a log line or nvidia-smi row quoted in a problem is cut here
 LogReader = Callable[["CudaLog", Profile, str], list[str]]
 
 
-class GpuError(ValueError):
-    """nvidia-smi printed something that is not the rows asked for."""
+class GpuError(ReproError):
+    """nvidia-smi printed something that is not the rows asked for (the boot turns it into
+    EngineRefused: repro.engines.devices.parse_or_refuse)."""
 
 
 class CudaDevice(BaseModel):

@@ -1,14 +1,22 @@
 """From clean-room results to what a reader sees: the tables and their numbers, rendered.
 Whether those numbers reproduce a claim is repro.verify's to say (the stage above this one).
 
-- ``tables``: the rows' schema (``TableRow``, ``PaperTables``: what results.json holds);
-  ``aggregate``: the rows recomputed from the VALID cells' ``scenarios.jsonl``, never pooling
-  different settings; ``stats``: the intervals and tests behind them.
+- ``tables``: the rows' schema (``TableRow``, ``PaperTables``: what results.json holds).
+- ``aggregate``: the rows recomputed from the VALID cells' ``scenarios.jsonl``, never pooling
+  different settings.
+- ``stats``: the intervals and tests behind them.
+- ``coverage``: whether the rendered results are the whole plan, and if not, how they are partial
+  (``run_coverage``).
+- ``setup``: how the numbers were made, said beside them (each table's header and caption).
 - ``paper``: ``results.md``, ``results.tex``, ``results.json`` from ``PaperTables`` (rendering
-  only); ``figures``: the figures; ``html``: the self-contained ``report.html``;
-  ``templating``: the one jinja2 environment every rendered file uses.
-- ``export``: VALID cells read for other tools (``inspect_log``: inspect_ai eval logs; ``eee``:
-  Every Eval Ever records and Hugging Face ``.eval_results`` entries).
+  only, in repro.core.templating's one jinja2 environment).
+- ``figures``: the figures.
+- ``html``: the self-contained ``report.html``.
+- ``turns``: a scenario's transcript as chat turns (report.html's conversation, the inspect
+  export's messages).
+- ``export``: VALID cells read for other tools (what each exported log is made of).
+- ``inspect_log``: each cell as an inspect_ai eval log (the ``inspect`` extra).
+- ``eee``: Every Eval Ever records and Hugging Face ``.eval_results`` entries.
 
 Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
 level imports nothing.

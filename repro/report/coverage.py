@@ -52,7 +52,7 @@ class Coverage(BaseModel):
 
 
 def run_coverage(verdicts: Sequence[RunVerdict]) -> Coverage:
-    """The coverage of the runs `repro check` judged (`repro.check.check_run`): the cells the runs
+    """The coverage of the runs `repro check` judged (`repro.check.verdict.check_run`): the cells the runs
     selected (run.json's planned cells, read through BundleReader), the plan's cells none of them
     holds (the shards of a merge hold each other's), and how the runs that left cells out chose
     theirs (`--only`, `--shard`). A run whose record cannot be read counts the cells its verdict

@@ -46,7 +46,7 @@ ENV_HEADER = """\
 class ComposeCell:
     """Everything one cell needs, resolved and verified: what the `.env` is made of."""
 
-    cell: Any  # repro.plan.planner.Cell
+    cell: Any  # repro.spec.cells.Cell
     profile_name: str
     profile: Any  # repro.spec.profiles.Profile
     harness: Any  # repro.store.images.ImageRef (or anything with .id)

@@ -9,9 +9,10 @@ from repro.bundle.records import (
     EngineIncident,
 )
 from repro.containers.client import daemon_unanswering, wait_for_daemon
+from repro.containers.sandbox import EngineDied
 from repro.core.files import short_error
 from repro.core.terminal import shown
-from repro.engines.base import EngineDied, EngineHandle, stop_engine
+from repro.engines.base import EngineHandle, stop_engine
 from repro.engines.boot import BootSpec
 from repro.engines.errors import EngineRefused
 from repro.engines.gate import CAUSE_TEXT, gate_with_retries, run_gate

@@ -20,9 +20,10 @@ from typing import Protocol, TypeVar
 from repro.bundle.records import EngineFault, EngineIncident, HealAttempt, utc_now
 from repro.containers import lifecycle as containers
 from repro.containers.client import Container, DockerClient, daemon_unanswering
-from repro.containers.sandbox import ProbeFailed
+from repro.containers.sandbox import EngineDied, ProbeFailed
+from repro.core.errors import ReproError
 from repro.core.files import short_error
-from repro.engines.base import EngineDied, EngineHandle
+from repro.engines.base import EngineHandle
 from repro.engines.errors import EngineRefused
 from repro.spec.findings import GateResult
 
@@ -32,8 +33,9 @@ ANSWER_TIMEOUT_S = 20.0
 LOG_LINES = 20
 
 
-class EngineLost(Exception):
-    """The engine of a group died or stopped answering while a cell used it."""
+class EngineLost(ReproError):
+    """The engine of a group died or stopped answering while a cell used it (the group heals it
+    and reruns the cell: repro.run.group.run_healing)."""
 
     def __init__(self, fault: EngineFault) -> None:
         super().__init__(describe(fault))

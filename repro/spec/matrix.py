@@ -419,7 +419,7 @@ class ExternalSuite(Strict):
 
     @property
     def source(self) -> EngineSource:
-        """A source pin as the engine sources' kind (repro.sources fetches it); wheels have none."""
+        """A source pin as the engine sources' kind (repro.store.sources fetches it); wheels have none."""
         if self.wheel is not None:
             raise ValueError(f"{self.wheel} is a wheel, not a source archive")
         return EngineSource(archive=self.archive, git=self.git, sha256=self.sha256)

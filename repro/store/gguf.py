@@ -61,7 +61,7 @@ EOG_TEXTS = frozenset(
         "<end_of_utterance>",
     }
 )
-# The model's shape, kept for the GPU memory a replica needs (repro.replicas): keys
+# The model's shape, kept for the GPU memory a replica needs (repro.plan.replicas): keys
 # "<architecture>.<suffix>"; a per-layer array (head_count_kv of some models) counts by its largest.
 SHAPE_SUFFIXES = (
     ".block_count",

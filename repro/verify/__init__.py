@@ -8,9 +8,10 @@ found, never more than its evidence:
 - ``claims``: each claim's verdict (REPRODUCED, CONSISTENT, ON ANOTHER SETUP, DIFFERENT, NOT RERUN,
   and the counts-only words) and the rule it was judged by;
 - ``tolerance``: the statistical tests a verdict on another setup uses;
-- ``rerun_rows``: a rerun as the facts a claim is compared on; ``own_claims``: our own rows stated
-  as claims (``claims from-results``, ``verify --published``); ``published``: published numbers
-  read, and differing transcripts named by their first differing step;
+- ``rerun_rows``: a rerun as the facts a claim is compared on;
+- ``own_claims``: our own rows stated as claims (``claims from-results``, ``verify --published``);
+- ``published``: published numbers read, and differing transcripts named by their first differing
+  step;
 - ``compare``: two sets of results row by row, their setup differences by the same comparison.
 
 The layering (tests/foundation/test_layers.py, layers.ini): repro.rerun and the commands import

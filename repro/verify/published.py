@@ -1,9 +1,10 @@
 """What `repro verify` reads of published numbers, and how it names differing transcripts.
 
 Published numbers are the `results.json` that `repro paper render` writes beside the tables, or
-the published bundle itself; repro.verify.claims states their rows as claims and verifies
-them. Transcripts are compared by their canonical sha256 ("identical transcripts k of n"); when
-both bundles are at hand, a differing transcript is named by the step where it first differs.
+the published bundle itself; repro.verify.own_claims states their rows as claims and
+repro.verify.claims verifies them. Transcripts are compared by their canonical sha256 ("identical
+transcripts k of n"); when both bundles are at hand, a differing transcript is named by the step
+where it first differs.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import pytest
 
 from harness.contracts import GateProbeResult
 from repro.containers.cleanup import leaked_containers
-from repro.containers.sandbox import hardening_problems
-from repro.engines.base import EngineDied, stop_engine
+from repro.containers.sandbox import EngineDied, hardening_problems
+from repro.engines.base import stop_engine
 from repro.engines.boot import BootSpec
 from repro.engines.errors import EngineRefused
 from repro.engines.gate import run_gate

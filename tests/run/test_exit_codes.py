@@ -19,7 +19,8 @@ from repro.bundle.layout.loading import load_cell, load_run
 from repro.bundle.layout.writer import Bundle
 from repro.bundle.records import CellRecord, CellSummary, EngineFault, utc_now
 from repro.bundle.redact import Redactor
-from repro.engines.base import EngineDied, EngineHandle
+from repro.containers.sandbox import EngineDied
+from repro.engines.base import EngineHandle
 from repro.plan.planner import make_plan
 from repro.run.healing import MAX_BOOTS, EngineLost
 from repro.run.progress import RunProgress

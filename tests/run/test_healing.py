@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repro.engines.base import EngineDied
+from repro.containers.sandbox import EngineDied
 from repro.run.healing import EngineLost, describe, engine_watch, require_answering
 
 

@@ -1,36 +1,54 @@
 """`BundleReader`: every read of a bundle, bounded, never following a link, each id checked before
-it names a path."""
+it names a path: the run's and its cells' records, a cell's files, the suites and carried inputs,
+the digests the manifest lists, and what an interrupted attempt left in a partial cell
+(`cells/.<id>.partial/`), which `--resume` reads back through the writer's `Bundle`."""
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from harness.contracts import ScenarioResult, TranscriptLine
-from repro.bundle.layout.integrity import cell_problems, manifest_problems
+from repro.bundle.layout.integrity import bundle_files, cell_problems, manifest_problems
 from repro.bundle.layout.loading import ParsedLines, load_cell, load_run
 from repro.bundle.layout.names import (
+    ATTEMPTS_FILE,
     AUTHOR_PROFILES_COPY,
     CELL_FILE,
     CELLS_DIR,
+    CLOCK_FILE,
     INPUTS_DIR,
+    KEPT_DIR,
     MATRIX_COPY,
+    PARTIAL_FILE,
     RUN_FILE,
     SCENARIOS_FILE,
     TRANSCRIPTS_FILE,
     is_partial,
+    is_plain_name,
     plain_name,
     safe_id,
     suite_folder,
     unlinked,
 )
-from repro.bundle.records import CellRecord, RunRecord
+from repro.bundle.records import CellRecord, EarlierAttempt, KeptScenario, PartialCell, RunRecord
 from repro.core.errors import BadInput
 from repro.core.files import (
     MAX_JSON_BYTES,
+    MAX_JSONL_BYTES,
     read_regular,
+    sha256_file,
 )
 from repro.core.yamlsource import MAX_YAML_BYTES
+
+
+class AttemptClock(BaseModel):
+    """An attempt's harness wall time up to its latest kept scenario (cells/.<id>.partial/harness-clock.json)."""
+
+    harness_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class BundleReader:
@@ -60,6 +78,10 @@ class BundleReader:
 
     def manifest_problems(self) -> list[str]:
         return manifest_problems(self.dir)
+
+    def file_digests(self) -> list[tuple[str, str]]:
+        """(relative path, sha256) of every file the manifest covers, sorted by path: what it lists."""
+        return [(path.relative_to(self.dir).as_posix(), sha256_file(path)) for path in bundle_files(self.dir)]
 
     def matrix_path(self) -> Path:
         """The embedded matrix.yaml (repro.spec.loading.load_matrix reads it embedded: bounded, no link)."""
@@ -144,3 +166,57 @@ class BundleReader:
         if not stat.S_ISREG(path.lstat().st_mode) or path.lstat().st_size > limit:
             raise BadInput(f"{INPUTS_DIR}/{name[:80]}: not a regular file of at most {limit // 1024**2} MB")
         return path
+
+    # ------------------------------------------------------------ partial cells (what --resume reads back)
+
+    def partial_dir(self, cell_id: str) -> Path:
+        """cells/.<id>.partial/: an interrupted attempt at the cell (BadInput for an unsafe id)."""
+        return self.dir / CELLS_DIR / f".{safe_id(cell_id, 'cell id')}.partial"
+
+    def has_partial(self, cell_id: str) -> bool:
+        """Whether the cell has a partial folder (a folder, not a link)."""
+        folder = self.partial_dir(cell_id)
+        return not folder.is_symlink() and folder.is_dir()
+
+    def partial_file(self, cell_id: str, name: str, limit: int) -> bytes:
+        """The bytes of one file of the cell's partial folder (an engine log, a record)."""
+        return read_regular(self.partial_dir(cell_id) / plain_name(name), limit)
+
+    def partial_record(self, cell_id: str) -> PartialCell:
+        """partial.json: what the kept scenarios of the partial folder belong to."""
+        return PartialCell.model_validate_json(self.partial_file(cell_id, PARTIAL_FILE, MAX_JSON_BYTES))
+
+    def kept_in_partial(self, cell_id: str) -> list[tuple[str, KeptScenario]]:
+        """(file name's stem, scenario) of each regular `kept/<id>.json` of the partial folder (no
+        link, no dot-entry), by file name."""
+        return [
+            (path.stem, KeptScenario.model_validate_json(read_regular(path, MAX_JSONL_BYTES)))
+            for path in kept_files(self.partial_dir(cell_id) / KEPT_DIR)
+        ]
+
+    def partial_attempts(self, cell_id: str) -> list[EarlierAttempt]:
+        """attempts.json: the earlier attempts whose scenarios the partial folder carries (none
+        when it has no such file)."""
+        if not (self.partial_dir(cell_id) / ATTEMPTS_FILE).exists():
+            return []
+        return [
+            EarlierAttempt.model_validate(one)
+            for one in json.loads(self.partial_file(cell_id, ATTEMPTS_FILE, MAX_JSON_BYTES))
+        ]
+
+    def partial_clock(self, cell_id: str) -> AttemptClock:
+        """harness-clock.json: the attempt's harness wall time (unknown when it has no such file)."""
+        if not (self.partial_dir(cell_id) / CLOCK_FILE).exists():
+            return AttemptClock()
+        return AttemptClock.model_validate_json(self.partial_file(cell_id, CLOCK_FILE, MAX_JSON_BYTES))
+
+
+def kept_files(folder: Path) -> list[Path]:
+    """The kept scenarios' files of a partial cell: regular `<id>.json` files (no link, no dot-entry)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix == ".json" and is_plain_name(p.name) and not p.is_symlink() and p.is_file()
+    )

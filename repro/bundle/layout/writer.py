@@ -1,6 +1,8 @@
 """Writing a bundle: every byte through the redactor, written atomically (0644 files, 0755
 folders); a cell written into `cells/.<id>.partial/` (its finished scenarios kept there as they
-finish) and renamed into place once complete; the manifest last."""
+finish) and renamed into place once complete; the manifest last. What it reads back (a cell
+already written, an interrupted attempt's partial folder, the files the manifest lists) it reads
+through its `BundleReader`."""
 
 from __future__ import annotations
 
@@ -13,9 +15,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from repro.bundle.layout.integrity import bundle_files
 from repro.bundle.layout.names import (
     ATTEMPTS_FILE,
     CELL_FILE,
@@ -29,23 +30,18 @@ from repro.bundle.layout.names import (
     MATRIX_COPY,
     PARTIAL_FILE,
     RUN_FILE,
-    is_plain_name,
     plain_name,
     safe_id,
 )
-from repro.bundle.layout.reader import BundleReader
+from repro.bundle.layout.reader import AttemptClock, BundleReader
 from repro.bundle.records import CellRecord, EarlierAttempt, KeptScenario, PartialCell, RunRecord
 from repro.bundle.redact import Redactor
 from repro.core.errors import BadInput, ReproError
 from repro.core.files import (
     DIR_MODE,
-    MAX_JSON_BYTES,
-    MAX_JSONL_BYTES,
     MAX_LOG_BYTES,
     atomic_write,
-    read_regular,
     sha256_bytes,
-    sha256_file,
     short_error,
 )
 
@@ -87,7 +83,7 @@ class Bundle:
     def __init__(self, run_dir: Path, redactor: Redactor) -> None:
         self.dir = run_dir
         self.redactor = redactor
-        self.reader = BundleReader(run_dir)  # what --resume reads back of the cells already written
+        self.reader = BundleReader(run_dir)  # what it reads back: cells already written, partial cells
         with space_in(run_dir, run_dir / CELLS_DIR):
             (run_dir / CELLS_DIR).mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
         for folder in (run_dir, run_dir / CELLS_DIR):
@@ -123,7 +119,7 @@ class Bundle:
         return self.dir / CELLS_DIR / safe_id(cell_id, "cell id")
 
     def partial_dir(self, cell_id: str) -> Path:
-        return self.dir / CELLS_DIR / f".{safe_id(cell_id, 'cell id')}.partial"
+        return self.reader.partial_dir(cell_id)
 
     def start_cell(
         self, cell_id: str, partial: PartialCell | None = None, kept: Sequence[KeptScenario] = ()
@@ -145,22 +141,19 @@ class Bundle:
     def kept_scenarios(self, cell_id: str, expected: PartialCell) -> tuple[list[KeptScenario], str | None]:
         """The finished scenarios an interrupted attempt at the cell kept, in suite order, when
         they belong to exactly `expected` and each is intact; else none, and why (None: no partial)."""
-        folder = self.partial_dir(cell_id)
-        if folder.is_symlink() or not folder.is_dir():
+        if not self.reader.has_partial(cell_id):
             return [], None
-        paths = kept_files(folder / KEPT_DIR)
         try:
-            found = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
-            kept = [KeptScenario.model_validate_json(read_regular(path, MAX_JSONL_BYTES)) for path in paths]
+            found = self.reader.partial_record(cell_id)
+            named = self.reader.kept_in_partial(cell_id)
         except (BadInput, OSError, ValidationError) as error:
             return [], f"its kept scenarios are unreadable ({short_error(error)})"
         if found != PartialCell.model_validate_json(self.redactor.text(to_json(expected))):  # written redacted
             return [], "it was started for another matrix, profile, commit, cell or suite"
         wrong = [
-            path.stem
-            for path, one in zip(paths, kept, strict=True)
-            if not one.intact or one.result.id != path.stem or path.stem not in expected.suite_ids
+            stem for stem, one in named if not one.intact or one.result.id != stem or stem not in expected.suite_ids
         ]
+        kept = [one for _, one in named]
         if wrong:
             return [], f"kept scenario {wrong[0]} is not intact"
         order = {scenario_id: index for index, scenario_id in enumerate(expected.suite_ids)}
@@ -173,27 +166,15 @@ class Bundle:
         from earlier resumes, then the interrupted one: its partial record, the digest of each
         scenario it finished, its engine log) and each one's engine log by file name; or why they
         cannot be evidenced (then none is kept)."""
-        folder = self.partial_dir(cell_id)
+        reader = self.reader
         try:
-            partial = PartialCell.model_validate_json(read_regular(folder / PARTIAL_FILE, MAX_JSON_BYTES))
-            carried = (
-                [
-                    EarlierAttempt.model_validate(one)
-                    for one in json.loads(read_regular(folder / ATTEMPTS_FILE, MAX_JSON_BYTES))
-                ]
-                if (folder / ATTEMPTS_FILE).exists()
-                else []
-            )
+            partial = reader.partial_record(cell_id)
+            carried = reader.partial_attempts(cell_id)
             logs = {
-                one.engine_log: read_regular(folder / plain_name(one.engine_log), MAX_LOG_BYTES).decode()
-                for one in carried
+                one.engine_log: reader.partial_file(cell_id, one.engine_log, MAX_LOG_BYTES).decode() for one in carried
             }
-            log = read_regular(folder / ENGINE_LOG, MAX_LOG_BYTES).decode()
-            clock = (
-                AttemptClock.model_validate_json(read_regular(folder / CLOCK_FILE, MAX_JSON_BYTES))
-                if (folder / CLOCK_FILE).exists()
-                else AttemptClock()
-            )
+            log = reader.partial_file(cell_id, ENGINE_LOG, MAX_LOG_BYTES).decode()
+            clock = reader.partial_clock(cell_id)
         except (BadInput, OSError, ValueError) as error:
             return f"the interrupted attempt's record or engine log is unreadable ({short_error(error)})"
         done = {scenario_id for one in carried for scenario_id in one.finished}
@@ -210,14 +191,8 @@ class Bundle:
         return not self.reader.cell_problems(cell_id)
 
     def write_manifest(self) -> None:
-        lines = [f"{sha256_file(path)}  {path.relative_to(self.dir).as_posix()}" for path in bundle_files(self.dir)]
+        lines = [f"{digest}  {relative}" for relative, digest in self.reader.file_digests()]
         write_in(self.dir, self.dir / MANIFEST, ("\n".join(lines) + "\n").encode())
-
-
-class AttemptClock(BaseModel):
-    """An attempt's harness wall time up to its latest kept scenario (cells/.<id>.partial/harness-clock.json)."""
-
-    harness_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class CellWriter:
@@ -282,17 +257,6 @@ class CellWriter:
 
     def discard(self) -> None:
         shutil.rmtree(self.partial, ignore_errors=True)
-
-
-def kept_files(folder: Path) -> list[Path]:
-    """The kept scenarios' files of a partial cell: regular `<id>.json` files (no link, no dot-entry)."""
-    if folder.is_symlink() or not folder.is_dir():
-        return []
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.suffix == ".json" and is_plain_name(p.name) and not p.is_symlink() and p.is_file()
-    )
 
 
 def mark_latest(results_dir: Path, run_dir: Path) -> None:

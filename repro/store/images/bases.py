@@ -94,7 +94,7 @@ def variant_bases(dockerfile: Path, variant: str) -> dict[str, str]:
 
 def cuda_architectures(dockerfile: Path, compute_capability: str | None) -> str:
     """CMake CUDA architectures: the profile's compute capability only ("7.5" -> "75"), else every
-    capability the CUDA profiles name that the toolkit builds (repro.cuda_toolkit; for the offline
+    capability the CUDA profiles name that the toolkit builds (repro.store.cuda_toolkit; for the offline
     toolkit that is the Dockerfile's default, which a test keeps equal). A capability the toolkit
     cannot build is refused in one line before anything compiles."""
     from repro.spec.profiles import load_profiles

@@ -7,8 +7,8 @@ against the matrix's sha256: a mismatch is refused before anything boots. The wh
 once into `<cache>/external/unpacked/<sha256>/` (regular files only, no name out of the folder),
 which is where its tasks are read from; a run never downloads. A harness pinned by a source
 archive instead (`archive` or `git`, with its sha256: Tholos-Bench's runner) is fetched as engine
-sources are (repro.sources: the cache, a mirror, then git) and unpacked once into the suite cache
-(repro.suite_sources), where its image build and `repro check` read it (or, when neither holds it,
+sources are (repro.store.sources: the cache, a mirror, then git) and unpacked once into the suite cache
+(repro.suites.sources), where its image build and `repro check` read it (or, when neither holds it,
 from the copy a bundle carries: repro.suites.external.carried); the lock then holds only the wheels
 it installs.
 """
