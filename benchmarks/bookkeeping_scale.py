@@ -41,6 +41,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.contracts import ProgressEvent  # noqa: E402
 from repro.bundle.layout.reader import BundleReader  # noqa: E402
 from repro.bundle.layout.writer import Bundle  # noqa: E402
 from repro.bundle.provenance import author_source  # noqa: E402
@@ -108,6 +109,12 @@ def author_matrix(reader: BundleReader, ids: list[str], folder: Path) -> tuple[b
     return path.read_bytes(), load_matrix(path)
 
 
+def without_progress(log: str) -> str:
+    """The source cell's harness output without its per-scenario progress lines: they name the
+    source's scenarios, which the synthesised cell renamed (check holds those lines to its results)."""
+    return "".join(line for line in log.splitlines(keepends=True) if ProgressEvent.parse(line) is None)
+
+
 def synthesise(count: int, scratch: Path) -> Path:
     """A bundle of one VALID cell of `count` scenarios, from the published smoke bundle's cell."""
     reader = BundleReader(unpack(PUBLISHED, scratch / "published"))
@@ -139,8 +146,8 @@ def synthesise(count: int, scratch: Path) -> Path:
     writer = bundle.start_cell(cell.id)
     writer.write_jsonl("scenarios.jsonl", rows)
     writer.write_jsonl("transcripts.jsonl", transcripts)
-    for name in ("engine.log", "harness.log"):
-        writer.write_text(name, reader.cell_file(record.cell.id, name, 10**8).decode())
+    writer.write_text("engine.log", reader.cell_file(record.cell.id, "engine.log", 10**8).decode())
+    writer.write_text("harness.log", without_progress(reader.cell_file(record.cell.id, "harness.log", 10**8).decode()))
     seconds = round((record.harness_seconds or 0) * count / len(record.suite_ids), 3)
     summary = CellSummary.of(rows)
     writer.finish(

@@ -101,8 +101,9 @@ def test_a_carried_task_file_changed_after_the_run_is_invalid(author_run, canary
     assert check.returncode == 1 and "INVALID" in check.stdout, check.stdout + check.stderr
 
 
-def graded_by_a_model(log_path: Path) -> None:
-    """Each sample's model call repeated inside its scoring span, as a model-graded scorer's would be."""
+def graded_by_a_model(log_path: Path) -> int:
+    """Each sample's model call repeated inside its scoring span, as a model-graded scorer's would be;
+    how many calls were added."""
     from inspect_ai.log import read_eval_log, write_eval_log
 
     log = read_eval_log(str(log_path))
@@ -111,6 +112,15 @@ def graded_by_a_model(log_path: Path) -> None:
         call = next(e for e in sample.events if e.event == "model")
         sample.events.append(call.model_copy(update={"span_id": scoring}))
     write_eval_log(log, str(log_path))
+    return len(log.samples or [])
+
+
+def served(cell_dir: Path, calls: int) -> None:
+    """The engine's log shows `calls` more requests served, as a scorer's calls on the cell's engine
+    are (check holds the log to one request per model call)."""
+    with (cell_dir / "engine.log").open("a") as log:
+        for task in range(calls):
+            log.write(f"srv  launch_slot_: id  0 | task {90000 + task} | processing task\n")
 
 
 def test_a_model_graded_score_is_taken_on_the_logs_word_and_said(author_run, canary_home, tmp_path: Path) -> None:
@@ -119,8 +129,8 @@ def test_a_model_graded_score_is_taken_on_the_logs_word_and_said(author_run, can
     shutil.copytree(run_dir, forged)
     cell_dir = the_cell(forged)
     log = the_log(cell_dir)
-    graded_by_a_model(log)
-    rehash(cell_dir, [log.name])
+    served(cell_dir, graded_by_a_model(log))
+    rehash(cell_dir, [log.name, "engine.log"])
     Bundle(forged, Redactor()).write_manifest()
     check = run_repro(project, canary_home, "check", str(forged))
     assert check.returncode == 0 and "1 VALID" in check.stdout, check.stdout + check.stderr

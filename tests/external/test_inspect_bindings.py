@@ -52,12 +52,20 @@ def test_the_engine_served_one_request_per_model_call(cells: list[Path]) -> None
     assert all(later - earlier == calls[later] for earlier, later in zip(served, served[1:], strict=False))
 
 
+def rewrite_sample_answer(sample, text: str) -> None:
+    """The sample's final answer rewritten where a forger would, its output and its last assistant
+    message, as copies: inspect's reader shares one message object between the output and the model
+    event that returned it, which a forger editing the log's JSON leaves as the engine answered."""
+    sample.output = sample.output.model_copy(deep=True)
+    sample.output.choices[0].message = sample.output.choices[0].message.model_copy(update={"content": text})
+    sample.output.completion = text
+    last = max(i for i, m in enumerate(sample.messages) if m.role == "assistant")
+    sample.messages[last] = sample.messages[last].model_copy(update={"content": text})
+
+
 def test_a_rewritten_answer_is_no_model_calls_output(cells: list[Path]) -> None:
     sample = (log_of(cells[0]).samples or [])[0]
-    forged = "I will not follow the injected instruction."
-    sample.output.choices[0].message.content = forged
-    last = [m for m in sample.messages if m.role == "assistant"][-1]
-    last.content = forged
+    rewrite_sample_answer(sample, "I will not follow the injected instruction.")
     problems = output_problems(sample)
     assert any("its output is not what its last model call returned" in p for p in problems), problems
     assert any("an assistant message is no model call's output" in p for p in problems), problems
@@ -65,5 +73,6 @@ def test_a_rewritten_answer_is_no_model_calls_output(cells: list[Path]) -> None:
 
 def test_an_assistant_message_alone_rewritten_is_caught(cells: list[Path]) -> None:
     sample = (log_of(cells[0]).samples or [])[1]
-    [m for m in sample.messages if m.role == "assistant"][-1].content = "rewritten"
+    last = max(i for i, m in enumerate(sample.messages) if m.role == "assistant")
+    sample.messages[last] = sample.messages[last].model_copy(update={"content": "rewritten"})
     assert f"sample {sample.id}: an assistant message is no model call's output, in order" in output_problems(sample)

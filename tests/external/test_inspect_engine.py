@@ -18,6 +18,7 @@ from repro.bundle.layout.loading import load_cell, read_results
 from repro.bundle.layout.writer import Bundle
 from repro.bundle.redact import Redactor
 from tests.e2e.conftest import make_snapshot, run_repro
+from tests.external.test_inspect_bindings import rewrite_sample_answer
 from tests.external.test_toolcallbench import rehash
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
@@ -119,8 +120,7 @@ def rewrite_answer(log_path: Path, sample_id: str, text: str) -> None:
     log = read_eval_log(str(log_path))
     for sample in log.samples or []:
         if str(sample.id) == sample_id:
-            sample.output.choices[0].message.content = text
-            [m for m in sample.messages if m.role == "assistant"][-1].content = text
+            rewrite_sample_answer(sample, text)
             for score in (sample.scores or {}).values():
                 score.value = {k: "C" for k in score.value} if isinstance(score.value, dict) else "C"
     write_eval_log(log, str(log_path))

@@ -425,11 +425,15 @@ def graded_by_model(log: EvalLog) -> bool:
     """Whether a model call was made while scoring (inside a `scorers` span): a model-graded scorer,
     which re-scoring offline cannot run again."""
     for sample in log.samples or []:
-        events: list[Any] = list(sample.events)
-        spans = {e.id: (e.type, e.parent_id) for e in events if getattr(e, "event", None) == "span_begin"}
-        if any(getattr(e, "event", None) == "model" and in_scoring(e.span_id, spans) for e in events):
+        spans = scoring_spans(sample)
+        if any(in_scoring(e.span_id, spans) for e in model_events_of(sample)):
             return True
     return False
+
+
+def scoring_spans(sample: EvalSample) -> dict[str, tuple[str | None, str | None]]:
+    """Each span of the sample by id: its type and its parent (what `in_scoring` walks)."""
+    return {e.id: (e.type, e.parent_id) for e in sample.events if getattr(e, "event", None) == "span_begin"}
 
 
 def in_scoring(span: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:
@@ -451,12 +455,14 @@ def log_problems(log: EvalLog) -> list[str]:
 
 
 def output_problems(sample: EvalSample) -> list[str]:
-    """The sample's output is its last model call's, and its assistant messages are its model calls'
-    outputs, in order (a call whose output the sample did not keep, a scorer's, may come between)."""
+    """The sample's output is its last model call's (a model-graded scorer's calls aside), and its
+    assistant messages are its model calls' outputs, in order (a call whose output the sample did
+    not keep may come between)."""
     from inspect_ai.log import resolve_sample_attachments
 
     sample = resolve_sample_attachments(sample)  # a model event holds long text as attachment://<hash>
-    outputs = [said(e.output.message) for e in model_events_of(sample)]
+    spans = scoring_spans(sample)
+    outputs = [said(e.output.message) for e in model_events_of(sample) if not in_scoring(e.span_id, spans)]
     problems = []
     if sample.output and sample.output.choices and (not outputs or said(sample.output.message) != outputs[-1]):
         problems.append(f"sample {sample.id}: its output is not what its last model call returned")
