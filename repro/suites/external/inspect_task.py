@@ -433,7 +433,8 @@ def graded_by_model(log: EvalLog) -> bool:
 
 def scoring_spans(sample: EvalSample) -> dict[str, tuple[str | None, str | None]]:
     """Each span of the sample by id: its type and its parent (what `in_scoring` walks)."""
-    return {e.id: (e.type, e.parent_id) for e in sample.events if getattr(e, "event", None) == "span_begin"}
+    events: list[Any] = list(sample.events)
+    return {e.id: (e.type, e.parent_id) for e in events if getattr(e, "event", None) == "span_begin"}
 
 
 def in_scoring(span: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:
