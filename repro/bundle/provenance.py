@@ -23,7 +23,7 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
     """The git commit and whether the work tree was clean (untracked, unignored files count)."""
     from repro.store.images import harness_source_digest
 
-    digest = harness_source_digest(root)
+    digest, lock = harness_source_digest(root), host_lock()
     try:
         import git
 
@@ -40,9 +40,8 @@ def source_state(root: Path = PROJECT_ROOT) -> SourceState:
             tree_clean=False,
             dirty_files=[f"(no git commit: {type(error).__name__})"],
             harness_digest=digest,
-            host_lock=host_lock(),
+            host_lock=lock,
         )
-    lock = host_lock()
     return SourceState(
         commit=commit, tree_clean=not dirty, dirty_files=dirty[:DIRTY_KEPT], harness_digest=digest, host_lock=lock
     )

@@ -142,6 +142,8 @@ class Adapter(SuiteKind):
         needs more of the cell's record (its decoding, the image it ran in) says so here."""
         return self.recheck(raw, index, wheel_root, ev.record.cell.protocol)
 
+    records_requests = False  # whether `engine_requests` reads a count from the harness's records
+
     def engine_requests(self, raw: dict[str, bytes], index: RawIndex) -> int | None:
         """The requests the harness's own records say it made of the engine (check holds the cell's
         engine log to them); None where its records do not say (the default)."""

@@ -273,8 +273,10 @@ def rule_report(ev: CellEvidence) -> list[str]:
 def rule_engine_requests(ev: CellEvidence, tools: CheckTools) -> list[str]:
     """The cell's engine log holds the requests the harness's own records say it made (inspect: one
     per model call), where both say."""
-    raw, index = raw_evidence(ev)
-    asked = adapter_of(ev.record.cell.suite).engine_requests(raw, index)
+    adapter = adapter_of(ev.record.cell.suite)
+    if not adapter.records_requests:
+        return []  # its raw outputs are not read for nothing
+    asked = adapter.engine_requests(*raw_evidence(ev))
     problem = None if asked is None else tools.requests_problem(ev, asked)
     return [f"{problem} (its harness's records)"] if problem else []
 

@@ -212,6 +212,8 @@ class Inspect(Adapter):
                 problems += score_problems(log, rescore(image, self.program, files[name], external, author))
         return problems + notes
 
+    records_requests = True
+
     def engine_requests(self, raw: dict[str, bytes], index: RawIndex) -> int | None:
         return sum(model_calls(log) for log in read_logs(raw, index))
 
