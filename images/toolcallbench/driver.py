@@ -9,14 +9,16 @@ ToolCallBench computes, decides or writes:
   checks from them (it never runs a model's code on the host);
 - each chat request of the OpenAI-compatible backend also carries the matrix's `max_tokens` and
   the profile's `cache_prompt` (ToolCallBench 1.0.1 sends neither; without them the engine's
-  defaults would apply: no token limit, and llama.cpp's prompt cache on); its `ollama` backend
+  defaults would apply: no token limit, and llama.cpp's prompt cache on); with the cache per
+  scenario (`--cache-prompt scenario`) a task's first request says false and its later ones true,
+  so each task starts from an empty cache whatever ran before it; its `ollama` backend
   (/api/chat) is left as it is: the model repro created in Ollama has the matrix's `num_predict`
   as its default, and Ollama has no prompt-cache switch;
 - one JSON progress line per finished task on stdout (repro's progress display).
 
 Usage: python driver.py --out DIR --tasks ID,ID [--backend openai-compat|ollama|scripted] [--host URL]
        [--model NAME] [--profile P] [--seed N] [--temperature T] [--max-tokens N]
-       [--context N] [--timeout S] [--cache-prompt]
+       [--context N] [--timeout S] [--cache-prompt [run|scenario]]
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=None)
     parser.add_argument("--context", type=int, default=4096)
     parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--cache-prompt", action="store_true")
+    parser.add_argument("--cache-prompt", nargs="?", const="run", choices=["run", "scenario"], default=None)
     return parser.parse_args(argv)
 
 
@@ -81,7 +83,23 @@ def state_of(root: Path, fixture: Path) -> dict:
     return state
 
 
-def observe(out: Path, total: int) -> None:
+class CacheSwitch:
+    """The `cache_prompt` each request carries: off (None), on across the run, or per scenario
+    (a task's first request false, its later ones true; `begin` marks a task's start)."""
+
+    def __init__(self, mode: str | None) -> None:
+        self.mode, self.first = mode, True
+
+    def begin(self) -> None:
+        self.first = True
+
+    def next_value(self) -> bool:
+        value = self.mode == "run" or (self.mode == "scenario" and not self.first)
+        self.first = False
+        return value
+
+
+def observe(out: Path, total: int, cache: CacheSwitch) -> None:
     """Install the observers (see the module's docstring)."""
     import toolcallbench.checks as checks
     import toolcallbench.cli as cli
@@ -111,6 +129,7 @@ def observe(out: Path, total: int) -> None:
     done = [0]
 
     def run_once(task, backend, fixture_dir, **kwargs):
+        cache.begin()
         record = original_run_once(task, backend, fixture_dir, **kwargs)
         done[0] += 1
         passed = record.status == "ok" and record.check is not None and record.check.passed
@@ -121,14 +140,14 @@ def observe(out: Path, total: int) -> None:
     checks.run_trusted, runner.evaluate, cli.run_once = run_trusted, evaluate, run_once
 
 
-def add_decoding(max_tokens: int | None, cache_prompt: bool) -> None:
+def add_decoding(max_tokens: int | None, cache: CacheSwitch) -> None:
     from toolcallbench.backends import openai_compat
 
     original = openai_compat.request_json
 
     def request_json(method, url, payload, timeout):
         if payload is not None and url.endswith("/v1/chat/completions"):
-            payload = {**payload, "cache_prompt": cache_prompt, **({"max_tokens": max_tokens} if max_tokens else {})}
+            payload = {**payload, "cache_prompt": cache.next_value(), **({"max_tokens": max_tokens} if max_tokens else {})}
         return original(method, url, payload, timeout)
 
     openai_compat.request_json = request_json
@@ -138,9 +157,10 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     out = Path(args.out)
     tasks = [t for t in args.tasks.split(",") if t]
-    observe(out, len(tasks))
+    cache = CacheSwitch(args.cache_prompt)
+    observe(out, len(tasks), cache)
     if args.backend == "openai-compat":
-        add_decoding(args.max_tokens, args.cache_prompt)
+        add_decoding(args.max_tokens, cache)
     work = Path(tempfile.mkdtemp(prefix="tcb-work-"))
     config = work / "config.yaml"
     settings = {"num_ctx": args.context, "temperature": args.temperature, "seed": args.seed, "repeats": 1, "request_timeout": args.timeout}

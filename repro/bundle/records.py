@@ -19,7 +19,7 @@ from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.engines import engine_kind_facts
 from repro.spec.findings import GateResult, GpuDevice, SandboxSettings, TemplateFacts
 from repro.spec.matrix import Sha256
-from repro.spec.profiles import Profile
+from repro.spec.profiles import PER_SCENARIO, Profile, PromptCache, cache_exact, cache_label
 
 # 3: the bundle embeds its matrix (matrix.yaml) and records --only; 4: engine audit and execution;
 # 5: the chat templates (run.json chat_templates) and the capability preflight
@@ -91,19 +91,27 @@ class Execution(BaseModel):
 
     threads: int | None
     slots: int = 1
-    cache_prompt: bool = False
+    cache_prompt: PromptCache = False
     replicas: int = 1
     workers: int = 1
 
     @classmethod
-    def of(cls, profile: Profile, replicas: int, engine_kind: str | None = None) -> Execution:
-        """The profile's execution; on an engine kind whose prompt cache cannot be turned off, the
-        cache is on whatever the profile says (repro.spec.engines)."""
+    def of(
+        cls, profile: Profile, replicas: int, engine_kind: str | None = None, *, marks_scenarios: bool = True
+    ) -> Execution:
+        """The profile's execution as a cell runs it: on an engine kind whose prompt cache cannot be
+        turned off, the cache is on across the run whatever the profile says (repro.spec.engines);
+        per scenario, a harness that cannot mark a scenario's start (`marks_scenarios`: it sends no
+        cache_prompt, so the engine's default applies) runs with the cache off, the engine's default
+        in that mode (repro.engines.llamacpp.cache_flags)."""
         switch = engine_kind is None or engine_kind_facts(engine_kind).prompt_cache_switch
+        mode = profile.cache_prompt
+        if mode == PER_SCENARIO and not marks_scenarios:
+            mode = False
         return cls(
             threads=profile.threads,
             slots=profile.slots,
-            cache_prompt=profile.cache_prompt or not switch,
+            cache_prompt=mode if switch else True,
             replicas=replicas,
             workers=replicas * profile.slots,
         )
@@ -111,8 +119,9 @@ class Execution(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def exact(self) -> bool:
-        """One slot and no prompt cache: every sequence computed as a lone serial request is."""
-        return self.slots == 1 and not self.cache_prompt
+        """One slot and no prompt cache, or one per scenario: every scenario computed as it would be
+        alone on a fresh engine in the same mode."""
+        return self.slots == 1 and cache_exact(self.cache_prompt)
 
     def label(self) -> str:
         """E.g. "2 threads, 1 slot, prompt cache off" (replicas are left out: they change no result)."""
@@ -120,7 +129,7 @@ class Execution(BaseModel):
             "threads unpinned" if self.threads is None else f"{self.threads} thread{'s' if self.threads != 1 else ''}"
         )
         slots = f"{self.slots} slot{'s' if self.slots != 1 else ''}"
-        return f"{threads}, {slots}, prompt cache {'on' if self.cache_prompt else 'off'}"
+        return f"{threads}, {slots}, prompt cache {cache_label(self.cache_prompt)}"
 
 
 class EngineFault(BaseModel):
@@ -239,7 +248,7 @@ class RunRecord(BaseModel):
     # every input the run did not make, by reference (absent in older bundles: they carried them)
     inputs: list[InputReference] = []
     # the run's --prompt-cache over its profile's mode (None: the profile's; absent in older bundles)
-    prompt_cache: bool | None = None
+    prompt_cache: PromptCache | None = None
 
 
 InputRole = Literal["suite-files", "harness-code", "harness-wheel"]

@@ -33,6 +33,7 @@ from repro.engines.registry import engine_class
 from repro.spec.findings import TemplateFacts
 from repro.spec.harnesses import HarnessPin
 from repro.spec.matrix import EngineSpec
+from repro.spec.profiles import PromptCache
 
 # The names of the inputs a reviewer may accept as differing (--accept), and what each covers.
 ACCEPTABLE: dict[str, str] = {
@@ -94,7 +95,7 @@ class SetupRecord(BaseModel):
     profile_settings: str | None = None  # the profile's settings as run but its threads, by sha256
     threads: int | None = None
     slots: int | None = None
-    cache_prompt: bool | None = None
+    cache_prompt: PromptCache | None = None  # False, "scenario" or True (repro.spec.profiles)
     replicas: int | None = None
     accelerator: str | None = None
     accelerator_stated: bool = False  # "accelerator: null" (a CPU) is a statement; absence is not

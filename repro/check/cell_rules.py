@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.contracts import ProgressEvent, SandboxAudit
+from harness.contracts import ProgressEvent, SandboxAudit, ScenarioResult
 from repro.bundle.evidence import CellEvidence
 from repro.bundle.layout.names import CELLS_DIR, HARNESS_LOG, SUITES_DIR
 from repro.bundle.records import CellSummary, Execution
@@ -21,6 +21,7 @@ from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
 from repro.engines.gate import rejudge
 from repro.spec.cells import exclusion_label
+from repro.spec.profiles import PER_SCENARIO
 from repro.suites.registry import kind_of, select
 
 MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
@@ -147,7 +148,9 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     problems = []
     if profile.threads is None:
         problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
-    recorded, expected = ev.record.execution, Execution.of(profile, 1, ev.record.cell.engine.kind)
+    cell = ev.record.cell
+    marks = kind_of(cell.suite).marks_scenarios()
+    recorded, expected = ev.record.execution, Execution.of(profile, 1, cell.engine.kind, marks_scenarios=marks)
     if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (
         expected.threads,
         expected.slots,
@@ -179,37 +182,53 @@ def legacy_cache_label(ev: CellEvidence) -> bool:
 
 def cache_evidence(ev: CellEvidence) -> list[str]:
     """The prompt cache the cell records, against the engine's own report of each request (llama.cpp's
-    `cache_n`, the prompt tokens it took from its cache): with the cache off, no request reused a
-    token; with it on, some request after a scenario's first did (each step repeats the last one's
-    prompt). A harness whose results carry no such report leaves nothing to compare."""
+    `cache_n`, the prompt tokens it took from its cache): off, no request reused a token; per
+    scenario, no scenario's first request did and every later one did (each extends its scenario's
+    conversation, so its prefix is in the slot); across the run, some request after a scenario's
+    first did. A request whose report lacks the count tells nothing."""
     recorded = ev.record.execution
     if recorded is None:
         return []  # the evidence rule names a missing execution record
     try:
-        results = ev.bundle.results(ev.cell_id)
+        counts = [scenario_cache_counts(result) for result in ev.bundle.results(ev.cell_id)]
     except BadInput:
         return []  # the bounds rule names an unreadable results file
-    reused = [
-        (timing.step, count)
-        for result in results
-        for timing in result.engine_timings
-        if isinstance(count := (timing.timings or {}).get("cache_n"), int) and not isinstance(count, bool)
-    ]
-    if not reused:
-        return []
+    firsts = [each[0] for each in counts if each and each[0] is not None]
+    later = [count for each in counts for count in each[1:] if count is not None]
+    if recorded.cache_prompt == PER_SCENARIO:
+        return per_scenario_cache_problems(firsts, later)
     if not recorded.cache_prompt:
-        hits = sum(count > 0 for _, count in reused)
-        return (
-            [f"the prompt cache is recorded off, but the engine reports cached tokens in {hits} request(s)"]
-            if hits
-            else []
-        )
-    later = [count for step, count in reused if step > 1]
+        hits = sum(count > 0 for count in firsts + later)
+        off = f"the prompt cache is recorded off, but the engine reports cached tokens in {hits} request(s)"
+        return [off] if hits else []
     if later and not any(later):
         return [
             f"the prompt cache is recorded on, but the engine reports no cached token in {len(later)} later step(s)"
         ]
     return []
+
+
+def scenario_cache_counts(result: ScenarioResult) -> list[int | None]:
+    """`cache_n` of each of a scenario's requests in order, as the engine reported it (None where not)."""
+    counts = [(timing.timings or {}).get("cache_n") for timing in result.engine_timings]
+    return [c if isinstance(c, int) and not isinstance(c, bool) else None for c in counts]
+
+
+def per_scenario_cache_problems(firsts: list[int], later: list[int]) -> list[str]:
+    """Per scenario: each first request read no cached token, each later one read some."""
+    warm, cold = sum(count > 0 for count in firsts), sum(count == 0 for count in later)
+    problems = []
+    if warm:
+        problems.append(
+            f"the prompt cache is recorded per scenario, but {warm} scenario(s) took cached tokens on their "
+            "first request (from what ran before them)"
+        )
+    if cold:
+        problems.append(
+            f"the prompt cache is recorded per scenario, but the engine reports no cached token in {cold} "
+            "later request(s) of a scenario"
+        )
+    return problems
 
 
 def rule_gate(ev: CellEvidence) -> list[str]:

@@ -26,6 +26,7 @@ from repro.check.cross import ENGINE_THREADS
 from repro.check.served import calls_per_scenario, own_requests_problem, served_during, sibling_logs
 from repro.core.errors import BadInput
 from repro.core.files import MAX_LOG_BYTES
+from repro.spec.profiles import PromptCache
 
 if TYPE_CHECKING:
     from repro.bundle.evidence import CellEvidence
@@ -77,7 +78,7 @@ def attempt_problems(ev: CellEvidence, number: int, attempt: EarlierAttempt) -> 
     return problems + attempt_log_problems(ev, number, attempt)
 
 
-def settings_of(execution: Execution | None) -> tuple[int | None, int, bool] | None:
+def settings_of(execution: Execution | None) -> tuple[int | None, int, PromptCache] | None:
     """The execution settings that change results: threads, slots, prompt cache."""
     return None if execution is None else (execution.threads, execution.slots, execution.cache_prompt)
 

@@ -22,7 +22,7 @@ from repro.plan.planner import Plan, stored_plan
 from repro.spec.cells import Cell, exclusion_label
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix, matrix_json_schema
-from repro.spec.profiles import Profile, is_profiles_file, load_profiles
+from repro.spec.profiles import PER_SCENARIO, Profile, PromptCache, is_profiles_file, load_profiles
 
 if TYPE_CHECKING:
     from repro.run.context import RunOptions
@@ -204,8 +204,9 @@ def run(
     prompt_cache: str = typer.Option(
         None,
         "--prompt-cache",
-        help="on or off: the engine's prompt cache for this run, over the profile's (recorded in run.json; "
-        "on is faster and not exact: docs/engines.md).",
+        help="off, scenario or on: the engine's prompt cache for this run, over the profile's (recorded in "
+        "run.json; scenario starts each scenario from an empty cache, exact against the same mode; on reuses "
+        "it across the run, not exact: docs/engines.md).",
     ),
 ) -> None:
     """Run a matrix: boot each engine sealed, gate it, run every cell's harness, record the bundle.
@@ -235,7 +236,7 @@ def run(
         shard=shard_pair,
         replicas=parse_replicas(replicas),
         allow_dirty=allow_dirty,
-        prompt_cache=parse_switch("--prompt-cache", prompt_cache),
+        prompt_cache=parse_cache_mode(prompt_cache),
     )
     try:
         run_dir = run_matrix(options, RunProgress(console))
@@ -308,17 +309,22 @@ def resume_command(options: RunOptions) -> str:
     if options.allow_dirty:
         words += ["--allow-dirty"]
     if options.prompt_cache is not None:
-        words += ["--prompt-cache", "on" if options.prompt_cache else "off"]
+        words += ["--prompt-cache", CACHE_WORDS[options.prompt_cache]]
     return printable(shlex.join(words))
 
 
-def parse_switch(option: str, text: str | None) -> bool | None:
-    """An on/off option: True, False, or None when not given; anything else refused in one line."""
+# --prompt-cache's words and the modes they name (repro.spec.profiles.PromptCache)
+CACHE_MODES: dict[str, PromptCache] = {"off": False, PER_SCENARIO: PER_SCENARIO, "on": True}
+CACHE_WORDS = {mode: word for word, mode in CACHE_MODES.items()}
+
+
+def parse_cache_mode(text: str | None) -> PromptCache | None:
+    """--prompt-cache: off, scenario or on, or None when not given; anything else refused in one line."""
     if text is None:
         return None
-    if text not in ("on", "off"):
-        raise BadInput(f"{option} {printable(text)[:40]}: expected on or off")
-    return text == "on"
+    if text not in CACHE_MODES:
+        raise BadInput(f"--prompt-cache {printable(text)[:40]}: expected off, scenario or on")
+    return CACHE_MODES[text]
 
 
 def parse_replicas(text: str) -> int | None:

@@ -82,8 +82,13 @@ def server_args(model: ModelSpec, profile: Profile, decoding: Decoding, *, port:
 def cache_args(profile: Profile) -> list[str]:
     """The server's own prompt cache, as the profile says: off is `--no-cache-prompt` (the default
     of every request) and `--cache-ram 0` (no prompt states kept in host memory), which the
-    llama.cpp maintainers advise for determinism; the harness also sends `cache_prompt: false`."""
-    return ["--cache-prompt"] if profile.cache_prompt else ["--no-cache-prompt", "--cache-ram", "0"]
+    llama.cpp maintainers advise for determinism; the harness also sends `cache_prompt: false`.
+    Per scenario the flags are the same: a harness that marks a scenario's start sends
+    `cache_prompt: false` on its first request and `true` on the later ones (each request's own
+    switch overrides the default), one that cannot sends none and so runs with the cache off, and
+    no state is kept in host memory that a later scenario could restore. Across the run (the
+    exploration mode) the default is on."""
+    return ["--cache-prompt"] if profile.cache_prompt is True else ["--no-cache-prompt", "--cache-ram", "0"]
 
 
 def device_args(profile: Profile) -> list[str]:

@@ -99,7 +99,8 @@ def planned_setup(
     """A planned cell's setup as this machine would run it; what only the run shows (the template
     the engine serves, its kernels, the scenarios of the part, the replicas) is not recorded yet."""
     gpus = system.gpus[: settings.gpu_count]
-    execution = Execution.of(settings, replicas=1, engine_kind=cell.engine.kind)
+    marks = kind_of(cell.suite).marks_scenarios()
+    execution = Execution.of(settings, replicas=1, engine_kind=cell.engine.kind, marks_scenarios=marks)
     return SetupRecord(
         model_sha256=cell.model.sha256,
         quant=cell.model.quant,

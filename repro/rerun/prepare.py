@@ -36,6 +36,7 @@ from repro.rerun.preflight import SetupRow, bundle_side, compare_setups, machine
 from repro.spec.cells import Cell
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix
+from repro.spec.profiles import PromptCache
 from repro.store.models import is_stored
 from repro.suites.fetching import fetch_run_references
 from repro.suites.registry import kind_of
@@ -68,7 +69,7 @@ class RerunPlan(BaseModel):
     cells: list[Cell]
     again_excluded: dict[str, str] = {}  # bundle cells the plan excludes on this profile: why
     setup: list[SetupRow]
-    prompt_cache: bool  # the bundle's engine prompt cache, which the rerun runs with (--prompt-cache)
+    prompt_cache: PromptCache  # the bundle's engine prompt cache, which the rerun runs with (--prompt-cache)
 
 
 def default_out(given: Path) -> Path:

@@ -18,8 +18,9 @@ from repro.run.progress import RunProgress
 from repro.spec.cells import Cell
 from repro.spec.findings import GateResult, SuiteSelection, TemplateFacts
 from repro.spec.matrix import LoadedMatrix
-from repro.spec.profiles import Profile
+from repro.spec.profiles import Profile, PromptCache
 from repro.store.images import ImageRef
+from repro.suites.registry import kind_of
 
 
 class RunOptions(BaseModel):
@@ -31,7 +32,7 @@ class RunOptions(BaseModel):
     shard: tuple[int, int] | None = None  # (i, n): this machine runs the i-th of n shards, 1-based
     replicas: int | None = 1  # engines per group, one slot each; None: as many as the cores (and GPU memory) hold
     allow_dirty: bool = False  # run on a dirty tree anyway, marked not clean-room from the start
-    prompt_cache: bool | None = None  # --prompt-cache over the profile's mode (None: the profile's)
+    prompt_cache: PromptCache | None = None  # --prompt-cache over the profile's mode (None: the profile's)
 
     @property
     def shard_text(self) -> str | None:
@@ -82,7 +83,8 @@ class RunContext(BaseModel):
 
     def cell_execution(self, cell: Cell) -> Execution:
         """How the cell's engine computes: the profile's execution on the cell's engine kind."""
-        return Execution.of(self.prepared.profile, self.replicas, cell.engine.kind)
+        marks = kind_of(cell.suite).marks_scenarios()
+        return Execution.of(self.prepared.profile, self.replicas, cell.engine.kind, marks_scenarios=marks)
 
 
 class GroupEngine(BaseModel):

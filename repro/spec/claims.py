@@ -30,6 +30,7 @@ from repro.core.errors import BadInput
 from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
 from repro.spec.engines import EngineKind
 from repro.spec.matrix import Commit, Ident, Sha256
+from repro.spec.profiles import PromptCache
 from repro.spec.tolerance import Tolerance
 
 FORMAT = 1
@@ -153,7 +154,9 @@ class ClaimHardware(Strict):
     )
     threads: int | None = Field(default=None, ge=1, le=4096, description="threads per engine")
     slots: int | None = Field(default=None, ge=1, le=64)
-    cache_prompt: bool | None = None
+    cache_prompt: PromptCache | None = Field(
+        default=None, description="false, scenario (each scenario from an empty cache) or true (across the run)"
+    )
 
 
 class ClaimDecoding(Strict):

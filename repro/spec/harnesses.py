@@ -30,6 +30,10 @@ class HarnessFacts(BaseModel):
     # flags set to the profile's mode (llama.cpp --no-cache-prompt / --cache-prompt). Bundles made
     # before this was known record such cells "prompt cache on" (repro.check.cell_rules.rule_execution).
     sends_cache_prompt: bool = True
+    # True: its driver marks each task's start, so a profile's per-scenario prompt cache holds: the
+    # task's first request says cache_prompt false and its later ones true. False: the cell runs
+    # with the cache off in that mode (repro.bundle.records.Execution.of)
+    marks_scenarios: bool = False
     fixed_decoding: dict[str, float] = {}  # decoding fields it sends itself, which a matrix must agree with
     # sha256 -> licence, of the known archives a bundle carries (no public address serves them; the licence lets it)
     carried_archives: dict[str, str] = {}
@@ -58,6 +62,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         "tools and reads message.tool_calls",
         engine_kinds=frozenset({"llama.cpp", "ollama"}),
         backends={"openai": "openai-compat", "ollama": "ollama"},
+        marks_scenarios=True,  # images/toolcallbench/driver.py wraps each task's run
     ),
     "tholos": HarnessFacts(
         name="tholos",

@@ -6,7 +6,15 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from repro.core.config import PROFILES_FILE
 from repro.core.errors import BadInput
@@ -14,6 +22,24 @@ from repro.core.yamlsource import load_yaml_document, pydantic_problems
 from repro.spec.tolerance import Tolerance
 
 GPU_PINS = ("accelerator", "compute_capability", "gpu_memory_mib", "flash_attn")
+
+# The engine's prompt cache: False (off: every request reads its whole prompt), "scenario" (on,
+# each scenario starting from an empty cache: exact against the same mode) or True (on across the
+# run: a scenario's first request may reuse what the previous one left, an exploration mode).
+# Bundles made before the per-scenario mode record booleans only; they read unchanged.
+PromptCache = bool | Literal["scenario"]
+PER_SCENARIO: Literal["scenario"] = "scenario"
+
+
+def cache_label(mode: PromptCache) -> str:
+    """ "off", "per scenario" or "on" (across the run)."""
+    return "per scenario" if mode == PER_SCENARIO else ("on" if mode else "off")
+
+
+def cache_exact(mode: PromptCache) -> bool:
+    """Whether the mode keeps a scenario's transcript a function of the scenario and the setup
+    (off, or per scenario with one slot), whatever ran before it on the engine."""
+    return mode is False or mode == PER_SCENARIO
 
 
 class Strict(BaseModel):
@@ -57,9 +83,11 @@ class Profile(Strict):
     slots: int = Field(
         default=1, ge=1, le=64, description="parallel sequences per engine (-np); more than 1 is not exact"
     )
-    cache_prompt: bool = Field(
+    cache_prompt: PromptCache = Field(
         default=False,
-        description="reuse the KV cache of a previous prompt; not exact (docs/engines.md, 'The prompt cache')",
+        description="reuse the KV cache of a previous prompt: false, scenario (each scenario starts from an "
+        "empty cache: exact against the same mode) or true (across the run: not exact); docs/engines.md, "
+        "'The prompt cache'",
     )
     max_model_gb: float = Field(gt=0)
     ready_timeout_s: int = Field(default=600, ge=5)
@@ -70,6 +98,13 @@ class Profile(Strict):
         description="what a rerun on this profile promises against a claim (repro verify --claims): "
         "a test level, or a pass count within k",
     )
+
+    @model_validator(mode="after")
+    def _one_slot_per_scenario_cache(self) -> Profile:
+        """Several slots batch several scenarios together, so no scenario starts from an empty cache."""
+        if self.cache_prompt == PER_SCENARIO and self.slots != 1:
+            raise ValueError("cache_prompt: scenario needs slots: 1 (several slots mix scenarios in one batch)")
+        return self
 
     @model_serializer(mode="wrap")
     def _without_unset_tolerance(self, handler: SerializerFunctionWrapHandler) -> dict:
@@ -94,9 +129,9 @@ class Profile(Strict):
         """A profile that runs on a GPU (an accelerator named or GPUs requested)."""
         return self.accelerator is not None or self.gpu_count > 0
 
-    def with_prompt_cache(self, on: bool | None) -> Profile:
+    def with_prompt_cache(self, mode: PromptCache | None) -> Profile:
         """The profile as a run with `--prompt-cache` ran it (None: the profile's own mode)."""
-        return self if on is None or on == self.cache_prompt else self.model_copy(update={"cache_prompt": on})
+        return self if mode is None or mode == self.cache_prompt else self.model_copy(update={"cache_prompt": mode})
 
     def accelerator_matches(self, reported: str | None) -> bool:
         if self.accelerator is None:

@@ -43,7 +43,7 @@ from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
 from repro.spec.harnesses import HarnessPin
 from repro.spec.matrix import Suite
-from repro.spec.profiles import Profile
+from repro.spec.profiles import PER_SCENARIO, Profile, PromptCache
 from repro.store.images import ImageRef
 
 SCENARIO_MOUNT = "/scenarios"  # the suite's folder, read-only, in every cell's container
@@ -167,6 +167,12 @@ class SuiteKind(ABC):
         default applies, which the engine's flags set to the profile's mode all the same)."""
         return True
 
+    def marks_scenarios(self) -> bool:
+        """Whether the kind's requests mark each scenario's start for a per-scenario prompt cache
+        (its first request says `cache_prompt: false`); if not, its cells run with the cache off in
+        that mode (repro.bundle.records.Execution.of)."""
+        return True
+
     def progress(self, line: str) -> ProgressEvent | None:
         """A progress event from one line of the container's output (None for other lines)."""
         return ProgressEvent.parse(line)
@@ -192,6 +198,14 @@ class SuiteKind(ABC):
     def report(self, reader: BundleReader, cell_id: str) -> dict[str, bytes]:
         """The harness's own report of one cell (file name -> bytes), rendered again from the bundle."""
         raise BadInput(f"suites of kind {self.name} have no report of their own")
+
+
+def cache_prompt_argv(mode: PromptCache) -> list[str]:
+    """The harness's (and a driver's) `--cache-prompt` for the profile's mode: none when off,
+    `--cache-prompt scenario` per scenario, `--cache-prompt` across the run."""
+    if mode == PER_SCENARIO:
+        return ["--cache-prompt", PER_SCENARIO]
+    return ["--cache-prompt"] if mode else []
 
 
 def fixtures_beside(folder: Path) -> Path:

@@ -23,7 +23,15 @@ from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
 from repro.spec.matrix import Suite
 from repro.spec.profiles import Profile
-from repro.suites.base import SCENARIO_MOUNT, CellOutputs, Log, SuiteKind, fixture_files, fixtures_beside
+from repro.suites.base import (
+    SCENARIO_MOUNT,
+    CellOutputs,
+    Log,
+    SuiteKind,
+    cache_prompt_argv,
+    fixture_files,
+    fixtures_beside,
+)
 from repro.suites.references import admit_reference, files_reference, is_others
 from repro.suites.sources import fetch_suite
 
@@ -116,7 +124,7 @@ def harness_command(
         "/out/transcripts.jsonl",
         "--progress",
         "json",
-        *(["--cache-prompt"] if profile.cache_prompt else []),
+        *cache_prompt_argv(profile.cache_prompt),
     ]
 
 

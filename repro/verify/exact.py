@@ -1,11 +1,13 @@
 """When a claim and a rerun are the same exact setup, so the claim promises identity (a CPU
-engine, the same threads, one slot, prompt cache off, the same engine build, model bytes and
-harness, every one of them stated, the CPU model included); else why not, which the verdict says
-beside its tolerance test."""
+engine, the same threads, one slot, the prompt cache off or per scenario (the same on both sides),
+the same engine build, model bytes and harness, every one of them stated, the CPU model included);
+else why not, which the verdict says beside its tolerance test. A cache-off claim and a
+per-scenario rerun are two setups (the prompt-cache input differs): identity is not promised."""
 
 from __future__ import annotations
 
 from repro.bundle.setup import InputDifference, SetupRecord
+from repro.spec.profiles import cache_exact
 
 
 def exactness(claimed: SetupRecord, rerun: SetupRecord, found: list[InputDifference]) -> str | None:
@@ -14,8 +16,8 @@ def exactness(claimed: SetupRecord, rerun: SetupRecord, found: list[InputDiffere
         return "the setups differ"
     if rerun.engine_variant != "cpu" or rerun.accelerator:
         return "the rerun ran on a GPU"
-    if rerun.slots != 1 or rerun.cache_prompt is not False or rerun.threads is None:
-        return "the rerun's execution is not exact (several slots, a prompt cache, or threads not recorded)"
+    if rerun.slots != 1 or rerun.cache_prompt is None or not cache_exact(rerun.cache_prompt) or rerun.threads is None:
+        return "the rerun's execution is not exact (several slots, a run-wide prompt cache, or threads not recorded)"
     unstated = [name for name, value in exact_statements(claimed).items() if value is None]
     if unstated:
         return f"the claim does not state {', '.join(unstated)}"

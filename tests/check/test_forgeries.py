@@ -487,6 +487,36 @@ def forge_cache_on_never_used(run: Path) -> list[str]:
     return [cell.name for cell in cell_dirs(run)]
 
 
+def per_scenario_cache(run: Path, counts: Callable[[int, int], int]) -> list[str]:
+    """Every cell recorded with the cache per scenario, its requests' `cache_n` as `counts(scenario, request)`."""
+
+    def cache_per_scenario(record: dict) -> None:
+        record["profile_settings"]["cache_prompt"] = "scenario"
+        record["prompt_cache"] = "scenario"
+
+    def reported(rows: list[dict]) -> list[dict]:
+        for number, row in enumerate(rows):
+            for index, step in enumerate(row["engine_timings"]):
+                step["timings"] = {**(step.get("timings") or {}), "cache_n": counts(number, index)}
+        return rows
+
+    edit_run(run, cache_per_scenario)
+    for cell in cell_dirs(run):
+        edit_cell(cell, lambda record: record["execution"].update(cache_prompt="scenario", exact=True))
+        edit_rows(cell, reported)
+    return [cell.name for cell in cell_dirs(run)]
+
+
+def forge_scenario_cache_warm_start(run: Path) -> list[str]:
+    """27f. Recorded per scenario, but a scenario's first request took tokens from the cache (what ran before it)."""
+    return per_scenario_cache(run, lambda scenario, request: 40 if request or scenario == 0 else 0)
+
+
+def forge_scenario_cache_never_used(run: Path) -> list[str]:
+    """27g. Recorded per scenario, but no later request of a scenario took a token from the cache."""
+    return per_scenario_cache(run, lambda scenario, request: 0)
+
+
 def forge_engine_threads(run: Path) -> list[str]:
     """27b. The engine ran at 1 thread (its log says so) in a run whose profile pins 2."""
     cell = target(run)
@@ -1018,6 +1048,8 @@ FORGERIES = [
     case(forge_engine_threads, "execution", "27b-engine-ran-other-threads"),
     case(forge_cache_used_while_off, "execution", "27d-cache-used-while-recorded-off"),
     case(forge_cache_on_never_used, "execution", "27e-cache-recorded-on-never-used"),
+    case(forge_scenario_cache_warm_start, "execution", "27f-scenario-cache-first-request-warm"),
+    case(forge_scenario_cache_never_used, "execution", "27g-scenario-cache-never-used"),
     case(forge_unpinned_threads, "execution", "27c-threads-unpinned"),
     case(forge_reply_says_other_call, "regraded", "28-reply-says-another-call"),
     case(forge_broken_reply_marked_valid, "regraded", "28b-broken-reply-marked-valid"),

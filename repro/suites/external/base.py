@@ -211,6 +211,9 @@ class Adapter(SuiteKind):
     def sends_cache_prompt(self) -> bool:
         return self.facts.sends_cache_prompt
 
+    def marks_scenarios(self) -> bool:
+        return self.facts.marks_scenarios
+
     def command(
         self, cell: Cell, client: list[str], selection: SuiteSelection, profile: Profile, ids: list[str]
     ) -> list[str]:

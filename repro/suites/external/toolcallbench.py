@@ -36,6 +36,7 @@ from harness.contracts import (
 )
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
+from repro.suites.base import cache_prompt_argv
 from repro.suites.external.base import Adapter
 from repro.suites.external.raw import Normalised, RawIndex, tree_lines, walk_raw, wheel_folder, worker_files
 from repro.suites.external.toolcallbench_check import recheck_workers, render_reports
@@ -138,7 +139,7 @@ class ToolCallBench(Adapter):
                 str(decoding.context),
                 "--timeout",
                 str(profile.step_timeout_s),
-                *(["--cache-prompt"] if profile.cache_prompt else []),
+                *cache_prompt_argv(profile.cache_prompt),
             ],
         ]
 
