@@ -48,6 +48,7 @@ from harness.contracts import ScenarioResult  # noqa: E402
 from repro.bundle.layout.reader import BundleReader  # noqa: E402
 from repro.bundle.records import CellRecord  # noqa: E402
 from repro.report.aggregate import transcript_sha256  # noqa: E402
+from repro.spec.profiles import cache_label  # noqa: E402
 from tests.e2e.conftest import e2e_matrix, make_snapshot  # noqa: E402
 
 LOCK = Path("/tmp/repro-engine.lock")
@@ -202,7 +203,7 @@ def table(measured: dict[str, Measured]) -> list[str]:
             identical = f"{same} of {len(reference.transcripts)} (vs {reference.mode.name})"
         overhead = m.wall * execution.replicas / m.busy if m.busy else float("nan")
         lines.append(
-            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {'on' if execution.cache_prompt else 'off'} "
+            f"| {m.mode.name} | {execution.threads} | {execution.slots} | {cache_label(execution.cache_prompt)} "
             f"| {execution.replicas} | {'yes' if execution.exact else 'no'} | {m.wall:.1f} | {m.busy:.1f} "
             f"| {overhead:.2f} | {speed_up} | {reread_ratio(m.results):.2f} | {identical} |"
         )

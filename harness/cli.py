@@ -94,8 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--cache-prompt",
-        action="store_true",
-        help="let llama.cpp reuse the KV cache of a previous prompt (faster, not exact)",
+        nargs="?",
+        const="run",
+        choices=["run", "scenario"],
+        default=None,
+        help="let llama.cpp reuse the KV cache of a previous prompt: across the run (faster, not exact), or "
+        "per scenario (each scenario's first request reads no cache: exact against the same mode)",
     )
 
     replay = commands.add_parser("replay", help="replay each scenario's reference as the model")
@@ -234,7 +238,13 @@ def _client(args: argparse.Namespace) -> Any:
         return OllamaClient(args.base_url, args.model, timeout=args.timeout)
     from harness.clients.openai_compat import OpenAIClient
 
-    return OpenAIClient(args.base_url, args.model, timeout=args.timeout, cache_prompt=args.cache_prompt)
+    return OpenAIClient(
+        args.base_url,
+        args.model,
+        timeout=args.timeout,
+        cache_prompt=args.cache_prompt is not None,
+        per_scenario=args.cache_prompt == "scenario",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -253,6 +263,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
 
         def play(scenario: Scenario) -> ScenarioResult:
+            client.begin_scenario()
             return run_scenario(scenario, make_policy(args.protocol, client, **options), timeout=args.scenario_timeout)
 
         _run_all(scenarios, play, args.out, args.transcripts, args.progress)

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.agent.compact import compact
 from harness.agent.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
-from harness.agent.prompts import render_trigger
+from harness.agent.prompts import render_trigger, workspace_overview
 from harness.clients.errors import ENGINE_FAILURES, EngineError, EngineTimeout
 from harness.model.clock import human
 from harness.model.scenario import Scenario
@@ -78,10 +78,11 @@ def run_agent(scenario: Scenario, ws: Workspace, policy: Policy, *, deadline: fl
     ctx = ToolContext(ws, agent.name, dict(scenario.fixtures or {}), scenario.respond)
     started = human(ws.clock.now())
     interference = _Interference(scenario)
+    overviews: list[str] = []
     for number in range(1, scenario.max_steps + 1):
         if _past(deadline):
             return _stop(run, "failed", "timeout", TIMED_OUT)
-        turn = _turn(scenario, ws, run, started, number)
+        turn = _turn(scenario, ws, run, started, number, overviews)
         try:
             reply = policy.next_step(turn)
         except EngineError as exc:
@@ -153,9 +154,11 @@ def _stop(run: AgentRun, status: str, stop: str | None, detail: str | None) -> A
     return run
 
 
-def _turn(scenario: Scenario, ws: Workspace, run: AgentRun, started: str, number: int) -> Turn:
+def _turn(scenario: Scenario, ws: Workspace, run: AgentRun, started: str, number: int, overviews: list[str]) -> Turn:
+    """The turn of step ``number``. ``overviews`` holds the workspace overview of each earlier
+    turn and gets this one's: the first is the system prompt's, the others follow the steps."""
     agent = scenario.agent_spec()
-    return Turn(
+    turn = Turn(
         agent=agent,
         task=run.task,
         now=started,
@@ -163,10 +166,21 @@ def _turn(scenario: Scenario, ws: Workspace, run: AgentRun, started: str, number
         tables=[TableView(t.name, list(t.columns), len(t.rows)) for t in ws.tables],
         notes=[n.title for n in ws.notes],
         memories=[m.text for m in ws.memories_of(agent.name)],
-        history=[HistoryItem(r.step, r.status, r.result) for r in run.steps],
+        history=[],
         step_number=number,
         max_steps=scenario.max_steps,
     )
+    overviews.append(workspace_overview(turn))
+    turn.opening_overview = overviews[0]
+    turn.history = [_history_item(r, after) for r, after in zip(run.steps, overviews[1:], strict=True)]
+    return turn
+
+
+def _history_item(record: StepRecord, overview: str) -> HistoryItem:
+    """A step as the agent sees it: with the reply the step came from (the last call's, when a
+    model gave it) and the workspace overview after it."""
+    reply = record.calls[-1].raw if record.calls else None
+    return HistoryItem(record.step, record.status, record.result, reply, overview)
 
 
 class _Interference:

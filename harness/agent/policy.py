@@ -65,6 +65,8 @@ class HistoryItem:
     step: Step
     status: str
     result: dict[str, Any]
+    reply: str | None = None  # the model's reply as recorded (ModelCall.raw); None without a model
+    overview: str | None = None  # the workspace overview after the step; None when not known
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Turn:
     history: list[HistoryItem]
     step_number: int  # 1-based number of the step being chosen
     max_steps: int
+    opening_overview: str | None = None  # the workspace overview at the start; None: this turn's own
 
 
 @runtime_checkable

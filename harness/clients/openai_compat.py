@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat client (``POST /v1/chat/completions``), as llama.cpp serves it.
 
 Requests carry temperature, seed, max_tokens and ``cache_prompt: false`` (``true`` only when the
-profile asks for prompt-cache reuse, an inexact mode); the client never
+profile asks for prompt-cache reuse; per scenario, a scenario's first request says ``false``, so it
+reads nothing another scenario left, ``begin_scenario``); the client never
 reads proxies from the environment (``trust_env=False``). Each reply records ``usage`` and the
 server's own ``timings``. Transport errors, timeouts, HTTP error statuses and unreadable
 replies raise ``EngineError``, as the subclass that names the failure (``engine_error_for``):
@@ -74,6 +75,9 @@ class HttpClient:
     def close(self) -> None:
         self._http.close()
 
+    def begin_scenario(self) -> None:
+        """A scenario starts: a client whose engine keeps a prompt cache starts it from an empty one."""
+
     def _post_json(self, path: str, payload: dict[str, Any]) -> tuple[httpx.Response, float]:
         """POST a JSON body; the 200 response and the seconds it took, or EngineError."""
         started = time.monotonic()
@@ -107,10 +111,18 @@ class OpenAIClient(HttpClient):
         timeout: float = 300.0,
         transport: httpx.BaseTransport | None = None,
         cache_prompt: bool = False,
+        per_scenario: bool = False,
     ) -> None:
         super().__init__(_root(base_url), timeout=timeout, transport=transport)
         self.model = model
-        self.cache_prompt = cache_prompt  # True only in a profile that accepts an inexact mode
+        self.cache_prompt = cache_prompt  # True only in a profile that accepts a prompt cache
+        # the cache per scenario: a scenario's first request reads nothing from it, its later ones
+        # only what the scenario's own earlier requests left (the engine keeps one slot)
+        self.per_scenario = per_scenario
+        self._first = True
+
+    def begin_scenario(self) -> None:
+        self._first = True
 
     def ping(self) -> None:
         """Check that the server answers at all (``GET /v1/models``); EngineError if not."""
@@ -135,9 +147,10 @@ class OpenAIClient(HttpClient):
             "messages": messages,
             "temperature": temperature,
             "max_tokens": max_tokens,
-            "cache_prompt": self.cache_prompt,
+            "cache_prompt": self.cache_prompt and not (self.per_scenario and self._first),
             "stream": False,
         }
+        self._first = False
         if seed is not None:
             payload["seed"] = seed
         if response_format is not None:

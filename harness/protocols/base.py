@@ -1,5 +1,19 @@
-"""What every protocol shares: the system prompt's parts, the history with shortened old
-results, argument schemas and their check, and the ask-parse-retry loop of a chat policy.
+"""What every protocol shares: the system prompt's parts, the history, argument schemas and
+their check, and the ask-parse-retry loop of a chat policy.
+
+The prompt only grows, so that an engine's prompt cache can reuse each step's prefix: the
+messages of step k+1 are those of step k, unchanged, then the reply the model gave at step k
+(as it came back; the step re-rendered when there was no model) and its result. So:
+
+- the system prompt shows the workspace as it was at the start (``Turn.opening_overview``); a
+  step that changes the overview (apart from its ``Now:`` line) gets the new one after its
+  result (``Workspace now:``);
+- the task message and each result message end with their own ``Next: step k of N.`` line;
+- a result, once shown, stays as it was, except when the history passes its budget
+  (``shortened_count``): that step shortens the old results once.
+
+A re-prompt after an invalid reply is not kept: the next step's prompt holds the valid reply
+only, so a retry breaks the prefix from the failed attempt on.
 
 A protocol is a ``ChatPolicy`` subclass that says how to ask (``messages``, ``request``), how to
 read a reply (``parse``) and how to re-prompt after an invalid one (``retry_messages``). Each
@@ -29,7 +43,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +53,14 @@ from harness.io.schema_check import first_error
 from harness.io.strict_json import dumps_compact
 from harness.tools import CELL_SCHEMA, TOOL_SPECS
 
-FULL_RESULTS_KEPT = 4  # older results are shortened to keep small contexts small
+FULL_RESULTS_KEPT = 4  # the latest results are never shortened
 OLD_RESULT_CHARS = 300
+SHORTENED = " ...(shortened)"
+# The results' text a history may hold before its old results are shortened. Matrices run 4096-token
+# contexts; about 6,000 characters (some 1,500 to 2,000 tokens) leave room for the system prompt
+# (about 2,000 characters), the replies so far and the reply. The references' runs stay well under
+# it (2,500 at most), so a normal run is never shortened.
+HISTORY_BUDGET_CHARS = 6000
 
 # How an invalid reply that the engine cut at max_tokens is described.
 TRUNCATED = "cut at the token limit"
@@ -91,28 +111,100 @@ def system_prompt(turn: Turn, reply_format: str, *, list_tools: bool = True) -> 
         format=reply_format,
         tools=tools,
         rules=rules_text(turn.agent.tools, turn.max_steps),
-        overview=workspace_overview(turn),
+        overview=opening_overview(turn),
     )
 
 
-def result_texts(turn: Turn, render: Any = render_result) -> list[str]:
-    """Each history item's result as text; all but the last ``FULL_RESULTS_KEPT`` shortened."""
-    keep_from = len(turn.history) - FULL_RESULTS_KEPT
-    texts = []
-    for i, item in enumerate(turn.history):
-        text = render(item)
-        if i < keep_from and len(text) > OLD_RESULT_CHARS:
-            text = text[:OLD_RESULT_CHARS] + " ...(shortened)"
-        texts.append(text)
-    return texts
+def opening_overview(turn: Turn) -> str:
+    """The workspace overview the system prompt shows: the one at the start of the run."""
+    return turn.opening_overview if turn.opening_overview is not None else workspace_overview(turn)
 
 
-def next_step_line(turn: Turn) -> str:
-    return f"\nNext: step {turn.step_number} of {turn.max_steps}."
+def task_text(turn: Turn) -> str:
+    """The task message: the trigger, then the first step's line."""
+    return turn.task + step_line(_first_step(turn), turn.max_steps)
+
+
+def result_texts(turn: Turn, render: Callable[[HistoryItem], str] = render_result) -> list[str]:
+    """Each history item's result message: the result (``render``; shortened as
+    ``shortened_count`` says), the workspace overview when the step changed it, and the line of
+    the step that follows."""
+    texts = [render(item) for item in turn.history]
+    cut = shortened_count(texts)
+    first = _first_step(turn)
+    return [
+        (shortened(text) if i < cut else text) + note + step_line(first + i + 1, turn.max_steps)
+        for i, (text, note) in enumerate(zip(texts, overview_notes(turn), strict=True))
+    ]
+
+
+def shortened_count(texts: list[str]) -> int:
+    """How many of the first results are shown shortened. Walking the history as it grew, at
+    each step whose results would pass ``HISTORY_BUDGET_CHARS`` (counting those already
+    shortened as shortened), every result before the last ``FULL_RESULTS_KEPT`` is shortened.
+    The count depends on the results alone and never goes down (a result, once shortened, stays
+    shortened the same way), so the prompt changes only at a step that crosses the budget; the
+    history is never longer than the budget or than the last ``FULL_RESULTS_KEPT`` in full with
+    the rest shortened, whichever is longer."""
+    cut, total = 0, 0
+    for seen, text in enumerate(texts, start=1):
+        total += len(text)
+        if total <= HISTORY_BUDGET_CHARS:
+            continue
+        for old in texts[cut : max(cut, seen - FULL_RESULTS_KEPT)]:
+            total -= len(old) - len(shortened(old))
+        cut = max(cut, seen - FULL_RESULTS_KEPT)
+    return cut
+
+
+def shortened(text: str) -> str:
+    return text[:OLD_RESULT_CHARS] + SHORTENED if len(text) > OLD_RESULT_CHARS else text
+
+
+def overview_notes(turn: Turn) -> list[str]:
+    """For each history item, the workspace overview after it, when it differs (apart from its
+    ``Now:`` line) from the last one the model was shown; else nothing."""
+    shown = overview_body(opening_overview(turn))
+    notes = []
+    for item in turn.history:
+        body = shown if item.overview is None else overview_body(item.overview)
+        notes.append(f"\nWorkspace now:\n{body}" if body != shown else "")
+        shown = body
+    return notes
+
+
+def overview_body(overview: str) -> str:
+    """The overview without its ``Now:`` line (the clock pinned at the start)."""
+    return "\n".join(line for line in overview.splitlines() if not line.startswith("Now: "))
+
+
+def step_line(number: int, max_steps: int) -> str:
+    return f"\nNext: step {number} of {max_steps}."
+
+
+def _first_step(turn: Turn) -> int:
+    """The step the task message leads to (1 in a run: one history item per step taken)."""
+    return turn.step_number - len(turn.history)
 
 
 def step_dict(item: HistoryItem) -> dict[str, Any]:
     return {"thought": item.step.thought, "tool": item.step.tool, "args": item.step.args}
+
+
+def text_messages(
+    turn: Turn, reply_format: str, render: Callable[[HistoryItem], str], fallback: Callable[[HistoryItem], str]
+) -> list[dict[str, Any]]:
+    """The messages of a text protocol: the system prompt, the task, then per step the reply as
+    the model wrote it (``fallback(item)`` when there was no model) and the result (``render``)
+    as a user message."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt(turn, reply_format)},
+        {"role": "user", "content": task_text(turn)},
+    ]
+    for item, result in zip(turn.history, result_texts(turn, render), strict=True):
+        messages.append({"role": "assistant", "content": item.reply if item.reply is not None else fallback(item)})
+        messages.append({"role": "user", "content": result})
+    return messages
 
 
 # ---------------------------------------------------------------------------- rejected replies

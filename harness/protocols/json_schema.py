@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.agent.policy import ModelCall, Step, TableView, Turn
+from harness.agent.policy import HistoryItem, ModelCall, Step, TableView, Turn
+from harness.agent.prompts import render_result
 from harness.io.schema_check import first_error
 from harness.io.strict_json import StrictJSONError, dumps_compact, loads_strict
 from harness.protocols.base import (
@@ -27,12 +28,10 @@ from harness.protocols.base import (
     Parsed,
     Reject,
     args_variants,
-    next_step_line,
     no_call,
     probe_turn,
-    result_texts,
     step_dict,
-    system_prompt,
+    text_messages,
 )
 
 __all__ = [
@@ -130,16 +129,13 @@ def _classify(value: Any, schema: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def build_messages(turn: Turn) -> list[dict[str, Any]]:
-    """System prompt, the task, then one assistant/user pair per step taken so far."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(turn, STEP_FORMAT)},
-        {"role": "user", "content": turn.task},
-    ]
-    for item, result in zip(turn.history, result_texts(turn), strict=True):
-        messages.append({"role": "assistant", "content": dumps_compact(step_dict(item))})
-        messages.append({"role": "user", "content": result})
-    messages[-1]["content"] += next_step_line(turn)
-    return messages
+    """System prompt, the task, then one assistant/user pair per step taken so far: the reply as
+    the model wrote it (the step as compact JSON without a model), then the result."""
+    return text_messages(turn, STEP_FORMAT, render_result, step_text)
+
+
+def step_text(item: HistoryItem) -> str:
+    return dumps_compact(step_dict(item))
 
 
 def json_retry_messages(call: ModelCall) -> list[dict[str, Any]]:

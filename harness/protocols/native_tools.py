@@ -18,11 +18,12 @@
 - **Several calls in one reply: the first is executed; the others are not run.** They are
   recorded in the transcript (``ignored_calls`` of that reply) and counted in the protocol
   stats. The history sent back holds only the executed call, so the model sees what ran.
-- History: each step is an ``assistant`` message whose ``tool_calls`` holds the call, followed by
-  a ``role: tool`` message with the same ``tool_call_id`` and the result
-  ``(<status>) <json>``. Engines make call ids up at random (llama.cpp) or send none (Ollama),
-  so the harness names each executed call ``call_<step>``: transcripts of identical replies are
-  identical, and the id in the result always matches its call.
+- History: each step is an ``assistant`` message with the reply's text and, in ``tool_calls``,
+  the executed call with its arguments as the engine sent them, followed by a ``role: tool``
+  message with the same ``tool_call_id`` and the result ``(<status>) <json>``. Engines make
+  call ids up at random (llama.cpp) or send none (Ollama), so the harness names each executed
+  call ``call_<step>``: transcripts of identical replies are identical, and the id in the result
+  always matches its call.
 - An invalid reply gets one re-prompt: the reply's text as an assistant message, then a user
   message with the problem.
 """
@@ -40,10 +41,10 @@ from harness.protocols.base import (
     Reject,
     args_schema,
     check_call,
-    next_step_line,
     no_call,
     result_texts,
     system_prompt,
+    task_text,
 )
 from harness.tools import TOOL_SPECS
 
@@ -78,12 +79,22 @@ def history_messages(turn: Turn) -> list[dict[str, Any]]:
 
 
 def assistant_call(item: HistoryItem, identifier: str) -> dict[str, Any]:
-    function = {"name": item.step.tool, "arguments": dumps_compact(item.step.args)}
+    content, function = replied_call(item)
     return {
         "role": "assistant",
-        "content": item.step.thought,
+        "content": content,
         "tool_calls": [{"id": identifier, "type": "function", "function": function}],
     }
+
+
+def replied_call(item: HistoryItem) -> tuple[str, dict[str, str]]:
+    """The reply's text and its first call (the executed one), its arguments as the engine sent
+    them (read back from ``recorded_reply``); without a model, the thought and the step."""
+    if item.reply is None:
+        return item.step.thought, {"name": item.step.tool, "arguments": dumps_compact(item.step.args)}
+    reply = loads_strict(item.reply)
+    first = reply["tool_calls"][0]
+    return reply["content"], {"name": first["name"], "arguments": first["arguments"]}
 
 
 def tool_result(item: HistoryItem) -> str:
@@ -91,13 +102,11 @@ def tool_result(item: HistoryItem) -> str:
 
 
 def build_native_messages(turn: Turn) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(turn, NATIVE_FORMAT, list_tools=False)}
+    return [
+        {"role": "system", "content": system_prompt(turn, NATIVE_FORMAT, list_tools=False)},
+        {"role": "user", "content": task_text(turn)},
+        *history_messages(turn),
     ]
-    messages.append({"role": "user", "content": turn.task})
-    messages += history_messages(turn)
-    messages[-1]["content"] += next_step_line(turn)
-    return messages
 
 
 def parse_tool_calls(content: str, calls: list[ToolCall], turn: Turn) -> Parsed:

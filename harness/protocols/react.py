@@ -50,10 +50,8 @@ from harness.protocols.base import (
     Parsed,
     Reject,
     check_call,
-    next_step_line,
     no_call,
-    result_texts,
-    system_prompt,
+    text_messages,
 )
 
 PROTOCOL = "react"
@@ -160,15 +158,9 @@ def observation(item: HistoryItem) -> str:
 
 
 def build_react_messages(turn: Turn) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(turn, REACT_FORMAT)},
-        {"role": "user", "content": turn.task},
-    ]
-    for item, result in zip(turn.history, result_texts(turn, observation), strict=True):
-        messages.append({"role": "assistant", "content": action_text(item)})
-        messages.append({"role": "user", "content": result})
-    messages[-1]["content"] += next_step_line(turn)
-    return messages
+    """System prompt, the task, then per step the reply as the model wrote it (the step as an
+    Action block without a model) and the observation."""
+    return text_messages(turn, REACT_FORMAT, observation, action_text)
 
 
 class ReactPolicy(ChatPolicy):

@@ -114,3 +114,19 @@ def test_prompt_cache_is_sent_only_when_asked() -> None:
     _client(handler, cache_prompt=True).chat([{"role": "user", "content": "x"}])
     _client(handler).chat([{"role": "user", "content": "x"}])
     assert [p["cache_prompt"] for p in payloads] == [True, False]
+
+
+def test_the_cache_per_scenario_starts_each_scenario_uncached() -> None:
+    """Per scenario: each scenario's first request reads no cache, its later ones may."""
+    payloads = []
+
+    def handler(request):
+        payloads.append(json.loads(request.content))
+        return httpx.Response(200, json=BODY)
+
+    client = _client(handler, cache_prompt=True, per_scenario=True)
+    for steps in (3, 2):
+        client.begin_scenario()
+        for _ in range(steps):
+            client.chat([{"role": "user", "content": "x"}])
+    assert [p["cache_prompt"] for p in payloads] == [False, True, True, False, True]
