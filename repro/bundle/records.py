@@ -103,7 +103,7 @@ class Execution(BaseModel):
         turned off, the cache is on across the run whatever the profile says (repro.spec.engines);
         per scenario, a harness that cannot mark a scenario's start (`marks_scenarios`: it sends no
         cache_prompt, so the engine's default applies) runs with the cache off, the engine's default
-        in that mode (repro.engines.llamacpp.cache_flags)."""
+        in that mode (repro.engines.llamacpp.cache_args)."""
         switch = engine_kind is None or engine_kind_facts(engine_kind).prompt_cache_switch
         mode = profile.cache_prompt
         if mode == PER_SCENARIO and not marks_scenarios:

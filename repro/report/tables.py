@@ -200,7 +200,8 @@ class TableRow(BaseModel):
 
     @property
     def exact(self) -> bool:
-        """Computed as lone serial requests are (one slot, no prompt cache): False marks the row."""
+        """One slot and the prompt cache off or per scenario (each scenario computed as alone on a fresh
+        engine in the same mode): False marks the row."""
         return self.execution is None or self.execution.exact
 
     @property

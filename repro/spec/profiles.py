@@ -130,8 +130,13 @@ class Profile(Strict):
         return self.accelerator is not None or self.gpu_count > 0
 
     def with_prompt_cache(self, mode: PromptCache | None) -> Profile:
-        """The profile as a run with `--prompt-cache` ran it (None: the profile's own mode)."""
-        return self if mode is None or mode == self.cache_prompt else self.model_copy(update={"cache_prompt": mode})
+        """The profile as a run with `--prompt-cache` ran it (None: the profile's own mode); per
+        scenario on a profile of several slots is refused in one line."""
+        if mode is None or mode == self.cache_prompt:
+            return self
+        if mode == PER_SCENARIO and self.slots != 1:
+            raise BadInput(f"--prompt-cache scenario needs one slot; the profile sets {self.slots}")
+        return self.model_copy(update={"cache_prompt": mode})
 
     def accelerator_matches(self, reported: str | None) -> bool:
         if self.accelerator is None:

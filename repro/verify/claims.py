@@ -470,7 +470,8 @@ def judge_claim(
 def exact_rule(identity: TranscriptIdentity | None) -> str:
     what = "outcomes and transcripts" if identity is not None and identity.compared else "counts"
     return (
-        "identity: the same exact setup (CPU, the same threads, one slot, no prompt cache, the same build, "
+        "identity: the same exact setup (CPU, the same threads, one slot, the same prompt cache off or per scenario, "
+        "the same build, "
         f"model and harness) promises identical {what}"
     )
 

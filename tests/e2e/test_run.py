@@ -269,6 +269,27 @@ def test_a_cell_interrupted_after_3_scenarios_keeps_them_and_resumes_to_the_same
     assert final.returncode == 0, final.stdout[-3000:]
 
 
+def test_the_second_cell_alone_gives_the_whole_runs_transcripts(e2e_run, snapshot, canary_home):
+    """The CPU profile's prompt cache per scenario (issue 65): in the whole run, the second cell's
+    first scenario followed the first cell's last on the same engine; run alone (`--only`, a
+    fresh engine), its scenarios read what they read there, transcripts byte for byte, and every
+    first request took no token from a cache while every later one took some."""
+    second = sorted(cells_of(e2e_run))[1]
+    whole = cells_of(e2e_run)[second]
+    record = load_cell(whole)
+    assert record.execution is not None and record.execution.cache_prompt == "scenario" and record.execution.exact
+    counts = [[(t.timings or {}).get("cache_n") for t in row.engine_timings] for row in read_results(whole)]
+    assert all(each[0] == 0 and all(c > 0 for c in each[1:]) for each in counts if each), counts
+    assert any(len(each) > 1 for each in counts)
+    out = "results/second-alone"
+    alone = run_repro(snapshot, canary_home, "matrix", "run", "matrix/e2e.yaml", "--out", out, "--only", second)
+    assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
+    run_root = snapshot / out
+    cell_dir = run_root / (run_root / "LATEST").read_text().strip() / "cells" / second
+    assert (cell_dir / "transcripts.jsonl").read_bytes() == (whole / "transcripts.jsonl").read_bytes()
+    assert outcome(cell_dir) == outcome(whole)
+
+
 def test_dirty_tree_makes_cells_invalid(tmp_path, canary_home, harness_image_ref, llama_image_ref):
     matrix = e2e_matrix("  - id: one\n    path: scenarios\n    ids: [notes-001]")
     project = make_snapshot(tmp_path / "project", {"matrix/e2e.yaml": matrix})

@@ -54,7 +54,7 @@ def test_every_table_states_its_setup(tmp_path: Path) -> None:
         "not signed",
     ):
         assert fact in markdown
-    assert "decoding: t=0 seed=42" in markdown and "execution: 2 threads, 1 slot, prompt cache off" in markdown
+    assert "decoding: t=0 seed=42" in markdown and "execution: 2 threads, 1 slot, prompt cache per scenario" in markdown
     tex = (tmp_path / "out" / "results.tex").read_text()
     assert (
         "Setup: run run1: matrix smoke, profile cpu" in tex

@@ -84,9 +84,10 @@ def test_the_engine_command_line_carries_slots_with_the_full_context_per_slot():
 
 def test_execution_says_when_a_mode_is_not_exact():
     serial = Execution.of(CPU, replicas=1)
-    assert serial.exact and serial.label() == "2 threads, 1 slot, prompt cache off" and serial.workers == 1
+    assert serial.exact and serial.label() == "2 threads, 1 slot, prompt cache per scenario" and serial.workers == 1
     replicas = Execution.of(CPU_1T, replicas=2)
-    assert replicas.exact and replicas.workers == 2 and replicas.label() == "1 thread, 1 slot, prompt cache off"
+    assert replicas.exact and replicas.workers == 2
+    assert replicas.label() == "1 thread, 1 slot, prompt cache per scenario"
     slots = Execution.of(CPU.model_copy(update={"slots": 2, "cache_prompt": True}), replicas=1)
     assert not slots.exact and slots.workers == 2 and slots.label() == "2 threads, 2 slots, prompt cache on"
     assert json.loads(slots.model_dump_json())["exact"] is False
@@ -104,8 +105,11 @@ def test_prompt_cache_reaches_the_harness_command_line_only_when_the_profile_ask
     client = client_argv("http://127.0.0.1:8080", "m", "openai")
     serial = harness_command(cell, client, suite, CPU)
     assert (
-        "--cache-prompt" not in serial and serial[serial.index("--ids") + 1 : serial.index("--max-tokens")] == suite.ids
+        serial[serial.index("--cache-prompt") :][:2] == ["--cache-prompt", "scenario"]
+        and serial[serial.index("--ids") + 1 : serial.index("--max-tokens")] == suite.ids
     )
+    off = harness_command(cell, client, suite, CPU.model_copy(update={"cache_prompt": False}))
+    assert "--cache-prompt" not in off
     share = harness_command(cell, client, suite, CPU.model_copy(update={"cache_prompt": True}), ids=suite.ids[1::2])
     assert (
         "--cache-prompt" in share and share[share.index("--ids") + 1 : share.index("--max-tokens")] == suite.ids[1::2]
