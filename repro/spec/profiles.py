@@ -32,7 +32,7 @@ PER_SCENARIO: Literal["scenario"] = "scenario"
 
 
 def cache_label(mode: PromptCache) -> str:
-    """ "off", "per scenario" or "on" (across the run)."""
+    """The mode in words: off, per scenario, or on (across the run)."""
     return "per scenario" if mode == PER_SCENARIO else ("on" if mode else "off")
 
 
