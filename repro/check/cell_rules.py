@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.contracts import ProgressEvent, SandboxAudit, ScenarioResult
 from repro.bundle.evidence import CellEvidence
 from repro.bundle.layout.names import CELLS_DIR, HARNESS_LOG, SUITES_DIR
-from repro.bundle.records import CellSummary, Execution
+from repro.bundle.records import CellSummary
 from repro.bundle.redact import find_leaks, suite_data_homes  # suite_data_homes: read within bounds, once per check
 from repro.check.cross import engine_log_threads
 from repro.check.templates import boot_exclusion_evidenced
@@ -22,7 +22,7 @@ from repro.core.files import MAX_LOG_BYTES
 from repro.engines.gate import rejudge
 from repro.spec.cells import exclusion_label
 from repro.spec.profiles import PER_SCENARIO
-from repro.suites.registry import kind_of, select
+from repro.suites.registry import cell_execution, kind_of, select
 
 MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
 
@@ -148,9 +148,7 @@ def rule_execution(ev: CellEvidence) -> list[str]:
     problems = []
     if profile.threads is None:
         problems.append(f"profile {name} pins no thread count, so the result depends on the machine's cores")
-    cell = ev.record.cell
-    marks = kind_of(cell.suite).marks_scenarios()
-    recorded, expected = ev.record.execution, Execution.of(profile, 1, cell.engine.kind, marks_scenarios=marks)
+    recorded, expected = ev.record.execution, cell_execution(profile, 1, ev.record.cell)
     if recorded is not None and (recorded.threads, recorded.slots, recorded.cache_prompt) != (
         expected.threads,
         expected.slots,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from repro.bundle.records import CellRecord, Execution, RunRecord, SourceState, SystemDescription
+from repro.bundle.records import CellRecord, RunRecord, SourceState, SystemDescription
 from repro.bundle.setup import (
     InputDifference,
     SetupRecord,
@@ -39,7 +39,7 @@ from repro.core.files import sha256_bytes
 from repro.spec.cells import Cell
 from repro.spec.matrix import EngineSpec, Variant
 from repro.spec.profiles import Profile
-from repro.suites.registry import kind_of
+from repro.suites.registry import cell_execution, kind_of
 
 SHOWN_VALUES = 3  # distinct values a folded row shows per side before "and N more"
 
@@ -99,8 +99,7 @@ def planned_setup(
     """A planned cell's setup as this machine would run it; what only the run shows (the template
     the engine serves, its kernels, the scenarios of the part, the replicas) is not recorded yet."""
     gpus = system.gpus[: settings.gpu_count]
-    marks = kind_of(cell.suite).marks_scenarios()
-    execution = Execution.of(settings, replicas=1, engine_kind=cell.engine.kind, marks_scenarios=marks)
+    execution = cell_execution(settings, 1, cell)
     return SetupRecord(
         model_sha256=cell.model.sha256,
         quant=cell.model.quant,

@@ -20,7 +20,7 @@ from repro.spec.findings import GateResult, SuiteSelection, TemplateFacts
 from repro.spec.matrix import LoadedMatrix
 from repro.spec.profiles import Profile, PromptCache
 from repro.store.images import ImageRef
-from repro.suites.registry import kind_of
+from repro.suites.registry import cell_execution
 
 
 class RunOptions(BaseModel):
@@ -83,8 +83,7 @@ class RunContext(BaseModel):
 
     def cell_execution(self, cell: Cell) -> Execution:
         """How the cell's engine computes: the profile's execution on the cell's engine kind."""
-        marks = kind_of(cell.suite).marks_scenarios()
-        return Execution.of(self.prepared.profile, self.replicas, cell.engine.kind, marks_scenarios=marks)
+        return cell_execution(self.prepared.profile, self.replicas, cell)
 
 
 class GroupEngine(BaseModel):

@@ -9,10 +9,13 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from repro.bundle.records import Execution
 from repro.core.registry import load_object
+from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
 from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import Suite
+from repro.spec.profiles import Profile
 from repro.suites.base import SuiteKind
 
 KINDS = {"scenarios": "repro.suites.scenarios:ScenarioSuites"} | {
@@ -33,6 +36,13 @@ def kind_named(name: str) -> SuiteKind:
 def kind_of(suite: Suite) -> SuiteKind:
     """The kind that runs `suite` (matrix validation admits only known harnesses)."""
     return kind_named(kind_name(suite))
+
+
+def cell_execution(profile: Profile, replicas: int, cell: Cell) -> Execution:
+    """The profile's execution as the cell runs it: on its engine kind, and per scenario only where
+    its suite kind marks a scenario's start (repro.bundle.records.Execution.of)."""
+    marks = kind_of(cell.suite).marks_scenarios()
+    return Execution.of(profile, replicas, cell.engine.kind, marks_scenarios=marks)
 
 
 def select(suite: Suite, root: Path | None = None) -> SuiteSelection:
