@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="let llama.cpp reuse the KV cache of a previous prompt: across the run (faster, not exact), or "
         "per scenario (each scenario's first request reads no cache: exact against the same mode)",
     )
+    _runtime_options(run)
 
     replay = commands.add_parser("replay", help="replay each scenario's reference as the model")
     _scenario_options(replay)
@@ -142,6 +143,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="hold each reply back as long as generating it at this rate would take; timings report the real durations",
     )
     return parser
+
+
+def _runtime_options(run: argparse.ArgumentParser) -> None:
+    from harness.runtimes.registry import ADAPTERS
+
+    run.add_argument(
+        "--runtime",
+        choices=list(ADAPTERS),
+        default=None,
+        help="an agent runtime produces each turn (react only; docs/runtimes.md); default: the harness's own client",
+    )
+    run.add_argument(
+        "--runtime-clock", metavar="'YYYY-MM-DD HH:MM:SS'", default=None, help="the instant each turn starts at (UTC)"
+    )
+    run.add_argument("--runtime-context", type=_positive_int, default=4096, help="the context the runtime is told")
+    run.add_argument("--wire", type=Path, default=None, help="the runtime's turns and exchanges, one JSON line each")
 
 
 def _scenario_options(parser: argparse.ArgumentParser) -> None:
@@ -232,6 +249,39 @@ def _select(args: argparse.Namespace) -> list[Scenario]:
 
 
 def _client(args: argparse.Namespace) -> Any:
+    if args.runtime is not None:
+        return _runtime_client(args)
+    return _engine_client(args)
+
+
+def _runtime_client(args: argparse.Namespace) -> Any:
+    from harness.runtimes.base import Endpoint
+    from harness.runtimes.client import RuntimeClient
+    from harness.runtimes.registry import adapter_named
+
+    if args.protocol != "react":
+        raise UsageError(f"--runtime runs the react protocol only, not {args.protocol}")
+    engine = _engine_client(args)
+    if args.api == "ollama":  # every runtime talks OpenAI's API: Ollama serves it under /v1
+        from harness.clients.openai_compat import OpenAIClient
+
+        engine = OpenAIClient(args.base_url, args.model, timeout=args.timeout)
+    fill = {"temperature": args.temperature, "max_tokens": args.max_tokens}
+    if args.seed is not None:
+        fill["seed"] = args.seed
+    endpoint = Endpoint("", args.model, args.runtime_context, args.max_tokens)
+    return RuntimeClient(
+        adapter_named(args.runtime),
+        engine,
+        endpoint,
+        fill=fill,
+        clock=args.runtime_clock,
+        wire=args.wire,
+        timeout=args.timeout,
+    )
+
+
+def _engine_client(args: argparse.Namespace) -> Any:
     if args.api == "ollama":
         from harness.clients.ollama import OllamaClient
 
@@ -263,7 +313,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
 
         def play(scenario: Scenario) -> ScenarioResult:
-            client.begin_scenario()
+            client.begin_scenario(scenario.id)
             return run_scenario(scenario, make_policy(args.protocol, client, **options), timeout=args.scenario_timeout)
 
         _run_all(scenarios, play, args.out, args.transcripts, args.progress)

@@ -25,6 +25,8 @@ from pydantic import (
 # docs/diagnosis.md states every rule).
 ConfigurationFailure = Literal["engine_unreachable", "model_not_loaded", "context_overflow"]  # never a model failure
 EngineFailure = Literal["engine_error"]  # never a model failure
+# an agent runtime (harness.runtimes) could not start, refused its configuration, or failed: never a model failure
+RuntimeFailure = Literal["runtime_unavailable", "runtime_config", "runtime_error"]
 ProtocolFailure = Literal[  # the run ended on a reply that was not a valid step
     "degenerate",
     "empty_reply",
@@ -45,21 +47,27 @@ BehaviourFailure = Literal[
     "hallucinated_result",
 ]
 OutcomeFailure = Literal["wrong_outcome"]
-FailureType = Literal[ConfigurationFailure, EngineFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure]
-FailureLayer = Literal["configuration", "engine", "protocol", "behaviour", "outcome"]
+FailureType = Literal[
+    ConfigurationFailure, EngineFailure, RuntimeFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure
+]
+FailureLayer = Literal["configuration", "engine", "runtime", "protocol", "behaviour", "outcome"]
 FAILURE_TYPES: tuple[FailureType, ...] = get_args(FailureType)
 FAILURE_LAYERS: tuple[FailureLayer, ...] = get_args(FailureLayer)
 FAILURE_LAYER: dict[str, FailureLayer] = {
     failure: layer
     for layer, group in zip(
         FAILURE_LAYERS,
-        (ConfigurationFailure, EngineFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure),
+        (ConfigurationFailure, EngineFailure, RuntimeFailure, ProtocolFailure, BehaviourFailure, OutcomeFailure),
         strict=True,
     )
     for failure in get_args(group)
 }
-# Failures of the setup or the engine, never of the model: such a result has engine_fault true.
+# Failures of the setup or the engine, never of the model: such a result has engine_fault true (the cell is
+# rerun). A runtime failure is not the model's either, but it is what a runtime cell measures: the cell
+# keeps it, under its own layer.
 NOT_MODEL_LAYERS: frozenset[FailureLayer] = frozenset({"configuration", "engine"})
+# a layer a table shows only where it occurs (older tables, made before runtimes, never had it)
+OCCASIONAL_LAYERS: frozenset[FailureLayer] = frozenset({"runtime"})
 ScenarioStatus = Literal["done", "waiting", "failed"]
 
 
@@ -447,3 +455,42 @@ class AuditResult(ProbeResult):
 
     action: Literal["audit"] = "audit"
     audit: SandboxAudit | None = None
+
+
+# ---------------------------------------------------------------------------- a runtime's wire
+
+
+class WireExchange(Contract):
+    """One request an agent runtime sent through the relay, and the engine's answer, as the bytes
+    went (harness.runtimes.relay): `filled` names what the relay set (the profile's sampling);
+    `outside` marks a request for another host, refused."""
+
+    method: str
+    path: str
+    request: str
+    status: int
+    reply: str
+    seconds: float
+    filled: dict[str, Any] = {}
+    outside: bool = False
+
+
+class RuntimeTurn(Contract):
+    """One turn an agent runtime produced (harness.runtimes.client): its command line (the prompt
+    as `<prompt>`), the prompt, the pinned clock, how the process ended (`exit`: its status, or
+    "timeout"), its answer and the lines beside it, the files it left in its HOME, and every
+    exchange with the engine."""
+
+    scenario: str
+    turn: int
+    runtime: str
+    argv: list[str] = []
+    prompt: str = ""
+    clock: str | None = None
+    exit: int | str | None = None
+    seconds: float = 0.0
+    stderr: str = ""
+    answer: str | None = None
+    other: list[str] = []
+    home: list[str] = []
+    exchanges: list[WireExchange] = []

@@ -6,7 +6,8 @@
 - A reply the policy could not turn into a valid step ends it as ``invalid_reply`` (the replies,
   each with its reject code, are kept for the diagnosis); an ``EngineError`` from the policy ends
   it with the error's ``failure`` as the stop: ``engine_unreachable``, ``model_not_loaded``,
-  ``context_overflow`` or ``engine_error`` (``ENGINE_STOPS``).
+  ``context_overflow`` or ``engine_error``, or an agent runtime's ``runtime_unavailable``,
+  ``runtime_config`` or ``runtime_error`` (``ENGINE_STOPS``).
 - A scenario past its wall-clock budget (``deadline``, checked before each request and after
   each reply; an engine timeout after the deadline counts too) fails the run as ``timeout``; the
   reply that came too late is not executed.
@@ -24,7 +25,7 @@ from typing import Any
 from harness.agent.compact import compact
 from harness.agent.policy import HistoryItem, ModelCall, Policy, PolicyReply, Step, TableView, Turn
 from harness.agent.prompts import render_trigger, workspace_overview
-from harness.clients.errors import ENGINE_FAILURES, EngineError, EngineTimeout
+from harness.clients.errors import ENGINE_FAILURES, RUNTIME_STOPS, EngineError, EngineTimeout
 from harness.model.clock import human
 from harness.model.scenario import Scenario
 from harness.model.workspace import Workspace
@@ -38,7 +39,8 @@ ALREADY_KNOWN = (
     "already known: this repeats your previous call exactly; its result is above. Do something else or finish."
 )
 INVALID_REPLY = "invalid_reply"
-ENGINE_STOPS = frozenset(ENGINE_FAILURES)  # engine_unreachable, model_not_loaded, context_overflow, engine_error
+# engine_unreachable, model_not_loaded, context_overflow, engine_error, and an agent runtime's failures
+ENGINE_STOPS = frozenset(ENGINE_FAILURES) | RUNTIME_STOPS
 
 
 @dataclass

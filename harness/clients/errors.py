@@ -8,6 +8,10 @@ reports it. None of them is ever a model failure.
 
 from __future__ import annotations
 
+from typing import get_args
+
+from harness.contracts import RuntimeFailure
+
 
 class EngineError(Exception):
     """The inference engine failed (transport, HTTP error status, timeout, unreadable reply).
@@ -46,6 +50,14 @@ ENGINE_FAILURES: dict[str, type[EngineError]] = {
 }
 
 
+# The stops an agent runtime's failure ends a run with (harness.runtimes.base raises them, as
+# EngineError subclasses, so the loop ends the run the same way).
+RUNTIME_STOPS: frozenset[str] = frozenset(get_args(RuntimeFailure))
+
+
 def engine_failure(stop: str, detail: str) -> EngineError:
-    """The error a recorded engine stop stands for (``engine_error`` for any other name)."""
-    return ENGINE_FAILURES.get(stop, EngineError)(detail)
+    """The error a recorded engine or runtime stop stands for (``engine_error`` for any other name)."""
+    error = ENGINE_FAILURES.get(stop, EngineError)(detail)
+    if stop in RUNTIME_STOPS:
+        error.failure = stop
+    return error

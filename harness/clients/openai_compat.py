@@ -75,7 +75,7 @@ class HttpClient:
     def close(self) -> None:
         self._http.close()
 
-    def begin_scenario(self) -> None:
+    def begin_scenario(self, scenario_id: str = "") -> None:
         """A scenario starts: a client whose engine keeps a prompt cache starts it from an empty one."""
 
     def _post_json(self, path: str, payload: dict[str, Any]) -> tuple[httpx.Response, float]:
@@ -121,7 +121,7 @@ class OpenAIClient(HttpClient):
         self.per_scenario = per_scenario
         self._first = True
 
-    def begin_scenario(self) -> None:
+    def begin_scenario(self, scenario_id: str = "") -> None:
         self._first = True
 
     def ping(self) -> None:

@@ -18,6 +18,10 @@ configuration (never a model failure; ``engine_fault`` true)
 engine (never a model failure; ``engine_fault`` true)
     engine_error: any other engine failure (transport, HTTP error, a request timeout before the
     scenario's budget, an unreadable reply).
+runtime (the runtime's, not the model's; what a runtime cell measures, so ``engine_fault`` stays false)
+    runtime_unavailable, runtime_config, runtime_error: the run's stop, as the agent runtime's
+    client classified it (harness.runtimes): it could not start, it refused its configuration, or
+    it exited non-zero, timed out or printed no answer.
 protocol (the run ended as ``invalid_reply``: its final turn gave no valid step)
     degenerate, empty_reply, invalid_syntax, text_tool_call, unknown_tool, invalid_arguments: the
     reject codes of the final turn's replies (harness.protocols.base), the first in this order; a
@@ -474,6 +478,9 @@ RULES: dict[str, Rule] = {
     "model_not_loaded": _stop_rule("model_not_loaded", at_next=True),
     "context_overflow": _stop_rule("context_overflow", at_next=True),
     "engine_error": _stop_rule("engine_error", at_next=True),
+    "runtime_unavailable": _stop_rule("runtime_unavailable", at_next=True),
+    "runtime_config": _stop_rule("runtime_config", at_next=True),
+    "runtime_error": _stop_rule("runtime_error", at_next=True),
     **{code: _reject_rule(code) for code in REJECT_TYPES},
     "forbidden_tool": _forbidden_tool,
     "no_tool_attempt": _no_tool_attempt,

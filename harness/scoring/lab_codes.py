@@ -1,6 +1,7 @@
 """Our failure types as the Local Agent Bench's reason codes.
 
-Local Agent Bench names a failed run with one of fourteen reason codes (`HALLUCINATED_RESULT`,
+Local Agent Bench names a failed run with one of fourteen reason codes, and two more for its runtime
+adapters (`RUNTIME_UNAVAILABLE`, `RUNTIME_ERROR`), (`HALLUCINATED_RESULT`,
 `NO_TOOL_ATTEMPT`, ...) that its users grep for. Each of our failure types (`FailureType`, in
 harness.contracts) maps to exactly one of them; several of ours can share a code, because the
 Local Agent Bench does not separate what we do (four kinds of unusable reply are all
@@ -29,6 +30,8 @@ LabCode = Literal[
     "ASSERTION_FAILED",
     "MODEL_NOT_INSTALLED",
     "OLLAMA_UNREACHABLE",
+    "RUNTIME_UNAVAILABLE",
+    "RUNTIME_ERROR",
     "UNKNOWN_FAILURE",
 ]
 LAB_CODES: tuple[LabCode, ...] = get_args(LabCode)
@@ -38,6 +41,9 @@ LAB_CODE: dict[FailureType, LabCode] = {
     "model_not_loaded": "MODEL_NOT_INSTALLED",
     "context_overflow": "CONTEXT_LOSS",
     "engine_error": "UNKNOWN_FAILURE",
+    "runtime_unavailable": "RUNTIME_UNAVAILABLE",
+    "runtime_config": "RUNTIME_ERROR",
+    "runtime_error": "RUNTIME_ERROR",
     "degenerate": "INVALID_TOOL_SYNTAX",
     "empty_reply": "INVALID_TOOL_SYNTAX",
     "invalid_syntax": "INVALID_TOOL_SYNTAX",

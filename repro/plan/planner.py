@@ -20,6 +20,7 @@ from repro.spec.cells import Cell, ExclusionKind
 from repro.spec.findings import TemplateFacts
 from repro.spec.matrix import EngineSpec, LoadedMatrix, Matrix, ModelSpec, Protocol, Suite
 from repro.spec.profiles import Profile
+from repro.spec.runtimes import RuntimeSpec
 
 # Protocols the harness implements (harness.protocols.PROTOCOLS); a cell naming another is listed as excluded.
 IMPLEMENTED_PROTOCOLS = {"json_schema", "native_tools", "react", "json_prompt"}
@@ -50,9 +51,12 @@ def make_plan(
     suite_parts = [
         (suite, part) for suite in matrix.suites for part in (range(1, suite.parts + 1) if suite.parts else [None])
     ]
-    combos = product(matrix.models, matrix.engines, matrix.protocols, suite_parts, range(1, matrix.repeats + 1))
-    for model, engine, protocol, (suite, part), repeat in combos:
-        cell = _cell(matrix, model, engine, protocol, (suite, part), repeat, profile_name)
+    runtimes = [None if r.raw else r for r in matrix.runtimes]
+    combos = product(
+        matrix.models, matrix.engines, runtimes, matrix.protocols, suite_parts, range(1, matrix.repeats + 1)
+    )
+    for model, engine, runtime, protocol, (suite, part), repeat in combos:
+        cell = _cell(matrix, model, engine, protocol, (suite, part), repeat, profile_name, runtime)
         found = exclusion_reason(matrix, cell, profile_name, profile)
         preflight = template_reason(cell, (templates or {}).get(model.id))
         if found is None and preflight:
@@ -116,8 +120,10 @@ def _cell(
     suite_part: tuple[Suite, int | None],
     repeat: int,
     profile: str,
+    runtime: RuntimeSpec | None = None,
 ) -> Cell:
-    """One cell (of one part of its suite, when the suite has parts: the part enters its id and name)."""
+    """One cell (of one part of its suite, when the suite has parts: the part enters its id and
+    name; of a runtime other than raw, likewise)."""
     suite, part = suite_part
     identity = {
         "model": model.sha256,
@@ -132,9 +138,12 @@ def _cell(
         identity["chat_template"] = model.chat_template.sha256
     if part is not None:
         identity["part"] = part
+    if runtime is not None:
+        identity["runtime"] = runtime.model_dump(mode="json")
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
     named = f"{suite.id}-p{part}of{suite.parts}" if part is not None else suite.id
-    slug = f"{model.id}__{engine.id}__{protocol}__{named}__r{repeat}"
+    played = f"{runtime.id}-{protocol}" if runtime is not None else protocol
+    slug = f"{model.id}__{engine.id}__{played}__{named}__r{repeat}"
     return Cell(
         id=f"{slug}-{digest}",
         model=model,
@@ -145,6 +154,7 @@ def _cell(
         profile=profile,
         decoding=matrix.decoding,
         part=part,
+        runtime=runtime,
     )
 
 
@@ -162,6 +172,8 @@ def exclusion_reason(
             f"{', '.join(sorted(implemented))})",
             "configuration",
         )
+    if (why := cell.runtime_reason()) is not None:
+        return why, "configuration"
     if not cell.engine.serves(profile.engine_variant):
         return (
             f"engine {cell.engine.id} has no {profile.engine_variant} image for profile {profile_name}",

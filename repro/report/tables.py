@@ -16,6 +16,7 @@ from harness.contracts import (
     FAILURE_LAYER,
     FAILURE_LAYERS,
     FAILURE_TYPES,
+    OCCASIONAL_LAYERS,
     ScenarioResult,
 )
 from harness.scoring import lab_counts
@@ -235,7 +236,7 @@ class TableRow(BaseModel):
             layer = FAILURE_LAYER.get(failure)
             if layer is not None:
                 counts[layer] += n
-        return counts
+        return {layer: n for layer, n in counts.items() if n or layer not in OCCASIONAL_LAYERS}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -352,7 +353,9 @@ class PaperTables(BaseModel):
 
     @property
     def failure_layers(self) -> tuple[str, ...]:
-        return FAILURE_LAYERS
+        """Every layer, but a layer shown only where it occurs (the runtime's) where no row has it."""
+        seen = {layer for row in self.rows for layer in row.failure_layers}
+        return tuple(layer for layer in FAILURE_LAYERS if layer not in OCCASIONAL_LAYERS or layer in seen)
 
     @property
     def ladder_rows(self) -> list[TableRow]:

@@ -30,6 +30,7 @@ from repro.run.context import GroupEngine, RunContext
 from repro.run.healing import blame_engine, engine_container, engine_watch, require_answering
 from repro.run.records import base_record
 from repro.run.resume import keep_finished, partial_of, resumed_scenarios, say_kept
+from repro.runtimes.wire import keep_wire
 from repro.spec.cells import Cell
 from repro.spec.findings import SandboxSettings, SuiteSelection
 from repro.spec.profiles import Profile
@@ -75,6 +76,8 @@ def run_cell(
             writer.write_text(HARNESS_LOG, joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text(ENGINE_LOG, engine_logs(engines))
         record = kind.collect(writer, record, suite, CellOutputs(out_dirs, ended, kept))
+        if cell.runtime is not None:
+            keep_wire(writer, out_dirs, suite.ids)
         if engine_suspect(record, ended):
             with blame_engine(watch):
                 for engine, handle in zip(engines, group.handles, strict=True):

@@ -55,13 +55,16 @@ class Prepared(BaseModel):
     templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
     # suite id -> the image its kind runs it in (the harness unless the kind has its own)
     suite_images: dict[str, ImageRef] = {}
+    runtime_images: dict[str, ImageRef] = {}  # runtime id -> its image (the harness image and the runtime)
 
     def selection(self, cell: Cell) -> SuiteSelection:
         """The scenarios the cell runs: its suite's selection, or the cell's part of it."""
         return cell.share(self.suites[cell.suite.id])
 
     def harness_for(self, cell: Cell) -> ImageRef:
-        """The image of a cell's harness containers, as the suite's kind says."""
+        """The image of a cell's harness containers: its runtime's, else as the suite's kind says."""
+        if cell.runtime is not None:
+            return self.runtime_images[cell.runtime.id]
         return self.suite_images.get(cell.suite.id, self.harness)
 
 

@@ -49,6 +49,7 @@ from repro.run.context import Prepared, RunContext, RunOptions
 from repro.run.group import run_group
 from repro.run.progress import RunProgress
 from repro.run.resume import groups_to_run
+from repro.runtimes.image import runtime_image
 from repro.spec.cells import Cell
 from repro.spec.findings import SuiteSelection
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
@@ -176,6 +177,7 @@ def prepare(options: RunOptions) -> Prepared:
         cells=cells,
         harness=harness,
         suite_images={c.suite.id: kind_of(c.suite).image(c.suite, harness) for c in cells},
+        runtime_images={c.runtime.id: runtime_image(c.runtime, harness=harness) for c in cells if c.runtime},
         engines={
             c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability)
             for c in cells

@@ -5,6 +5,8 @@
 - `profiles`: the hardware profiles (matrix/profiles.yaml);
 - `harnesses`: what validation knows of each external harness (known releases, protocols);
 - `engines`: what the project knows of each engine kind (whether its prompt cache can be turned off);
+- `runtimes`: what the project knows of each agent runtime kind (its registry package, the protocols
+  it carries) and a matrix's runtime pin (`RuntimeSpec`);
 - `published`: where other projects publish the inputs the matrices pin (facts, by sha256);
 - `claims`: a claims file, someone's published table stated as data a rerun is verified against;
 - `tolerance`: what a rerun may differ by and still be consistent with a claim (data only;
@@ -26,5 +28,6 @@ __all__ = [
     "matrix",
     "profiles",
     "published",
+    "runtimes",
     "tolerance",
 ]

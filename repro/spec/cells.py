@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model
 
 from repro.spec.findings import SuiteSelection
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec, Protocol, Suite
+from repro.spec.runtimes import RAW_RUNTIME, RuntimeSpec
 
 # Who left a cell out, and why: the matrix's own `exclude` rules and profile list (the author's
 # choice); the tool, from the profile, the harness or the chat template (configuration); the
@@ -51,6 +52,7 @@ class Cell(BaseModel):
     excluded: str | None = None
     excluded_kind: ExclusionKind | None = None  # who excluded it, beside `excluded` (why)
     part: int | None = None  # which of the suite's `parts` this cell runs (None: all its scenarios)
+    runtime: RuntimeSpec | None = None  # the agent runtime producing each turn (None: raw, our own client)
 
     @model_validator(mode="after")
     def _part_of_the_suite(self) -> Cell:
@@ -60,17 +62,38 @@ class Cell(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_unset_part(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """`part` is written only when set, so a cell of a suite without parts dumps as before."""
+        """`part` and `runtime` are written only when set, so a cell of a suite without parts, run
+        by our own client, dumps as before."""
         data = handler(self)
-        if self.part is None and isinstance(data, dict):
-            data.pop("part", None)
+        if isinstance(data, dict):
+            for name in ("part", "runtime"):
+                if getattr(self, name) is None:
+                    data.pop(name, None)
         return data
+
+    def runtime_reason(self) -> str | None:
+        """Why the cell's runtime cannot play it: another harness's suite, or a protocol it does not carry."""
+        runtime = self.runtime
+        if runtime is None:
+            return None
+        if self.suite.external is not None:
+            return f"runtime {runtime.id} plays our harness's scenarios, not {self.suite.external.harness}'s tasks"
+        if self.protocol not in runtime.facts.protocols:
+            carried = ", ".join(sorted(runtime.facts.protocols))
+            return f"runtime {runtime.id} ({runtime.kind}) carries {carried}, not {self.protocol}"
+        return None
+
+    @property
+    def via(self) -> RuntimeSpec:
+        """The runtime that produces the cell's turns (raw: our harness's own client)."""
+        return self.runtime or RAW_RUNTIME
 
     @property
     def label(self) -> str:
         """What a person reads: model / protocol / suite (its part, the repeat past the first); the id is the key."""
         part = f" part {self.part} of {self.suite.parts}" if self.part is not None else ""
-        return f"{self.model.id} / {self.protocol} / {self.suite.id}{part}" + (
+        via = f" via {self.runtime.id}" if self.runtime is not None else ""
+        return f"{self.model.id} / {self.protocol}{via} / {self.suite.id}{part}" + (
             f" / r{self.repeat}" if self.repeat > 1 else ""
         )
 

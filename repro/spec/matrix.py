@@ -27,6 +27,7 @@ from pydantic import (
 from repro.core.config import PROJECT_ROOT
 from repro.spec.engines import EngineKind, EngineKindFacts, engine_kind_facts
 from repro.spec.harnesses import HARNESSES
+from repro.spec.runtimes import RAW_RUNTIME, RuntimeSpec
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -514,6 +515,12 @@ class Matrix(Strict):
     engines: list[EngineSpec] = Field(min_length=1)
     protocols: list[Protocol] = Field(min_length=1)
     suites: list[Suite] = Field(min_length=1)
+    runtimes: list[RuntimeSpec] = Field(
+        default=[RAW_RUNTIME],
+        min_length=1,
+        description="who produces each turn: raw (our harness's own client, the default) or an agent runtime "
+        "pinned from its registry (docs/runtimes.md)",
+    )
     decoding: Decoding = Decoding()
     repeats: int = Field(default=1, ge=1, le=100)
     latency_gate: LatencyGateSettings = LatencyGateSettings()
@@ -529,12 +536,21 @@ class Matrix(Strict):
     )
     exclude: list[PlanExclusion] = []
 
+    @model_validator(mode="after")
+    def _unique_runtimes(self) -> Matrix:
+        ids = [runtime.id for runtime in self.runtimes]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"runtimes: ids must be unique (given: {', '.join(ids)})")
+        return self
+
     @model_serializer(mode="wrap")
     def _without_unset_author_fields(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """`paths_from` and `profiles_file` are written only when set, so a matrix without them
-        dumps as before the fields existed."""
+        """`paths_from`, `profiles_file` and `runtimes` are written only when set, so a matrix
+        without them dumps as before the fields existed."""
         data = handler(self)
         if isinstance(data, dict):
+            if self.runtimes == [RAW_RUNTIME]:
+                data.pop("runtimes", None)
             if self.paths_from == "project":
                 data.pop("paths_from", None)
             if self.profiles_file is None:

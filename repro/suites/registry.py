@@ -40,8 +40,9 @@ def kind_of(suite: Suite) -> SuiteKind:
 
 def cell_execution(profile: Profile, replicas: int, cell: Cell) -> Execution:
     """The profile's execution as the cell runs it: on its engine kind, and per scenario only where
-    its suite kind marks a scenario's start (repro.bundle.records.Execution.of)."""
-    marks = kind_of(cell.suite).marks_scenarios()
+    its suite kind marks a scenario's start and no agent runtime makes its requests
+    (repro.bundle.records.Execution.of)."""
+    marks = kind_of(cell.suite).marks_scenarios() and cell.runtime is None
     return Execution.of(profile, replicas, cell.engine.kind, marks_scenarios=marks)
 
 

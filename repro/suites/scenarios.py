@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.contracts import ScenarioResult, TranscriptLine
 from repro.bundle.layout.loading import read_results, read_transcripts, record_lines
-from repro.bundle.layout.names import suite_folder
+from repro.bundle.layout.names import WIRE_FILE, suite_folder
 from repro.bundle.layout.writer import Bundle, CellWriter, write_in
 from repro.bundle.records import CellRecord, CellSummary, InputReference, KeptScenario
 from repro.core.config import PROJECT_ROOT
@@ -125,6 +125,24 @@ def harness_command(
         "--progress",
         "json",
         *cache_prompt_argv(profile.cache_prompt),
+        *runtime_argv(cell),
+    ]
+
+
+def runtime_argv(cell: Cell) -> list[str]:
+    """The harness's runtime options for a cell played through an agent runtime (none for raw)."""
+    runtime = cell.runtime
+    if runtime is None:
+        return []
+    return [
+        "--runtime",
+        runtime.facts.adapter,
+        "--runtime-clock",
+        runtime.clock,
+        "--runtime-context",
+        str(cell.decoding.context),
+        "--wire",
+        f"/out/{WIRE_FILE}",
     ]
 
 

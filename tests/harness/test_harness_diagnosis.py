@@ -147,6 +147,10 @@ CASES: dict[str, Case] = {
     "model_not_loaded": Case(lambda: Calls([READ], "model_not_loaded"), 2, "model_not_loaded", None),
     "context_overflow": Case(lambda: Calls([READ, WRITE], "context_overflow"), 3, "context_overflow", None),
     "engine_error": Case(lambda: Calls([READ], "engine_error"), 2, "engine_error", None),
+    # an agent runtime's failures (harness.runtimes): the runtime's layer, never an engine fault
+    "runtime_unavailable": Case(lambda: Calls([], "runtime_unavailable"), 1, "runtime_unavailable", 0.0),
+    "runtime_config": Case(lambda: Calls([READ], "runtime_config"), 2, "runtime_config", 0.75),
+    "runtime_error": Case(lambda: Calls([READ], "runtime_error"), 2, "runtime_error", 0.75),
     "degenerate": Case(
         _protocol("react", text("Thought: I will check the beds.\n" * 40, "length")), 1, "cut at the token limit", 0.0
     ),
@@ -434,6 +438,9 @@ def test_precedence_is_fixed_and_layered() -> None:
         "model_not_loaded",
         "context_overflow",
         "engine_error",
+        "runtime_unavailable",
+        "runtime_config",
+        "runtime_error",
         "degenerate",
         "empty_reply",
         "invalid_syntax",
@@ -455,6 +462,7 @@ def test_precedence_is_fixed_and_layered() -> None:
     assert layers == sorted(layers) and FAILURE_LAYERS == (
         "configuration",
         "engine",
+        "runtime",
         "protocol",
         "behaviour",
         "outcome",

@@ -42,6 +42,7 @@ AUTHOR_PROFILES_COPY = "author-profiles.yaml"
 CELL_FILE = "cell.json"
 SCENARIOS_FILE = "scenarios.jsonl"  # a cell's results, one ScenarioResult a line
 TRANSCRIPTS_FILE = "transcripts.jsonl"  # a cell's transcripts, one TranscriptLine a line
+WIRE_FILE = "wire.jsonl"  # a runtime cell's turns, each with its exchanges with the engine (harness.runtimes)
 
 
 PARTIAL_FILE = "partial.json"  # in cells/.<id>.partial/: what its kept scenarios belong to
