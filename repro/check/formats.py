@@ -49,6 +49,7 @@ from repro.check.run_rules import (
     rule_run_complete,
 )
 from repro.check.templates import rule_chat_template, rule_template_facts
+from repro.check.wire import rule_runtime_wire
 from repro.core.errors import BadInput
 
 # the run rule of carried inputs (only external suites carry any)
@@ -122,6 +123,7 @@ RULES_V5 = Rules(
         "resumed": rule_resumed,
         "suite-at-commit": rule_suite_at_commit,
         "progress": rule_progress_agrees,
+        "runtime-wire": rule_runtime_wire,
     },
 )
 

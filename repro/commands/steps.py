@@ -24,6 +24,7 @@ from rich.progress import (
 
 from repro.core.errors import BadInput, ReproError
 from repro.core.terminal import shown
+from repro.runtimes.image import build_runtime_images
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix, ModelSpec
 from repro.store import models
@@ -224,7 +225,9 @@ def build_images(matrix: Path, profile: str, stream: Callable[[str], None] | Non
         )
     if problems:
         raise ReproError(problems[0], lines=problems)
-    build_suite_images(load_matrix(matrix), client, stream)
+    loaded = load_matrix(matrix)
+    build_suite_images(loaded, client, stream)
+    build_runtime_images_of(loaded, client, stream)
 
 
 @contextmanager
@@ -254,6 +257,23 @@ def build_suite_images(loaded: LoadedMatrix, client: DockerClient, stream: Calla
                 f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} in "
                 f"{time.monotonic() - started:.0f} s{where}"
             )
+
+
+def build_runtime_images_of(loaded: LoadedMatrix, client: DockerClient, stream: Callable[[str], None] | None) -> None:
+    """The image of each agent runtime the matrix names (the harness image and the runtime, its
+    packages fetched and verified on the host first); built only when missing, its log in
+    `<cache>/build-logs/runtime-<id>.log`."""
+    for runtime in loaded.matrix.runtimes:
+        if runtime.raw:
+            continue
+        started = time.monotonic()
+        with BuildLog(build_log_path(f"runtime-{runtime.id}"), stream) as log:
+            [ref] = build_runtime_images([runtime], client, log)
+        where = f"; log: {escape(str(log.path))}" if log.written else ""
+        console.print(
+            f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for runtime {escape(runtime.id)} "
+            f"({escape(runtime.pin)}) in {time.monotonic() - started:.0f} s{where}"
+        )
 
 
 def build_label(plan: BuildPlan) -> str:

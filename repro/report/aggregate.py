@@ -200,7 +200,9 @@ def with_labels(rows: list[TableRow]) -> list[TableRow]:
         r.model_copy(
             update={
                 "model_label": models[r.model_sha256],
-                "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)} / {r.suite}"
+                "label": f"{models[r.model_sha256]} / {PROTOCOL_SHORT.get(r.protocol, r.protocol)}"
+                + (f" via {r.runtime}" if r.runtime else "")
+                + f" / {r.suite}"
                 + (f" ({r.parts})" if r.parts else ""),
             }
         )
@@ -295,6 +297,7 @@ def row_key(record: CellRecord) -> tuple[str, ...]:
         record.suite_sha256 or cell.suite.id,
         cell.decoding.model_dump_json(),
         cell.profile,
+        cell.runtime.model_dump_json() if cell.runtime is not None else "",
     )
 
 
@@ -351,6 +354,8 @@ def make_row(cells: list[ValidCell], run: str | None) -> TableRow:
         file_size_mb=round(spec.model.file_size / 1024**2, 1),
         engine=spec.engine.label,
         protocol=spec.protocol,
+        runtime=spec.runtime.id if spec.runtime is not None else None,
+        runtime_pin=spec.runtime.pin if spec.runtime is not None else None,
         suite=spec.suite.id,
         suite_sha256=first.suite_sha256,
         parts=missing_parts(cells),

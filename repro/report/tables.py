@@ -10,7 +10,7 @@ import statistics
 from collections import Counter
 from typing import Any, get_args
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from harness.contracts import (
     FAILURE_LAYER,
@@ -153,6 +153,8 @@ class RowHardware(BaseModel):
 
 class TableRow(BaseModel):
     model: str
+    runtime: str | None = None  # the agent runtime that produced its turns (None: raw, our own client)
+    runtime_pin: str | None = None  # the runtime's package==version
     label: str = ""  # a short name for the row (model, protocol, suite): PaperTables.key says what each part stands for
     model_label: str = ""  # the short model name within it (family and parameters, unless two models share them)
     parameters: str = ""
@@ -280,6 +282,15 @@ class TableRow(BaseModel):
     def identical_across_repeats(self) -> int:
         """Scenarios whose transcript is the same in every repeat (all recorded, all equal)."""
         return sum(len(set(h)) == 1 and "" not in h for h in self.transcripts.values())
+
+    @model_serializer(mode="wrap")
+    def _without_raw_runtime(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`runtime` and `runtime_pin` are written only for a runtime's row, so a raw row dumps as before."""
+        data = handler(self)
+        if isinstance(data, dict) and self.runtime is None:
+            data.pop("runtime", None)
+            data.pop("runtime_pin", None)
+        return data
 
 
 class ExcludedCell(BaseModel):

@@ -1,0 +1,65 @@
+"""The check of a runtime cell's wire (repro.runtimes.wire): the transcript's replies are the
+runtime's answers, each answer is what the engine said on the wire, and each turn ran the cell's
+runtime under its pinned clock. So a runtime cell's outcome rests on the recorded wire: the
+regrade (rule `regraded`) recomputes the outcome from the transcript, and this rule ties every
+reply of that transcript to the bytes the engine sent."""
+
+from __future__ import annotations
+
+from harness.contracts import RuntimeTurn, TranscriptLine
+from harness.runtimes.wire import chat_replies
+from repro.bundle.evidence import CellEvidence
+from repro.bundle.layout.names import WIRE_FILE
+from repro.core.errors import BadInput
+from repro.runtimes.wire import read_wire, turns_by_scenario
+from repro.spec.runtimes import RuntimeSpec
+
+MAX_PROBLEMS = 20
+
+
+def rule_runtime_wire(ev: CellEvidence) -> list[str]:
+    """A runtime cell's wire holds every turn of every scenario, as the transcript read them."""
+    runtime = ev.record.cell.runtime
+    if runtime is None:
+        return [f"a cell of our own client holds a {WIRE_FILE}"] if ev.bundle.has_file(ev.cell_id, WIRE_FILE) else []
+    if not ev.bundle.has_file(ev.cell_id, WIRE_FILE):
+        return [f"a runtime cell ({runtime.id}) without its wire ({WIRE_FILE})"]
+    try:
+        turns = turns_by_scenario(read_wire(ev.cell_dir / WIRE_FILE))
+        lines = ev.bundle.transcripts(ev.cell_id)
+    except BadInput as error:
+        return [str(error)]
+    problems = [p for line in lines for p in scenario_problems(line, turns.get(line.id, []), runtime)]
+    stray = sorted(set(turns) - {line.id for line in lines})
+    if stray:
+        problems.append(f"the wire holds turns of scenarios the cell did not run: {', '.join(stray[:5])}")
+    return problems[:MAX_PROBLEMS]
+
+
+def scenario_problems(line: TranscriptLine, turns: list[RuntimeTurn], runtime: RuntimeSpec) -> list[str]:
+    """One scenario: its replies in order are its turns' answers, and each turn is sound."""
+    replies = [reply.content for entry in line.transcript for reply in getattr(entry, "replies", None) or []]
+    answers = [turn.answer for turn in turns if turn.answer is not None]
+    problems = []
+    if replies != answers:
+        problems.append(
+            f"{line.id}: the transcript's {len(replies)} replies are not the {len(answers)} answers on the wire"
+        )
+    return problems + [p for turn in turns for p in turn_problems(line.id, turn, runtime)]
+
+
+def turn_problems(scenario: str, turn: RuntimeTurn, runtime: RuntimeSpec) -> list[str]:
+    where = f"{scenario} turn {turn.turn}"
+    problems = []
+    if turn.runtime != runtime.facts.adapter:
+        problems.append(f"{where}: played by {turn.runtime}, the cell names {runtime.facts.adapter}")
+    if turn.clock != runtime.clock:
+        problems.append(f"{where}: the clock was {turn.clock}, the cell pins {runtime.clock}")
+    if turn.answer is None:
+        return problems
+    said = chat_replies([exchange.model_dump() for exchange in turn.exchanges])
+    if not said:
+        problems.append(f"{where}: the runtime answered without a reply of the engine on the wire")
+    elif said[-1].content.strip() != turn.answer.strip():
+        problems.append(f"{where}: the runtime's answer is not the engine's last reply on the wire")
+    return problems
