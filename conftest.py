@@ -30,6 +30,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "ollama: builds Ollama from its pinned Go module (about 3 minutes the first time) and boots it"
     )
+    config.addinivalue_line(
+        "markers",
+        "runtimes: builds agent runtime images (npm ci or pip download on the host, then docker build; "
+        "a minute or more each) and runs them",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

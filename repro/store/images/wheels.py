@@ -44,6 +44,8 @@ WHEEL_TARGET = [
     "manylinux_2_17_x86_64",
     "--platform",
     "manylinux_2_28_x86_64",
+    "--platform",
+    "manylinux_2_34_x86_64",  # Debian bookworm's glibc 2.36 runs them (Hermes' lock pins cryptography's)
     "--implementation",
     WHEEL_IMPLEMENTATION,
 ]
