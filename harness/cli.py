@@ -278,6 +278,7 @@ def _runtime_client(args: argparse.Namespace) -> Any:
         clock=args.runtime_clock,
         wire=args.wire,
         timeout=args.timeout,
+        per_scenario=args.cache_prompt == "scenario",
     )
 
 

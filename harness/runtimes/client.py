@@ -40,6 +40,10 @@ from harness.runtimes.wire import EngineReply, chat_replies
 SCRATCH = Path("/tmp/runtime")
 MAX_OUTPUT = 1024 * 1024  # bytes of a turn's stdout or stderr kept
 MAX_PROMPT = 120_000  # characters: one command-line argument must stay below Linux's 128 KiB
+# A turn may take several requests (Hermes reads /v1/models and more before its chat) and a first
+# request far longer than ours (Hermes' 13,000 tokens of system prompt and tools): a turn gets this
+# many request timeouts
+TURN_TIMEOUTS = 2
 ROLES = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
@@ -76,9 +80,10 @@ class RuntimeClient:
         wire: Path | None,
         timeout: float = 300.0,
         scratch: Path = SCRATCH,
+        per_scenario: bool = False,
     ) -> None:
         self.adapter, self.engine, self.clock, self.timeout = adapter, engine, clock, timeout
-        self.relay = Relay(engine.base_url, fill, timeout=timeout)
+        self.relay = Relay(engine.base_url, fill, timeout=timeout, per_scenario=per_scenario)
         self.endpoint = endpoint
         self.scratch = scratch
         self._wire_path = wire
@@ -103,6 +108,7 @@ class RuntimeClient:
 
     def begin_scenario(self, scenario_id: str = "") -> None:
         self.scenario, self.turn = scenario_id, 0
+        self.relay.begin_scenario()
 
     def chat(self, messages: list[dict[str, Any]], **_sampling: Any) -> ChatReply:
         """One turn: the runtime's answer to the messages (sampling is the runtime's own, or the
@@ -126,6 +132,7 @@ class RuntimeClient:
         try:
             code, stdout, stderr = self._run(argv, home, work, record)
         finally:
+            self.relay.abandon()  # a request its runtime left behind (killed, or gone) stops here
             record["exchanges"] = [e.to_json() for e in self.relay.take()]
             record["home"] = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
         record.update(exit=code, stderr=stderr[-4000:])
@@ -148,12 +155,14 @@ class RuntimeClient:
         with out.open("wb") as stdout, err.open("wb") as stderr:
             process = subprocess.Popen(argv, cwd=work, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
             try:
-                code = process.wait(timeout=self.timeout)
+                code = process.wait(timeout=self.timeout * TURN_TIMEOUTS)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 record["exit"] = "timeout"
-                raise RuntimeFailure(f"{self.adapter.kind} gave no answer within {self.timeout:g}s") from None
+                raise RuntimeFailure(
+                    f"{self.adapter.kind} gave no answer within {self.timeout * TURN_TIMEOUTS:g}s"
+                ) from None
         return code, _read(out), _read(err)
 
     def _env(self, home: Path) -> dict[str, str]:

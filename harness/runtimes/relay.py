@@ -2,10 +2,12 @@
 every byte the engine answers, kept.
 
 The runtime is configured to talk to the relay (``http://127.0.0.1:<port>``); the relay forwards
-each request to the engine unchanged but for one thing: where a chat completion request carries no
+each request to the engine unchanged but for two things: where a chat completion request carries no
 temperature or seed, or asks for more tokens than the profile's ``max_tokens``, the relay sets the
-profile's value (``fill``), and the exchange records what it set. The reply goes back to the runtime
-as the engine sent it, streamed or not, and is recorded whole.
+profile's value (``fill``); and with the prompt cache per scenario (``per_scenario``), it marks
+each scenario's first chat request ``cache_prompt: false`` and its later ones ``true``, as our own
+client does (llama.cpp then reuses only the scenario's own prefix). The exchange records what it
+set. The reply goes back to the runtime as the engine sent it, streamed or not, and is recorded whole.
 
 Anything else the runtime tries through its proxy settings (``HTTP_PROXY``/``HTTPS_PROXY`` point
 here: an update check, telemetry) is refused with 403 and recorded as ``outside``: the runtime
@@ -14,8 +16,10 @@ reaches the engine and nothing else, and the bundle says what it tried.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -82,13 +86,25 @@ def fill_sampling(body: dict[str, Any], fill: dict[str, Any]) -> dict[str, Any]:
 
 class Relay:
     """A threaded HTTP relay on 127.0.0.1 to `upstream` (the engine's root URL). Use as a context
-    manager; `take()` returns the exchanges recorded since the last call."""
+    manager; `take()` returns the exchanges recorded since the last call; `begin_scenario()` starts a
+    scenario (with `per_scenario`, its first chat request reads no cache)."""
 
-    def __init__(self, upstream: str, fill: dict[str, Any], *, port: int = 0, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        fill: dict[str, Any],
+        *,
+        port: int = 0,
+        timeout: float = 300.0,
+        per_scenario: bool = False,
+    ) -> None:
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.fill = dict(fill)
         self.timeout = timeout
+        self.per_scenario = per_scenario
+        self._first = True
+        self._open: set[http.client.HTTPConnection] = set()  # requests the engine has not answered yet
         self._lock = threading.Lock()
         self._exchanges: list[Exchange] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
@@ -106,6 +122,40 @@ class Relay:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def begin_scenario(self) -> None:
+        self._first = True
+
+    def connect(self) -> http.client.HTTPConnection:
+        connection = http.client.HTTPConnection(*self.upstream, timeout=self.timeout)
+        with self._lock:
+            self._open.add(connection)
+        return connection
+
+    def done(self, connection: http.client.HTTPConnection) -> None:
+        connection.close()
+        with self._lock:
+            self._open.discard(connection)
+
+    def abandon(self) -> None:
+        """Close every request still open to the engine (its runtime is gone): llama.cpp stops
+        working on a request whose client went away, so a killed turn leaves the engine free."""
+        with self._lock:
+            left, self._open = self._open, set()
+        for connection in left:
+            if connection.sock is not None:
+                with contextlib.suppress(OSError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+            connection.close()
+
+    def fill_chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Fill one chat request (in place): the profile's sampling, then the scenario's cache mark."""
+        filled = fill_sampling(request, self.fill)
+        if self.per_scenario:
+            with self._lock:
+                request["cache_prompt"] = filled["cache_prompt"] = not self._first
+                self._first = False
+        return filled
 
     def record(self, exchange: Exchange) -> None:
         with self._lock:
@@ -168,18 +218,20 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
                 return body
             if not isinstance(request, dict):
                 return body
-            exchange.filled = fill_sampling(request, relay.fill)
+            exchange.filled = relay.fill_chat(request)
             return json.dumps(request).encode() if exchange.filled else body
 
         def _forward(self, body: bytes, exchange: Exchange) -> None:
-            connection = http.client.HTTPConnection(*relay.upstream, timeout=relay.timeout)
+            connection = relay.connect()
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
             try:
                 connection.request(self.command, self.path, body=body or None, headers=headers)
                 answer = connection.getresponse()
-            except OSError as error:
+            except (OSError, http.client.HTTPException) as error:
+                relay.done(connection)
                 exchange.status, exchange.reply = 502, f"relay: the engine did not answer: {error}"
-                self.send_error(502, "the engine did not answer")
+                with contextlib.suppress(OSError):
+                    self.send_error(502, "the engine did not answer")
                 return
             exchange.status = answer.status
             self.send_response(answer.status)
@@ -188,11 +240,11 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
                     self.send_header(key, value)
             self.end_headers()
             exchange.reply = self._pass(answer)
-            connection.close()
+            relay.done(connection)
 
         def _pass(self, answer: http.client.HTTPResponse) -> str:
             kept = bytearray()
-            while chunk := answer.read1(65536):
+            while chunk := _read(answer):
                 if len(kept) < MAX_BODY:
                     kept += chunk[: MAX_BODY - len(kept)]
                 try:
@@ -207,3 +259,11 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
             self.send_error(403, "repro's sandbox reaches the engine only")
 
     return Handler
+
+
+def _read(answer: http.client.HTTPResponse) -> bytes:
+    """The next bytes of the engine's reply; none once it ended or its connection was closed."""
+    try:
+        return answer.read1(65536)
+    except (OSError, http.client.HTTPException):
+        return b""

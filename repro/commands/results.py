@@ -1,4 +1,4 @@
-"""`repro results merge` and `repro results csv`."""
+"""`repro results merge`, `repro results reference`, `repro results csv` and `repro results runtimes`."""
 
 from __future__ import annotations
 
@@ -133,6 +133,31 @@ def csv_export(
         return
     atomic_write(out, text.encode())
     Console(stderr=True).print(f"wrote {len(rows)} scenario rows to {shown(out)}", soft_wrap=True)
+
+
+@app.command("runtimes")
+def runtimes(
+    run: Path = typer.Argument(..., help="A run folder (or a results folder: each run in it)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per runtime, a line each."),
+) -> None:
+    """What each agent runtime of a run did, read from its cells' wires: the system prompt it
+    injected, the sampling it sent and what the relay filled, what it tried outside (refused), the
+    files it left in its HOME, the lines printed beside its answers, and where a turn's time went.
+
+    Exit codes: 0 shown; 1 an unexpected error; 2 bad input (no bundle, a bad wire)."""
+    from repro.report.runtimes import runtime_summaries, summary_lines
+
+    out = Console(soft_wrap=True, highlight=False)
+    for run_dir in find_runs(run):
+        summaries = runtime_summaries(BundleReader(run_dir))
+        if not as_json:
+            out.print(f"{shown(run_dir.name)}: {len(summaries)} runtime(s) with a wire", markup=False)
+        for summary in summaries:
+            if as_json:
+                sys.stdout.write(summary.model_dump_json() + "\n")
+                continue
+            for line in summary_lines(summary):
+                out.print(shown(line), markup=False)
 
 
 def to_csv(rows: list[list[object]]) -> str:

@@ -40,9 +40,9 @@ def kind_of(suite: Suite) -> SuiteKind:
 
 def cell_execution(profile: Profile, replicas: int, cell: Cell) -> Execution:
     """The profile's execution as the cell runs it: on its engine kind, and per scenario only where
-    its suite kind marks a scenario's start and no agent runtime makes its requests
-    (repro.bundle.records.Execution.of)."""
-    marks = kind_of(cell.suite).marks_scenarios() and cell.runtime is None
+    its suite kind marks a scenario's start (an agent runtime's requests are marked by the harness's
+    relay, as our own client marks its own: repro.bundle.records.Execution.of)."""
+    marks = kind_of(cell.suite).marks_scenarios()
     return Execution.of(profile, replicas, cell.engine.kind, marks_scenarios=marks)
 
 

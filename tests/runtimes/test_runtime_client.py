@@ -135,6 +135,7 @@ def client(tmp_path: Path, engine: str, mode: str, **kwargs: Any) -> RuntimeClie
         wire=tmp_path / "wire.jsonl",
         timeout=kwargs.pop("timeout", 30.0),
         scratch=tmp_path / "scratch",
+        per_scenario=kwargs.pop("per_scenario", False),
     )
 
 
@@ -191,6 +192,16 @@ def test_a_runtime_that_is_missing_is_unavailable(tmp_path: Path, engine: str) -
         with pytest.raises(RuntimeFailure) as raised:
             runtime.chat(MESSAGES)
     assert raised.value.failure == "runtime_unavailable"
+
+
+def test_per_scenario_the_relay_marks_each_scenarios_first_request(tmp_path: Path, engine: str) -> None:
+    with client(tmp_path, engine, "whole", per_scenario=True) as runtime:
+        for scenario in ("a", "b"):
+            runtime.begin_scenario(scenario)
+            runtime.chat(MESSAGES)
+            runtime.chat(MESSAGES)
+    assert [body["cache_prompt"] for body in Canned.bodies] == [False, True, False, True]
+    assert [t.exchanges[-1].filled["cache_prompt"] for t in turns(tmp_path)] == [False, True, False, True]
 
 
 def test_the_relay_fills_only_what_is_missing() -> None:
