@@ -197,13 +197,34 @@ def _read(path: Path) -> str:
 
 
 def _reply(answer: Answer, replies: list[EngineReply], seconds: float) -> ChatReply:
-    """The turn as the protocol reads a reply: the runtime's answer, with the engine's tokens
-    summed over the turn's completions and the last one's timings and end."""
+    """The turn as the protocol reads a reply: the runtime's answer, with the engine's figures of the
+    turn (``turn_figures``) and its last completion's end."""
+    usage, timings = turn_figures(replies)
+    last = replies[-1] if replies else EngineReply()
+    return ChatReply(
+        content=answer.text, usage=usage, timings=timings, seconds=seconds, finish_reason=last.finish_reason
+    )
+
+
+SUMMED = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms")
+
+
+def turn_figures(replies: list[EngineReply]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The usage and engine timings of a turn: its one completion's as they are; of several (a
+    runtime that continues a reply cut at the token limit, or calls its own tools), the tokens and
+    milliseconds summed, the first request's ``cache_n`` (what the turn read from the cache before
+    it began) and ``requests``, their number (the check's bounds allow that many times max_tokens)."""
     usage = {
         "prompt_tokens": sum(int(r.usage.get("prompt_tokens") or 0) for r in replies),
         "completion_tokens": sum(int(r.usage.get("completion_tokens") or 0) for r in replies),
     }
-    last = replies[-1] if replies else EngineReply()
-    return ChatReply(
-        content=answer.text, usage=usage, timings=last.timings, seconds=seconds, finish_reason=last.finish_reason
-    )
+    timed = [r.timings for r in replies if r.timings]
+    if len(replies) <= 1 or not timed:
+        return usage, replies[0].timings if replies else None
+    timings: dict[str, Any] = {"requests": len(replies), "cache_n": timed[0].get("cache_n", 0)}
+    for key in SUMMED:
+        timings[key] = sum(float(t.get(key) or 0) for t in timed)
+    for kind in ("prompt", "predicted"):
+        if timings[f"{kind}_ms"] > 0:
+            timings[f"{kind}_per_second"] = timings[f"{kind}_n"] * 1000 / timings[f"{kind}_ms"]
+    return usage, timings

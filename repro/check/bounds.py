@@ -187,14 +187,26 @@ def result_bounds(result: ScenarioResult, transcript: list[TranscriptEntry], dec
     return problems
 
 
+MAX_TURN_REQUESTS = 64  # the most engine requests one runtime turn may stand for
+
+
+def requests_of(timing: StepTiming) -> int:
+    """The engine requests one recorded attempt stands for: one, but an agent runtime's turn of
+    several (its `timings.requests`, which the check's runtime-wire rule holds to the wire)."""
+    requests = (timing.timings or {}).get("requests", 1)
+    return requests if isinstance(requests, int) and 1 <= requests <= MAX_TURN_REQUESTS else 1
+
+
 def timing_bounds(what: str, timing: StepTiming, decoding: Decoding) -> list[str]:
-    """One request: wall seconds, token counts within the decoding, the engine's own figures."""
+    """One request (or one runtime turn's requests): wall seconds, token counts within the decoding,
+    the engine's own figures."""
     problems = seconds_problem(f"{what} seconds", timing.seconds)
     if not (finite(timing.tokens_in) and finite(timing.tokens_out)):
         return [*problems, f"{what}: token counts {timing.tokens_in!r}/{timing.tokens_out!r} out of bounds"]
-    if timing.tokens_out > decoding.max_tokens:
+    requests = requests_of(timing)
+    if timing.tokens_out > decoding.max_tokens * requests:
         problems.append(f"{what}: {timing.tokens_out} completion tokens, max_tokens is {decoding.max_tokens}")
-    if timing.tokens_in + timing.tokens_out > decoding.context:
+    if timing.tokens_in + timing.tokens_out > decoding.context * requests:
         problems.append(f"{what}: {timing.tokens_in + timing.tokens_out} tokens, the context is {decoding.context}")
     return problems + engine_timings_bounds(what, timing, decoding)
 
@@ -213,7 +225,7 @@ def engine_timings_bounds(what: str, timing: StepTiming, decoding: Decoding) -> 
     engine_ms = numbers.get("prompt_ms", 0) + numbers.get("predicted_ms", 0)
     if finite(timing.seconds) and engine_ms / 1000 > timing.seconds + WALL_SLACK_S:
         problems.append(f"{what}: the engine reports {engine_ms / 1000:.3f} s, the request took {timing.seconds:.3f} s")
-    if numbers.get("predicted_n", 0) > decoding.max_tokens:
+    if numbers.get("predicted_n", 0) > decoding.max_tokens * requests_of(timing):
         problems.append(
             f"{what}: the engine generated {numbers['predicted_n']} tokens, max_tokens is {decoding.max_tokens}"
         )

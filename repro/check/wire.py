@@ -6,7 +6,7 @@ reply of that transcript to the bytes the engine sent."""
 
 from __future__ import annotations
 
-from harness.contracts import RuntimeTurn, TranscriptLine
+from harness.contracts import RuntimeTurn, ScenarioResult, TranscriptLine
 from harness.runtimes.wire import chat_replies
 from repro.bundle.evidence import CellEvidence
 from repro.bundle.layout.names import WIRE_FILE
@@ -27,9 +27,11 @@ def rule_runtime_wire(ev: CellEvidence) -> list[str]:
     try:
         turns = turns_by_scenario(read_wire(ev.cell_dir / WIRE_FILE))
         lines = ev.bundle.transcripts(ev.cell_id)
+        results = {result.id: result for result in ev.bundle.results(ev.cell_id)}
     except BadInput as error:
         return [str(error)]
     problems = [p for line in lines for p in scenario_problems(line, turns.get(line.id, []), runtime)]
+    problems += [p for sid, result in results.items() for p in requests_problems(result, turns.get(sid, []))]
     stray = sorted(set(turns) - {line.id for line in lines})
     if stray:
         problems.append(f"the wire holds turns of scenarios the cell did not run: {', '.join(stray[:5])}")
@@ -57,9 +59,27 @@ def turn_problems(scenario: str, turn: RuntimeTurn, runtime: RuntimeSpec) -> lis
         problems.append(f"{where}: the clock was {turn.clock}, the cell pins {runtime.clock}")
     if turn.answer is None:
         return problems
-    said = chat_replies([exchange.model_dump() for exchange in turn.exchanges])
+    said = [reply.content for reply in chat_replies([exchange.model_dump() for exchange in turn.exchanges])]
     if not said:
         problems.append(f"{where}: the runtime answered without a reply of the engine on the wire")
-    elif said[-1].content.strip() != turn.answer.strip():
-        problems.append(f"{where}: the runtime's answer is not the engine's last reply on the wire")
+    elif not made_of(turn.answer, said):
+        problems.append(f"{where}: the runtime's answer is not made of the engine's replies on the wire")
     return problems
+
+
+def made_of(answer: str, said: list[str]) -> bool:
+    """The answer is the engine's last replies of the turn, joined (one, or a reply cut at the token
+    limit and its continuations, as Hermes joins them), whitespace aside."""
+    squashed = "".join(answer.split())
+    return any(squashed == "".join("".join(said[k:]).split()) for k in range(len(said)))
+
+
+def requests_problems(result: ScenarioResult, turns: list[RuntimeTurn]) -> list[str]:
+    """Each recorded attempt stands for as many engine requests (`timings.requests`, one when absent)
+    as its turn made on the wire (the bounds allow that many times max_tokens)."""
+    answered = [t for t in turns if t.answer is not None]
+    recorded = [int((timing.timings or {}).get("requests", 1)) for timing in result.engine_timings]
+    on_wire = [len(chat_replies([e.model_dump() for e in turn.exchanges])) or 1 for turn in answered]
+    if recorded != on_wire:
+        return [f"{result.id}: its attempts stand for {recorded} engine requests, the wire holds {on_wire}"]
+    return []
