@@ -55,6 +55,7 @@ ACCEPTABLE: dict[str, str] = {
     "slots": "the parallel sequences per engine",
     "prompt-cache": "the engine's prompt cache",
     "replicas": "the engine replicas sharing a cell's scenarios",
+    "runtime": "the agent runtime that produced the turns: its package and version (docs/runtimes.md)",
 }
 # Inputs no --accept covers: another model or another scenario set is another number.
 UNACCEPTABLE: dict[str, str] = {"model": "the model's bytes (GGUF sha256)", "suite": "the scenario files and ids"}
@@ -85,6 +86,7 @@ class SetupRecord(BaseModel):
     engine_image: str | None = None  # the image: its source, build info and Dockerfile (or its digest)
     engine_variant: str | None = None
     harness: HarnessPin | None = None
+    runtime: str | None = None  # an agent runtime's pin, package==version (None: our own client, or not stated)
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
@@ -160,6 +162,7 @@ PLAIN: list[tuple[str, str, str]] = [
     ("slots", "engine slots", "slots"),
     ("prompt-cache", "prompt cache", "cache_prompt"),
     ("replicas", "engine replicas", "replicas"),
+    ("runtime", "agent runtime", "runtime"),
     ("hardware", "GPU driver", "driver_version"),
     ("hardware", "CUDA version", "cuda_version"),
     ("hardware", "CPU", "cpu_model"),
@@ -331,6 +334,7 @@ def cell_setup(run: RunRecord, cell: CellRecord, harness: HarnessPin | None) -> 
         engine_image=image_label(cell.engine_image),
         engine_variant=settings.engine_variant,
         harness=harness,
+        runtime=spec.runtime.pin if spec.runtime is not None else None,
         temperature=decoding.temperature,
         seed=decoding.seed,
         max_tokens=decoding.max_tokens,

@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.bundle.layout.discovery import find_runs
+from repro.bundle.layout.reader import BundleReader
 from repro.bundle.signers import require_signed
 from repro.commands.vocabulary import Typer
 from repro.core.terminal import shown
@@ -14,6 +16,7 @@ from repro.report.aggregate import collect_with_cells
 from repro.report.figures import render_figures, write_figures
 from repro.report.html import render_report
 from repro.report.paper import render as render_tables
+from repro.report.runtimes import runtime_summaries
 
 app = Typer(help="Paper tables from clean-room results.", no_args_is_help=True)
 
@@ -41,7 +44,9 @@ def render(
     rendered = render_figures(tables)  # drawn once, for the files and for report.html
     figures = write_figures(tables, out, rendered)
     names = list(dict.fromkeys(path.stem for path in figures))
-    written = figures + render_tables(tables, out, names) + [render_report(tables, out, cells, rendered)]
+    valid = {cell.record.cell.id for group in cells.values() for cell in group}  # a report shows VALID cells
+    runtimes = [s for path in results for run in find_runs(path) for s in runtime_summaries(BundleReader(run), valid)]
+    written = figures + render_tables(tables, out, names) + [render_report(tables, out, cells, rendered, runtimes)]
     console = Console()
     console.print(f"{len(tables.rows)} table rows from VALID cells, {len(tables.exclusions)} exclusions")
     for path in written:

@@ -27,6 +27,7 @@ from repro.core.templating import template_environment
 from repro.report.aggregate import ValidCell
 from repro.report.export import log_path
 from repro.report.paper import TEMPLATES
+from repro.report.runtimes import RuntimeSummary
 from repro.report.tables import PROTOCOL_SHORT, PaperTables, TableRow
 from repro.report.turns import Turn, transcript_turns
 
@@ -215,8 +216,10 @@ def render_report(
     out_dir: Path,
     cells: dict[str, list[ValidCell]] | None = None,
     rendered: Rendered | None = None,
+    runtimes: list[RuntimeSummary] | None = None,
 ) -> Path:
-    """report.html in `out_dir`, its figures inlined from `rendered` when given (else drawn here)."""
+    """report.html in `out_dir`, its figures inlined from `rendered` when given (else drawn here);
+    `runtimes`: what each agent runtime of the runs did (repro.report.runtimes), shown when any ran."""
     from repro.report.figures import render_figures
 
     drawn = render_figures(tables) if rendered is None else rendered
@@ -225,7 +228,14 @@ def render_report(
     html = (
         environment()
         .get_template("report.html.j2")
-        .render(t=tables, figures=figures, views=views, grids=grids(tables, views), inspect_dir=INSPECT_DIR)
+        .render(
+            t=tables,
+            figures=figures,
+            views=views,
+            grids=grids(tables, views),
+            inspect_dir=INSPECT_DIR,
+            runtimes=runtimes or [],
+        )
     )
     path = out_dir / REPORT
     atomic_write(path, html.encode())

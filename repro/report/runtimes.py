@@ -73,10 +73,13 @@ class RuntimeSummary(BaseModel):
             )
 
 
-def runtime_summaries(reader: BundleReader) -> list[RuntimeSummary]:
-    """One summary per runtime of the run's cells that carry a wire, in the order they first appear."""
+def runtime_summaries(reader: BundleReader, only: set[str] | None = None) -> list[RuntimeSummary]:
+    """One summary per runtime of the run's cells that carry a wire (of `only` those cells, when
+    given: a report's VALID ones), in the order they first appear."""
     found: dict[str, RuntimeSummary] = {}
     for cell_id in reader.cell_ids():
+        if only is not None and cell_id not in only:
+            continue
         runtime = reader.cell(cell_id).cell.runtime
         if runtime is None or not reader.has_file(cell_id, WIRE_FILE):
             continue

@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from repro.core.errors import BadInput
 from repro.core.yamlsource import format_problem, load_yaml_document, pydantic_problems
@@ -203,6 +212,20 @@ class Setup(Strict):
     decoding: ClaimDecoding = ClaimDecoding()
     harness: ClaimHarness
     tolerance: Tolerance | None = Field(default=None, description="the tolerance this setup's claims promise")
+    runtime: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the agent runtime that produced the turns, as its registry pins it (package==version, "
+        "docs/runtimes.md); absent: the harness's own client",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_runtime(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """`runtime` is written only when stated, so a setup of our own client dumps as before."""
+        data = handler(self)
+        if self.runtime is None and isinstance(data, dict):
+            data.pop("runtime", None)
+        return data
 
 
 class ClaimSuite(Strict):

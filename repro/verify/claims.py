@@ -210,6 +210,7 @@ class Resolved(BaseModel):
             engine_build=setup.engine.build,
             engine_variant=setup.engine.variant,
             harness=HarnessPin(**setup.harness.model_dump()),
+            runtime=setup.runtime,
             temperature=decoding.temperature,
             seed=decoding.seed,
             max_tokens=decoding.max_tokens,

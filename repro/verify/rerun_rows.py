@@ -164,6 +164,7 @@ def row_pins(
         engine_names=row.engine_names or [row.engine_identity, row.engine],
         engine_variant=row.engine_variant or ("cuda" if row.profile.startswith("gpu") else "cpu"),
         harness=harness or row.harness,
+        runtime=row.runtime_pin,
         temperature=decoding.temperature if decoding else None,
         seed=decoding.seed if decoding else None,
         max_tokens=decoding.max_tokens if decoding else None,

@@ -18,9 +18,9 @@ import pytest
 from harness.clients.openai_compat import OpenAIClient
 from harness.contracts import RuntimeTurn
 from harness.runtimes.base import Answer, Endpoint, RuntimeAdapter, RuntimeFailure
-from harness.runtimes.client import RuntimeClient, render_prompt
+from harness.runtimes.client import RuntimeClient, render_prompt, turn_figures
 from harness.runtimes.relay import fill_sampling
-from harness.runtimes.wire import chat_replies, read_reply
+from harness.runtimes.wire import EngineReply, chat_replies, read_reply
 
 REACT = 'Thought: look\nAction: list_dir\nAction Input: {"path": "."}'
 
@@ -217,3 +217,26 @@ def test_the_prompt_is_the_conversation_in_order() -> None:
     prompt = render_prompt(messages)
     assert prompt.startswith("System:\nYou are a helper.\n\nUser:\nList the folder.\n\nAssistant:\nThought: look")
     assert prompt.endswith("User:\nObservation: []")
+
+
+def test_a_turn_of_several_requests_records_their_sum_and_number() -> None:
+    first = EngineReply(usage={"prompt_tokens": 100, "completion_tokens": 96}, timings=_timed(0, 100, 96))
+    second = EngineReply(usage={"prompt_tokens": 300, "completion_tokens": 40}, timings=_timed(196, 104, 40))
+    usage, timings = turn_figures([first, second])
+    assert usage == {"prompt_tokens": 400, "completion_tokens": 136}
+    assert timings is not None and timings["requests"] == 2 and timings["cache_n"] == 0
+    assert (timings["prompt_n"], timings["predicted_n"]) == (204, 136)
+    assert turn_figures([second]) == ({"prompt_tokens": 300, "completion_tokens": 40}, second.timings)
+
+
+def _timed(cache_n: int, prompt_n: int, predicted_n: int) -> dict[str, Any]:
+    counts = {"cache_n": cache_n, "prompt_n": prompt_n, "predicted_n": predicted_n}
+    return counts | {"prompt_ms": 10.0, "predicted_ms": 20.0}
+
+
+def test_an_answer_is_made_of_the_turns_last_replies() -> None:
+    from repro.check.wire import made_of
+
+    assert made_of("Thought: a\nAction: b", ["x", "Thought: a\nAction: b"])
+    assert made_of("Thought: a Action: b", ["Thought: a ", "Action: b"])  # a reply continued
+    assert not made_of("Thought: forged", ["Thought: a"])

@@ -33,9 +33,9 @@ def plan_of(path: Path):
 
 def test_cells_multiply_by_runtime_and_name_it() -> None:
     plan = plan_of(SMOKE)
-    assert len(plan.cells) == 2 * 4 * 2 and not plan.excluded  # engines x runtimes x suites
+    assert len(plan.cells) == 2 * 4 and not plan.excluded  # engines x runtimes (one suite)
     via = [c for c in plan.cells if c.runtime is not None]
-    assert len(via) == 12
+    assert len(via) == 6
     for cell in via:
         assert f"__{cell.runtime.id}-react__" in cell.id and f"react via {cell.runtime.id} /" in cell.label
     raw = [c for c in plan.cells if c.runtime is None]
@@ -58,7 +58,9 @@ def test_a_raw_cell_is_what_it_was_before_runtimes(tmp_path: Path) -> None:
 
 def test_a_runtime_plays_react_on_our_scenarios_only(tmp_path: Path) -> None:
     plan = plan_of(variant(tmp_path, {"protocols": ["react", "json_schema"]}))
-    excluded = {(c.runtime.id if c.runtime else "raw", c.protocol): (c.excluded, c.excluded_kind) for c in plan.excluded}
+    excluded = {
+        (c.runtime.id if c.runtime else "raw", c.protocol): (c.excluded, c.excluded_kind) for c in plan.excluded
+    }
     assert set(excluded) == {(r, "json_schema") for r in ("openclaw-2026.9.6", "pi-0.80.3", "hermes-0.19.0")}
     why, kind = excluded[("pi-0.80.3", "json_schema")]
     assert kind == "configuration" and why == "runtime pi-0.80.3 (pi) carries react, not json_schema"
@@ -71,7 +73,7 @@ def test_a_runtime_plays_react_on_our_scenarios_only(tmp_path: Path) -> None:
         ({"id": "x", "kind": "raw", "version": "1"}, "give no version or lock"),
         ({"id": "x", "kind": "pi", "version": "0.80.3"}, "needs version"),
         (
-            {"id": "x", "kind": "pi", "version": "0.80.3", "clock": "tomorrow", "lock": {"path": "a", "sha256": "0" * 64}},
+            {"id": "x", "kind": "pi", "version": "0.8", "clock": "tomorrow", "lock": {"path": "a", "sha256": "0" * 64}},
             "must be 'YYYY-MM-DD HH:MM:SS'",
         ),
     ],
@@ -87,3 +89,13 @@ def test_runtime_ids_are_unique(tmp_path: Path) -> None:
     with pytest.raises(BadInput) as raised:
         load_matrix(variant(tmp_path, {"runtimes": [raw, raw]}))
     assert raised.value.lines[0].endswith("runtimes: ids must be unique (given: raw, raw)")
+
+
+def test_another_runtime_version_is_another_setup() -> None:
+    from repro.bundle.setup import SetupRecord, differences
+
+    claimed = SetupRecord(runtime="openclaw==2026.9.6", threads=2)
+    [found] = differences(claimed, SetupRecord(runtime="openclaw==2026.9.7", threads=2))
+    assert (found.name, found.what) == ("runtime", "agent runtime")
+    assert differences(SetupRecord(threads=2), SetupRecord(runtime="openclaw==2026.9.6", threads=2)) == []
+    assert differences(claimed, SetupRecord(threads=2))[0].status == "not recorded"  # raw against a runtime's claim

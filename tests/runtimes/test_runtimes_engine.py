@@ -49,7 +49,8 @@ profiles: [cpu]
 
 @pytest.fixture(scope="session")
 def runtimes_snapshot(tmp_path_factory) -> Path:
-    return make_snapshot(tmp_path_factory.mktemp("runtimes") / "project", {"matrix/runtimes-e2e.yaml": runtimes_matrix()})
+    matrix = {"matrix/runtimes-e2e.yaml": runtimes_matrix()}
+    return make_snapshot(tmp_path_factory.mktemp("runtimes") / "project", matrix)
 
 
 @pytest.fixture(scope="session")
@@ -63,9 +64,8 @@ def runtime_images(docker_client, harness_image_ref, runtimes_snapshot):
 
 @pytest.fixture(scope="session")
 def runtimes_run(runtimes_snapshot, canary_home, llama_image_ref, runtime_images) -> Path:
-    proc = run_repro(
-        runtimes_snapshot, canary_home, "matrix", "run", "matrix/runtimes-e2e.yaml", "--profile", "cpu", "--out", "results"
-    )
+    run = ("matrix", "run", "matrix/runtimes-e2e.yaml", "--profile", "cpu", "--out", "results")
+    proc = run_repro(runtimes_snapshot, canary_home, *run)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return runtimes_snapshot / "results" / (runtimes_snapshot / "results" / "LATEST").read_text().strip()
 
