@@ -86,7 +86,7 @@ class SetupRecord(BaseModel):
     engine_image: str | None = None  # the image: its source, build info and Dockerfile (or its digest)
     engine_variant: str | None = None
     harness: HarnessPin | None = None
-    runtime: str | None = None  # an agent runtime's pin, package==version (None: our own client, or not stated)
+    runtime: str | None = None  # who produced the turns: "raw" (our own client) or a runtime's package==version
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
@@ -334,7 +334,7 @@ def cell_setup(run: RunRecord, cell: CellRecord, harness: HarnessPin | None) -> 
         engine_image=image_label(cell.engine_image),
         engine_variant=settings.engine_variant,
         harness=harness,
-        runtime=spec.runtime.pin if spec.runtime is not None else None,
+        runtime=spec.via.pin,
         temperature=decoding.temperature,
         seed=decoding.seed,
         max_tokens=decoding.max_tokens,

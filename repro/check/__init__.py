@@ -7,7 +7,8 @@
   numbers, the project's files at the run's commit, the engine's log against its record, chat
   templates, a GPU cell's evidence, a resumed cell's kept scenarios tied to the attempts that
   finished them, the requests an engine's log shows it served against those a cell's transcripts
-  record).
+  record);
+- `wire`: a runtime cell's recorded wire against its transcripts (docs/runtimes.md).
 
 An external harness's raw outputs are checked by its suite kind's own rules
 (repro.suites.external.check_rules), in place of those that read our scenario files.

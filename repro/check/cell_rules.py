@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.contracts import ProgressEvent, SandboxAudit, ScenarioResult
 from repro.bundle.evidence import CellEvidence
-from repro.bundle.layout.names import CELLS_DIR, HARNESS_LOG, SUITES_DIR
+from repro.bundle.layout.names import CELLS_DIR, HARNESS_LOG, SUITES_DIR, WIRE_FILE
 from repro.bundle.records import CellSummary
 from repro.bundle.redact import find_leaks, suite_data_homes  # suite_data_homes: read within bounds, once per check
 from repro.check.cross import engine_log_threads
@@ -24,7 +24,9 @@ from repro.spec.cells import exclusion_label
 from repro.spec.profiles import PER_SCENARIO
 from repro.suites.registry import cell_execution, kind_of, select
 
-MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl"})  # what the harness recorded of the model
+# what the harness recorded of the model: its results, its transcripts, and a runtime cell's wire (the
+# runtime's requests carry the model's earlier replies, and the engine's replies are the model's)
+MODEL_OUTPUT_FILES = frozenset({"scenarios.jsonl", "transcripts.jsonl", WIRE_FILE})
 
 
 def rule_cell_intact(ev: CellEvidence) -> list[str]:
@@ -410,7 +412,7 @@ def rule_progress_agrees(ev: CellEvidence) -> list[str]:
 def rule_cell_no_host_identity(ev: CellEvidence) -> list[str]:
     """No host path, user or host name in the cell's files. A home folder the embedded suite
     itself names (a fixture's fictional /home/mira/...) is scenario data, not a host's; in what
-    the model wrote (results and transcripts) only this host's own identity counts, since a model
+    the model wrote (results, transcripts, a runtime's wire) only this host's own identity counts, since a model
     may name any home and its container saw none of the host's."""
     data = suite_data_homes(ev.suite_dir) if ev.plan is not None else frozenset()
     leaks = find_leaks(ev.cell_dir, ev.redactor, data, model_output=MODEL_OUTPUT_FILES)

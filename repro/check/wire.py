@@ -7,7 +7,7 @@ reply of that transcript to the bytes the engine sent."""
 from __future__ import annotations
 
 from harness.contracts import RuntimeTurn, ScenarioResult, TranscriptLine
-from harness.runtimes.wire import chat_replies
+from harness.runtimes import wire
 from repro.bundle.evidence import CellEvidence
 from repro.bundle.layout.names import WIRE_FILE
 from repro.core.errors import BadInput
@@ -59,7 +59,7 @@ def turn_problems(scenario: str, turn: RuntimeTurn, runtime: RuntimeSpec) -> lis
         problems.append(f"{where}: the clock was {turn.clock}, the cell pins {runtime.clock}")
     if turn.answer is None:
         return problems
-    said = [reply.content for reply in chat_replies([exchange.model_dump() for exchange in turn.exchanges])]
+    said = [reply.content for reply in wire.chat_replies([exchange.model_dump() for exchange in turn.exchanges])]
     if not said:
         problems.append(f"{where}: the runtime answered without a reply of the engine on the wire")
     elif not made_of(turn.answer, said):
@@ -79,7 +79,7 @@ def requests_problems(result: ScenarioResult, turns: list[RuntimeTurn]) -> list[
     as its turn made on the wire (the bounds allow that many times max_tokens)."""
     answered = [t for t in turns if t.answer is not None]
     recorded = [int((timing.timings or {}).get("requests", 1)) for timing in result.engine_timings]
-    on_wire = [len(chat_replies([e.model_dump() for e in turn.exchanges])) or 1 for turn in answered]
+    on_wire = [len(wire.chat_replies([e.model_dump() for e in turn.exchanges])) or 1 for turn in answered]
     if recorded != on_wire:
         return [f"{result.id}: its attempts stand for {recorded} engine requests, the wire holds {on_wire}"]
     return []

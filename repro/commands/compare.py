@@ -1,4 +1,4 @@
-"""`repro compare A B [--fail-on worse]`."""
+"""`repro compare A B [--fail-on worse] [--runtime-a ID] [--runtime-b ID]`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from repro.core.errors import BadInput
 from repro.core.terminal import printable
+from repro.report.tables import PaperTables
+from repro.spec.runtimes import RAW
 from repro.verify.compare import Comparison, RowChange, compare, load_tables
 
 COLOURS = {"better": "green", "worse": "red", "no clear difference": "yellow"}
@@ -24,16 +27,35 @@ def compare_command(
     ),
     after: Path = typer.Argument(..., metavar="B", help="B: the same kinds of input, compared with A."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", help="Exit 1 when any row is worse (for CI)."),
+    runtime_a: str | None = typer.Option(
+        None, "--runtime-a", help="Only A's rows of this agent runtime (raw: our own client's)."
+    ),
+    runtime_b: str | None = typer.Option(
+        None, "--runtime-b", help="Only B's rows of this agent runtime: with A and B one bundle, the runtime effect."
+    ),
 ) -> None:
     """Compare two sets of results row by row: settings that differ, pass-rate change with a
-    verdict, flips, failure types.
+    verdict, flips, failure types. With `--runtime-a raw --runtime-b ID` on one bundle: the effect of
+    an agent runtime against our own client, row by row (docs/runtimes.md).
 
     Exit codes: 0 compared; 1 a row is worse (with --fail-on worse); 2 bad input."""
-    comparison = compare(load_tables(before), load_tables(after))
+    a = of_runtime(load_tables(before), runtime_a, "--runtime-a")
+    comparison = compare(a, of_runtime(load_tables(after), runtime_b, "--runtime-b"))
     console = Console(highlight=False)
     print_comparison(console, comparison)
     if fail_on is FailOn.worse and any(row.verdict == "worse" for row in comparison.rows):
         raise typer.Exit(1)
+
+
+def of_runtime(tables: PaperTables, runtime: str | None, option: str) -> PaperTables:
+    """The tables' rows of one agent runtime (`raw`: our own client's), or all of them (None)."""
+    if runtime is None:
+        return tables
+    rows = [row for row in tables.rows if (row.runtime or RAW) == runtime]
+    if not rows:
+        held = sorted({row.runtime or RAW for row in tables.rows})
+        raise BadInput(f"{option} {runtime}: no row of that runtime (the rows' runtimes: {', '.join(held)})")
+    return tables.model_copy(update={"rows": rows})
 
 
 def print_comparison(console: Console, comparison: Comparison) -> None:

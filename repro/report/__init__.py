@@ -17,6 +17,7 @@ Whether those numbers reproduce a claim is repro.verify's to say (the stage abov
 - ``export``: VALID cells read for other tools (what each exported log is made of).
 - ``inspect_log``: each cell as an inspect_ai eval log (the ``inspect`` extra).
 - ``eee``: Every Eval Ever records and Hugging Face ``.eval_results`` entries.
+- ``runtimes``: what each agent runtime of a run did, from its cells' wires (``repro results runtimes``).
 
 Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
 level imports nothing.
@@ -31,6 +32,7 @@ __all__ = [
     "figures",
     "html",
     "paper",
+    "runtimes",
     "stats",
     "tables",
 ]

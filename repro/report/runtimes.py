@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 
 from harness.contracts import RuntimeTurn, WireExchange
-from harness.runtimes.wire import CHAT_SUFFIX
+from harness.runtimes import wire
 from repro.bundle.layout.names import WIRE_FILE
 from repro.bundle.layout.reader import BundleReader
 from repro.runtimes.wire import read_wire
@@ -56,7 +56,7 @@ class RuntimeSummary(BaseModel):
             self.outside = sorted(set(self.outside) | {f"{exchange.method} {exchange.path}"})
             return
         self.filled = sorted(set(self.filled) | set(exchange.filled))
-        if exchange.method != "POST" or not exchange.path.split("?")[0].endswith(CHAT_SUFFIX):
+        if exchange.method != "POST" or not exchange.path.split("?")[0].endswith(wire.CHAT_SUFFIX):
             return
         self.requests += 1
         self.engine_seconds += exchange.seconds

@@ -110,7 +110,7 @@ def planned_setup(
         engine_image=planned_image(cell.engine, settings.engine_variant),
         engine_variant=settings.engine_variant,
         harness=kind_of(cell.suite).harness_pin(cell.suite, source),
-        runtime=cell.runtime.pin if cell.runtime is not None else None,
+        runtime=cell.via.pin,
         temperature=cell.decoding.temperature,
         seed=cell.decoding.seed,
         max_tokens=cell.decoding.max_tokens,

@@ -215,8 +215,8 @@ class Setup(Strict):
     runtime: str | None = Field(
         default=None,
         max_length=200,
-        description="the agent runtime that produced the turns, as its registry pins it (package==version, "
-        "docs/runtimes.md); absent: the harness's own client",
+        description="who produced the turns: raw (the harness's own client) or an agent runtime as its registry "
+        "pins it (package==version, docs/runtimes.md); absent: not stated",
     )
 
     @model_serializer(mode="wrap")

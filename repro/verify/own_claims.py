@@ -126,7 +126,7 @@ def setup_of(item: RerunRow) -> Setup:
             context=decoding.context,
         ),
         harness=ClaimHarness(**item.harness.model_dump()),
-        runtime=row.runtime_pin,
+        runtime=item.pins().runtime,
     )
 
 

@@ -27,6 +27,7 @@ HOST_SURFACE = {
     "harness.probe",
     "harness.lint",
     "harness.testing",
+    "harness.runtimes",  # its wire reader: the check and the report read a runtime's replies as the client does
 }
 
 

@@ -11,11 +11,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from repro.__main__ import main
 from repro.bundle.layout.reader import BundleReader
 from repro.bundle.setup import SetupRecord
 from repro.commands import rerun as rerun_command
+from repro.core.config import PROJECT_ROOT as ROOT
 from repro.rerun.archive import bundle_folder, shard_run
 from repro.rerun.preflight import Side, compare_setups, differences
 from repro.rerun.session import RerunSession
@@ -68,7 +70,8 @@ def test_the_preflight_names_the_commit_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The published bundle was recorded at an earlier commit than this one: the table names it
-    first, and the harness tree digest (the same: the bundle is current) beside it."""
+    first, and the harness tree digest beside it (the same while paper/published/identity.yaml
+    calls the bundle current; otherwise it differs, and the preflight says so)."""
     monkeypatch.setattr(RerunSession, "fetch", no_start)
     peek = bundle_folder(SMOKE, tmp_path / "peek")
     cell, commit = one_cell(peek), json.loads((peek / "run.json").read_text())["source"]["commit"]
@@ -76,7 +79,9 @@ def test_the_preflight_names_the_commit_before_anything_starts(
         rerun_command.rerun(SMOKE, None, [cell], tmp_path / "out", False, [], None, None)
     out = capsys.readouterr().out
     assert "same setup?" in out and f"RUN  {cell}" in out
-    assert f"named    repro commit: {commit[:12]}" in out and "same     harness tree digest" in out
+    current = yaml.safe_load((ROOT / "paper" / "published" / "identity.yaml").read_text())["smoke-cpu"] == "current"
+    harness = "same     harness tree digest" if current else "not the same setup: harness tree digest"
+    assert f"named    repro commit: {commit[:12]}" in out and harness in out
     assert "threads per engine: 2 | 2" in out
 
 

@@ -104,3 +104,14 @@ def test_the_injected_system_prompts_are_shown_with_the_pinned_date(runtimes_run
     assert "2026-01-01" in summaries["pi"]["system_prompt"]  # Pi's "Current date", under the pinned clock
     assert "January 01, 2026" in summaries["hermes"]["system_prompt"]  # Hermes' "Conversation started"
     assert any(".update_check" in name for name in summaries["hermes"]["home"])
+
+
+def test_compare_shows_the_runtime_effect(runtimes_run, runtimes_snapshot, canary_home):
+    run = str(runtimes_run)
+    runtimes = ("--runtime-a", "openclaw-2026.9.6", "--runtime-b", "pi-0.80.3")
+    proc = run_repro(runtimes_snapshot, canary_home, "compare", run, run, *runtimes)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "agent runtime: openclaw==2026.9.6 -> @earendil-works/pi-coding-agent==0.80.3" in proc.stdout
+    assert "1 rows compared" in proc.stdout
+    wrong = run_repro(runtimes_snapshot, canary_home, "compare", run, run, "--runtime-a", "raw")
+    assert wrong.returncode == 2 and "--runtime-a raw: no row of that runtime" in wrong.stderr
