@@ -261,9 +261,11 @@ class TableRow(BaseModel):
 
     @property
     def key(self) -> str:
-        """Model / engine / protocol / suite, and for a row split from others its run and commit."""
+        """Model / engine / protocol (via its runtime) / suite, and for a row split from others its run
+        and commit."""
         split = (self.run, self.commit_label) if self.run else ()
-        return " / ".join(part for part in (self.model, self.engine_id, self.protocol, self.suite, *split) if part)
+        played = f"{self.protocol} via {self.runtime}" if self.runtime else self.protocol
+        return " / ".join(part for part in (self.model, self.engine_id, played, self.suite, *split) if part)
 
     @property
     def repeats(self) -> int:
