@@ -59,12 +59,17 @@ def turn_problems(scenario: str, turn: RuntimeTurn, runtime: RuntimeSpec) -> lis
         problems.append(f"{where}: the clock was {turn.clock}, the cell pins {runtime.clock}")
     if turn.answer is None:
         return problems
-    said = [reply.content for reply in wire.chat_replies([exchange.model_dump() for exchange in turn.exchanges])]
+    said = engine_said(turn)
     if not said:
         problems.append(f"{where}: the runtime answered without a reply of the engine on the wire")
     elif not made_of(turn.answer, said):
         problems.append(f"{where}: the runtime's answer is not made of the engine's replies on the wire")
     return problems
+
+
+def engine_said(turn: RuntimeTurn) -> list[str]:
+    """What the engine answered the turn's chat requests, in order, as the wire holds it."""
+    return [reply.content for reply in wire.chat_replies([exchange.model_dump() for exchange in turn.exchanges])]
 
 
 def made_of(answer: str, said: list[str]) -> bool:
@@ -79,7 +84,7 @@ def requests_problems(result: ScenarioResult, turns: list[RuntimeTurn]) -> list[
     as its turn made on the wire (the bounds allow that many times max_tokens)."""
     answered = [t for t in turns if t.answer is not None]
     recorded = [int((timing.timings or {}).get("requests", 1)) for timing in result.engine_timings]
-    on_wire = [len(wire.chat_replies([e.model_dump() for e in turn.exchanges])) or 1 for turn in answered]
+    on_wire = [len(engine_said(turn)) or 1 for turn in answered]
     if recorded != on_wire:
         return [f"{result.id}: its attempts stand for {recorded} engine requests, the wire holds {on_wire}"]
     return []
