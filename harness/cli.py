@@ -152,7 +152,7 @@ def _runtime_options(run: argparse.ArgumentParser) -> None:
         "--runtime",
         choices=list(ADAPTERS),
         default=None,
-        help="an agent runtime produces each turn (react only; docs/runtimes.md); default: the harness's own client",
+        help="an agent runtime produces each turn (react; native_tools where it offers tools: docs/runtimes.md)",
     )
     run.add_argument(
         "--runtime-clock", metavar="'YYYY-MM-DD HH:MM:SS'", default=None, help="the instant each turn starts at (UTC)"
@@ -257,10 +257,14 @@ def _client(args: argparse.Namespace) -> Any:
 def _runtime_client(args: argparse.Namespace) -> Any:
     from harness.runtimes.base import Endpoint
     from harness.runtimes.client import RuntimeClient
+    from harness.runtimes.native import NativeRuntimeClient
     from harness.runtimes.registry import adapter_named
 
-    if args.protocol != "react":
-        raise UsageError(f"--runtime runs the react protocol only, not {args.protocol}")
+    adapter = adapter_named(args.runtime)
+    native = args.protocol == "native_tools"
+    if args.protocol != "react" and not (native and adapter.native):
+        modes = "react or native_tools" if adapter.native else "react"
+        raise UsageError(f"--runtime {args.runtime} runs the {modes} protocol, not {args.protocol}")
     engine = _engine_client(args)
     if args.api == "ollama":  # every runtime talks OpenAI's API: Ollama serves it under /v1
         from harness.clients.openai_compat import OpenAIClient
@@ -270,8 +274,8 @@ def _runtime_client(args: argparse.Namespace) -> Any:
     if args.seed is not None:
         fill["seed"] = args.seed
     endpoint = Endpoint("", args.model, args.runtime_context, args.max_tokens)
-    return RuntimeClient(
-        adapter_named(args.runtime),
+    return (NativeRuntimeClient if native else RuntimeClient)(
+        adapter,
         engine,
         endpoint,
         fill=fill,
@@ -302,6 +306,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.clients.errors import EngineError
     from harness.protocols import make_policy
     from harness.runner import run_scenario
+    from harness.runtimes.native import policy_retries
 
     _check_outputs(args.out, args.transcripts)
     scenarios = _select(args)
@@ -312,6 +317,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"harness: engine unreachable: {exc}", file=sys.stderr)
             return EXIT_ENGINE_UNREACHABLE
         options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
+        options["retries"] = policy_retries(args.protocol, args.runtime)
 
         def play(scenario: Scenario) -> ScenarioResult:
             client.begin_scenario(scenario.id)

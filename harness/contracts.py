@@ -475,11 +475,24 @@ class WireExchange(Contract):
     outside: bool = False
 
 
+class DeskCallRecord(Contract):
+    """One tool call a runtime ran in native mode (harness.runtimes.native): the engine's call id, the
+    tool, the arguments as the runtime parsed them, the turn's chat reply that held it (its index
+    among the turn's replies on the wire; None: a later call of a reply already given, not run) and
+    the result the harness gave back."""
+
+    id: str = ""
+    name: str
+    args: Any = None
+    reply: int | None = None
+    result: str | None = None
+
+
 class RuntimeTurn(Contract):
     """One turn an agent runtime produced (harness.runtimes.client): its command line (the prompt
     as `<prompt>`), the prompt, the pinned clock, how the process ended (`exit`: its status, or
     "timeout"), its answer and the lines beside it, the files it left in its HOME, and every
-    exchange with the engine."""
+    exchange with the engine; in native mode, each tool call the runtime ran (`calls`)."""
 
     scenario: str
     turn: int
@@ -494,3 +507,4 @@ class RuntimeTurn(Contract):
     other: list[str] = []
     home: list[str] = []
     exchanges: list[WireExchange] = []
+    calls: list[DeskCallRecord] = []

@@ -28,6 +28,7 @@ class Replay(BaseModel):
 
     protocol: str | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
+    retries: int = 1  # the re-prompts the cell's policy had (harness.runtimes.native.policy_retries)
 
 
 def regrade(
@@ -70,7 +71,9 @@ def regrade(
 def _policy(recorded: RecordedRun, result: ScenarioResult, replay: Replay) -> TranscriptPolicy:
     """The replay policy: the cell's protocol when given, else the one the result records."""
     if replay.protocol is not None:
-        return TranscriptPolicy(recorded, replay.protocol, parse=True, max_tokens=replay.max_tokens)
+        return TranscriptPolicy(
+            recorded, replay.protocol, parse=True, max_tokens=replay.max_tokens, retries=replay.retries
+        )
     stats = getattr(result, "protocol_stats", None)
     return TranscriptPolicy(recorded, getattr(stats, "protocol", None))
 

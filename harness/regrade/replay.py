@@ -41,6 +41,7 @@ class TranscriptPolicy:
         *,
         parse: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        retries: int = 1,
     ) -> None:
         self.recorded = recorded
         self.protocol = protocol  # as recorded, so the protocol figures are recomputed too
@@ -48,7 +49,10 @@ class TranscriptPolicy:
         self.overrun = False
         self.timed_out = False
         self.client = ReplayClient(protocol or "")
-        self.chat = make_policy(protocol, self.client, max_tokens=max_tokens) if parse and protocol else None
+        chat = (
+            make_policy(protocol, self.client, max_tokens=max_tokens, retries=retries) if parse and protocol else None
+        )
+        self.chat = chat
 
     def next_step(self, turn: Turn) -> PolicyReply:
         if self.taken < len(self.recorded.steps):

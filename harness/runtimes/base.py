@@ -17,6 +17,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.clients.errors import EngineError
 
@@ -65,6 +66,7 @@ class Answer:
 
 class RuntimeAdapter(ABC):
     kind: str
+    native = False  # whether it can offer a scenario's tools as its own (LAB's native mode)
 
     def env(self) -> dict[str, str]:
         """Environment beyond the client's own (HOME, TZ, the clock, the proxy settings)."""
@@ -85,6 +87,14 @@ class RuntimeAdapter(ABC):
     @abstractmethod
     def answer(self, stdout: str) -> Answer:
         """The answer in what the runtime printed; RuntimeFailure when there is none."""
+
+    def native_argv(
+        self, prompt: str, endpoint: Endpoint, home: Path, tools: list[dict[str, Any]], desk: str
+    ) -> list[str]:
+        """Native mode: offer `tools` (OpenAI function specs) as the runtime's own, each call of one
+        going to the harness's tool desk at `desk` (harness.runtimes.native), written into HOME;
+        the command line of the scenario's one run."""
+        raise RuntimeRefused(f"{self.kind} has no native mode here (its tools cannot be offered)")
 
     def refusal(self, output: str) -> str | None:
         """The runtime's own words when it refused its configuration (None: it did not)."""

@@ -15,6 +15,7 @@ with a runtime failure (harness.runtimes.base), never the cell; the turn is reco
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -125,16 +126,37 @@ class RuntimeClient:
         return _reply(answer, replies, time.monotonic() - started)
 
     def _turn(self, prompt: str, record: dict[str, Any]) -> tuple[Answer, list[EngineReply]]:
-        home, work = self._fresh("home"), self._fresh("work")
-        self.adapter.configure(home, self.endpoint)
-        argv = self.adapter.argv(prompt, self.endpoint)
-        record.update(argv=[a if a != prompt else "<prompt>" for a in argv], prompt=prompt, clock=self.clock)
+        argv, home, work = self._begin(prompt, record)
         try:
             code, stdout, stderr = self._run(argv, home, work, record)
         finally:
-            self.relay.abandon()  # a request its runtime left behind (killed, or gone) stops here
-            record["exchanges"] = [e.to_json() for e in self.relay.take()]
-            record["home"] = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+            self._settle(home, record)
+        return self._answer(code, stdout, stderr, record), chat_replies(record["exchanges"])
+
+    def _begin(
+        self, prompt: str, record: dict[str, Any], native: tuple[list[dict[str, Any]], str] | None = None
+    ) -> tuple[list[str], Path, Path]:
+        """A fresh HOME and working folder, the runtime configured in it, and the command line
+        (`native`: the tools to offer and the desk's URL)."""
+        home, work = self._fresh("home"), self._fresh("work")
+        self.adapter.configure(home, self.endpoint)
+        if native is None:
+            argv = self.adapter.argv(prompt, self.endpoint)
+        else:
+            argv = self.adapter.native_argv(prompt, self.endpoint, home, *native)
+        record.update(argv=[a if a != prompt else "<prompt>" for a in argv], prompt=prompt, clock=self.clock)
+        record["exchanges"] = []
+        return argv, home, work
+
+    def _settle(self, home: Path, record: dict[str, Any]) -> None:
+        """The end of a runtime's process: requests it left open to the engine closed (killed, or
+        gone), the exchanges and the files it left in HOME recorded."""
+        self.relay.abandon()
+        record["exchanges"] += [e.to_json() for e in self.relay.take()]
+        record["home"] = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+
+    def _answer(self, code: int, stdout: str, stderr: str, record: dict[str, Any]) -> Answer:
+        """The runtime's answer once its process exited; a runtime failure when it has none."""
         record.update(exit=code, stderr=stderr[-4000:])
         if code != 0:
             refused = self.adapter.refusal(stdout + "\n" + stderr)
@@ -143,27 +165,32 @@ class RuntimeClient:
             )
         answer = self.adapter.answer(stdout)
         record.update(answer=answer.text, other=answer.other)
-        return answer, chat_replies(record["exchanges"])
+        return answer
 
     def _run(self, argv: list[str], home: Path, work: Path, record: dict[str, Any]) -> tuple[int, str, str]:
+        process = self._spawn(argv, home, work)
+        try:
+            code = process.wait(timeout=self.timeout * TURN_TIMEOUTS)
+        except subprocess.TimeoutExpired:
+            stop(process)
+            record["exit"] = "timeout"
+            raise RuntimeFailure(
+                f"{self.adapter.kind} gave no answer within {self.timeout * TURN_TIMEOUTS:g}s"
+            ) from None
+        return code, *self._outputs()
+
+    def _spawn(self, argv: list[str], home: Path, work: Path) -> subprocess.Popen[bytes]:
+        """The runtime's process, started in its own session, its output into the scratch folder."""
         if len(argv[-1]) > MAX_PROMPT or any(len(a) > MAX_PROMPT for a in argv):
             raise RuntimeFailure(f"the prompt is longer than {MAX_PROMPT} characters, more than one argument holds")
         if not self.adapter.program().is_file():
             raise RuntimeUnavailable(f"{self.adapter.kind}: {self.adapter.program()} is missing")
         env = self._env(home)
-        out, err = self.scratch / "stdout", self.scratch / "stderr"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            process = subprocess.Popen(argv, cwd=work, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
-            try:
-                code = process.wait(timeout=self.timeout * TURN_TIMEOUTS)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                record["exit"] = "timeout"
-                raise RuntimeFailure(
-                    f"{self.adapter.kind} gave no answer within {self.timeout * TURN_TIMEOUTS:g}s"
-                ) from None
-        return code, _read(out), _read(err)
+        with (self.scratch / "stdout").open("wb") as out, (self.scratch / "stderr").open("wb") as err:
+            return subprocess.Popen(argv, cwd=work, env=env, stdout=out, stderr=err, start_new_session=True)
+
+    def _outputs(self) -> tuple[str, str]:
+        return _read(self.scratch / "stdout"), _read(self.scratch / "stderr")
 
     def _env(self, home: Path) -> dict[str, str]:
         proxy = self.relay.url
@@ -189,6 +216,13 @@ class RuntimeClient:
         if self._wire is not None:
             self._wire.write(RuntimeTurn.model_validate(record).model_dump_json() + "\n")
             self._wire.flush()
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill a runtime's process and everything it started (its session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def _read(path: Path) -> str:
@@ -219,8 +253,10 @@ def turn_figures(replies: list[EngineReply]) -> tuple[dict[str, Any], dict[str, 
         "completion_tokens": sum(int(r.usage.get("completion_tokens") or 0) for r in replies),
     }
     timed = [r.timings for r in replies if r.timings]
-    if len(replies) <= 1 or not timed:
+    if len(replies) <= 1:
         return usage, replies[0].timings if replies else None
+    if not timed:  # an engine that sends no timings (Ollama's /v1): the count alone
+        return usage, {"requests": len(replies)}
     timings: dict[str, Any] = {"requests": len(replies), "cache_n": timed[0].get("cache_n", 0)}
     for key in SUMMED:
         timings[key] = sum(float(t.get(key) or 0) for t in timed)

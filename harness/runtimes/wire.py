@@ -9,6 +9,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.clients.openai_compat import ToolCall, read_tool_call
+from harness.protocols.native_tools import recorded_reply
+
 CHAT_SUFFIX = "/chat/completions"
 
 
@@ -68,12 +71,39 @@ def _take_event(reply: EngineReply, event: dict[str, Any]) -> None:
     for choice in event.get("choices") or []:
         delta = choice.get("delta") or {}
         reply.content += str(delta.get("content") or "")
-        reply.tool_calls += list(delta.get("tool_calls") or [])
+        for fragment in delta.get("tool_calls") or []:
+            _merge_call(reply.tool_calls, fragment)
         reply.finish_reason = choice.get("finish_reason") or reply.finish_reason
     if event.get("usage"):
         reply.usage = event["usage"]
     if event.get("timings"):
         reply.timings = event["timings"]
+
+
+def _merge_call(calls: list[dict[str, Any]], fragment: Any) -> None:
+    """Add one streamed tool call fragment: a new ``index`` starts a call, later fragments of the
+    same index extend its arguments text (OpenAI's streaming shape; Ollama sends each call whole)."""
+    if not isinstance(fragment, dict) or not isinstance(fragment.get("function"), dict):
+        return
+    function, index = fragment["function"], fragment.get("index", len(calls))
+    known = next((c for c in calls if c.get("index") == index), None)
+    if known is None:
+        known = {"index": index, "id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        calls.append(known)
+    known["id"] = known["id"] or str(fragment.get("id") or "")
+    known["function"]["name"] = known["function"]["name"] or str(function.get("name") or "")
+    arguments = function.get("arguments")
+    known["function"]["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+
+
+def calls_of(reply: EngineReply) -> list[ToolCall]:
+    """A reply's tool calls as the protocols read an engine's (arguments as JSON text)."""
+    return [read_tool_call(call) for call in reply.tool_calls]
+
+
+def as_recorded(reply: EngineReply) -> str:
+    """A reply as the native_tools protocol records it: its text, or its text and calls as JSON."""
+    return recorded_reply(reply.content, calls_of(reply))
 
 
 def chat_replies(exchanges: list[dict[str, Any]]) -> list[EngineReply]:

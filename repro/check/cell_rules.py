@@ -351,10 +351,12 @@ def rule_regraded(ev: CellEvidence) -> list[str]:
     the embedded scenario; and the steps, executed again against the embedded scenario
     (harness.regrade), give the recorded tool results, outcome, failure and score."""
     from harness.regrade import Replay, ScenarioError, load_scenarios, regrade_all
+    from harness.runtimes import native
 
     cell = ev.record.cell
     copy = ev.suite_dir
-    replay = Replay(protocol=cell.protocol, max_tokens=cell.decoding.max_tokens)
+    retries = native.policy_retries(cell.protocol, cell.runtime.kind if cell.runtime is not None else None)
+    replay = Replay(protocol=cell.protocol, max_tokens=cell.decoding.max_tokens, retries=retries)
     try:
         with bundle_fixtures(copy / "fixtures"):
             report = regrade_all(

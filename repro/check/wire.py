@@ -6,7 +6,7 @@ reply of that transcript to the bytes the engine sent."""
 
 from __future__ import annotations
 
-from harness.contracts import RuntimeTurn, ScenarioResult, TranscriptLine
+from harness.contracts import DeskCallRecord, RuntimeTurn, ScenarioResult, TranscriptLine
 from harness.runtimes import wire
 from repro.bundle.evidence import CellEvidence
 from repro.bundle.layout.names import WIRE_FILE
@@ -39,15 +39,24 @@ def rule_runtime_wire(ev: CellEvidence) -> list[str]:
 
 
 def scenario_problems(line: TranscriptLine, turns: list[RuntimeTurn], runtime: RuntimeSpec) -> list[str]:
-    """One scenario: its replies in order are its turns' answers, and each turn is sound."""
+    """One scenario: its replies in order are its turns' answers (in native mode, the engine's
+    replies holding the calls the runtime ran, then its answer), and each turn is sound."""
     replies = [reply.content for entry in line.transcript for reply in getattr(entry, "replies", None) or []]
-    answers = [turn.answer for turn in turns if turn.answer is not None]
+    answers = [answer for turn in turns for answer in wire_answers(turn)]
     problems = []
     if replies != answers:
         problems.append(
             f"{line.id}: the transcript's {len(replies)} replies are not the {len(answers)} answers on the wire"
         )
     return problems + [p for turn in turns for p in turn_problems(line.id, turn, runtime)]
+
+
+def wire_answers(turn: RuntimeTurn) -> list[str]:
+    """What the protocol was given from a turn, as the wire holds it: the runtime's answer; in native
+    mode first each reply that held a call the runtime ran, as the protocol records a reply."""
+    said = wire.chat_replies([exchange.model_dump() for exchange in turn.exchanges])
+    replies = [said[i] if 0 <= i < len(said) else wire.EngineReply(content="<no such reply>") for _c, i in given(turn)]
+    return [wire.as_recorded(r) for r in replies] + ([turn.answer] if turn.answer is not None else [])
 
 
 def turn_problems(scenario: str, turn: RuntimeTurn, runtime: RuntimeSpec) -> list[str]:
@@ -57,9 +66,10 @@ def turn_problems(scenario: str, turn: RuntimeTurn, runtime: RuntimeSpec) -> lis
         problems.append(f"{where}: played by {turn.runtime}, the cell names {runtime.facts.adapter}")
     if turn.clock != runtime.clock:
         problems.append(f"{where}: the clock was {turn.clock}, the cell pins {runtime.clock}")
+    problems += [f"{where}: {p}" for p in calls_problems(turn)]
     if turn.answer is None:
         return problems
-    said = engine_said(turn)
+    said = engine_said(turn)[turn_given(turn) :]
     if not said:
         problems.append(f"{where}: the runtime answered without a reply of the engine on the wire")
     elif not made_of(turn.answer, said):
@@ -79,12 +89,50 @@ def made_of(answer: str, said: list[str]) -> bool:
     return any(squashed == "".join("".join(said[k:]).split()) for k in range(len(said)))
 
 
+def given(turn: RuntimeTurn) -> list[tuple[DeskCallRecord, int]]:
+    """Native mode: the calls the runtime ran whose reply the protocol was given, with that reply's
+    index among the turn's replies on the wire."""
+    return [(call, call.reply) for call in turn.calls if call.reply is not None]
+
+
+def turn_given(turn: RuntimeTurn) -> int:
+    """How many of the turn's replies the protocol was given before its answer (native mode)."""
+    return max((reply + 1 for _call, reply in given(turn)), default=0)
+
+
+def calls_problems(turn: RuntimeTurn) -> list[str]:
+    """Native mode: each call the runtime ran is one its reply on the wire holds (by the engine's id
+    where it gave one, else by name), and the replies were given in order."""
+    said = wire.chat_replies([exchange.model_dump() for exchange in turn.exchanges])
+    problems, last = [], -1
+    for call, reply in given(turn):
+        held = wire.calls_of(said[reply]) if 0 <= reply < len(said) else []
+        keys = {c.id for c in held} if call.id else {c.name for c in held}
+        if (call.id or call.name) not in keys:
+            problems.append(f"the runtime ran {call.name} ({call.id or 'no id'}), which reply {reply} does not hold")
+        if reply <= last:
+            problems.append(f"reply {reply} given to the protocol twice or out of order")
+        last = reply
+    return problems
+
+
 def requests_problems(result: ScenarioResult, turns: list[RuntimeTurn]) -> list[str]:
     """Each recorded attempt stands for as many engine requests (`timings.requests`, one when absent)
     as its turn made on the wire (the bounds allow that many times max_tokens)."""
-    answered = [t for t in turns if t.answer is not None]
     recorded = [int((timing.timings or {}).get("requests", 1)) for timing in result.engine_timings]
-    on_wire = [len(engine_said(turn)) or 1 for turn in answered]
+    on_wire = [count for turn in turns for count in turn_requests(turn)]
     if recorded != on_wire:
         return [f"{result.id}: its attempts stand for {recorded} engine requests, the wire holds {on_wire}"]
     return []
+
+
+def turn_requests(turn: RuntimeTurn) -> list[int]:
+    """The engine requests behind each reply the protocol was given from a turn (native mode: up to
+    each reply holding a call, the runtime's own retries included; then the answer's)."""
+    counts, start = [], 0
+    for _call, reply in given(turn):
+        counts.append(reply + 1 - start)
+        start = reply + 1
+    if turn.answer is not None:
+        counts.append(len(engine_said(turn)[start:]) or 1)
+    return counts

@@ -1,7 +1,9 @@
 """What each agent runtime kind is, as facts, in one table (as repro.spec.engines is for engines and
 repro.spec.harnesses for external harnesses). A runtime produces each assistant turn of our harness's
 loop: the harness hands it the conversation, the runtime sends it to the engine its own way, and its
-answer is the turn's reply (LAB's "react" mode). `raw` is our harness's own client, the default.
+answer is the turn's reply (LAB's "react" mode); a runtime that can offer our tools as its own also
+plays `native_tools` (LAB's "native" mode: its own tool calling, one run per scenario, each call
+it runs executed by the harness, harness.runtimes.native). `raw` is our harness's own client, the default.
 Adding a kind is one row here and one adapter class in the harness (harness.runtimes, named by
 `adapter`), docs/runtimes.md "Adding a runtime".
 
@@ -10,7 +12,8 @@ the harness image). `package`: the package whose version a matrix pins. `sibling
 must be installed at exactly the package's version (Pi's three, or it crashes at start).
 `node`: the npm package that serves Node itself, and `node_major`: the oldest Node major the runtime
 runs on (the lock must pin a Node at least that new).
-`protocols`: the matrix protocols its cells may carry. `sends_sampling`: its requests carry
+`protocols`: the matrix protocols its cells may carry (`native_tools` only where its adapter is
+native). `sends_sampling`: its requests carry
 temperature and seed (if not, the relay fills the profile's, and the wire says so).
 `system_prompt`: it injects a system prompt of its own (the report shows it, per runtime).
 """
@@ -65,6 +68,7 @@ RUNTIME_KINDS: dict[str, RuntimeKindFacts] = {
         package="@earendil-works/pi-coding-agent",
         siblings=("@earendil-works/pi-ai", "@earendil-works/pi-agent-core", "@earendil-works/pi-tui"),
         node_major=22,
+        protocols=frozenset({"react", "native_tools"}),
         system_prompt=True,
     ),
     "hermes": RuntimeKindFacts(

@@ -56,14 +56,21 @@ def test_a_raw_cell_is_what_it_was_before_runtimes(tmp_path: Path) -> None:
     assert "runtimes" not in load_matrix(tmp_path / "none.yaml").matrix.model_dump()
 
 
-def test_a_runtime_plays_react_on_our_scenarios_only(tmp_path: Path) -> None:
-    plan = plan_of(variant(tmp_path, {"protocols": ["react", "json_schema"]}))
+def test_a_runtime_plays_react_and_native_only_where_it_offers_tools(tmp_path: Path) -> None:
+    plan = plan_of(variant(tmp_path, {"protocols": ["react", "json_schema", "native_tools"]}))
     excluded = {
         (c.runtime.id if c.runtime else "raw", c.protocol): (c.excluded, c.excluded_kind) for c in plan.excluded
     }
-    assert set(excluded) == {(r, "json_schema") for r in ("openclaw-2026.9.6", "pi-0.80.3", "hermes-0.19.0")}
+    runtimes = ("openclaw-2026.9.6", "pi-0.80.3", "hermes-0.19.0")
+    native = {("openclaw-2026.9.6", "native_tools"), ("hermes-0.19.0", "native_tools")}
+    assert set(excluded) == {(r, "json_schema") for r in runtimes} | native
     why, kind = excluded[("pi-0.80.3", "json_schema")]
-    assert kind == "configuration" and why == "runtime pi-0.80.3 (pi) carries react, not json_schema"
+    assert kind == "configuration" and why == "runtime pi-0.80.3 (pi) carries native_tools, react, not json_schema"
+    assert (
+        excluded[("hermes-0.19.0", "native_tools")][0]
+        == "runtime hermes-0.19.0 (hermes) carries react, not native_tools"
+    )
+    assert any(c.runtime and c.runtime.kind == "pi" and c.protocol == "native_tools" for c in plan.cells)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """The real runtimes end to end: OpenClaw, Pi and Hermes, their images built in the test session from
 their pinned locks (npm and PyPI), each playing a ladder scenario in react mode against the real
-llama.cpp and SmolLM2, through `repro matrix run`; the bundle checks VALID, its wire holds every
-exchange, and `repro results runtimes` shows what each runtime injected.
+llama.cpp and SmolLM2, and Pi in native mode too (the scenario's tools offered as its own, through
+our extension and the harness's tool desk), through `repro matrix run`; the bundle checks VALID,
+its wire holds every exchange, and `repro results runtimes` shows what each runtime injected.
 
 SmolLM2 at a 64K context: Hermes refuses a model whose context is below 64,000 tokens, and Pi keeps
 4,096 tokens free; the prompts stay within a few thousand tokens (SmolLM2 is the smallest real model,
@@ -29,12 +30,12 @@ def runtimes_matrix() -> str:
     runtimes = [r for r in smoke["runtimes"] if r["kind"] != "raw"]
     return f"""\
 name: runtimes-e2e
-description: SmolLM2 on llama.cpp b11434 (CPU) through OpenClaw, Pi and Hermes (react), one ladder scenario.
+description: SmolLM2 on llama.cpp b11434 (CPU) through OpenClaw, Pi and Hermes (react), Pi native, one ladder scenario.
 models:
 {models}
 engines:
 {engines}
-protocols: [react]
+protocols: [react, native_tools]
 runtimes: {json.dumps(runtimes)}
 suites:
   - id: ladder-one
@@ -70,19 +71,21 @@ def runtimes_run(runtimes_snapshot, canary_home, llama_image_ref, runtime_images
     return runtimes_snapshot / "results" / (runtimes_snapshot / "results" / "LATEST").read_text().strip()
 
 
-def wires(run_dir: Path) -> dict[str, list[RuntimeTurn]]:
+def wires(run_dir: Path, protocol: str = "react") -> dict[str, list[RuntimeTurn]]:
+    """Each runtime cell's wire of `protocol`, by the runtime's kind (raw cells hold none)."""
     found = {}
     for cell in sorted((run_dir / "cells").iterdir()):
-        cell_json = json.loads((cell / "cell.json").read_text())
-        lines = (cell / "wire.jsonl").read_text().splitlines()
-        found[cell_json["cell"]["runtime"]["kind"]] = [RuntimeTurn.model_validate_json(line) for line in lines]
+        cell_json = json.loads((cell / "cell.json").read_text())["cell"]
+        if cell_json.get("runtime") and cell_json["protocol"] == protocol:
+            lines = (cell / "wire.jsonl").read_text().splitlines()
+            found[cell_json["runtime"]["kind"]] = [RuntimeTurn.model_validate_json(line) for line in lines]
     return found
 
 
 def test_each_runtime_plays_its_cell_and_the_bundle_checks_valid(runtimes_run, runtimes_snapshot, canary_home):
     proc = run_repro(runtimes_snapshot, canary_home, "check", str(runtimes_run))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.count("VALID") >= 3 and "INVALID" not in proc.stdout.replace("0 INVALID", "")
+    assert proc.stdout.count("VALID") >= 4 and "INVALID" not in proc.stdout.replace("0 INVALID", "")
     by_kind = wires(runtimes_run)
     assert set(by_kind) == {"openclaw", "pi", "hermes"}
     for kind, turns in by_kind.items():
@@ -94,6 +97,19 @@ def test_each_runtime_plays_its_cell_and_the_bundle_checks_valid(runtimes_run, r
         request = json.loads(chats[0].request)
         assert "temperature" not in request or kind == "openclaw"  # filled where the runtime sent none
         assert all(e.status == 403 for e in first.exchanges if e.outside)
+
+
+def test_pi_plays_native_mode_with_the_scenarios_tools_as_its_own(runtimes_run):
+    """The cell checked VALID above: each step its transcript holds is a call the wire's replies hold.
+    Here: Pi ran once for the scenario with our extension, and asked the engine with the agent's tools."""
+    [turn] = wires(runtimes_run, "native_tools")["pi"]
+    assert "--no-builtin-tools" in turn.argv and turn.exit in (0, "stopped"), turn.stderr[-500:]
+    assert ".pi/repro/repro-tools.ts" in turn.home and ".pi/repro/tools.json" in turn.home
+    chats = [e for e in turn.exchanges if e.path.endswith("/chat/completions")]
+    offered = {tool["function"]["name"] for tool in json.loads(chats[0].request)["tools"]}
+    assert offered == {"get_weather", "web_search", "finish"}  # ladder-0-001's agent's tools
+    ran = [call for call in turn.calls if call.reply is not None]
+    assert all(call.result for call in ran[:-1])  # each step's result went back to Pi, but the last's
 
 
 def test_the_injected_system_prompts_are_shown_with_the_pinned_date(runtimes_run, runtimes_snapshot, canary_home):
@@ -115,3 +131,74 @@ def test_compare_shows_the_runtime_effect(runtimes_run, runtimes_snapshot, canar
     assert "1 rows compared" in proc.stdout
     wrong = run_repro(runtimes_snapshot, canary_home, "compare", run, run, "--runtime-a", "raw")
     assert wrong.returncode == 2 and "--runtime-a raw: no row of that runtime" in wrong.stderr
+
+
+# A canned engine of our own for the real Pi: streamed replies, first a web_search call, then finish
+CANNED = r"""
+import json
+from http.server import BaseHTTPRequestHandler, HTTPServer
+CALLS = [("web_search", {"query": "3 hours 45 minutes in minutes"}), ("finish", {"summary": "225 minutes."})]
+class Engine(BaseHTTPRequestHandler):
+    asked = 0
+    def do_GET(self):
+        self.reply(b'{"data": [{"id": "m"}]}', "application/json")
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        name, args = CALLS[min(Engine.asked, 1)]
+        Engine.asked += 1
+        call = {"index": 0, "id": f"call_{Engine.asked}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}
+        delta = {"role": "assistant", "tool_calls": [call]}
+        events = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                   "usage": {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}}]
+        text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        self.reply(text.encode(), "text/event-stream")
+    def reply(self, data, kind):
+        self.send_response(200); self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(data))); self.end_headers(); self.wfile.write(data)
+HTTPServer(("127.0.0.1", 8080), Engine).serve_forever()
+"""
+
+
+def test_the_real_pi_runs_a_call_through_the_desk(docker_client, runtime_images, tmp_path):
+    """Pi itself, in its image, sealed, offered ladder-0-001's tools through our extension: the
+    canned engine's call goes through Pi to the harness's desk, runs in the workspace, its result
+    goes back to Pi, and the finish that follows ends the scenario (Pi stopped, as the loop ended)."""
+    [image] = [ref for ref in runtime_images if "runtime-pi" in ref.reference]
+    out = tmp_path / "out"
+    out.mkdir(mode=0o777)
+    out.chmod(0o777)
+    (tmp_path / "canned.py").write_text(CANNED)
+    harness = (
+        "python3 -m harness run --scenarios /suite/scenarios --base-url http://127.0.0.1:8080 --model m"
+        " --protocol native_tools --ids ladder-0-001 --max-tokens 64 --timeout 60 --runtime pi"
+        " --runtime-clock '2026-01-01 12:00:00' --runtime-context 65536 --wire /out/wire.jsonl"
+        " --out /out/scenarios.jsonl --transcripts /out/transcripts.jsonl"
+    )
+    container = docker_client.containers.run(
+        image.id,
+        entrypoint=["sh", "-c", f"python3 /canned.py & sleep 1; {harness}"],
+        network_mode="none",
+        volumes={
+            str(ROOT / "scenarios"): {"bind": "/suite/scenarios", "mode": "ro"},
+            str(ROOT / "fixtures"): {"bind": "/suite/fixtures", "mode": "ro"},
+            str(tmp_path / "canned.py"): {"bind": "/canned.py", "mode": "ro"},
+            str(out): {"bind": "/out", "mode": "rw"},
+        },
+        detach=True,
+    )
+    try:
+        status = container.wait(timeout=300)["StatusCode"]
+        logs = container.logs().decode(errors="replace")
+    finally:
+        container.remove(force=True)
+    assert status == 0, logs[-3000:]
+    [turn] = [RuntimeTurn.model_validate_json(line) for line in (out / "wire.jsonl").read_text().splitlines()]
+    assert [(c.name, c.id, c.reply) for c in turn.calls] == [("web_search", "call_1", 0), ("finish", "call_2", 1)]
+    assert turn.calls[0].result and turn.calls[0].result.startswith("(ok) ") and turn.exit == "stopped"
+    second = json.loads([e for e in turn.exchanges if e.path.endswith("/chat/completions")][1].request)
+    tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == [("call_1", turn.calls[0].result)]
+    [result] = [json.loads(line) for line in (out / "scenarios.jsonl").read_text().splitlines()]
+    assert result["status"] == "done" and result["steps"] == 2
