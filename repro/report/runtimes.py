@@ -1,7 +1,8 @@
 """What each agent runtime of a run did, read from its cells' wires (repro.runtimes.wire): the system
-prompt it injected, the sampling it sent and what the relay filled, what it tried outside (refused),
-the files it left in its HOME, the lines it printed beside its answers, and where a turn's time went
-(the runtime's process against the engine's replies). `repro results runtimes RUN` prints it."""
+prompt it injected, the sampling it sent and what the relay filled, the tool calls it ran (native
+mode), what it tried outside (refused), the files it left in its HOME, the lines it printed beside
+its answers, and where a turn's time went (the runtime's process against the engine's replies).
+`repro results runtimes RUN` prints it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from repro.bundle.layout.names import WIRE_FILE
 from repro.bundle.layout.reader import BundleReader
 from repro.runtimes.wire import read_wire
 
+STOPPED_EXIT = "stopped"  # a native run's wire `exit` when the run loop ended it (harness.runtimes.native)
 SAMPLING = ("temperature", "seed", "max_tokens", "max_completion_tokens", "top_p", "top_k")
 
 
@@ -24,7 +26,8 @@ class RuntimeSummary(BaseModel):
     pin: str
     cells: int = 0
     turns: int = 0
-    failed_turns: int = 0
+    failed_turns: int = 0  # ended without an answer, but for a native run the loop stopped
+    calls: int = 0  # native mode: tool calls the runtime ran through the harness's desk
     system_prompt: str | None = None  # the first request's system message, as the runtime sent it
     sent: list[str] = []  # sampling fields the runtime's chat requests carried
     filled: list[str] = []  # fields the relay set (the profile's), on any request
@@ -44,7 +47,8 @@ class RuntimeSummary(BaseModel):
         self.cells += 1
         for turn in turns:
             self.turns += 1
-            self.failed_turns += turn.answer is None
+            self.failed_turns += turn.answer is None and turn.exit != STOPPED_EXIT
+            self.calls += len(turn.calls)
             self.turn_seconds += turn.seconds
             self.home = sorted(set(self.home) | set(turn.home))
             self.beside = list(dict.fromkeys([*self.beside, *turn.other]))[:5]
@@ -93,7 +97,8 @@ def summary_lines(summary: RuntimeSummary) -> list[str]:
     per_turn = summary.turn_seconds / summary.turns if summary.turns else 0.0
     lines = [
         f"{summary.runtime} ({summary.pin}): {summary.cells} cell(s), {summary.turns} turn(s), "
-        f"{summary.failed_turns} without an answer, {summary.requests} chat request(s)",
+        f"{summary.failed_turns} without an answer, {summary.requests} chat request(s)"
+        + (f", {summary.calls} tool call(s) it ran (native mode)" if summary.calls else ""),
         f"  time: {per_turn:.1f} s a turn, of which {summary.overhead_per_turn:.1f} s outside the engine "
         f"(the runtime's start, work and exit); engine {summary.engine_seconds:.0f} s of {summary.turn_seconds:.0f} s",
         f"  sampling it sent: {', '.join(summary.sent) or 'none'}; "
