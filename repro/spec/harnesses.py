@@ -52,6 +52,10 @@ class HarnessFacts(BaseModel):
 # JSON mode, the published Ollama rows).
 THOLOS_JSON_MODES = {"json_schema": "schema", "json_object": "object"}
 
+# Local Agent Bench's runtimes, by matrix protocol: its raw loop over Ollama in react mode (its CLI
+# runtimes, openclaw-react and the others, wait for repro's runtime images to be wired to its adapters)
+LAB_RUNTIMES = {"react": "raw-ollama-react"}
+
 HARNESSES: dict[str, HarnessFacts] = {
     "toolcallbench": HarnessFacts(
         name="toolcallbench",
@@ -102,6 +106,26 @@ HARNESSES: dict[str, HarnessFacts] = {
         runs_named_task=True,
         engine_kinds=frozenset({"llama.cpp", "ollama"}),
         backends={"openai": "openai", "ollama": "openai"},  # Ollama serves an OpenAI-compatible /v1 too
+    ),
+    "lab": HarnessFacts(
+        name="lab",
+        implementation="repro.suites.external.lab:Lab",
+        known_wheels={},
+        known_archives={
+            # tests only (tests/external/lab-standin.yaml): our own program with LAB's command line and result file
+            "3bb2cc6c6c116b2132a73797825ed6d76072dd011c26a768f1a158a9b3bce067": (
+                "the repro project's stand-in for its tests (tests/standins/local_agent_bench/), not Local Agent Bench"
+            ),
+        },
+        protocols=frozenset(LAB_RUNTIMES),
+        protocol_modes=LAB_RUNTIMES,
+        request_kind="its own requests to Ollama's /api/chat (stream false, temperature 0 only); the model writes "
+        "Action / Action Input text, LAB runs the tools",
+        engine_kinds=frozenset({"ollama"}),
+        backends={"ollama": "ollama"},
+        tasks_from="code",
+        sends_cache_prompt=False,
+        fixed_decoding={"temperature": 0.0},
     ),
 }
 

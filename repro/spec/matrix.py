@@ -341,7 +341,9 @@ class ExternalSuite(Strict):
     wheel (`wheel: name==version`), or a source archive (`archive: FILE`, or for users with network
     `git: {url, commit}`, fetched as engine sources are), always with the sha256 of those bytes."""
 
-    harness: Literal["toolcallbench", "tholos", "inspect"] = Field(description="the adapter that runs and reads it")
+    harness: Literal["toolcallbench", "tholos", "inspect", "lab"] = Field(
+        description="the adapter that runs and reads it"
+    )
     wheel: Requirement | None = Field(default=None, description="the harness's wheel, name==version")
     archive: str | None = Field(
         default=None, description="the harness's source archive (a file name, found in the cache or a mirror by sha256)"

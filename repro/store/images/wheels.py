@@ -69,7 +69,10 @@ def run_tool(command: list[str], what: str, env: dict | None = None) -> str:
 
 def download_locked(lock: Path, into: Path, what: str) -> None:
     """Every wheel `lock` pins, for the harness image's platform, downloaded into `into` by pip with
-    every hash required (ReproError naming `what` when pip fails)."""
+    every hash required (ReproError naming `what` when pip fails). A lock that pins no wheel (a harness
+    of the standard library alone, as LAB is) downloads nothing."""
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in lock.read_text().splitlines()):
+        return
     argv = pip_argv("download", "--require-hashes", "--no-deps", *WHEEL_TARGET, "-r", str(lock), "-d", str(into))
     run_tool(argv, f"pip download ({what})")
 
