@@ -1,0 +1,75 @@
+"""The LAB path against the real Ollama: `repro matrix run` of tests/external/lab-standin.yaml, whose
+suite pins the repro project's stand-in for Local Agent Bench (tests/standins/local_agent_bench/, our
+own code with LAB's command line and result file; not LAB) as an archive in a temporary mirror, as a
+LAB archive would be found. The stand-in runs sealed in its image, joined to the sealed Ollama
+(0.11.4 from its Go module, Qwen2.5-Coder-0.5B), its weather hosts answered by the driver's fixture
+hosts; the bundle checks VALID, holds LAB's own `Summary` line and its result file, and `repro
+external report` shows LAB's summary. Nothing measured here says anything about LAB itself."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from repro.store.sources import MIRROR_ENV
+from tests.e2e.conftest import make_snapshot, run_repro
+
+pytestmark = [pytest.mark.docker, pytest.mark.engine]
+MATRIX = "tests/external/lab-standin.yaml"
+
+
+@pytest.fixture(scope="module")
+def lab_mirror(tmp_path_factory) -> Iterator[Path]:
+    from tests.standins import pack_lab
+
+    mirror = tmp_path_factory.mktemp("lab-mirror")
+    pack_lab(mirror / "lab-standin-src.tar")
+    previous = os.environ.get(MIRROR_ENV)
+    os.environ[MIRROR_ENV] = str(mirror)
+    try:
+        yield mirror
+    finally:
+        if previous is None:
+            os.environ.pop(MIRROR_ENV, None)
+        else:
+            os.environ[MIRROR_ENV] = previous
+
+
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, lab_mirror) -> tuple[Path, Path]:
+    project = make_snapshot(tmp_path_factory.mktemp("lab") / "project")
+    for step in (["suites", "fetch", MATRIX], ["images", "build", MATRIX, "--profile", "cpu", "--no-log"]):
+        proc = run_repro(project, canary_home, *step, timeout=3 * 3600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_repro(project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return project, project / "results" / (project / "results" / "LATEST").read_text().strip()
+
+
+def test_lab_runs_sealed_on_ollama_and_checks_valid(lab_run, canary_home) -> None:
+    project, run_dir = lab_run
+    check = run_repro(project, canary_home, "check", str(run_dir))
+    assert check.returncode == 0 and "1 VALID" in check.stdout, check.stdout + check.stderr
+    [cell] = sorted((run_dir / "cells").iterdir())
+    console = (cell / "raw.console.txt").read_text()
+    assert "Summary: " in console and "preflight failed" not in console  # the preflight passed, no network
+    driver = json.loads((cell / "raw.driver.json").read_text())
+    assert driver["exit"] == 0 and driver["env"]["OLLAMA_BASE_URL"].startswith("http://127.0.0.1:")
+    result = json.loads((cell / "raw.result.json").read_text())
+    assert [t["id"] for t in result["tasks"]] == ["cwd-name", "list-readme", "read-benchmark", "weather-graz", "weather-lisbon"]
+    passed = sum(bool(t["passed"]) for t in result["tasks"])
+    assert f"Summary: {passed}/5 passed" in console
+    rows = [json.loads(line) for line in (cell / "scenarios.jsonl").read_text().splitlines()]
+    assert sum(r["passed"] for r in rows) == passed  # the cell's outcome is LAB's
+
+
+def test_external_report_shows_labs_own_summary(lab_run, canary_home, tmp_path: Path) -> None:
+    project, run_dir = lab_run
+    report = run_repro(project, canary_home, "external", "report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stdout + report.stderr
+    [summary] = list((tmp_path / "report").rglob("lab-summary-w1.txt"))
+    assert summary.read_text().startswith("Summary: ")
