@@ -40,6 +40,7 @@ from harness.contracts import (
 )
 from harness.io import loads_strict
 from repro.containers.sandbox import bind
+from repro.core.config import PROJECT_ROOT
 from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.base import FIXTURES_MOUNT
@@ -57,7 +58,6 @@ RESULT, CONSOLE, FIXTURE_LOG, DRIVER_RECORD = "result.json", "console.txt", "fix
 MAX_RAW_FILES = 50
 MAX_TASKS = 10_000
 EVIDENCE_CHARS = 300
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 FIXTURE_WORLD = "fixtures"  # the folder of repro's tree the fixture hosts answer from (its weather/)
 # LAB's reason codes as our failure types (harness.scoring.lab_codes maps ours onto LAB's, many to one;
 # this is the reading back, one type per code: where several of ours share a code, the broadest)
