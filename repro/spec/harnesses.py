@@ -113,7 +113,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         known_wheels={},
         known_archives={
             # tests only (tests/external/lab-standin.yaml): our own program with LAB's command line and result file
-            "3bb2cc6c6c116b2132a73797825ed6d76072dd011c26a768f1a158a9b3bce067": (
+            "be1b723f20a3cffb85de2d502b36415fb9773ac98e5fc323567af3732f6e0488": (
                 "the repro project's stand-in for its tests (tests/standins/local_agent_bench/), not Local Agent Bench"
             ),
         },
