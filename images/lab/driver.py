@@ -24,7 +24,7 @@ It keeps, in `--out`:
 - `console.txt`: everything LAB printed (its `Summary: k/n passed` line among it), echoed on stderr;
 - `fixtures.jsonl`: each request a fixture host answered (host, path and query, status) and the
   sha256 of the answer's bytes;
-- `driver.json`: the command, the environment LAB got, the fixture hosts, the fixture world's
+- `driver.json`: the benchmark, the command, the environment LAB got, the fixture hosts, the fixture world's
   files by sha256, where LAB wrote its result and how LAB exited;
 - one JSON progress line per task on stdout, once LAB has finished (repro's progress display).
 
@@ -265,6 +265,7 @@ def main(argv: list[str]) -> int:
     if len(written) == 1:
         shutil.copyfile(written[0], out / "result.json")
     record = {
+        "benchmark": args.benchmark,
         "command": command,
         "env": {k: v for k, v in env.items() if k not in ("HOME", "PYTHONPATH", "SSL_CERT_FILE")},
         "fixture_hosts": list(FIXTURE_HOSTS),

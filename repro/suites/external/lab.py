@@ -45,7 +45,7 @@ from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.base import FIXTURES_MOUNT
 from repro.suites.external.base import Adapter
-from repro.suites.external.raw import Normalised, RawIndex, walk_raw, worker_files
+from repro.suites.external.raw import Normalised, RawIndex, raw_name, walk_raw, worker_files
 from repro.suites.external.wheels import fetch_code, fetched_code
 
 if TYPE_CHECKING:
@@ -166,12 +166,14 @@ class Lab(Adapter):
         return walk_raw(out_dir, MAX_RAW_FILES, "LAB")
 
     def normalise(self, raw: dict[str, bytes], index: RawIndex, ids: list[str], protocol: str) -> Normalised:
-        results = [task for worker in read_workers(raw, index) for task in worker.tasks]
+        workers = sorted(worker_files(raw, index).items())
+        results = [task for _number, files in workers for task in read_result(files).tasks]
         found = [t.id for t in results]
         if found != ids:
             raise BadInput(f"LAB's result holds {', '.join(found) or 'no task'}, the benchmark has {', '.join(ids)}")
+        category = Path(benchmark_run(workers[0][1])).stem  # the selection's category: the benchmark's name
         return Normalised(
-            results=[scenario_result(t, Path(index.wheel).stem) for t in results],
+            results=[scenario_result(t, category) for t in results],
             transcripts=[TranscriptLine(id=t.id, transcript=transcript(t)) for t in results],
         )
 
@@ -182,17 +184,13 @@ class Lab(Adapter):
         return problems
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:
-        """LAB's own summary as it printed it, and its per-task table from its result file."""
-        report = {}
-        for number, files in sorted(worker_files(raw, index).items()):
-            result = read_result(files)
-            lines = [line for line in console_text(files).splitlines() if line.startswith("Summary:")]
-            table = [
-                f"{t.id}\t{'PASS' if t.ok else 'FAIL'}\t{t.score:g}\t{t.failure_reason or ''}" for t in result.tasks
-            ]
-            text = "\n".join([*lines, "task\tverdict\tscore\tfailure_reason", *table]) + "\n"
-            report[f"lab-summary-w{number}.txt"] = text.encode()
-        return report
+        """LAB's own report: its console output as it printed it, its `Summary: k/n passed` line
+        among it (which `recheck` re-derives from the per-task results; LAB's code, not ours, would
+        be needed to print it again)."""
+        return {
+            raw_name(CONSOLE, number, index.workers): files.get(CONSOLE, b"")
+            for number, files in sorted(worker_files(raw, index).items())
+        }
 
 
 # ---------------------------------------------------------------- LAB's files
@@ -220,8 +218,12 @@ def benchmark_tasks(path: Path) -> list[str]:
     return ids
 
 
-def read_workers(raw: dict[str, bytes], index: RawIndex) -> list[LabResult]:
-    return [read_result(files) for _number, files in sorted(worker_files(raw, index).items())]
+def benchmark_run(files: dict[str, bytes]) -> str:
+    """The benchmark file the driver ran LAB on (its record, driver.json)."""
+    try:
+        return str(json.loads(files[DRIVER_RECORD])["benchmark"])
+    except (KeyError, ValueError, TypeError):
+        raise BadInput(f"no readable {DRIVER_RECORD} naming the benchmark among LAB's raw outputs") from None
 
 
 def read_result(files: dict[str, bytes]) -> LabResult:
