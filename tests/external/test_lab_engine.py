@@ -77,5 +77,5 @@ def test_external_report_shows_labs_own_summary(lab_run, canary_home, tmp_path: 
     project, run_dir = lab_run
     report = run_repro(project, canary_home, "external", "report", str(run_dir), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stdout + report.stderr
-    [console] = list((tmp_path / "report").rglob("raw.console.txt"))
+    [console] = list((tmp_path / "report").rglob("console.txt"))
     assert "Summary: " in console.read_text()  # LAB's own words, as it printed them
