@@ -79,3 +79,24 @@ def test_external_report_shows_labs_own_summary(lab_run, canary_home, tmp_path: 
     assert report.returncode == 0, report.stdout + report.stderr
     [console] = list((tmp_path / "report").rglob("console.txt"))
     assert "Summary: " in console.read_text()  # LAB's own words, as it printed them
+
+
+def test_on_a_fresh_home_the_bundle_is_unchecked_naming_the_mirror(lab_run, tmp_path: Path, monkeypatch) -> None:
+    """No LAB archive in the cache and no mirror: UNCHECKED (exit 3) with what to set, never INVALID."""
+    project, run_dir = lab_run
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    fresh = tmp_path / "fresh-home"
+    fresh.mkdir()
+    check = run_repro(project, fresh, "check", str(run_dir))
+    assert check.returncode == 3 and "1 UNCHECKED" in check.stdout, check.stdout + check.stderr
+    assert MIRROR_ENV in check.stdout
+
+
+def test_a_rerun_of_the_bundle_gives_its_verdict_in_one_command(lab_run, canary_home, tmp_path: Path) -> None:
+    """Ollama keeps its cache across a run, so the rerun is judged by the tolerance rule."""
+    project, run_dir = lab_run
+    rerun = run_repro(project, canary_home, "rerun", str(run_dir), "--out", str(tmp_path / "rerun"))
+    report = json.loads((tmp_path / "rerun" / "rerun-report.json").read_text())
+    [row] = report["report"]["verdicts"]
+    assert row["verdict"].startswith("REPRODUCED"), rerun.stdout[-3000:] + rerun.stderr[-2000:]
+    assert "tolerance" in json.dumps(row)

@@ -72,7 +72,7 @@ def test_the_execution_of_a_cell_per_scenario():
     assert Execution.of(per_scenario, 1, "ollama").cache_prompt is True
     assert not Execution.of(CPU.with_prompt_cache(True), 1, "llama.cpp").exact
     marks = {name: facts.marks_scenarios for name, facts in HARNESSES.items()}
-    assert marks == {"toolcallbench": True, "tholos": False, "inspect": False}
+    assert marks == {"toolcallbench": True, "tholos": False, "inspect": False, "lab": False}  # LAB: Ollama only
     assert kind_of(Suite(id="workspace", path="scenarios")).marks_scenarios()
 
 
