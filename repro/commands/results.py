@@ -1,4 +1,5 @@
-"""`repro results merge`, `repro results reference`, `repro results csv` and `repro results runtimes`."""
+"""`repro results merge`, `repro results reference`, `repro results csv`, `repro results runtimes` and
+`repro results repeats`."""
 
 from __future__ import annotations
 
@@ -158,6 +159,29 @@ def runtimes(
                 continue
             for line in summary_lines(summary):
                 out.print(shown(line), markup=False)
+
+
+@app.command("repeats")
+def repeats(
+    run: Path = typer.Argument(..., help="A run folder (or a results folder: its runs' VALID cells)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per row, a line each."),
+) -> None:
+    """Each row's repeats in the fields Local Agent Bench's repeat runner summarises: tasks passed per
+    run, their mean and standard deviation, the mean score, each task's passes and the failure
+    reasons (LAB's codes), from the VALID cells alone.
+
+    Exit codes: 0 shown; 1 an unexpected error; 2 bad input (no bundle)."""
+    from repro.report.aggregate import collect
+    from repro.report.repeats import repeat_lines, repeat_summary
+
+    out = Console(soft_wrap=True, highlight=False)
+    for row in collect([run]).rows:
+        summary = repeat_summary(row)
+        if as_json:
+            sys.stdout.write(summary.model_dump_json() + "\n")
+            continue
+        for line in repeat_lines(summary):
+            out.print(shown(line), markup=False)
 
 
 def to_csv(rows: list[list[object]]) -> str:

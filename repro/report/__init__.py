@@ -18,6 +18,8 @@ Whether those numbers reproduce a claim is repro.verify's to say (the stage abov
 - ``inspect_log``: each cell as an inspect_ai eval log (the ``inspect`` extra).
 - ``eee``: Every Eval Ever records and Hugging Face ``.eval_results`` entries.
 - ``runtimes``: what each agent runtime of a run did, from its cells' wires (``repro results runtimes``).
+- ``repeats``: a row's repeats in the fields Local Agent Bench's repeat runner summarises
+  (``repro results repeats``).
 
 Import the modules themselves (``from repro.report.aggregate import ...``): this package's top
 level imports nothing.
@@ -32,6 +34,7 @@ __all__ = [
     "figures",
     "html",
     "paper",
+    "repeats",
     "runtimes",
     "stats",
     "tables",
