@@ -264,7 +264,8 @@ def external_problems(matrix: Matrix) -> list[tuple[tuple, str]]:
         problems += [
             (
                 ("engines", number, "kind"),
-                f"{facts.name} talks to an OpenAI-compatible server; engine {engine.id} is {engine.kind}",
+                f"{facts.name} runs on {' or '.join(sorted(facts.engine_kinds))} engines ({facts.request_kind}); "
+                f"engine {engine.id} is {engine.kind}",
             )
             for number, engine in enumerate(matrix.engines)
             if engine.kind not in facts.engine_kinds
