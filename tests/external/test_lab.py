@@ -203,3 +203,50 @@ def test_the_benchmark_is_run_whole(standin: Path, tmp_path: Path) -> None:
     whole = Lab().selection(suite(), standin.parent, [])
     assert whole.ids == ["cwd-name", "list-readme", "read-benchmark", "weather-graz", "weather-lisbon"]
     shutil.rmtree(tmp_path / "unpacked")
+
+
+def crafted(result: object, console: bytes = b"Summary: 0/1 passed\n") -> tuple[dict[str, bytes], RawIndex]:
+    """Raw outputs of one worker as a hostile bundle might hold them."""
+    files = {
+        "result.json": result if isinstance(result, bytes) else json.dumps(result).encode(),
+        "console.txt": console,
+        "driver.json": json.dumps({"benchmark": "benchmarks/smoke.json"}).encode(),
+    }
+    entries = [RawFile(name=n, path=n, worker=1, sha256=sha256_bytes(d), bytes=len(d)) for n, d in files.items()]
+    return files, RawIndex(harness="lab", wheel="lab.tar", wheel_sha256="0" * 64, workers=1, files=entries)
+
+
+@pytest.mark.parametrize(
+    ("result", "says"),
+    [
+        (b"not json", "not LAB's result file"),
+        ({"tasks": [{"id": "a"}]}, "not LAB's result file"),  # no score
+        ({"tasks": [{"id": "a", "score": 1, "passed": True}, {"id": "b", "score": 0}]}, "the benchmark has a"),
+        (b"[" * 100 + b"]" * 100, "not LAB's result file"),  # nesting past the bound
+    ],
+)
+def test_a_result_file_that_is_not_labs_is_refused_in_one_line(result: object, says: str) -> None:
+    from repro.core.errors import BadInput
+
+    raw, index = crafted(result)
+    with pytest.raises(BadInput, match=says):
+        Lab().normalise(raw, index, ["a"], "react")
+
+
+def test_a_missing_result_or_driver_record_is_named() -> None:
+    from repro.core.errors import BadInput
+
+    raw, index = crafted({"tasks": [{"id": "a", "score": 0, "passed": False, "failure_reason": "NO_TOOL_ATTEMPT"}]})
+    assert summary_problems(raw) == []
+    without = {k: v for k, v in raw.items() if k != "result.json"}
+    assert any("no result.json" in p for p in summary_problems(without))
+    index = index.model_copy(update={"files": [f for f in index.files if f.name != "driver.json"]})
+    with pytest.raises(BadInput, match="driver.json"):
+        Lab().normalise({k: v for k, v in raw.items() if k != "driver.json"}, index, ["a"], "react")
+
+
+def test_a_reason_lab_does_not_have_reads_as_an_engine_error_and_keeps_its_words() -> None:
+    raw, index = crafted({"tasks": [{"id": "a", "score": 0.5, "passed": False, "failure_reason": "MARTIAN"}]})
+    [result] = Lab().normalise(raw, index, ["a"], "react").results
+    assert result.failure_type == "engine_error" and "MARTIAN" in (result.failure_evidence or "")
+    assert result.partial_score == 0.5 and not result.engine_fault
