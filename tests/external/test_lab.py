@@ -245,8 +245,8 @@ def test_a_missing_result_or_driver_record_is_named() -> None:
         Lab().normalise({k: v for k, v in raw.items() if k != "driver.json"}, index, ["a"], "react")
 
 
-def test_a_reason_lab_does_not_have_reads_as_an_engine_error_and_keeps_its_words() -> None:
+def test_a_reason_lab_does_not_have_reads_as_a_run_cut_short_and_keeps_its_words() -> None:
     raw, index = crafted({"tasks": [{"id": "a", "score": 0.5, "passed": False, "failure_reason": "MARTIAN"}]})
     [result] = Lab().normalise(raw, index, ["a"], "react").results
-    assert result.failure_type == "engine_error" and "MARTIAN" in (result.failure_evidence or "")
+    assert result.failure_type == "step_limit" and "MARTIAN" in (result.failure_evidence or "")
     assert result.partial_score == 0.5 and not result.engine_fault

@@ -77,7 +77,9 @@ FROM_LAB_CODE: dict[str, FailureType] = {
     "OLLAMA_UNREACHABLE": "engine_unreachable",
     "RUNTIME_UNAVAILABLE": "runtime_unavailable",
     "RUNTIME_ERROR": "runtime_error",
-    "UNKNOWN_FAILURE": "engine_error",
+    # a run that ended with no reason of its own (ours that LAB calls so are runs cut short: stuck,
+    # step_limit, timeout); never an engine failure, which LAB names (OLLAMA_UNREACHABLE)
+    "UNKNOWN_FAILURE": "step_limit",
 }
 ENGINE_CODES = frozenset({"MODEL_NOT_INSTALLED", "OLLAMA_UNREACHABLE"})
 
@@ -266,7 +268,7 @@ def summary_problems(files: dict[str, bytes]) -> list[str]:
 
 def scenario_result(task: LabTaskResult, category: str) -> ScenarioResult:
     """A LAB task as one line of scenarios.jsonl: LAB's verdict, its reason as our failure type."""
-    failure = None if task.ok else FROM_LAB_CODE.get(task.failure_reason or "UNKNOWN_FAILURE", "engine_error")
+    failure = None if task.ok else FROM_LAB_CODE.get(task.failure_reason or "UNKNOWN_FAILURE", "step_limit")
     return ScenarioResult(
         id=task.id,
         category=category,
