@@ -16,9 +16,8 @@ import sys
 import tarfile
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,57 +26,15 @@ from repro.core.files import sha256_bytes
 from repro.spec.loading import load_matrix
 from repro.suites.external.lab import Lab, summary_problems
 from repro.suites.external.raw import RawFile, RawIndex
+from tests.external.lab_canned_ollama import MODEL, CannedOllama, lisbon_answer
 
 STANDIN_MATRIX = PROJECT_ROOT / "tests" / "external" / "lab-standin.yaml"
 DRIVER = PROJECT_ROOT / "images" / "lab" / "driver.py"
-MODEL = "repro-qwen:1d9614638d18"
-
-# What the canned Ollama answers, by a word of the task's prompt: the model's replies in order
-REPLIES = {
-    "folder you are working in": ["Action: get_cwd\nAction Input: {}", "Final Answer: local-agent-bench"],
-    "README": ['Action: list_directory\nAction Input: {"path": "."}', "Final Answer: README.md"],
-    "benchmarks/smoke.json": ["Final Answer: smoke"],
-    "Graz": ['Action: get_weather\nAction Input: {"city": "Graz"}', "Final Answer: It is 99 degrees."],
-    "Lisbon": ['Action: get_weather\nAction Input: {"city": "Lisbon"}', "Final Answer: {lisbon}"],
-}
-
-
-class CannedOllama(BaseHTTPRequestHandler):
-    lisbon = ""
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        if self.path == "/api/tags":
-            return self._send({"models": [{"name": MODEL}]})
-        return self._send({"version": "0.11.4"})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        if self.path == "/api/show":
-            return self._send({"template": "{{ .Prompt }}"})
-        assert body["options"] == {"temperature": 0} and body["stream"] is False  # LAB's request, as LAB sends it
-        prompt = body["messages"][1]["content"]
-        replies = next(r for word, r in REPLIES.items() if word in prompt)
-        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        reply = replies[min(turn, len(replies) - 1)].replace("{lisbon}", CannedOllama.lisbon)
-        return self._send({"message": {"role": "assistant", "content": reply}, "done": True})
-
-    def _send(self, data: dict[str, Any]) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
 
 
 @pytest.fixture
 def ollama() -> Iterator[str]:
-    world = json.loads((PROJECT_ROOT / "fixtures" / "weather" / "june-2026.json").read_text())
-    lisbon = next(c for c in world["cities"] if c["name"] == "Lisbon")
-    CannedOllama.lisbon = f"It is {lisbon['forecast']['current']['temperature_2m']} degrees."
+    CannedOllama.lisbon = lisbon_answer(PROJECT_ROOT / "fixtures")
     server = ThreadingHTTPServer(("127.0.0.1", 0), CannedOllama)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
