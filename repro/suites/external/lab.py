@@ -45,7 +45,7 @@ from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.base import FIXTURES_MOUNT
 from repro.suites.external.base import Adapter
-from repro.suites.external.raw import Normalised, RawIndex, raw_name, walk_raw, worker_files
+from repro.suites.external.raw import Normalised, RawIndex, external_of, raw_name, walk_raw, worker_files
 from repro.suites.external.wheels import fetch_code, fetched_code
 
 if TYPE_CHECKING:
@@ -124,8 +124,6 @@ class Lab(Adapter):
 
     def tasks_folder(self, suite: Suite, root: Path | None = None) -> Path:
         """LAB's unpacked archive (its benchmark files are in its code), fetched and verified."""
-        from repro.suites.external.raw import external_of
-
         external = external_of(suite)
         return fetched_code(external) or fetch_code(external)
 
