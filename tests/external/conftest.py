@@ -3,10 +3,12 @@ side of the fidelity test), and helpers that turn a driver's output folder into 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -189,14 +191,45 @@ def tholos_sources(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     assert suite.source is not None and suite.external is not None
     pack_standin(mirror)
     assert pack_folder(PEERS / "tholos-bench", mirror / "tholos-bench.tar") == suite.source.sha256
-    previous = os.environ.get(MIRROR_ENV)
     # the two archives by sha256, and the loose scenario files for what is found file by file
-    os.environ[MIRROR_ENV] = os.pathsep.join([str(mirror), str(PEERS / "tholos-bench")])
-    try:
+    with mirror_set(mirror, PEERS / "tholos-bench"):
         fetch_suite(suite.source)
         yield fetch_code(suite.external), scenario_folder(suite)
+
+
+@contextlib.contextmanager
+def mirror_set(*folders: Path) -> Iterator[None]:
+    """REPRO_SOURCE_MIRROR names `folders` (this process and the repro commands it starts), as
+    before once done."""
+    previous = os.environ.get(MIRROR_ENV)
+    os.environ[MIRROR_ENV] = os.pathsep.join(str(folder) for folder in folders)
+    try:
+        yield
     finally:
         if previous is None:
             os.environ.pop(MIRROR_ENV, None)
         else:
             os.environ[MIRROR_ENV] = previous
+
+
+@pytest.fixture(scope="module")
+def lab_mirror(tmp_path_factory) -> Iterator[Path]:
+    """The LAB stand-in packed as its pin says into a temporary mirror, set for the module's tests."""
+    from tests.standins import pack_lab
+
+    mirror = tmp_path_factory.mktemp("lab-mirror")
+    pack_lab(mirror / "lab-standin-src.tar")
+    with mirror_set(mirror):
+        yield mirror
+
+
+def serving(container, ready: bytes, deadline_s: float = 60.0) -> None:
+    """Wait until a served engine's container prints its `ready` line (it prints it once it listens)."""
+    until = time.monotonic() + deadline_s
+    while time.monotonic() < until:
+        if ready in container.logs():
+            return
+        container.reload()
+        assert container.status in ("created", "running"), container.logs()[-2000:]
+        time.sleep(0.2)
+    raise AssertionError(f"the engine did not start (no {ready!r} in its log)")

@@ -9,8 +9,6 @@ external report` shows LAB's summary. Nothing measured here says anything about 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,23 +18,6 @@ from tests.e2e.conftest import make_snapshot, run_repro
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
 MATRIX = "tests/external/lab-standin.yaml"
-
-
-@pytest.fixture(scope="module")
-def lab_mirror(tmp_path_factory) -> Iterator[Path]:
-    from tests.standins import pack_lab
-
-    mirror = tmp_path_factory.mktemp("lab-mirror")
-    pack_lab(mirror / "lab-standin-src.tar")
-    previous = os.environ.get(MIRROR_ENV)
-    os.environ[MIRROR_ENV] = str(mirror)
-    try:
-        yield mirror
-    finally:
-        if previous is None:
-            os.environ.pop(MIRROR_ENV, None)
-        else:
-            os.environ[MIRROR_ENV] = previous
 
 
 @pytest.fixture(scope="module")

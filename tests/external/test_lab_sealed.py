@@ -11,11 +11,8 @@ the sandbox and the namespace change nothing of what LAB computes."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
-import time
-from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,8 +26,8 @@ from repro.plan.planner import make_plan
 from repro.run.cell import harness_output_dir
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
-from repro.store.sources import MIRROR_ENV
 from repro.suites.registry import kind_of
+from tests.external.conftest import serving
 from tests.external.lab_canned_ollama import MODEL, CannedOllama, lisbon_answer
 from tests.external.test_lab import STANDIN_MATRIX, run_driver
 
@@ -46,38 +43,16 @@ def lab_cell():
 
 
 @pytest.fixture(scope="module")
-def lab_code(tmp_path_factory, lab_cell) -> Iterator[Path]:
-    """The stand-in's archive in a mirror, fetched into the cache by sha256 and unpacked."""
+def lab_code(lab_mirror, lab_cell) -> Path:
+    """The stand-in's archive, fetched from the mirror into the cache by sha256 and unpacked."""
     from repro.suites.external.wheels import fetch_code
-    from tests.standins import pack_lab
 
-    mirror = tmp_path_factory.mktemp("lab-mirror")
-    pack_lab(mirror / "lab-standin-src.tar")
-    previous = os.environ.get(MIRROR_ENV)
-    os.environ[MIRROR_ENV] = str(mirror)
-    try:
-        yield fetch_code(lab_cell.suite.external)
-    finally:
-        if previous is None:
-            os.environ.pop(MIRROR_ENV, None)
-        else:
-            os.environ[MIRROR_ENV] = previous
+    return fetch_code(lab_cell.suite.external)
 
 
 @pytest.fixture(scope="module")
 def lab_image_ref(docker_client, harness_image_ref, lab_code, lab_cell):
     return kind_of(lab_cell.suite).build_image(lab_cell.suite, harness_image_ref, lambda line: None)
-
-
-def serving(container, deadline_s: float = 60.0) -> None:
-    until = time.monotonic() + deadline_s
-    while time.monotonic() < until:
-        if b"canned ollama: serving" in container.logs():
-            return
-        container.reload()
-        assert container.status in ("created", "running"), container.logs()[-2000:]
-        time.sleep(0.2)
-    raise AssertionError("the canned Ollama did not start")
 
 
 def run_sealed(client, harness_id: str, image_id: str, cell) -> tuple[Path, object]:
@@ -99,7 +74,7 @@ def run_sealed(client, harness_id: str, image_id: str, cell) -> tuple[Path, obje
     kind = kind_of(cell.suite)
     try:
         with containers.started(client, engine_kwargs) as engine:
-            serving(engine)
+            serving(engine, b"canned ollama: serving")
             argv = client_argv(f"http://127.0.0.1:{PORT}", MODEL, "ollama")
             command = kind.task_argv(cell, argv, [], load_profiles().get("cpu"))
             kwargs = harness_kwargs(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,7 @@ from repro.spec.profiles import load_profiles
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import adapter_of
 from repro.suites.registry import kind_of
-from tests.external.conftest import collect_cell
+from tests.external.conftest import collect_cell, serving
 from tests.external.test_toolcallbench import RECOMPUTING, evidence
 from tests.external.tholos_support import FIDELITY_IDS, results_by_id, run_direct, runner_cell, runner_suite
 
@@ -46,18 +45,6 @@ PORT = 8080
 def tholos_image_ref(docker_client, harness_image_ref, tholos_sources):
 
     return kind_of(runner_suite()).build_image(runner_suite(), harness_image_ref, lambda line: None)
-
-
-def serving(container, deadline_s: float = 60.0) -> None:
-    """Wait for the scripted engine's ready line (it prints it once it listens)."""
-    until = time.monotonic() + deadline_s
-    while time.monotonic() < until:
-        if b"scripted engine:" in container.logs():
-            return
-        container.reload()
-        assert container.status in ("created", "running"), container.logs()[-2000:]
-        time.sleep(0.2)
-    raise AssertionError("the scripted engine did not start")
 
 
 def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: list[str]) -> tuple[Path, Path, object]:
@@ -89,7 +76,7 @@ def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: lis
         name=container_name(RUN_ID, "engine"),
     )
     with containers.started(client, engine_kwargs) as engine:
-        serving(engine)
+        serving(engine, b"scripted engine:")
         command = adapter_of(cell.suite).task_argv(
             cell, client_argv(f"http://127.0.0.1:{PORT}", "scripted", "openai"), ids, load_profiles().get("cpu")
         )

@@ -23,9 +23,10 @@ from harness.contracts import RuntimeTurn
 from harness.protocols import make_policy
 from harness.regrade import Replay, load_scenarios, regrade
 from harness.runner import run_scenario
-from harness.runtimes.base import Answer, Endpoint, RuntimeAdapter, RuntimeFailure
+from harness.runtimes.base import Answer, Endpoint, RuntimeFailure
 from harness.runtimes.native import NOT_RUN, STOPPED, NativeRuntimeClient, policy_retries
 from repro.check.wire import calls_problems, turn_requests, wire_answers
+from tests.runtimes.test_runtime_client import StandIn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,20 +57,11 @@ print("stand-in: too many rounds", file=sys.stderr); sys.exit(4)
 """
 
 
-class NativeStandIn(RuntimeAdapter):
-    """Our stand-in native runtime (not any real runtime's code)."""
+class NativeStandIn(StandIn):
+    """Our stand-in native runtime (not any real runtime's code): the react stand-in's configuration,
+    with the tools and the desk added to it."""
 
-    kind = "stand-in"
     native = True
-
-    def __init__(self, script: Path, mode: str) -> None:
-        self.script, self.mode = script, mode
-
-    def program(self) -> Path:
-        return Path(sys.executable)
-
-    def configure(self, home: Path, endpoint: Endpoint) -> None:
-        (home / "config.json").write_text(json.dumps({"url": endpoint.url, "mode": self.mode}))
 
     def argv(self, prompt: str, endpoint: Endpoint) -> list[str]:
         raise AssertionError("native mode only")
