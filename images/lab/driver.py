@@ -4,32 +4,42 @@ the image's openssl).
 It runs LAB's own command line, unchanged, in a copy of LAB's project folder named as LAB expects
 (`local-agent-bench`, with a fresh HOME beside it):
 
-    python3 -m local_agent_bench run --runtime RUNTIME --model MODEL --benchmark BENCHMARK
+    python3 -m local_agent_bench run --runtime RUNTIME --model MODEL --benchmark BENCHMARK --output FILE
 
-with `OLLAMA_BASE_URL` pointing at the sealed engine. LAB's weather tool and its preflight call
+with `OLLAMA_BASE_URL` pointing at the sealed engine. LAB's preflight asks the `ollama` command for its
+version: the sandbox has no Ollama client, so LAB's PATH begins with a command of the driver's own
+named `ollama` (written into the image at build time, `driver.py --install-ollama-command DIR`)
+that answers `--version` alone, in the client's words (`ollama version is X`), X from the sealed
+engine's `/api/version` (anything else: exit 1). LAB's weather tool and its preflight call
 Open-Meteo's hosts over HTTPS, written in its code: the driver answers them with **fixture hosts**
 inside the sandbox. A certificate authority made for this run alone (openssl, a fresh key each
 run) signs one certificate naming every fixture host; LAB's Python trusts it through
 `SSL_CERT_FILE`; and a `sitecustomize` module on LAB's `PYTHONPATH` resolves each fixture host's
 name to the driver's own loopback server (socket.getaddrinfo, for those names only: LAB's code and
 every other name are untouched; the sandbox has no other network and no resolver). The answers
-come from the fixture world mounted read-only (`--fixtures`, repro's `fixtures/weather/*.json`):
-Open-Meteo's geocoding (`/v1/search?name=`) and forecast (`/v1/forecast?latitude=&longitude=`,
-the `current` fields asked for) shapes. A city or a place the world lacks answers 404.
+come from the fixture worlds mounted read-only (`--fixtures`, once or more: each folder's
+`weather/*.json`, repro's `fixtures/weather` and images/lab/world's places LAB resolves from its own
+table): Open-Meteo's geocoding (`/v1/search?name=`, the name exactly) and forecast
+(`/v1/forecast?latitude=&longitude=`, the `current` fields asked for: the world's city within 0.1
+degree of the point, as Open-Meteo answers a point from its nearest grid cell) shapes. A name or a
+point the worlds lack answers 404.
 
 It keeps, in `--out`:
 
-- `result.json`: the result file LAB wrote, byte for byte (its metadata, per task its score,
-  failure_reason, tool_calls, final_answer, raw_transcript and assertion_results);
+- `result.json`: the result file LAB wrote (`--output`), byte for byte (its metadata, runtime, model
+  and benchmark, then per task its task_id, category, score, failure_reason, final_answer,
+  tool_calls, latency_ms, raw_transcript and assertion_results);
 - `console.txt`: everything LAB printed (its `Summary: k/n passed` line among it), echoed on stderr;
 - `fixtures.jsonl`: each request a fixture host answered (host, path and query, status) and the
   sha256 of the answer's bytes;
-- `driver.json`: the benchmark, the command, the environment LAB got, the fixture hosts, the fixture world's
-  files by sha256, where LAB wrote its result and how LAB exited;
+- `driver.json`: the benchmark, the command, the environment LAB got, the fixture hosts, the fixture
+  worlds' files by sha256, whether LAB wrote its result and how LAB exited (LAB exits 1 when a task
+  failed: with a result written, the driver exits 0);
 - one JSON progress line per task on stdout, once LAB has finished (repro's progress display).
 
 Usage: python3 driver.py --out DIR --benchmark PATH --runtime NAME --base-url URL --model NAME
-       --fixtures DIR
+       --fixtures DIR [--fixtures DIR ...]
+       python3 driver.py --install-ollama-command DIR
 """
 
 from __future__ import annotations
@@ -50,9 +60,21 @@ from urllib.parse import parse_qs, urlsplit
 
 PROJECT = Path(os.environ.get("REPRO_LAB_PROJECT", "/opt/lab/local-agent-bench"))  # tests point it elsewhere
 WORK = Path(os.environ.get("REPRO_LAB_WORK", "/tmp/lab"))
+BIN = Path(os.environ.get("REPRO_LAB_BIN", "/opt/lab/bin"))  # the `ollama` command's folder (the sandbox's /tmp is noexec)
 FIXTURE_HOSTS = ("geocoding-api.open-meteo.com", "api.open-meteo.com")
 PYTHON = "/usr/bin/python3"
 MAX_CONSOLE = 4 * 1024 * 1024
+MAX_RESULT = 64 * 1024 * 1024
+NEAR = 0.1  # degrees: a forecast point answers from the world's city this near
+# the `ollama` command LAB's preflight runs: `--version` alone, from the sealed engine's API
+OLLAMA_COMMAND = """#!/usr/bin/python3
+# repro's stand-in for the ollama command (images/lab/driver.py): it answers --version alone
+import json, os, sys, urllib.request
+if sys.argv[1:] != ["--version"]:
+    sys.exit("repro's ollama command in LAB's sandbox answers --version alone")
+with urllib.request.urlopen(os.environ["OLLAMA_BASE_URL"].rstrip("/") + "/api/version", timeout=10) as answer:
+    print("ollama version is " + str(json.load(answer)["version"]))
+"""
 # resolves the fixture hosts (REPRO_FIXTURE_HOSTS="name,name", REPRO_FIXTURE_PORT) to the driver's server
 SITECUSTOMIZE = """
 import os, socket
@@ -71,18 +93,21 @@ socket.getaddrinfo = getaddrinfo
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="driver")
-    for name in ("--out", "--benchmark", "--runtime", "--base-url", "--model", "--fixtures"):
+    for name in ("--out", "--benchmark", "--runtime", "--base-url", "--model"):
         parser.add_argument(name, required=True)
+    parser.add_argument("--fixtures", action="append", required=True)
     return parser.parse_args(argv)
 
 
 # ---------------------------------------------------------------- the fixture world
 
 
-def load_world(folder: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The cities of every weather world file, and each file's sha256."""
+def load_world(folders: list[Path]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The cities of every weather world file of the folders, and each file's sha256 by name."""
     cities, files = [], {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(p for folder in folders for p in folder.glob("*.json")):
+        if path.name in files:
+            raise SystemExit(f"fixture world: two files named {path.name}")
         data = path.read_bytes()
         files[path.name] = hashlib.sha256(data).hexdigest()
         cities += json.loads(data).get("cities", [])
@@ -109,15 +134,16 @@ def geocoding(cities: list[dict[str, Any]], query: dict[str, list[str]]) -> dict
 
 
 def forecast(cities: list[dict[str, Any]], query: dict[str, list[str]]) -> dict[str, Any] | None:
-    """The city at exactly those coordinates (to two decimals), its `current` fields as asked."""
+    """The nearest city within NEAR degrees of the point, its `current` fields as asked."""
     try:
-        where = (round(float(query["latitude"][0]), 2), round(float(query["longitude"][0]), 2))
+        latitude, longitude = float(query["latitude"][0]), float(query["longitude"][0])
     except (KeyError, ValueError):
         return None
-    found = [c for c in cities if (round(c["forecast"]["latitude"], 2), round(c["forecast"]["longitude"], 2)) == where]
-    if not found:
+    offsets = [(abs(c["forecast"]["latitude"] - latitude), abs(c["forecast"]["longitude"] - longitude)) for c in cities]
+    near = sorted((sum(offset), index) for index, offset in enumerate(offsets) if max(offset) <= NEAR)
+    if not near:
         return None
-    whole = found[0]["forecast"]
+    whole = cities[near[0][1]]["forecast"]
     asked = [f for f in ",".join(query.get("current", [])).split(",") if f]
     answer = {k: v for k, v in whole.items() if k not in ("current", "current_units", "daily", "daily_units")}
     if asked:
@@ -231,7 +257,7 @@ def certificates(folder: Path) -> tuple[Path, ssl.SSLContext]:
 
 def lab_env(args: argparse.Namespace, ca: Path, port: int, home: Path, site: Path) -> dict[str, str]:
     return {
-        "PATH": "/usr/bin:/bin",
+        "PATH": f"{BIN}:/usr/bin:/bin",
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "TZ": "UTC",
@@ -244,51 +270,75 @@ def lab_env(args: argparse.Namespace, ca: Path, port: int, home: Path, site: Pat
     }
 
 
-def main(argv: list[str]) -> int:
-    args = parse(argv)
-    out = Path(args.out)
+def install_ollama_command(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ollama").write_text(OLLAMA_COMMAND)
+    (folder / "ollama").chmod(0o755)
+
+
+def prepare() -> tuple[Path, Path, Path]:
+    """A fresh copy of LAB's folder, a fresh HOME and the name resolver."""
     shutil.rmtree(WORK, ignore_errors=True)
     project, home, site = WORK / "local-agent-bench", WORK / "home", WORK / "site"
     shutil.copytree(PROJECT, project)
-    home.mkdir()
-    site.mkdir()
+    for folder in (home, site):
+        folder.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    cities, world = load_world(Path(args.fixtures) / "weather")
+    return project, home, site
+
+
+def kept(result: Path, out: Path) -> bool:
+    """LAB's result file copied out, when LAB wrote one (a regular file within MAX_RESULT bytes)."""
+    if result.is_symlink() or not result.is_file() or result.stat().st_size > MAX_RESULT:
+        return False
+    shutil.copyfile(result, out / "result.json")
+    return True
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--install-ollama-command"] and len(argv) == 2:
+        install_ollama_command(Path(argv[1]))
+        return 0
+    args = parse(argv)
+    out = Path(args.out)
+    project, home, site = prepare()
+    cities, world = load_world([Path(folder) / "weather" for folder in args.fixtures])
     ca, context = certificates(WORK / "tls")
     server = FixtureServer(cities, context, out / "fixtures.jsonl")
     env = lab_env(args, ca, server.port, home, site)
-    command = [PYTHON, "-m", "local_agent_bench", "run", "--runtime", args.runtime, "--model", args.model, "--benchmark", args.benchmark]
-    before = set(project.rglob("*.json"))
+    result = WORK / "result.json"
+    command = [PYTHON, "-m", "local_agent_bench", "run", "--runtime", args.runtime, "--model", args.model]
+    command += ["--benchmark", args.benchmark, "--output", str(result)]
     with (out / "console.txt").open("wb") as console:
         code = subprocess.run(command, cwd=project, env=env, stdout=console, stderr=subprocess.STDOUT).returncode
-    written = sorted(p for p in set(project.rglob("*.json")) - before if p.is_file() and not p.is_symlink())
-    if len(written) == 1:
-        shutil.copyfile(written[0], out / "result.json")
+    written = kept(result, out)
     record = {
         "benchmark": args.benchmark,
         "command": command,
         "env": {k: v for k, v in env.items() if k not in ("HOME", "PYTHONPATH", "SSL_CERT_FILE")},
         "fixture_hosts": list(FIXTURE_HOSTS),
         "fixture_world": world,
-        "result_file": str(written[0].relative_to(project)) if len(written) == 1 else None,
-        "results_written": len(written),
+        "ollama_command": "repro's, answering --version from the engine's /api/version",
+        "result_written": written,
         "exit": code,
     }
     (out / "driver.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     sys.stderr.write((out / "console.txt").read_bytes()[-MAX_CONSOLE:].decode("utf-8", "replace"))
     progress(out / "result.json")
-    return code if len(written) == 1 else (code or 1)
+    return 0 if written and code in (0, 1) else (code or 1)
 
 
 def progress(result: Path) -> None:
     """One progress line per task of LAB's result (repro's progress display), once LAB has finished."""
     try:
-        tasks = json.loads(result.read_text()).get("tasks", [])
+        tasks = json.loads(result.read_text()).get("results", [])
     except (OSError, ValueError, AttributeError):
         return
     for index, task in enumerate(tasks, start=1):
         if isinstance(task, dict):
-            line = {"event": "scenario", "index": index, "total": len(tasks), "id": str(task.get("id")), "passed": bool(task.get("passed")), "seconds": 0.0}
+            passed = task.get("score") == 1.0  # LAB's Summary counts a task passed at score 1.0
+            seconds = task.get("latency_ms", 0) / 1000 if isinstance(task.get("latency_ms"), int) else 0.0
+            line = {"event": "scenario", "index": index, "total": len(tasks), "id": str(task.get("task_id")), "passed": passed, "seconds": seconds}
             print(json.dumps(line), flush=True)
 
 

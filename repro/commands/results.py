@@ -166,17 +166,22 @@ def repeats(
     run: Path = typer.Argument(..., help="A run folder (or a results folder: its runs' VALID cells)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per row, a line each."),
 ) -> None:
-    """Each row's repeats in the fields Local Agent Bench's repeat runner summarises: tasks passed per
-    run, their mean and standard deviation, the mean score, each task's passes and the failure
-    reasons (LAB's codes), from the VALID cells alone.
+    """Each row's repeats in the fields Local Agent Bench's repeat runner writes (runs_completed,
+    total_scores, mean_total, stdev_total, min_total, max_total; per task runs, mean_score,
+    stdev_score, pass_count, failure_reasons), then ours (tasks passed per run, their mean and sd,
+    each task's passes), from the VALID cells alone.
 
     Exit codes: 0 shown; 1 an unexpected error; 2 bad input (no bundle)."""
-    from repro.report.aggregate import collect
+    from repro.report.aggregate import collect_with_cells
     from repro.report.repeats import repeat_lines, repeat_summary
 
     out = Console(soft_wrap=True, highlight=False)
-    for row in collect([run]).rows:
-        summary = repeat_summary(row)
+    tables, cells = collect_with_cells([run])
+    for row in tables.rows:
+        repeats: dict[int, list] = {}
+        for cell in cells.get(row.key, []):
+            repeats.setdefault(cell.record.cell.repeat, []).extend(cell.results)
+        summary = repeat_summary(row, [repeats[r] for r in sorted(repeats)])
         if as_json:
             sys.stdout.write(summary.model_dump_json() + "\n")
             continue

@@ -113,7 +113,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         known_wheels={},
         known_archives={
             # tests only (tests/external/lab-standin.yaml): our own program with LAB's command line and result file
-            "be1b723f20a3cffb85de2d502b36415fb9773ac98e5fc323567af3732f6e0488": (
+            "5d21a79db0f05f27a080f855d01260df99e2ddde9685f13bcf56664be1dc5911": (
                 "the repro project's stand-in for its tests (tests/standins/local_agent_bench/), not Local Agent Bench"
             ),
         },

@@ -17,12 +17,18 @@ from typing import Any
 MODEL = "repro-qwen:1d9614638d18"
 # What the canned Ollama answers, by a word of the task's prompt: the model's replies in order
 REPLIES = {
-    "folder you are working in": ["Action: get_cwd\nAction Input: {}", "Final Answer: local-agent-bench"],
+    "absolute path": ["Action: get_cwd\nAction Input: {}", "Final Answer: The project folder is {cwd}."],
     "README": ['Action: list_directory\nAction Input: {"path": "."}', "Final Answer: README.md"],
-    "benchmarks/smoke.json": ["Final Answer: smoke"],
-    "Graz": ['Action: get_weather\nAction Input: {"city": "Graz"}', "Final Answer: It is 99 degrees."],
-    "Lisbon": ['Action: get_weather\nAction Input: {"city": "Lisbon"}', "Final Answer: {lisbon}"],
+    "codename": ["Final Answer: cobalt-heron"],
+    "Berlin": ['Action: get_weather\nAction Input: {"location": "Berlin"}', "Final Answer: It is 99 degrees."],
+    "Lisbon": ['Action: get_weather\nAction Input: {"location": "Lisbon"}', "Final Answer: {lisbon}"],
 }
+
+
+def observed_cwd(messages: list[dict[str, str]]) -> str:
+    """The folder the last observation gave (the canned model repeats what get_cwd answered)."""
+    seen = [m["content"] for m in messages if m["content"].startswith("Observation: ")]
+    return str(json.loads(seen[-1].removeprefix("Observation: ")).get("cwd", "")) if seen else ""
 
 
 class CannedOllama(BaseHTTPRequestHandler):
@@ -45,6 +51,7 @@ class CannedOllama(BaseHTTPRequestHandler):
         replies = next(r for word, r in REPLIES.items() if word in prompt)
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
         reply = replies[min(turn, len(replies) - 1)].replace("{lisbon}", CannedOllama.lisbon)
+        reply = reply.replace("{cwd}", observed_cwd(body["messages"]))
         return self._send({"message": {"role": "assistant", "content": reply}, "done": True})
 
     def _send(self, data: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ sha256 in tests/external/lab-standin.yaml; in a harness container sealed as a ce
 engine container's namespace; the fixture world mounted as a cell's mounts do) and run by the driver
 on the host outside any container, against the same canned Ollama of our own
 (tests/external/lab_canned_ollama.py: no network in its container). LAB's result files are the same
-but for the time it started, and so are the fixture hosts' answers, request for request: the image,
+but for its metadata and latencies, and so are the fixture hosts' answers, request for request: the image,
 the sandbox and the namespace change nothing of what LAB computes."""
 
 from __future__ import annotations
@@ -98,9 +98,12 @@ def run_sealed(client, harness_id: str, image_id: str, cell) -> tuple[Path, obje
 
 
 def comparable(out: Path) -> tuple[dict, list[tuple[str, str, int, str]]]:
-    """LAB's result but the instant it started, and the fixture hosts' answers in order."""
+    """LAB's result but its metadata (the host's Python) and each task's latency, and the fixture
+    hosts' answers in order."""
     result = json.loads((out / "result.json").read_text())
-    result["metadata"].pop("started_at")
+    result.pop("metadata")
+    for task in result["results"]:
+        task.pop("latency_ms")
     fixtures = [json.loads(line) for line in (out / "fixtures.jsonl").read_text().splitlines()]
     return result, [(f["host"], f["target"], f["status"], f["sha256"]) for f in fixtures]
 

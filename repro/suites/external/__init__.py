@@ -21,8 +21,9 @@ raw outputs become our ScenarioResult lines, which of its checks `repro check` r
   (`tholos bench`), pinned by its source archive;
 - `inspect_task`: an inspect_ai task run by inspect_ai itself, its log as our records, its scorers
   re-run by check;
-- `lab`: Local Agent Bench's own code, pinned by its source archive, on Ollama, its weather hosts
-  answered by fixture hosts; its verdicts kept, its summary re-derived by check;
+- `lab`, `lab_check`, `lab_raw`: Local Agent Bench's own code, pinned by its source archive, on
+  Ollama, its weather hosts answered by fixture hosts; its verdicts kept; its summary re-derived and
+  its own scoring re-run by check; its result file and benchmark files as both read them;
 - `carried`: a source archive the bundle carries, found and verified;
 - `rebuild`: a suite's image built again from a bundle's own pins at its commit
   (`repro images build --from-bundle`).
@@ -35,6 +36,7 @@ __all__ = [
     "base",
     "check_rules",
     "evidence",
+    "lab_raw",
     "raw",
     "rebuild",
     "wheels",

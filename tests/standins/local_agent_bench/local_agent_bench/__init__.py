@@ -1,3 +1,3 @@
-"""A stand-in for Local Agent Bench, written by the repro project for its tests (not LAB's code)."""
+"""The repro project's stand-in for Local Agent Bench (not LAB's code): see ../README.md."""
 
-VERSION = "0.0.0+repro-standin"
+VERSION = "0.0-standin"

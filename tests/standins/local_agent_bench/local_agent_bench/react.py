@@ -1,58 +1,76 @@
-"""The stand-in's raw-ollama-react loop (not Local Agent Bench's code): the model writes
-`Action:` / `Action Input:` lines or a `Final Answer:` line; each tool's result comes back as an
-`Observation:` message."""
+"""The stand-in's raw-ollama-react loop (not LAB's code): the model writes `Action:` and `Action
+Input:` lines, or `Final Answer:`; each tool's result goes back as an `Observation:` message. A reply
+that is neither, before any call, is invalid tool syntax."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
-from local_agent_bench import ollama, tools
+from local_agent_bench import scoring, tools
+from local_agent_bench.ollama import Ollama, OllamaError
+from local_agent_bench.types import Task, TaskResult, ToolCall
 
-SYSTEM = """You are a local agent. You can use these tools:
+SYSTEM = """You are an agent in a local benchmark. Tools:
 {tools}
 
-To use a tool, answer exactly:
+To call a tool, reply with exactly:
 Action: <tool name>
-Action Input: <JSON object of arguments>
+Action Input: <a JSON object of its arguments>
 
-When you know the answer, answer exactly:
-Final Answer: <your answer>"""
-
-ACTION = re.compile(r"Action:\s*(\w+)\s*\nAction Input:\s*(\{.*?\})\s*$", re.S | re.M)
+When you can answer, reply with exactly:
+Final Answer: <the answer>"""
+ACTION = re.compile(r"Action:\s*(\w+)\s*\n\s*Action Input:\s*(\{.*\})", re.S)
 FINAL = re.compile(r"Final Answer:\s*(.*)", re.S)
-TOOL_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError, LookupError, ValueError)
 
 
-def run_task(model: str, task: dict[str, Any], max_steps: int) -> dict[str, Any]:
-    """One task: the transcript, the tool calls, the final answer, or why it stopped."""
-    listing = "\n".join(f"- {line}" for line in tools.TOOLS.values())
+def parse(reply: str) -> tuple[str, dict[str, Any]] | None:
+    found = ACTION.search(reply)
+    if found is None:
+        return None
+    try:
+        args, _end = json.JSONDecoder().raw_decode(found.group(2))
+    except ValueError:
+        return None
+    return (found.group(1), args) if isinstance(args, dict) else None
+
+
+def step(name: str, args: dict[str, Any]) -> ToolCall:
+    try:
+        return ToolCall(name=name, args=args, ok=True, result=tools.call_tool(name, args))
+    except (TypeError, tools.ToolError) as error:
+        return ToolCall(name=name, args=args, ok=False, error=str(error))
+
+
+def run_task(ollama: Ollama, runtime: str, model: str, task: Task, max_steps: int) -> TaskResult:
+    started = time.monotonic()
     messages = [
-        {"role": "system", "content": SYSTEM.format(tools=listing)},
-        {"role": "user", "content": task["prompt"]},
+        {"role": "system", "content": SYSTEM.format(tools="\n".join(f"- {d}" for d in tools.DESCRIPTIONS))},
+        {"role": "user", "content": task.prompt},
     ]
-    calls: list[dict[str, Any]] = []
-    for _step in range(max_steps):
-        reply = ollama.chat(model, messages)
+    calls: list[ToolCall] = []
+    answer, invalid, reason = "", False, None
+    for _ in range(max_steps):
+        try:
+            reply = ollama.chat(model, messages)
+        except OllamaError as error:
+            answer, reason = str(error), error.failure_reason
+            break
         messages.append({"role": "assistant", "content": reply})
-        final = FINAL.search(reply)
-        action = ACTION.search(reply)
-        if action is None and final is not None:
-            return {"messages": messages, "tool_calls": calls, "final_answer": final.group(1).strip(), "stop": None}
+        final, action = FINAL.search(reply), parse(reply)
+        if final is not None and action is None:
+            answer = final.group(1).strip()
+            break
         if action is None:
-            return {"messages": messages, "tool_calls": calls, "final_answer": None, "stop": "INVALID_TOOL_SYNTAX"}
-        name = action.group(1)
-        try:
-            args = json.loads(action.group(2))
-        except ValueError:
-            return {"messages": messages, "tool_calls": calls, "final_answer": None, "stop": "INVALID_TOOL_SYNTAX"}
-        if name not in tools.TOOLS:
-            return {"messages": messages, "tool_calls": calls, "final_answer": None, "stop": "WRONG_TOOL"}
-        try:
-            result = tools.run(name, args if isinstance(args, dict) else {})
-        except TOOL_ERRORS as error:
-            result = {"error": f"{type(error).__name__}: {error}"}
-        calls.append({"name": name, "arguments": args, "result": result})
-        messages.append({"role": "user", "content": f"Observation: {json.dumps(result)}"})
-    return {"messages": messages, "tool_calls": calls, "final_answer": None, "stop": "UNKNOWN_FAILURE"}
+            answer, invalid = reply.strip(), not calls
+            break
+        calls.append(step(*action))
+        shown = calls[-1].result if calls[-1].ok else {"error": calls[-1].error}
+        messages.append({"role": "user", "content": f"Observation: {json.dumps(shown, ensure_ascii=False)}"})
+    else:
+        answer = "The task did not finish within its steps."
+    score, reason, checked = (0.0, reason, []) if reason else scoring.score_task(task, answer, calls, invalid)
+    elapsed = int((time.monotonic() - started) * 1000)
+    return TaskResult(task.id, task.category, runtime, model, score, reason, answer, calls, elapsed, messages, checked)

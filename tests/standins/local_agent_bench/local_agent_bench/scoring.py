@@ -1,55 +1,61 @@
-"""The stand-in's scoring (not Local Agent Bench's code): a pure function of the task, the final
-answer and the tool calls. A task passes when every assertion holds and every required tool was
-called; its score is the share of assertions that held."""
+"""The stand-in's scoring (not LAB's code, nor its rules): a pure function of the task, the final
+answer, the tool calls and whether the reply could not be parsed, under the entry point's name and
+signature LAB's scoring has (`score_task`), returning the score, the reason and the assertions'
+results. Its rules are the stand-in's own: the share of assertions that held, 1.0 and PASS when all
+did and every required tool was called."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+from local_agent_bench.types import Task, ToolCall
 
 
-def assertion_result(assertion: dict[str, Any], answer: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    kind = assertion.get("type")
-    named = [c for c in calls if c.get("name") == assertion.get("tool")]
-    if kind == "final_answer_contains":
-        held = str(assertion["value"]).lower() in answer.lower()
-    elif kind == "tool_argument_contains":
-        held = any(
-            str(assertion["value"]).lower() in str(c["arguments"].get(assertion["argument"], "")).lower() for c in named
-        )
-    elif kind == "final_answer_matches_tool_number":
-        wanted = [
-            c["result"].get("current", {}).get(assertion["field"]) for c in named if isinstance(c.get("result"), dict)
-        ]
-        said = {float(n) for n in NUMBER.findall(answer)}
-        held = any(w is not None and float(w) in said for w in wanted)
-    else:
-        held = False
-    return {"type": kind, "passed": held}
+def values_at(value: Any, path: str) -> list[Any]:
+    """The values at a dotted path (`entries[].name`: each entry's name); the whole value for ''."""
+    found = [value]
+    for part in filter(None, path.split(".")):
+        key, spread = part.removesuffix("[]"), part.endswith("[]")
+        found = [v[key] for v in found if isinstance(v, dict) and key in v]
+        if spread:
+            found = [item for v in found if isinstance(v, list) for item in v]
+    return found
 
 
-def score_task(task: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-    """The task's score, failure reason and assertion results, from its run alone."""
-    answer, calls = run.get("final_answer") or "", run.get("tool_calls") or []
-    results = [assertion_result(a, answer, calls) for a in task.get("assertions", [])]
-    score = round(sum(r["passed"] for r in results) / len(results), 4) if results else 1.0
-    called = {c.get("name") for c in calls}
-    missing = [t for t in task.get("required_tools", []) if t not in called]
-    if run.get("stop"):
-        reason = run["stop"]
-    elif not calls and task.get("required_tools"):
-        reason = "NO_TOOL_ATTEMPT"
-    elif missing:
-        reason = "MISSING_REQUIRED_TOOL"
-    elif score < 1.0:
-        reason = "ASSERTION_FAILED"
-    else:
-        reason = None
-    return {
-        "score": score if reason is None or reason == "ASSERTION_FAILED" else 0.0,
-        "passed": reason is None,
-        "failure_reason": reason,
-        "assertion_results": results,
-    }
+def tool_values(calls: list[ToolCall], tool: str, path: str) -> list[Any]:
+    return [v for call in calls if call.name == tool and call.ok for v in values_at(call.result, path)]
+
+
+def holds(assertion: dict[str, Any], answer: str, calls: list[ToolCall]) -> bool:
+    kind, said = assertion.get("type"), answer.lower()
+    if kind == "answer_contains_any":
+        return any(str(v).lower() in said for v in assertion.get("values", []))
+    if kind == "answer_contains_all":
+        return all(str(v).lower() in said for v in assertion.get("values", []))
+    found = tool_values(calls, str(assertion.get("tool")), str(assertion.get("path", "")))
+    if kind == "tool_result_contains":
+        return any(str(v).lower() == str(assertion.get("value")).lower() for v in found)
+    if kind == "answer_contains_tool_result":
+        return any(str(v).lower() in said for v in found if v is not None)
+    return False
+
+
+def score_task(
+    task: Task, final_answer: str, tool_calls: list[ToolCall], invalid_tool_syntax: bool
+) -> tuple[float, str, list[dict[str, Any]]]:
+    called = {call.name for call in tool_calls}
+    if invalid_tool_syntax:
+        return 0.0, "INVALID_TOOL_SYNTAX", []
+    if task.required_tools and not tool_calls:
+        return 0.0, "NO_TOOL_ATTEMPT", []
+    if task.allowed_tools and called - set(task.allowed_tools):
+        return 0.0, "WRONG_TOOL", []
+    if set(task.required_tools) - called:
+        return 0.0, "MISSING_REQUIRED_TOOL", []
+    results = [
+        {"ok": holds(a, final_answer, tool_calls), "type": a.get("type"), "assertion": a} for a in task.assertions
+    ]
+    held = sum(r["ok"] for r in results)
+    if held < len(results):
+        return round(held / len(results), 4), "ASSERTION_FAILED", results
+    return (1.0, "PASS", results) if final_answer else (0.0, "UNKNOWN_FAILURE", results)
