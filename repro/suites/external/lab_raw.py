@@ -57,9 +57,9 @@ class LabToolCall(BaseModel):
 
 
 class LabTaskResult(BaseModel):
-    """One task's result in LAB's result file (its TaskResult, field for field)."""
+    """One task's result in LAB's result file (its TaskResult; a field a later LAB adds is kept, not read)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")
 
     task_id: str
     category: str
