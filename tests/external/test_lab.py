@@ -228,3 +228,17 @@ def test_a_reason_lab_does_not_have_reads_as_a_run_cut_short_and_keeps_its_words
     assert result.failure_type == "step_limit" and "MARTIAN" in (result.failure_evidence or "")
     assert result.partial_score == 0.5 and not result.engine_fault
     assert any("ended MARTIAN before scoring, yet scored 0.5" in p for p in recheck_worker(raw, standin.parent))
+
+
+def test_labs_scoring_raising_on_the_evidence_is_named_not_crashed() -> None:
+    from types import SimpleNamespace
+
+    from repro.suites.external.lab_check import rescored
+    from repro.suites.external.lab_raw import LabTaskResult
+
+    def score_task(*args: object) -> None:
+        raise AttributeError("no")
+
+    lab = {"scoring": SimpleNamespace(score_task=score_task), "types": SimpleNamespace(ToolCall=dict)}
+    recorded = LabTaskResult.model_validate(task())
+    assert rescored(lab, object(), recorded) == ["a: LAB's scoring raised AttributeError on the recorded evidence"]

@@ -114,7 +114,10 @@ def rescored_problems(result: LabResult, benchmark: str, code_root: Path) -> lis
 def rescored(lab: dict[str, Any], task: Any, recorded: LabTaskResult) -> list[str]:
     calls = [lab["types"].ToolCall(**call.model_dump()) for call in recorded.tool_calls]
     invalid = recorded.failure_reason == "INVALID_TOOL_SYNTAX"
-    score, reason, assertions = lab["scoring"].score_task(task, recorded.final_answer, calls, invalid)
+    try:
+        score, reason, assertions = lab["scoring"].score_task(task, recorded.final_answer, calls, invalid)
+    except Exception as error:  # LAB's code, on evidence a bundle holds: whatever it raises is named
+        return [f"{recorded.task_id}: LAB's scoring raised {type(error).__name__} on the recorded evidence"]
     verdicts = [bool(a.get("ok")) for a in json.loads(json.dumps(assertions, default=str))]
     says = f"{recorded.score:g} {recorded.failure_reason}"
     if (float(score), reason) != (recorded.score, recorded.failure_reason):
