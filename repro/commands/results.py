@@ -173,15 +173,12 @@ def repeats(
 
     Exit codes: 0 shown; 1 an unexpected error; 2 bad input (no bundle)."""
     from repro.report.aggregate import collect_with_cells
-    from repro.report.repeats import repeat_lines, repeat_summary
+    from repro.report.repeats import repeat_lines, repeat_runs, repeat_summary
 
     out = Console(soft_wrap=True, highlight=False)
     tables, cells = collect_with_cells([run])
     for row in tables.rows:
-        repeats: dict[int, list] = {}
-        for cell in cells.get(row.key, []):
-            repeats.setdefault(cell.record.cell.repeat, []).extend(cell.results)
-        summary = repeat_summary(row, [repeats[r] for r in sorted(repeats)])
+        summary = repeat_summary(row, repeat_runs(cells.get(row.key, [])))
         if as_json:
             sys.stdout.write(summary.model_dump_json() + "\n")
             continue

@@ -16,6 +16,8 @@ per run with their mean and sd, each task's passes, our failure types."""
 from __future__ import annotations
 
 import math
+from collections import Counter
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -23,6 +25,9 @@ from harness.contracts import ScenarioResult
 from harness.scoring import lab_code, lab_counts
 from repro.report.tables import TableRow
 from repro.suites.external.lab_raw import LAB_REASONS
+
+if TYPE_CHECKING:
+    from repro.report.aggregate import ValidCell
 
 PASS = "PASS"
 PASS_SCORE = 0.9  # the runner's pass_count threshold
@@ -85,15 +90,12 @@ def runner_fields(runs: list[list[ScenarioResult]]) -> dict[str, object]:
     for task in dict.fromkeys(r.id for run in runs for r in run):
         found = [r for run in runs for r in run if r.id == task]
         scores = [r.partial_score or 0.0 for r in found]
-        reasons: dict[str, int] = {}
-        for r in found:
-            reasons[reason(r)] = reasons.get(reason(r), 0) + 1
         per_task[task] = TaskRepeats(
             runs=len(found),
             mean_score=round(mean(scores), 4),
             stdev_score=round(stdev(scores), 4),
             pass_count=sum(s >= PASS_SCORE for s in scores),
-            failure_reasons=reasons,
+            failure_reasons=dict(Counter(reason(r) for r in found)),
         )
     return {
         "runs_completed": len(runs),
@@ -104,6 +106,14 @@ def runner_fields(runs: list[list[ScenarioResult]]) -> dict[str, object]:
         "max_total": round(max(totals), 4) if totals else 0.0,
         "per_task": per_task,
     }
+
+
+def repeat_runs(cells: list[ValidCell]) -> list[list[ScenarioResult]]:
+    """Each repeat's task results, in repeat order (a repeat's cells: every part of the suite)."""
+    runs: dict[int, list[ScenarioResult]] = {}
+    for cell in cells:
+        runs.setdefault(cell.record.cell.repeat, []).extend(cell.results)
+    return [runs[repeat] for repeat in sorted(runs)]
 
 
 def repeat_summary(row: TableRow, runs: list[list[ScenarioResult]]) -> RepeatSummary:

@@ -233,3 +233,32 @@ def serving(container, ready: bytes, deadline_s: float = 60.0) -> None:
         assert container.status in ("created", "running"), container.logs()[-2000:]
         time.sleep(0.2)
     raise AssertionError(f"the engine did not start (no {ready!r} in its log)")
+
+
+def run_joined(
+    client, engine_kwargs: dict, ready: bytes, harness: tuple[str, list[str], Path, list], cell, run_id: str
+):
+    """An engine container, served once its log prints `ready`, and the cell's harness container
+    (`harness`: its image id, command, output folder and mounts) joined to its namespace as a
+    cell's is, under the kind's entrypoint: how the harness ended and the settings it ran under.
+    Both containers are removed however it ends."""
+    from repro.containers import lifecycle as containers
+    from repro.containers.sandbox import container_name, harness_kwargs, read_back
+    from repro.suites.registry import kind_of
+
+    image_id, command, out, mounts = harness
+    with containers.started(client, engine_kwargs) as engine:
+        serving(engine, ready)
+        kwargs = harness_kwargs(
+            image_id,
+            engine.id,
+            command,
+            out,
+            run_id=run_id,
+            cell_id=cell.id,
+            mounts=mounts,
+            name=container_name(run_id, "harness"),
+        )
+        kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
+        with containers.started(client, kwargs) as container:
+            return containers.wait(container, 600), read_back(container)

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.containers import lifecycle as containers
-from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings, read_back
+from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings
 from repro.core.config import PROJECT_ROOT
 from repro.engines.base import client_argv
 from repro.plan.planner import make_plan
@@ -27,7 +26,7 @@ from repro.run.cell import harness_output_dir
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.suites.registry import kind_of
-from tests.external.conftest import serving
+from tests.external.conftest import run_joined
 from tests.external.lab_canned_ollama import MODEL, CannedOllama, lisbon_answer
 from tests.external.test_lab import STANDIN_MATRIX, run_driver
 
@@ -72,25 +71,12 @@ def run_sealed(client, harness_id: str, image_id: str, cell) -> tuple[Path, obje
     )
     engine_kwargs["entrypoint"] = ["python3", "/canned.py"]
     kind = kind_of(cell.suite)
+    command = kind.task_argv(
+        cell, client_argv(f"http://127.0.0.1:{PORT}", MODEL, "ollama"), [], load_profiles().get("cpu")
+    )
+    harness = (image_id, command, out, kind.mounts(kind.select(cell.suite)))
     try:
-        with containers.started(client, engine_kwargs) as engine:
-            serving(engine, b"canned ollama: serving")
-            argv = client_argv(f"http://127.0.0.1:{PORT}", MODEL, "ollama")
-            command = kind.task_argv(cell, argv, [], load_profiles().get("cpu"))
-            kwargs = harness_kwargs(
-                image_id,
-                engine.id,
-                command,
-                out,
-                run_id=RUN_ID,
-                cell_id=cell.id,
-                mounts=kind.mounts(kind.select(cell.suite)),
-                name=container_name(RUN_ID, "harness"),
-            )
-            kwargs["entrypoint"] = kind.entrypoint(cell)
-            with containers.started(client, kwargs) as container:
-                ended = containers.wait(container, 600)
-                applied = read_back(container)
+        ended, applied = run_joined(client, engine_kwargs, b"canned ollama: serving", harness, cell, RUN_ID)
     finally:
         shutil.rmtree(engine_out, ignore_errors=True)
     assert ended.code == 0, ended.log_tail

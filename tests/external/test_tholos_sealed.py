@@ -24,15 +24,14 @@ from pathlib import Path
 import pytest
 
 from harness.testing.scripted_engine import ScriptedEngine
-from repro.containers import lifecycle as containers
-from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings, read_back
+from repro.containers.sandbox import bind, container_name, harness_kwargs, harness_settings
 from repro.engines.base import client_argv
 from repro.run.cell import harness_output_dir
 from repro.spec.profiles import load_profiles
 from repro.suites.base import SCENARIO_MOUNT
 from repro.suites.external.base import adapter_of
 from repro.suites.registry import kind_of
-from tests.external.conftest import collect_cell, serving
+from tests.external.conftest import collect_cell, run_joined
 from tests.external.test_toolcallbench import RECOMPUTING, evidence
 from tests.external.tholos_support import FIDELITY_IDS, results_by_id, run_direct, runner_cell, runner_suite
 
@@ -75,25 +74,10 @@ def run_sealed(client, harness_id: str, image_id: str, scenarios: Path, ids: lis
         mounts=[bind(scenarios, "/scenarios", read_only=True)],
         name=container_name(RUN_ID, "engine"),
     )
-    with containers.started(client, engine_kwargs) as engine:
-        serving(engine, b"scripted engine:")
-        command = adapter_of(cell.suite).task_argv(
-            cell, client_argv(f"http://127.0.0.1:{PORT}", "scripted", "openai"), ids, load_profiles().get("cpu")
-        )
-        kwargs = harness_kwargs(
-            image_id,
-            engine.id,
-            command,
-            out,
-            run_id=RUN_ID,
-            cell_id=cell.id,
-            mounts=[bind(scenarios, SCENARIO_MOUNT, read_only=True)],
-            name=container_name(RUN_ID, "harness"),
-        )
-        kwargs["entrypoint"] = kind_of(cell.suite).entrypoint(cell)
-        with containers.started(client, kwargs) as container:
-            ended = containers.wait(container, 600)
-            applied = read_back(container)
+    argv = client_argv(f"http://127.0.0.1:{PORT}", "scripted", "openai")
+    command = adapter_of(cell.suite).task_argv(cell, argv, ids, load_profiles().get("cpu"))
+    harness = (image_id, command, out, [bind(scenarios, SCENARIO_MOUNT, read_only=True)])
+    ended, applied = run_joined(client, engine_kwargs, b"scripted engine:", harness, cell, RUN_ID)
     assert ended.code == 0, ended.log_tail
     return out, engine_out, applied
 
