@@ -8,7 +8,7 @@ It runs LAB's own command line, unchanged, in a copy of LAB's project folder nam
 
 with `OLLAMA_BASE_URL` pointing at the sealed engine. LAB's preflight asks the `ollama` command for its
 version: the sandbox has no Ollama client, so LAB's PATH begins with a command of the driver's own
-named `ollama` (written into the image at build time, `driver.py --install-ollama-command DIR`)
+named `ollama` (written into the image at build time, `driver.py --install-commands DIR`)
 that answers `--version` alone, in the client's words (`ollama version is X`), X from the sealed
 engine's `/api/version` (anything else: exit 1). LAB's weather tool and its preflight call
 Open-Meteo's hosts over HTTPS, written in its code: the driver answers them with **fixture hosts**
@@ -24,6 +24,16 @@ table): Open-Meteo's geocoding (`/v1/search?name=`, the name exactly) and foreca
 degree of the point, as Open-Meteo answers a point from its nearest grid cell) shapes. A name or a
 point the worlds lack answers 404.
 
+With `--runtime-kind` LAB runs one of its CLI runtimes (`openclaw-react`, `pi-react`,
+`hermes-react`), each turn of its react loop the runtime's own command line: the image is built on
+repro's image of that runtime (images/runtime/), whose adapter (harness.runtimes, run by the harness
+image's Python) writes the runtime's configuration into LAB's fresh HOME, the sealed engine its
+provider (`--engine-model`, `--context`, `--max-tokens`). LAB's variable for the runtime's command
+(`LOCAL_AGENT_BENCH_OPENCLAW_BIN`, `_HERMES_BIN`, `_PI_COMMAND`) names the driver's
+`repro-runtime` command, which runs the runtime's program with LAB's arguments unchanged, under the
+runtime's own environment and its pinned clock (`--clock`, libfaketime), without what the driver
+gave LAB's own tools.
+
 It keeps, in `--out`:
 
 - `result.json`: the result file LAB wrote (`--output`), byte for byte (its metadata, runtime, model
@@ -32,14 +42,16 @@ It keeps, in `--out`:
 - `console.txt`: everything LAB printed (its `Summary: k/n passed` line among it), echoed on stderr;
 - `fixtures.jsonl`: each request a fixture host answered (host, path and query, status) and the
   sha256 of the answer's bytes;
-- `driver.json`: the benchmark, the command, the environment LAB got, the fixture hosts, the fixture
-  worlds' files by sha256, whether LAB wrote its result and how LAB exited (LAB exits 1 when a task
-  failed: with a result written, the driver exits 0);
+- `driver.json`: the benchmark, the command, the environment LAB got, the runtime (its kind, program
+  and environment; null for raw-ollama-react), the fixture hosts, the fixture worlds' files by
+  sha256, whether LAB wrote its result and how LAB exited (LAB exits 1 when a task failed: with a
+  result written, the driver exits 0);
 - one JSON progress line per task on stdout, once LAB has finished (repro's progress display).
 
 Usage: python3 driver.py --out DIR --benchmark PATH --runtime NAME --base-url URL --model NAME
        --fixtures DIR [--fixtures DIR ...]
-       python3 driver.py --install-ollama-command DIR
+       [--runtime-kind KIND --engine-model NAME --context N --max-tokens N --clock "YYYY-MM-DD HH:MM:SS"]
+       python3 driver.py --install-commands DIR
 """
 
 from __future__ import annotations
@@ -75,6 +87,41 @@ if sys.argv[1:] != ["--version"]:
 with urllib.request.urlopen(os.environ["OLLAMA_BASE_URL"].rstrip("/") + "/api/version", timeout=10) as answer:
     print("ollama version is " + str(json.load(answer)["version"]))
 """
+# the command LAB's CLI runtimes run (LOCAL_AGENT_BENCH_*_BIN, _PI_COMMAND): the runtime's program with
+# LAB's arguments, unchanged, under the runtime's own environment (its pinned clock among it), without
+# what the driver gave LAB's own tools (REPRO_RUNTIME_UNSET)
+RUNTIME_COMMAND = """#!/usr/bin/python3
+# repro's runtime command in LAB's sandbox (images/lab/driver.py): the runtime's program, LAB's arguments
+import json, os, sys
+program = json.loads(os.environ["REPRO_RUNTIME_PROGRAM"])
+unset = set(json.loads(os.environ["REPRO_RUNTIME_UNSET"]))
+env = {k: v for k, v in os.environ.items() if k not in unset and not k.startswith("REPRO_")}
+os.execve(program[0], [*program, *sys.argv[1:]], env | json.loads(os.environ["REPRO_RUNTIME_ENV"]))
+"""
+# run by the harness image's Python: the runtime's adapter (harness.runtimes) writes its configuration
+# into LAB's HOME for the engine, and says its program (the leading paths of its turn's command line)
+# and its environment (the pinned clock's among it)
+CONFIGURE = """
+import json, sys
+from pathlib import Path
+from harness.runtimes.base import Endpoint
+from harness.runtimes.client import clock_env
+from harness.runtimes.registry import adapter_named
+kind, url, model, context, max_tokens, clock, home = sys.argv[1:]
+adapter = adapter_named(kind)
+endpoint = Endpoint(url=url, model=model, context=int(context), max_tokens=int(max_tokens))
+adapter.configure(Path(home), endpoint)
+argv = adapter.argv("", endpoint)
+program = argv[: next(i for i, part in enumerate(argv) if not part.startswith("/"))]
+print(json.dumps({"program": program, "env": adapter.env() | clock_env(clock)}))
+"""
+# LAB's CLI runtimes, each with the variable LAB reads its command from
+LAB_COMMAND_VARIABLES = {
+    "openclaw-react": "LOCAL_AGENT_BENCH_OPENCLAW_BIN",
+    "hermes-react": "LOCAL_AGENT_BENCH_HERMES_BIN",
+    "pi-react": "LOCAL_AGENT_BENCH_PI_COMMAND",
+}
+HARNESS_PYTHON = os.environ.get("REPRO_LAB_HARNESS_PYTHON", "/opt/repro/bin/python3")
 # resolves the fixture hosts (REPRO_FIXTURE_HOSTS="name,name", REPRO_FIXTURE_PORT) to the driver's server
 SITECUSTOMIZE = """
 import os, socket
@@ -96,6 +143,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     for name in ("--out", "--benchmark", "--runtime", "--base-url", "--model"):
         parser.add_argument(name, required=True)
     parser.add_argument("--fixtures", action="append", required=True)
+    # a CLI runtime of LAB's: repro's runtime kind, the engine's name for the model, its context, its
+    # most tokens a turn, and the clock it runs under
+    for name in ("--runtime-kind", "--engine-model", "--context", "--max-tokens", "--clock"):
+        parser.add_argument(name)
     return parser.parse_args(argv)
 
 
@@ -270,10 +321,34 @@ def lab_env(args: argparse.Namespace, ca: Path, port: int, home: Path, site: Pat
     }
 
 
-def install_ollama_command(folder: Path) -> None:
+def install_commands(folder: Path) -> None:
+    """The `ollama` command and the runtime command, written into the image at build time."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ollama").write_text(OLLAMA_COMMAND)
-    (folder / "ollama").chmod(0o755)
+    for name, text in (("ollama", OLLAMA_COMMAND), ("repro-runtime", RUNTIME_COMMAND)):
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o755)
+
+
+def runtime_env(args: argparse.Namespace, home: Path, lab: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+    """For a CLI runtime of LAB's: the runtime configured in LAB's HOME for the engine (its adapter's
+    own configuration), and the variables that point LAB at it; with what the driver.json records."""
+    if args.runtime_kind is None:
+        return {}, {}
+    if args.runtime not in LAB_COMMAND_VARIABLES:
+        raise SystemExit(f"LAB's runtime {args.runtime} is not one of its CLI runtimes")
+    fields = (args.runtime_kind, args.base_url, args.engine_model, args.context, args.max_tokens, args.clock)
+    done = subprocess.run([HARNESS_PYTHON, "-c", CONFIGURE, *fields, str(home)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the {args.runtime_kind} runtime could not be configured: {done.stderr.strip()[-500:]}")
+    runtime = json.loads(done.stdout)
+    env = {
+        LAB_COMMAND_VARIABLES[args.runtime]: str(BIN / "repro-runtime"),  # LAB runs it for each turn
+        "REPRO_RUNTIME_PROGRAM": json.dumps(runtime["program"]),
+        "REPRO_RUNTIME_ENV": json.dumps(runtime["env"]),
+        "REPRO_RUNTIME_UNSET": json.dumps(sorted(set(lab) - {"PATH", "HOME", "LANG", "TZ", "OLLAMA_BASE_URL"})),
+    }
+    variable = LAB_COMMAND_VARIABLES[args.runtime]
+    return env, {"kind": args.runtime_kind, "engine_model": args.engine_model, "variable": variable, **runtime}
 
 
 def prepare() -> tuple[Path, Path, Path]:
@@ -296,8 +371,8 @@ def kept(result: Path, out: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--install-ollama-command"] and len(argv) == 2:
-        install_ollama_command(Path(argv[1]))
+    if argv[:1] == ["--install-commands"] and len(argv) == 2:
+        install_commands(Path(argv[1]))
         return 0
     args = parse(argv)
     out = Path(args.out)
@@ -306,6 +381,8 @@ def main(argv: list[str]) -> int:
     ca, context = certificates(WORK / "tls")
     server = FixtureServer(cities, context, out / "fixtures.jsonl")
     env = lab_env(args, ca, server.port, home, site)
+    runtime, runtime_record = runtime_env(args, home, env)
+    env |= runtime
     result = WORK / "result.json"
     command = [PYTHON, "-m", "local_agent_bench", "run", "--runtime", args.runtime, "--model", args.model]
     command += ["--benchmark", args.benchmark, "--output", str(result)]
@@ -315,7 +392,8 @@ def main(argv: list[str]) -> int:
     record = {
         "benchmark": args.benchmark,
         "command": command,
-        "env": {k: v for k, v in env.items() if k not in ("HOME", "PYTHONPATH", "SSL_CERT_FILE")},
+        "env": {k: v for k, v in env.items() if k not in ("HOME", "PYTHONPATH", "SSL_CERT_FILE", *runtime)},
+        "runtime": runtime_record or None,
         "fixture_hosts": list(FIXTURE_HOSTS),
         "fixture_world": world,
         "ollama_command": "repro's, answering --version from the engine's /api/version",

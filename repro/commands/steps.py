@@ -25,6 +25,7 @@ from rich.progress import (
 from repro.core.errors import BadInput, ReproError
 from repro.core.terminal import shown
 from repro.runtimes.image import build_runtime_images
+from repro.spec.cells import driven_runtimes
 from repro.spec.loading import load_matrix, load_matrix_and_profiles
 from repro.spec.matrix import LoadedMatrix, ModelSpec
 from repro.store import models
@@ -228,6 +229,7 @@ def build_images(matrix: Path, profile: str, stream: Callable[[str], None] | Non
     loaded = load_matrix(matrix)
     build_suite_images(loaded, client, stream)
     build_runtime_images_of(loaded, client, stream)
+    build_driven_images(loaded, client, stream)
 
 
 @contextmanager
@@ -274,6 +276,23 @@ def build_runtime_images_of(loaded: LoadedMatrix, client: DockerClient, stream: 
             f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for runtime {escape(runtime.id)} "
             f"({escape(runtime.pin)}) in {time.monotonic() - started:.0f} s{where}"
         )
+
+
+def build_driven_images(loaded: LoadedMatrix, client: DockerClient, stream: Callable[[str], None] | None) -> None:
+    """The image of each external suite whose harness drives one of the matrix's runtimes with its
+    own code (LAB's CLI runtimes): the suite's image built on the runtime's; its log in
+    `<cache>/build-logs/suite-<id>-<runtime>.log`."""
+    driven = [(s, r) for s in loaded.matrix.suites for r in driven_runtimes(s, loaded.matrix.runtimes)]
+    for suite, runtime in driven:
+        started = time.monotonic()
+        with BuildLog(build_log_path(f"suite-{suite.id}-{runtime.id}"), stream) as log:
+            [base] = build_runtime_images([runtime], client, log)
+            ref = kind_of(suite).build_image(suite, base, log)
+        if ref is not None:
+            console.print(
+                f"[green]ready[/]      {ref.reference} ({ref.id[7:19]}) for suite {escape(suite.id)} via runtime "
+                f"{escape(runtime.id)} in {time.monotonic() - started:.0f} s"
+            )
 
 
 def build_label(plan: BuildPlan) -> str:

@@ -76,7 +76,7 @@ def run_cell(
             writer.write_text(HARNESS_LOG, joined_logs("worker", [e.log_tail for e in ended]) + "\n")
             writer.write_text(ENGINE_LOG, engine_logs(engines))
         record = kind.collect(writer, record, suite, CellOutputs(out_dirs, ended, kept))
-        if cell.runtime is not None:
+        if cell.runtime is not None and cell.driven_runtime is None:  # our client's wire
             keep_wire(writer, out_dirs, suite.ids)
         if engine_suspect(record, ended):
             with blame_engine(watch):

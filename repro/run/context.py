@@ -53,7 +53,8 @@ class Prepared(BaseModel):
     models: dict[str, Path]
     suites: dict[str, SuiteSelection]
     templates: dict[str, TemplateFacts] = {}  # model id -> its chat template's facts (the preflight)
-    # suite id -> the image its kind runs it in (the harness unless the kind has its own)
+    # suite_image_key -> the image its kind runs it in (the harness unless the kind has its own; an
+    # external harness driving a runtime: its image built on the runtime's)
     suite_images: dict[str, ImageRef] = {}
     runtime_images: dict[str, ImageRef] = {}  # runtime id -> its image (the harness image and the runtime)
 
@@ -62,10 +63,24 @@ class Prepared(BaseModel):
         return cell.share(self.suites[cell.suite.id])
 
     def harness_for(self, cell: Cell) -> ImageRef:
-        """The image of a cell's harness containers: its runtime's, else as the suite's kind says."""
-        if cell.runtime is not None:
+        """The image of a cell's harness containers: its runtime's (our harness's scenarios), else as
+        the suite's kind says."""
+        if cell.runtime is not None and cell.driven_runtime is None:
             return self.runtime_images[cell.runtime.id]
-        return self.suite_images.get(cell.suite.id, self.harness)
+        return self.suite_images.get(suite_image_key(cell), self.harness)
+
+
+def suite_image_key(cell: Cell) -> str:
+    """Which of a run's suite images a cell runs in: its suite's, or for an external harness driving
+    a runtime, its suite's built on that runtime's image."""
+    driven = cell.driven_runtime
+    return f"{cell.suite.id} via {driven.id}" if driven is not None else cell.suite.id
+
+
+def suite_base(cell: Cell, harness: ImageRef, runtimes: dict[str, ImageRef]) -> ImageRef:
+    """The image a cell's suite image builds on: the harness's, or the runtime's an external harness drives."""
+    driven = cell.driven_runtime
+    return runtimes[driven.id] if driven is not None else harness
 
 
 class RunContext(BaseModel):

@@ -45,7 +45,7 @@ from repro.core.yamlsource import MAX_YAML_BYTES, read_bounded
 from repro.engines.devices import host_cpus_of
 from repro.plan.planner import listed_exclusions, select_cells, shard_cells, stored_plan
 from repro.plan.replicas import replica_allowance, replica_count
-from repro.run.context import Prepared, RunContext, RunOptions
+from repro.run.context import Prepared, RunContext, RunOptions, suite_base, suite_image_key
 from repro.run.group import run_group
 from repro.run.progress import RunProgress
 from repro.run.resume import groups_to_run
@@ -170,14 +170,17 @@ def prepare(options: RunOptions) -> Prepared:
     refuse_empty_parts(cells, suites)
     refuse_unfit(cells, suites)
     harness = harness_image()
+    runtimes = {c.runtime.id: runtime_image(c.runtime, harness=harness) for c in cells if c.runtime}
     return Prepared(
         loaded=loaded,
         plan=plan,
         profile=profile,
         cells=cells,
         harness=harness,
-        suite_images={c.suite.id: kind_of(c.suite).image(c.suite, harness) for c in cells},
-        runtime_images={c.runtime.id: runtime_image(c.runtime, harness=harness) for c in cells if c.runtime},
+        suite_images={
+            suite_image_key(c): kind_of(c.suite).image(c.suite, suite_base(c, harness, runtimes)) for c in cells
+        },
+        runtime_images=runtimes,
         engines={
             c.engine.id: engine_image(c.engine, profile.engine_variant, compute_capability=profile.compute_capability)
             for c in cells

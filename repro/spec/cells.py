@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from repro.spec.findings import SuiteSelection
+from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec, Protocol, Suite
 from repro.spec.runtimes import RAW_RUNTIME, RuntimeSpec
 
@@ -22,6 +23,22 @@ EXCLUSION_LABELS = {
     "fault": "not scored: the engine failed (fault)",
     "unknown": "excluded (kind not recorded)",
 }
+
+
+def runtime_harness_reason(runtime: RuntimeSpec, harness: str) -> str | None:
+    """Why an external harness's suite cannot run through the runtime: the harness drives no such
+    runtime with its own code (HarnessFacts.runtime_modes); None when it does."""
+    if runtime.kind in HARNESSES[harness].runtime_modes:
+        return None
+    return f"runtime {runtime.id} plays our harness's scenarios; {harness} drives no {runtime.kind} runtime of its own"
+
+
+def driven_runtimes(suite: Suite, runtimes: list[RuntimeSpec]) -> list[RuntimeSpec]:
+    """The runtimes of a matrix that a suite's external harness drives with its own code (its image
+    built on each one's); none for our own suites, whose runtimes our client drives."""
+    if suite.external is None:
+        return []
+    return [r for r in runtimes if not r.raw and runtime_harness_reason(r, suite.external.harness) is None]
 
 
 def exclusion_label(kind: str | None) -> str:
@@ -72,16 +89,23 @@ class Cell(BaseModel):
         return data
 
     def runtime_reason(self) -> str | None:
-        """Why the cell's runtime cannot play it: another harness's suite, or a protocol it does not carry."""
+        """Why the cell's runtime cannot play it: an external harness that does not drive it, or a
+        protocol it does not carry."""
         runtime = self.runtime
         if runtime is None:
             return None
         if self.suite.external is not None:
-            return f"runtime {runtime.id} plays our harness's scenarios, not {self.suite.external.harness}'s tasks"
+            return runtime_harness_reason(runtime, self.suite.external.harness)
         if self.protocol not in runtime.facts.protocols:
             carried = ", ".join(sorted(runtime.facts.protocols))
             return f"runtime {runtime.id} ({runtime.kind}) carries {carried}, not {self.protocol}"
         return None
+
+    @property
+    def driven_runtime(self) -> RuntimeSpec | None:
+        """The runtime an external harness drives with its own code in this cell (its image builds
+        on the runtime's; the harness's result is the record); None otherwise."""
+        return self.runtime if self.suite.external is not None else None
 
     @property
     def via(self) -> RuntimeSpec:

@@ -16,6 +16,8 @@ runs on (the lock must pin a Node at least that new).
 native). `sends_sampling`: its requests carry
 temperature and seed (if not, the relay fills the profile's, and the wire says so).
 `system_prompt`: it injects a system prompt of its own (the report shows it, per runtime).
+`model_ref`: how a caller of its command line names the model its configuration declares (`{model}`:
+the engine's name for it), as an external harness driving the runtime passes it (LAB's `--model`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class RuntimeKindFacts(BaseModel):
     protocols: frozenset[str] = frozenset({"react"})
     sends_sampling: bool = False
     system_prompt: bool = False
+    model_ref: str = "{model}"
 
     @property
     def in_harness(self) -> bool:
@@ -59,7 +62,12 @@ RUNTIME_KINDS: dict[str, RuntimeKindFacts] = {
         sends_sampling=True,
     ),
     "openclaw": RuntimeKindFacts(
-        kind="openclaw", adapter="openclaw", registry="npm", package="openclaw", node_major=24
+        kind="openclaw",
+        adapter="openclaw",
+        registry="npm",
+        package="openclaw",
+        node_major=24,
+        model_ref="repro/{model}",  # its --model takes <provider/model>: the provider its adapter declares
     ),
     "pi": RuntimeKindFacts(
         kind="pi",

@@ -77,7 +77,7 @@ def run_driver(
     env = dict(
         os.environ, REPRO_LAB_PROJECT=str(project), REPRO_LAB_WORK=str(work), REPRO_LAB_BIN=str(out.parent / "bin")
     )
-    subprocess.run([sys.executable, str(DRIVER), "--install-ollama-command", env["REPRO_LAB_BIN"]], check=True)
+    subprocess.run([sys.executable, str(DRIVER), "--install-commands", env["REPRO_LAB_BIN"]], check=True)
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -16,7 +16,10 @@ mounted read-only), and keeps per worker (lab_raw reads them):
 
 The suite's `path` names LAB's benchmark file in its archive (`benchmarks/smoke.json`); LAB runs it
 whole (a suite selects no subset), each task under LAB's own category. The matrix protocol maps to
-LAB's runtime (`react` -> `raw-ollama-react`, HarnessFacts.protocol_modes). `normalise` keeps LAB's
+LAB's runtime (`react` -> `raw-ollama-react`, HarnessFacts.protocol_modes); a cell with a matrix
+runtime runs LAB's CLI runtime for it (`pi` -> `pi-react`, HarnessFacts.runtime_modes) in an image
+built on the runtime's, LAB given the model as the runtime's command line names it
+(RuntimeKindFacts.model_ref). `normalise` keeps LAB's
 outcome per task as LAB gave it (passed at score 1.0, as its Summary counts; `score`;
 `failure_reason` mapped onto our failure types, FROM_LAB_CODE) and its tool calls as the
 transcript's steps; `recheck` re-derives LAB's summary and re-runs LAB's own scoring (lab_check).
@@ -107,11 +110,17 @@ class Lab(Adapter):
 
     def task_argv(self, cell: Cell, client: list[str], ids: list[str], profile: Profile) -> list[str]:
         _, host, model = self.engine_server(cell, client, "LAB talks to Ollama's own API")
-        runtime = self.facts.protocol_modes[cell.protocol]
         worlds = [arg for mount in FIXTURE_WORLDS.values() for arg in ("--fixtures", mount)]
+        argv = ["--out", "/out", "--benchmark", cell.suite.path, "--base-url", host, *worlds]
+        driven = cell.driven_runtime
+        if driven is None:
+            return [*argv, "--runtime", self.facts.protocol_modes[cell.protocol], "--model", model]
+        named = driven.facts.model_ref.format(model=model)  # as the runtime's command line names it
         return [
-            *("--out", "/out", "--benchmark", cell.suite.path, "--runtime", runtime),
-            *("--base-url", host, "--model", model, *worlds),
+            *argv,
+            *("--runtime", self.facts.runtime_modes[driven.kind], "--model", named),
+            *("--runtime-kind", driven.kind, "--engine-model", model, "--clock", driven.clock),
+            *("--context", str(cell.decoding.context), "--max-tokens", str(cell.decoding.max_tokens)),
         ]
 
     def raw_paths(self, out_dir: Path) -> list[str]:

@@ -4,6 +4,9 @@
         [--runtime NAME] [--benchmark FILE] [--output FILE] [--max-steps N] [--skip-preflight]
     python3 -m local_agent_bench diagnose [--model NAME]
 
+Runtimes: raw-ollama-react, and the CLI runtimes openclaw-react, hermes-react and pi-react
+(local_agent_bench.backends).
+
 `run` writes the result document (metadata, runtime, model, benchmark, results: one per task, paths
 redacted) to --output, or prints it; `Summary: k/n passed` (a task passes at score 1.0) on stderr;
 exit 0 when every task passed, 1 otherwise or when the preflight fails (its checks printed)."""
@@ -20,13 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from local_agent_bench import VERSION
+from local_agent_bench.backends import backend
 from local_agent_bench.diagnostics import run_diagnostics
-from local_agent_bench.ollama import Ollama
 from local_agent_bench.react import run_task
 from local_agent_bench.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIMES = {"raw-ollama-react": "raw-ollama-react", "ollama": "raw-ollama-react", "raw-ollama": "raw-ollama-react"}
+RUNTIMES |= {f"{name}-react": f"{name}-react" for name in ("openclaw", "hermes", "pi")} | {
+    name: f"{name}-react" for name in ("openclaw", "hermes", "pi")
+}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,12 +71,12 @@ def redacted(value: Any, pairs: list[tuple[str, str]]) -> Any:
 def run(args: argparse.Namespace, runtime: str) -> int:
     tasks = load_tasks(args.benchmark)
     if not args.skip_preflight:
-        checks = run_diagnostics(args.ollama_base_url, args.model, any(t.requires_network for t in tasks))
+        checks = run_diagnostics(args.ollama_base_url, args.model, any(t.requires_network for t in tasks), runtime)
         if not all(ok for _name, ok, _layer, _detail in checks):
             printed(checks)
             return 1
-    ollama = Ollama(args.ollama_base_url)
-    results = [run_task(ollama, runtime, args.model, task, args.max_steps) for task in tasks]
+    turns = backend(runtime, args.ollama_base_url)
+    results = [run_task(turns, runtime, args.model, task, args.max_steps) for task in tasks]
     metadata = {"tool": "local-agent-bench (stand-in)", "version": VERSION, "python": platform.python_version()}
     document = {"metadata": metadata, "runtime": runtime, "model": args.model, "benchmark": str(args.benchmark)}
     document["results"] = [asdict(r) for r in results]
@@ -93,7 +99,7 @@ def main() -> int:
         print(f"unknown runtime: {args.runtime}. Expected one of: {', '.join(sorted(RUNTIMES))}", file=sys.stderr)
         return 2
     if args.command == "diagnose":
-        checks = run_diagnostics(args.ollama_base_url, args.model, True)
+        checks = run_diagnostics(args.ollama_base_url, args.model, True, runtime)
         printed(checks)
         return 0 if all(c[1] for c in checks) else 1
     return run(args, runtime)

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from local_agent_bench import scoring, tools
-from local_agent_bench.ollama import Ollama, OllamaError
+from local_agent_bench.ollama import OllamaError
 from local_agent_bench.types import Task, TaskResult, ToolCall
 
 SYSTEM = """You are an agent in a local benchmark. Tools:
@@ -44,7 +44,7 @@ def step(name: str, args: dict[str, Any]) -> ToolCall:
         return ToolCall(name=name, args=args, ok=False, error=str(error))
 
 
-def run_task(ollama: Ollama, runtime: str, model: str, task: Task, max_steps: int) -> TaskResult:
+def run_task(turns: Any, runtime: str, model: str, task: Task, max_steps: int) -> TaskResult:
     started = time.monotonic()
     messages = [
         {"role": "system", "content": SYSTEM.format(tools="\n".join(f"- {d}" for d in tools.DESCRIPTIONS))},
@@ -54,7 +54,7 @@ def run_task(ollama: Ollama, runtime: str, model: str, task: Task, max_steps: in
     answer, invalid, reason = "", False, None
     for _ in range(max_steps):
         try:
-            reply = ollama.chat(model, messages)
+            reply = turns.chat(model, messages)
         except OllamaError as error:
             answer, reason = str(error), error.failure_reason
             break
