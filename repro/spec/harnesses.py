@@ -119,7 +119,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         known_wheels={},
         known_archives={
             # tests only (tests/external/lab-standin.yaml): our own program with LAB's command line and result file
-            "8012456aa5073a3fba832e1e5dc2a294da919b041c5300faec2de467bb5a3854": (
+            "f22b0ad5b38b045030733da843a7125bc1d9d46b4bdb09db5ac1f0fa06ec8716": (
                 "the repro project's stand-in for its tests (tests/standins/local_agent_bench/), not Local Agent Bench"
             ),
         },

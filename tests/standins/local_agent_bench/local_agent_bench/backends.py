@@ -22,7 +22,8 @@ TIMEOUT = 600
 
 
 class BackendError(OllamaError):
-    """A runtime that failed a turn (its reason: RUNTIME_UNAVAILABLE or RUNTIME_ERROR)."""
+    """A runtime that failed a turn (its reason: RUNTIME_UNAVAILABLE, RUNTIME_ERROR when it exited
+    non-zero, TIMEOUT)."""
 
 
 class OllamaBackend:
@@ -68,7 +69,7 @@ class CliBackend:
         except FileNotFoundError as error:
             raise BackendError(str(error), "RUNTIME_UNAVAILABLE") from error
         except subprocess.TimeoutExpired as error:
-            raise BackendError(f"{self.runtime} took over {TIMEOUT} s", "RUNTIME_ERROR") from error
+            raise BackendError(f"{self.runtime} took over {TIMEOUT} s", "TIMEOUT") from error
         if done.returncode != 0:
             raise BackendError(
                 f"{self.runtime} exited {done.returncode}: {done.stderr.strip()[-300:]}", "RUNTIME_ERROR"
