@@ -1,11 +1,13 @@
 """LAB's CLI runtimes as a matrix names them, without Docker: a matrix runtime plays a LAB suite (LAB
 drives it with its own code: `pi` -> `pi-react`), a harness that drives no runtime of its own is
-excluded with why, and a LAB cell through a runtime gives the driver LAB's runtime, the model as the
-runtime's command line names it, and the engine, context, limit and clock its adapter configures.
+excluded with why, a LAB cell through a runtime gives the driver LAB's runtime, the model as the
+runtime's command line names it, and the engine, context, limit and clock its adapter configures,
+and `repro check` holds the runtime LAB ran to the cell's.
 The sealed run through a real runtime is tests/external/test_lab_runtime_engine.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -15,6 +17,7 @@ from repro.plan.planner import make_plan
 from repro.run.context import suite_image_key
 from repro.spec.loading import load_matrix_and_profiles
 from repro.suites.external.lab import Lab
+from repro.suites.external.lab_check import runtime_problems
 
 STANDIN = PROJECT_ROOT / "tests" / "external" / "lab-standin.yaml"
 RUNTIMES = yaml.safe_load((PROJECT_ROOT / "matrix" / "runtimes-smoke.yaml").read_text())["runtimes"]
@@ -72,3 +75,28 @@ def test_a_harness_that_drives_no_runtime_excludes_the_cell(tmp_path: Path) -> N
 
 def pairs(argv: list[str]) -> list[tuple[str, str]]:
     return [(argv[i], argv[i + 1]) for i in range(len(argv) - 1) if argv[i].startswith("--")]
+
+
+def lab_files(runtime: str, configured: dict | None) -> dict[str, bytes]:
+    task = {"task_id": "t", "category": "c", "runtime": runtime, "model": "m", "score": 0.0}
+    task |= {"failure_reason": "NO_TOOL_ATTEMPT", "final_answer": ""}
+    result = {"runtime": runtime, "model": "m", "benchmark": "benchmarks/smoke.json", "results": [task]}
+    driver = {"benchmark": "benchmarks/smoke.json", "runtime": configured}
+    return {"result.json": json.dumps(result).encode(), "driver.json": json.dumps(driver).encode()}
+
+
+def test_the_runtime_lab_ran_is_held_to_the_cells() -> None:
+    clock = "2026-01-01 12:00:00"
+    pi = {"kind": "pi", "env": {"FAKETIME": f"@{clock}"}, "program": ["/node"]}
+    assert runtime_problems(lab_files("pi-react", pi), "pi-react", "pi", clock) == []
+    assert runtime_problems(lab_files("raw-ollama-react", None), "raw-ollama-react", None, None) == []
+    [ran] = runtime_problems(lab_files("raw-ollama-react", pi), "pi-react", "pi", clock)
+    assert ran == "LAB ran raw-ollama-react, the cell runs pi-react"
+    [unnamed] = runtime_problems(lab_files("pi-react", None), "pi-react", "pi", clock)
+    assert unnamed == f"the driver's record does not name the cell's runtime pi under its clock {clock}"
+    assert runtime_problems(lab_files("pi-react", pi), "pi-react", "pi", "2026-06-01 00:00:00")  # another clock
+    [configured] = runtime_problems(lab_files("raw-ollama-react", pi), "raw-ollama-react", None, None)
+    assert configured == "the driver configured a runtime (driver.json) for LAB's own loop"
+    assert runtime_problems({}, "pi-react", "pi", clock) == [
+        "no readable driver.json or result file to say which runtime LAB ran"
+    ]

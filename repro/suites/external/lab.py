@@ -46,7 +46,7 @@ from repro.core.errors import BadInput
 from repro.core.files import sha256_bytes
 from repro.suites.base import FIXTURES_MOUNT
 from repro.suites.external.base import Adapter
-from repro.suites.external.lab_check import recheck_worker
+from repro.suites.external.lab_check import recheck_worker, runtime_problems
 from repro.suites.external.lab_raw import (
     CONSOLE,
     FROM_LAB_CODE,
@@ -60,6 +60,7 @@ from repro.suites.external.raw import Normalised, RawIndex, external_of, raw_nam
 from repro.suites.external.wheels import fetch_code, fetched_code
 
 if TYPE_CHECKING:
+    from repro.bundle.evidence import CellEvidence
     from repro.plan.planner import Cell
     from repro.spec.findings import SuiteSelection
     from repro.spec.matrix import Suite
@@ -142,6 +143,17 @@ class Lab(Adapter):
         problems = []
         for number, files in sorted(worker_files(raw, index).items()):
             problems += [f"worker {number}: {p}" for p in recheck_worker(files, wheel_root)]
+        return problems
+
+    def recheck_evidence(self, ev: CellEvidence, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> list[str]:
+        """LAB's checks (`recheck`), and the runtime LAB ran held to the cell's (lab_check.runtime_problems)."""
+        cell = ev.record.cell
+        driven = cell.driven_runtime
+        ran = self.facts.runtime_modes[driven.kind] if driven else self.facts.protocol_modes[cell.protocol]
+        kind, clock = (driven.kind, driven.clock) if driven else (None, None)
+        problems = self.recheck(raw, index, wheel_root, cell.protocol)
+        for number, files in sorted(worker_files(raw, index).items()):
+            problems += [f"worker {number}: {p}" for p in runtime_problems(files, ran, kind, clock)]
         return problems
 
     def render_report(self, raw: dict[str, bytes], index: RawIndex, wheel_root: Path) -> dict[str, bytes]:

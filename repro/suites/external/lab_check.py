@@ -12,6 +12,11 @@
   that reason, from that flag alone). A task whose reason is none of the scoring's (TIMEOUT, an
   engine's or a runtime's failure) was ended before scoring: its score must be 0.
 
+- **The runtime, the cell's**: LAB's result (and each task in it) names the runtime the cell runs
+  (`raw-ollama-react`, or the CLI runtime that drives the cell's matrix runtime), and the driver's
+  record names the runtime it configured: none for LAB's own loop, else the cell's runtime kind
+  under the cell's clock.
+
 No model runs: the scoring is a pure function of what the result file holds.
 """
 
@@ -23,6 +28,7 @@ from typing import Any
 
 from repro.core.errors import BadInput
 from repro.suites.external.lab_raw import (
+    DRIVER_RECORD,
     PASS,
     LabResult,
     LabTaskResult,
@@ -125,3 +131,25 @@ def rescored(lab: dict[str, Any], task: Any, recorded: LabTaskResult) -> list[st
     if verdicts != [bool(a.get("ok")) for a in recorded.assertion_results]:
         return [f"{recorded.task_id}: LAB's scoring gives the assertions {verdicts}, the result records others"]
     return []
+
+
+def runtime_problems(files: dict[str, bytes], lab_runtime: str, kind: str | None, clock: str | None) -> list[str]:
+    """LAB ran `lab_runtime`, and the driver configured the cell's runtime (`kind` under `clock`),
+    or none where LAB runs its own loop (`kind` None)."""
+    try:
+        result = read_result(files)
+        configured = json.loads(files[DRIVER_RECORD]).get("runtime")
+    except (BadInput, KeyError, ValueError, AttributeError):
+        return [f"no readable {DRIVER_RECORD} or result file to say which runtime LAB ran"]
+    problems = []
+    ran = sorted({result.runtime, *(task.runtime for task in result.results)})
+    if ran != [lab_runtime]:
+        problems.append(f"LAB ran {', '.join(r[:40] for r in ran)}, the cell runs {lab_runtime}")
+    if kind is None:
+        wrong = configured is not None
+        return problems + ([f"the driver configured a runtime ({DRIVER_RECORD}) for LAB's own loop"] if wrong else [])
+    said: dict[str, Any] = configured if isinstance(configured, dict) else {}
+    env: dict[str, Any] = said["env"] if isinstance(said.get("env"), dict) else {}
+    if said.get("kind") != kind or env.get("FAKETIME") != f"@{clock}":
+        problems.append(f"the driver's record does not name the cell's runtime {kind} under its clock {clock}")
+    return problems
