@@ -340,14 +340,13 @@ def runtime_env(args: argparse.Namespace, home: Path, lab: dict[str, str]) -> tu
     done = subprocess.run([HARNESS_PYTHON, "-c", CONFIGURE, *fields, str(home)], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the {args.runtime_kind} runtime could not be configured: {done.stderr.strip()[-500:]}")
-    runtime = json.loads(done.stdout)
+    runtime, variable = json.loads(done.stdout), LAB_COMMAND_VARIABLES[args.runtime]
     env = {
-        LAB_COMMAND_VARIABLES[args.runtime]: str(BIN / "repro-runtime"),  # LAB runs it for each turn
+        variable: str(BIN / "repro-runtime"),  # LAB runs it for each turn
         "REPRO_RUNTIME_PROGRAM": json.dumps(runtime["program"]),
         "REPRO_RUNTIME_ENV": json.dumps(runtime["env"]),
         "REPRO_RUNTIME_UNSET": json.dumps(sorted(set(lab) - {"PATH", "HOME", "LANG", "TZ", "OLLAMA_BASE_URL"})),
     }
-    variable = LAB_COMMAND_VARIABLES[args.runtime]
     return env, {"kind": args.runtime_kind, "engine_model": args.engine_model, "variable": variable, **runtime}
 
 

@@ -8,7 +8,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from repro.spec.findings import SuiteSelection
-from repro.spec.harnesses import HARNESSES
 from repro.spec.matrix import Decoding, EngineSpec, ModelSpec, Protocol, Suite
 from repro.spec.runtimes import RAW_RUNTIME, RuntimeSpec
 
@@ -27,8 +26,8 @@ EXCLUSION_LABELS = {
 
 def runtime_harness_reason(runtime: RuntimeSpec, harness: str) -> str | None:
     """Why an external harness's suite cannot run through the runtime: the harness drives no such
-    runtime with its own code (HarnessFacts.runtime_modes); None when it does."""
-    if runtime.kind in HARNESSES[harness].runtime_modes:
+    runtime with its own code (RuntimeKindFacts.harness_modes); None when it does."""
+    if harness in runtime.facts.harness_modes:
         return None
     return f"runtime {runtime.id} plays our harness's scenarios; {harness} drives no {runtime.kind} runtime of its own"
 

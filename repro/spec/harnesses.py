@@ -45,10 +45,6 @@ class HarnessFacts(BaseModel):
     # engine API (an engine class's `api`: "openai", "ollama") -> the harness's own backend for it, the
     # one place the names are mapped; an engine whose API is not here serves it nothing (its adapter refuses)
     backends: dict[str, str] = {"openai": "openai"}  # an OpenAI-compatible server (/v1)
-    # agent runtime kind (repro.spec.runtimes) -> the harness's own runtime that drives it: a cell of
-    # the suite may run through that runtime, its image built on the runtime's (the one place the
-    # names are mapped; its adapter passes it). Empty: the harness runs no agent runtime of ours
-    runtime_modes: dict[str, str] = {}
 
 
 # The matrix protocols `tholos bench` runs, each as its own `--json-mode`: a json_schema
@@ -56,11 +52,9 @@ class HarnessFacts(BaseModel):
 # JSON mode, the published Ollama rows).
 THOLOS_JSON_MODES = {"json_schema": "schema", "json_object": "object"}
 
-# Local Agent Bench's runtimes, by matrix protocol: its raw loop over Ollama in react mode
+# Local Agent Bench's runtimes, by matrix protocol: its raw loop over Ollama in react mode (its CLI
+# runtimes, which a matrix runtime plays, are in each runtime kind's row: RuntimeKindFacts.harness_modes)
 LAB_RUNTIMES = {"react": "raw-ollama-react"}
-# ... and by a matrix runtime: its CLI runtimes, each running the runtime's own command line for
-# every turn of its react loop (the runtime from repro's runtime image, configured for the sealed engine)
-LAB_CLI_RUNTIMES = {"openclaw": "openclaw-react", "pi": "pi-react", "hermes": "hermes-react"}
 
 HARNESSES: dict[str, HarnessFacts] = {
     "toolcallbench": HarnessFacts(
@@ -125,7 +119,6 @@ HARNESSES: dict[str, HarnessFacts] = {
         },
         protocols=frozenset(LAB_RUNTIMES),
         protocol_modes=LAB_RUNTIMES,
-        runtime_modes=LAB_CLI_RUNTIMES,
         request_kind="its own requests to Ollama's /api/chat (stream false, temperature 0 only); the model writes "
         "Action / Action Input text, LAB runs the tools",
         engine_kinds=frozenset({"ollama"}),

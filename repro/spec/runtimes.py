@@ -16,8 +16,11 @@ runs on (the lock must pin a Node at least that new).
 native). `sends_sampling`: its requests carry
 temperature and seed (if not, the relay fills the profile's, and the wire says so).
 `system_prompt`: it injects a system prompt of its own (the report shows it, per runtime).
-`model_ref`: how a caller of its command line names the model its configuration declares (`{model}`:
-the engine's name for it), as an external harness driving the runtime passes it (LAB's `--model`).
+`harness_modes`: the external harnesses that drive it with their own code, each with its own name
+for the runtime (LAB's CLI runtimes: `pi` is LAB's `pi-react`): a cell of such a harness's suite may
+run through it, the suite's image built on the runtime's. `model_ref`: how a caller of its command
+line names the model its configuration declares (`{model}`: the engine's name for it), as such a
+harness passes it (LAB's `--model`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class RuntimeKindFacts(BaseModel):
     protocols: frozenset[str] = frozenset({"react"})
     sends_sampling: bool = False
     system_prompt: bool = False
+    harness_modes: dict[str, str] = {}
     model_ref: str = "{model}"
 
     @property
@@ -67,6 +71,7 @@ RUNTIME_KINDS: dict[str, RuntimeKindFacts] = {
         registry="npm",
         package="openclaw",
         node_major=24,
+        harness_modes={"lab": "openclaw-react"},
         model_ref="repro/{model}",  # its --model takes <provider/model>: the provider its adapter declares
     ),
     "pi": RuntimeKindFacts(
@@ -78,9 +83,15 @@ RUNTIME_KINDS: dict[str, RuntimeKindFacts] = {
         node_major=22,
         protocols=frozenset({"react", "native_tools"}),
         system_prompt=True,
+        harness_modes={"lab": "pi-react"},
     ),
     "hermes": RuntimeKindFacts(
-        kind="hermes", adapter="hermes", registry="pypi", package="hermes-agent", system_prompt=True
+        kind="hermes",
+        adapter="hermes",
+        registry="pypi",
+        package="hermes-agent",
+        system_prompt=True,
+        harness_modes={"lab": "hermes-react"},
     ),
 }
 

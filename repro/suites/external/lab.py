@@ -17,7 +17,7 @@ mounted read-only), and keeps per worker (lab_raw reads them):
 The suite's `path` names LAB's benchmark file in its archive (`benchmarks/smoke.json`); LAB runs it
 whole (a suite selects no subset), each task under LAB's own category. The matrix protocol maps to
 LAB's runtime (`react` -> `raw-ollama-react`, HarnessFacts.protocol_modes); a cell with a matrix
-runtime runs LAB's CLI runtime for it (`pi` -> `pi-react`, HarnessFacts.runtime_modes) in an image
+runtime runs LAB's CLI runtime for it (`pi` -> `pi-react`, RuntimeKindFacts.harness_modes) in an image
 built on the runtime's, LAB given the model as the runtime's command line names it
 (RuntimeKindFacts.model_ref). `normalise` keeps LAB's
 outcome per task as LAB gave it (passed at score 1.0, as its Summary counts; `score`;
@@ -119,7 +119,7 @@ class Lab(Adapter):
         named = driven.facts.model_ref.format(model=model)  # as the runtime's command line names it
         return [
             *argv,
-            *("--runtime", self.facts.runtime_modes[driven.kind], "--model", named),
+            *("--runtime", driven.facts.harness_modes[self.name], "--model", named),
             *("--runtime-kind", driven.kind, "--engine-model", model, "--clock", driven.clock),
             *("--context", str(cell.decoding.context), "--max-tokens", str(cell.decoding.max_tokens)),
         ]
@@ -149,7 +149,7 @@ class Lab(Adapter):
         """LAB's checks (`recheck`), and the runtime LAB ran held to the cell's (lab_check.runtime_problems)."""
         cell = ev.record.cell
         driven = cell.driven_runtime
-        ran = self.facts.runtime_modes[driven.kind] if driven else self.facts.protocol_modes[cell.protocol]
+        ran = driven.facts.harness_modes[self.name] if driven else self.facts.protocol_modes[cell.protocol]
         kind, clock = (driven.kind, driven.clock) if driven else (None, None)
         problems = self.recheck(raw, index, wheel_root, cell.protocol)
         for number, files in sorted(worker_files(raw, index).items()):
