@@ -93,8 +93,8 @@ class Cell(BaseModel):
         runtime = self.runtime
         if runtime is None:
             return None
-        if self.suite.external is not None:
-            return runtime_harness_reason(runtime, self.suite.external.harness)
+        if self.suite.external is not None and (why := runtime_harness_reason(runtime, self.suite.external.harness)):
+            return why
         if self.protocol not in runtime.facts.protocols:
             carried = ", ".join(sorted(runtime.facts.protocols))
             return f"runtime {runtime.id} ({runtime.kind}) carries {carried}, not {self.protocol}"
