@@ -113,7 +113,7 @@ HARNESSES: dict[str, HarnessFacts] = {
         known_wheels={},
         known_archives={
             # tests only (tests/external/lab-standin.yaml): our own program with LAB's command line and result file
-            "f22b0ad5b38b045030733da843a7125bc1d9d46b4bdb09db5ac1f0fa06ec8716": (
+            "39722d3c187677e1dc2d84cefedf0ce93151383d26b011c9b5c18ccdd5c308a9": (
                 "the repro project's stand-in for its tests (tests/standins/local_agent_bench/), not Local Agent Bench"
             ),
         },
