@@ -223,6 +223,19 @@ def lab_mirror(tmp_path_factory) -> Iterator[Path]:
         yield mirror
 
 
+def run_lab_matrix(project: Path, home: Path, matrix: str) -> Path:
+    """A LAB matrix through repro in a project snapshot (`suites fetch`, `images build`, `matrix run`
+    on the cpu profile), each step asserted to succeed: the run's folder."""
+    from tests.e2e.conftest import run_repro
+
+    for step in (["suites", "fetch", matrix], ["images", "build", matrix, "--profile", "cpu", "--no-log"]):
+        proc = run_repro(project, home, *step, timeout=3 * 3600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_repro(project, home, "matrix", "run", matrix, "--profile", "cpu", "--out", "results")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return project / "results" / (project / "results" / "LATEST").read_text().strip()
+
+
 def serving(container, ready: bytes, deadline_s: float = 60.0) -> None:
     """Wait until a served engine's container prints its `ready` line (it prints it once it listens)."""
     until = time.monotonic() + deadline_s

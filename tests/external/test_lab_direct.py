@@ -34,7 +34,8 @@ from repro.run.group import GATE_PROTOCOL
 from repro.spec.loading import load_matrix
 from repro.spec.profiles import load_profiles
 from repro.store.images import engine_image
-from tests.e2e.conftest import make_snapshot, run_repro
+from tests.e2e.conftest import make_snapshot
+from tests.external.conftest import run_lab_matrix
 from tests.fixtures.docker import TEST_RUN_ID, run_labels
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
@@ -52,12 +53,7 @@ def files_matrix() -> str:
 @pytest.fixture(scope="module")
 def through_repro(tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, lab_mirror) -> dict:
     project = make_snapshot(tmp_path_factory.mktemp("lab-files") / "project", {MATRIX: files_matrix()})
-    for step in (["suites", "fetch", MATRIX], ["images", "build", MATRIX, "--profile", "cpu", "--no-log"]):
-        proc = run_repro(project, canary_home, *step, timeout=3 * 3600)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    proc = run_repro(project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run_dir = project / "results" / (project / "results" / "LATEST").read_text().strip()
+    run_dir = run_lab_matrix(project, canary_home, MATRIX)
     [cell] = sorted((run_dir / "cells").iterdir())
     return json.loads((cell / "raw.result.json").read_text())
 

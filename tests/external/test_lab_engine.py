@@ -15,6 +15,7 @@ import pytest
 
 from repro.store.sources import MIRROR_ENV
 from tests.e2e.conftest import make_snapshot, run_repro
+from tests.external.conftest import run_lab_matrix
 from tests.external.test_lab import IDS
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine]
@@ -24,12 +25,7 @@ MATRIX = "tests/external/lab-standin.yaml"
 @pytest.fixture(scope="module")
 def lab_run(tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, lab_mirror) -> tuple[Path, Path]:
     project = make_snapshot(tmp_path_factory.mktemp("lab") / "project")
-    for step in (["suites", "fetch", MATRIX], ["images", "build", MATRIX, "--profile", "cpu", "--no-log"]):
-        proc = run_repro(project, canary_home, *step, timeout=3 * 3600)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    proc = run_repro(project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return project, project / "results" / (project / "results" / "LATEST").read_text().strip()
+    return project, run_lab_matrix(project, canary_home, MATRIX)
 
 
 def test_lab_runs_sealed_on_ollama_and_checks_valid(lab_run, canary_home) -> None:

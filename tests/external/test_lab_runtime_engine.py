@@ -21,6 +21,7 @@ import yaml
 
 from repro.core.config import PROJECT_ROOT
 from tests.e2e.conftest import make_snapshot, run_repro
+from tests.external.conftest import run_lab_matrix
 from tests.external.test_lab import IDS
 
 pytestmark = [pytest.mark.docker, pytest.mark.engine, pytest.mark.runtimes]
@@ -39,12 +40,7 @@ def runtimes_matrix() -> str:
 @pytest.fixture(scope="module")
 def lab_runtimes_run(tmp_path_factory, canary_home, qwen_gguf, harness_image_ref, lab_mirror) -> tuple[Path, Path]:
     project = make_snapshot(tmp_path_factory.mktemp("lab-runtimes") / "project", {MATRIX: runtimes_matrix()})
-    for step in (["suites", "fetch", MATRIX], ["images", "build", MATRIX, "--profile", "cpu", "--no-log"]):
-        proc = run_repro(project, canary_home, *step, timeout=3 * 3600)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    proc = run_repro(project, canary_home, "matrix", "run", MATRIX, "--profile", "cpu", "--out", "results")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return project, project / "results" / (project / "results" / "LATEST").read_text().strip()
+    return project, run_lab_matrix(project, canary_home, MATRIX)
 
 
 def test_lab_runs_its_cli_runtimes_sealed_and_checks_valid(lab_runtimes_run, canary_home) -> None:
